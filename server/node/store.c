@@ -1,0 +1,627 @@
+/*
+ * server/node/store.c - the partitioned key-value store of a node. Each
+ * partition owns a chained hash table indexed by the key hash's high 32
+ * bits (its low bits are the partition itself, shared by every key in it).
+ * One eviction queue spans the store: SIEVE (Zhang et al., NSDI 2024) keeps
+ * a FIFO with a "visited" bit and a hand that sweeps from the oldest item,
+ * sparing and clearing visited items and evicting the first unvisited one;
+ * LRU moves items to the head on every hit. New items enter at the head.
+ */
+#include "server/node/store.h"
+
+#include <malloc.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+
+#define STORE_KEY_MAX 250
+#define STORE_BUCKETS_MIN 4u
+#define STORE_CAS_BITS 40           /* counter bits under cas_prefix */
+
+/* One partition: its table, allocated when the first item arrives. */
+struct store_part {
+    struct brim_item **buckets;     /* nbuckets chains, or NULL */
+    uint32_t           nbuckets;    /* power of two, 0 when unused */
+    uint32_t           nitems;      /* items in this partition */
+};
+
+struct brim_store {
+    struct brim_store_config cfg;       /* copied settings */
+    struct store_part       *parts;     /* npartitions entries */
+    struct brim_item        *head;      /* newest item */
+    struct brim_item        *tail;      /* oldest item */
+    struct brim_item        *hand;      /* SIEVE hand; NULL: start at tail */
+    uint64_t                 cas_next;  /* counter under the prefix */
+    uint32_t                 reap_part; /* reclaim cursor: partition */
+    uint32_t                 reap_bucket; /* reclaim cursor: bucket */
+    struct brim_store_stats  st;        /* counters */
+};
+
+static size_t
+store_mem_used(const struct brim_store *s)
+{
+    return s->cfg.mem_used != NULL ? s->cfg.mem_used() : brim_alloc_bytes();
+}
+
+static inline uint32_t
+store_part_of(const struct brim_store *s, uint64_t hash)
+{
+    return (uint32_t) (hash & (uint64_t) (s->cfg.npartitions - 1));
+}
+
+/* Bucket of HASH in a table of NBUCKETS: the high 32 bits, which the
+ * partition index (at most 20 low bits) never uses. */
+static inline uint32_t
+store_bucket_of(uint64_t hash, uint32_t nbuckets)
+{
+    return (uint32_t) (hash >> 32) & (nbuckets - 1);
+}
+
+static inline int
+item_expired(const struct brim_item *it, uint32_t now)
+{
+    return it->exptime != 0 && it->exptime <= now;
+}
+
+static inline size_t
+item_size(size_t key_len, size_t val_len)
+{
+    return sizeof(struct brim_item) + key_len + val_len;
+}
+
+struct brim_store *
+brim_store_new(const struct brim_store_config *config)
+{
+    struct brim_store *s;
+    uint32_t           p = config->npartitions;
+
+    if (p == 0 || (p & (p - 1)) != 0) {
+        return NULL;
+    }
+    s = brim_calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return NULL;
+    }
+    s->cfg = *config;
+    s->parts = brim_calloc(p, sizeof(*s->parts));
+    if (s->parts == NULL) {
+        brim_free(s);
+        return NULL;
+    }
+    s->st.table_bytes = malloc_usable_size(s->parts);
+    return s;
+}
+
+/* ---- eviction queue ---- */
+
+static void
+queue_push_head(struct brim_store *s, struct brim_item *it)
+{
+    it->prev = NULL;
+    it->next = s->head;
+    if (s->head != NULL) {
+        s->head->prev = it;
+    }
+    s->head = it;
+    if (s->tail == NULL) {
+        s->tail = it;
+    }
+}
+
+static void
+queue_unlink(struct brim_store *s, struct brim_item *it)
+{
+    if (s->hand == it) {
+        s->hand = it->prev;         /* the hand moves towards the head */
+    }
+    if (it->prev != NULL) {
+        it->prev->next = it->next;
+    } else {
+        s->head = it->next;
+    }
+    if (it->next != NULL) {
+        it->next->prev = it->prev;
+    } else {
+        s->tail = it->prev;
+    }
+    it->prev = NULL;
+    it->next = NULL;
+}
+
+/* ---- tables ---- */
+
+/* The slot that points at the live-or-expired item KEY in its partition,
+ * or NULL. Returning the slot lets callers unlink in O(1). */
+static struct brim_item **
+table_slot(struct brim_store *s, uint64_t hash, const void *key,
+           size_t key_len)
+{
+    struct store_part  *part = &s->parts[store_part_of(s, hash)];
+    struct brim_item  **slot;
+
+    if (part->nbuckets == 0) {
+        return NULL;
+    }
+    slot = &part->buckets[store_bucket_of(hash, part->nbuckets)];
+    while (*slot != NULL) {
+        if ((*slot)->hash == hash && (*slot)->key_len == key_len
+            && memcmp((*slot)->data, key, key_len) == 0)
+        {
+            return slot;
+        }
+        slot = &(*slot)->hnext;
+    }
+    return NULL;
+}
+
+/* Double PART's bucket array (or create it). On failure the table keeps
+ * its old size, which only lengthens chains. */
+static void
+table_grow(struct brim_store *s, struct store_part *part)
+{
+    struct brim_item **nb, *it, *next;
+    uint32_t           n, i, b;
+
+    n = part->nbuckets == 0 ? STORE_BUCKETS_MIN : part->nbuckets * 2;
+    nb = brim_calloc(n, sizeof(*nb));
+    if (nb == NULL) {
+        return;
+    }
+    for (i = 0; i < part->nbuckets; i++) {
+        for (it = part->buckets[i]; it != NULL; it = next) {
+            next = it->hnext;
+            b = store_bucket_of(it->hash, n);
+            it->hnext = nb[b];
+            nb[b] = it;
+        }
+    }
+    if (part->buckets != NULL) {
+        s->st.table_bytes -= malloc_usable_size(part->buckets);
+        brim_free(part->buckets);
+    } else {
+        s->st.partitions_used++;
+    }
+    s->st.table_bytes += malloc_usable_size(nb);
+    part->buckets = nb;
+    part->nbuckets = n;
+}
+
+/* Remove the item at *SLOT from its table and the queue, and free it. */
+static void
+item_remove(struct brim_store *s, struct brim_item **slot)
+{
+    struct brim_item  *it = *slot;
+    struct store_part *part = &s->parts[store_part_of(s, it->hash)];
+
+    *slot = it->hnext;
+    part->nitems--;
+    queue_unlink(s, it);
+    s->st.items--;
+    s->st.item_bytes -= malloc_usable_size(it);
+    brim_free(it);
+}
+
+/* Remove IT wherever it is (evictions start from the queue, not a slot). */
+static void
+item_remove_any(struct brim_store *s, struct brim_item *it)
+{
+    struct brim_item **slot;
+
+    slot = table_slot(s, it->hash, it->data, it->key_len);
+    BRIM_ASSERT(slot != NULL && *slot == it);   /* every item is indexed */
+    item_remove(s, slot);
+}
+
+/* Choose and evict one item, sparing PROTECT. Returns 0, or -1 when
+ * nothing but PROTECT is left. */
+static int
+store_evict_one(struct brim_store *s, const struct brim_item *protect)
+{
+    struct brim_item *o;
+
+    if (s->tail == NULL || (s->tail == protect && s->head == protect)) {
+        return -1;
+    }
+    if (s->cfg.policy == BRIM_EVICT_LRU) {
+        o = s->tail == protect ? s->tail->prev : s->tail;
+    } else {
+        /* The hand sweeps from the tail towards the head, wrapping, and
+         * clears visited bits; it stops at the first unvisited item. */
+        o = s->hand != NULL ? s->hand : s->tail;
+        while (o->visited || o == protect) {
+            o->visited = 0;
+            o = o->prev != NULL ? o->prev : s->tail;
+        }
+        s->hand = o->prev;
+    }
+    item_remove_any(s, o);
+    s->st.evictions++;
+    return 0;
+}
+
+/* Evict until NEED more bytes fit the limit. Returns 0 or BRIM_ETOOBIG. */
+static int
+store_make_room(struct brim_store *s, size_t need,
+                const struct brim_item *protect)
+{
+    if (s->cfg.mem_limit_bytes == 0) {
+        return 0;
+    }
+    while (store_mem_used(s) + need > s->cfg.mem_limit_bytes) {
+        if (store_evict_one(s, protect) != 0) {
+            return BRIM_ETOOBIG;
+        }
+    }
+    return 0;
+}
+
+/* The live item at KEY's slot, reclaiming it if expired. */
+static struct brim_item **
+store_find_live(struct brim_store *s, uint64_t hash, const void *key,
+                size_t key_len, uint32_t now)
+{
+    struct brim_item **slot;
+
+    slot = table_slot(s, hash, key, key_len);
+    if (slot != NULL && item_expired(*slot, now)) {
+        item_remove(s, slot);
+        s->st.expirations++;
+        return NULL;
+    }
+    return slot;
+}
+
+int
+brim_store_get(struct brim_store *s, uint64_t hash, const void *key,
+               size_t key_len, uint32_t now, const struct brim_item **out)
+{
+    struct brim_item **slot;
+    struct brim_item  *it;
+
+    slot = store_find_live(s, hash, key, key_len, now);
+    if (slot == NULL) {
+        s->st.misses++;
+        return BRIM_ENOTFOUND;
+    }
+    it = *slot;
+    if (s->cfg.policy == BRIM_EVICT_LRU) {
+        queue_unlink(s, it);
+        queue_push_head(s, it);
+    } else {
+        it->visited = 1;
+    }
+    s->st.hits++;
+    *out = it;
+    return 0;
+}
+
+const struct brim_item *
+brim_store_peek(struct brim_store *s, uint64_t hash, const void *key,
+                size_t key_len, uint32_t now)
+{
+    struct brim_item **slot;
+
+    slot = table_slot(s, hash, key, key_len);
+    if (slot == NULL || item_expired(*slot, now)) {
+        return NULL;
+    }
+    return *slot;
+}
+
+/* Check MODE against the current item OLD (NULL if absent). */
+static int
+store_mode_check(enum brim_store_mode mode, const struct brim_item *old,
+                 uint64_t cas_in)
+{
+    switch (mode) {
+    case BRIM_STORE_SET:
+        return 0;
+    case BRIM_STORE_ADD:
+        return old != NULL ? BRIM_ENOTSTORED : 0;
+    case BRIM_STORE_REPLACE:
+    case BRIM_STORE_APPEND:
+    case BRIM_STORE_PREPEND:
+        return old == NULL ? BRIM_ENOTSTORED : 0;
+    case BRIM_STORE_CAS:
+        if (old == NULL) {
+            return BRIM_ENOTFOUND;
+        }
+        return old->cas != cas_in ? BRIM_EEXISTS : 0;
+    }
+    return BRIM_EINVAL;
+}
+
+static uint64_t
+store_next_cas(struct brim_store *s)
+{
+    s->cas_next = (s->cas_next + 1) & ((1ull << STORE_CAS_BITS) - 1);
+    if (s->cas_next == 0) {
+        s->cas_next = 1;            /* 0 means "no CAS" to clients */
+    }
+    return (s->cfg.cas_prefix << STORE_CAS_BITS) | s->cas_next;
+}
+
+/* Link the new item IT into its partition at the head of the queue. */
+static void
+store_link(struct brim_store *s, struct brim_item *it)
+{
+    struct store_part *part = &s->parts[store_part_of(s, it->hash)];
+    uint32_t           b;
+
+    if (part->nitems >= part->nbuckets) {
+        table_grow(s, part);        /* keeps the load factor at most 1 */
+    }
+    b = store_bucket_of(it->hash, part->nbuckets);
+    it->hnext = part->buckets[b];
+    part->buckets[b] = it;
+    part->nitems++;
+    queue_push_head(s, it);
+    s->st.items++;
+    s->st.item_bytes += malloc_usable_size(it);
+}
+
+int
+brim_store_set(struct brim_store *s, enum brim_store_mode mode,
+               uint64_t hash, const void *key, size_t key_len,
+               const void *val, size_t val_len, uint32_t flags,
+               uint32_t exptime, uint64_t cas_in, uint32_t now,
+               uint64_t *cas_out)
+{
+    struct brim_item **slot, *old, *it;
+    size_t             total_val, size;
+    char              *dst;
+    int                rc;
+
+    if (key_len == 0 || key_len > STORE_KEY_MAX) {
+        return BRIM_EINVAL;
+    }
+    slot = store_find_live(s, hash, key, key_len, now);
+    old = slot != NULL ? *slot : NULL;
+    rc = store_mode_check(mode, old, cas_in);
+    if (rc != 0) {
+        return rc;
+    }
+    total_val = val_len;
+    if (mode == BRIM_STORE_APPEND || mode == BRIM_STORE_PREPEND) {
+        total_val += old->val_len;
+        flags = old->flags;
+        exptime = old->exptime;
+    }
+    if (key_len + total_val > s->cfg.max_item_bytes || total_val > UINT32_MAX) {
+        return BRIM_ETOOBIG;
+    }
+    size = item_size(key_len, total_val);
+    /* The old item is freed only after the new one is built, so make room
+     * for the whole new item, sparing the old (APPEND still reads it). */
+    rc = store_make_room(s, size, old);
+    if (rc != 0) {
+        return rc;
+    }
+    it = brim_malloc(size);
+    if (it == NULL) {
+        return BRIM_ENOMEM;
+    }
+    memset(it, 0, sizeof(*it));
+    it->hash = hash;
+    it->exptime = exptime;
+    it->flags = flags;
+    it->key_len = (uint8_t) key_len;
+    it->val_len = (uint32_t) total_val;
+    memcpy(it->data, key, key_len);
+    dst = it->data + key_len;
+    if (mode == BRIM_STORE_APPEND) {
+        memcpy(dst, brim_item_value(old), old->val_len);
+        memcpy(dst + old->val_len, val, val_len);
+    } else if (mode == BRIM_STORE_PREPEND) {
+        memcpy(dst, val, val_len);
+        memcpy(dst + val_len, brim_item_value(old), old->val_len);
+    } else if (val_len > 0) {
+        memcpy(dst, val, val_len);
+    }
+    it->cas = store_next_cas(s);
+    if (old != NULL) {
+        /* Evictions above may have changed the chain: find it again. */
+        item_remove(s, table_slot(s, hash, key, key_len));
+    }
+    store_link(s, it);
+    s->st.sets++;
+    if (cas_out != NULL) {
+        *cas_out = it->cas;
+    }
+    return 0;
+}
+
+int
+brim_store_del(struct brim_store *s, uint64_t hash, const void *key,
+               size_t key_len, uint32_t now)
+{
+    struct brim_item **slot;
+
+    slot = store_find_live(s, hash, key, key_len, now);
+    if (slot == NULL) {
+        return BRIM_ENOTFOUND;
+    }
+    item_remove(s, slot);
+    s->st.deletes++;
+    return 0;
+}
+
+int
+brim_store_touch(struct brim_store *s, uint64_t hash, const void *key,
+                 size_t key_len, uint32_t exptime, uint32_t now)
+{
+    struct brim_item **slot;
+
+    slot = store_find_live(s, hash, key, key_len, now);
+    if (slot == NULL) {
+        return BRIM_ENOTFOUND;
+    }
+    (*slot)->exptime = exptime;
+    return 0;
+}
+
+/* Parse a memcached counter: 1..20 decimal digits fitting 64 bits. */
+static int
+parse_counter(const char *p, size_t len, uint64_t *out)
+{
+    uint64_t v = 0, d;
+    size_t   i;
+
+    if (len == 0 || len > 20) {
+        return BRIM_ENONUMERIC;
+    }
+    for (i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            return BRIM_ENONUMERIC;
+        }
+        d = (uint64_t) (p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return BRIM_ENONUMERIC;
+        }
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int
+brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
+                size_t key_len, uint64_t delta, int decr, uint32_t now,
+                uint64_t *result, uint64_t *cas_out)
+{
+    struct brim_item **slot;
+    char               text[24];
+    uint64_t           v;
+    int                rc, n;
+
+    slot = store_find_live(s, hash, key, key_len, now);
+    if (slot == NULL) {
+        return BRIM_ENOTFOUND;
+    }
+    rc = parse_counter(brim_item_value(*slot), (*slot)->val_len, &v);
+    if (rc != 0) {
+        return rc;
+    }
+    if (decr) {
+        v = v < delta ? 0 : v - delta;      /* memcached: DECR stops at 0 */
+    } else {
+        v += delta;                         /* and INCR wraps at 2^64 */
+    }
+    n = snprintf(text, sizeof(text), "%llu", (unsigned long long) v);
+    rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, text,
+                        (size_t) n, (*slot)->flags, (*slot)->exptime, 0, now,
+                        cas_out);
+    if (rc == 0 && result != NULL) {
+        *result = v;
+    }
+    return rc;
+}
+
+void
+brim_store_flush(struct brim_store *s)
+{
+    uint32_t p;
+
+    for (p = 0; p < s->cfg.npartitions; p++) {
+        brim_store_drop_partition(s, p);
+    }
+}
+
+size_t
+brim_store_drop_partition(struct brim_store *s, uint32_t partition)
+{
+    struct store_part *part = &s->parts[partition];
+    uint32_t           b;
+    size_t             n = 0;
+
+    if (part->nbuckets == 0) {
+        return 0;
+    }
+    for (b = 0; b < part->nbuckets; b++) {
+        while (part->buckets[b] != NULL) {
+            item_remove(s, &part->buckets[b]);
+            n++;
+        }
+    }
+    s->st.table_bytes -= malloc_usable_size(part->buckets);
+    s->st.partitions_used--;
+    brim_free(part->buckets);
+    part->buckets = NULL;
+    part->nbuckets = 0;
+    return n;
+}
+
+size_t
+brim_store_partition_items(const struct brim_store *s, uint32_t partition)
+{
+    return s->parts[partition].nitems;
+}
+
+size_t
+brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
+{
+    struct store_part  *part;
+    struct brim_item  **slot;
+    size_t              looked = 0;
+    uint32_t            parts_seen = 0;
+
+    /* Resume at the cursor; stop after BUDGET items or one full cycle. */
+    while (looked < budget && parts_seen <= s->cfg.npartitions) {
+        part = &s->parts[s->reap_part];
+        if (s->reap_bucket >= part->nbuckets) {
+            s->reap_part = (s->reap_part + 1) & (s->cfg.npartitions - 1);
+            s->reap_bucket = 0;
+            parts_seen++;
+            continue;
+        }
+        slot = &part->buckets[s->reap_bucket];
+        while (*slot != NULL) {
+            looked++;
+            if (item_expired(*slot, now)) {
+                item_remove(s, slot);
+                s->st.expirations++;
+            } else {
+                slot = &(*slot)->hnext;
+            }
+        }
+        s->reap_bucket++;
+    }
+    s->st.reclaimed_scans += looked;
+    return looked;
+}
+
+void
+brim_store_get_stats(const struct brim_store *s, struct brim_store_stats *out)
+{
+    *out = s->st;
+}
+
+size_t
+brim_store_max_chain(const struct brim_store *s, uint32_t partition)
+{
+    const struct store_part *part = &s->parts[partition];
+    const struct brim_item  *it;
+    size_t                   best = 0, n;
+    uint32_t                 b;
+
+    for (b = 0; b < part->nbuckets; b++) {
+        n = 0;
+        for (it = part->buckets[b]; it != NULL; it = it->hnext) {
+            n++;
+        }
+        best = BRIM_MAX(best, n);
+    }
+    return best;
+}
+
+void
+brim_store_free(struct brim_store *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    brim_store_flush(s);
+    brim_free(s->parts);
+    brim_free(s);
+}

@@ -1,0 +1,198 @@
+/*
+ * server/node/store.h - a node's in-memory key-value store, split by
+ * partition: one hash table per owned partition, allocated when first used,
+ * so a whole partition can be streamed or dropped as a unit (DESIGN.md
+ * section 5). Items carry a value, 32-bit client flags, a CAS value and an
+ * optional expiry. A memory limit, counted at the allocator's real sizes
+ * over everything the loop thread holds, is kept by evicting with SIEVE
+ * (Zhang et al., "SIEVE is Simpler than LRU", NSDI 2024) or, for
+ * comparison, plain LRU. No I/O and no libuv: the caller passes the clock.
+ * Loop thread only.
+ */
+#ifndef BRIM_SERVER_NODE_STORE_H
+#define BRIM_SERVER_NODE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <brim/status.h>
+
+/* Eviction policies. */
+enum brim_evict_policy {
+    BRIM_EVICT_SIEVE = 0,           /* default: better hit ratio than LRU */
+    BRIM_EVICT_LRU = 1              /* baseline for measurements */
+};
+
+/* How a write treats the key's current value (memcached's verbs). */
+enum brim_store_mode {
+    BRIM_STORE_SET = 0,             /* store unconditionally */
+    BRIM_STORE_ADD,                 /* only if absent, else NOTSTORED */
+    BRIM_STORE_REPLACE,             /* only if present, else NOTSTORED */
+    BRIM_STORE_CAS,                 /* only if its CAS value matches */
+    BRIM_STORE_APPEND,              /* add bytes after a present value */
+    BRIM_STORE_PREPEND              /* add bytes before a present value */
+};
+
+/*
+ * One stored item: one allocation holding this header, the key and the
+ * value, like a memcached item. Read-only outside store.c.
+ */
+struct brim_item {
+    struct brim_item *hnext;        /* next in the partition's bucket */
+    struct brim_item *prev;         /* eviction queue, towards the head */
+    struct brim_item *next;         /* eviction queue, towards the tail */
+    uint64_t          hash;         /* the cluster key hash */
+    uint64_t          cas;          /* changes on every write */
+    uint32_t          exptime;      /* Unix seconds; 0 never expires */
+    uint32_t          flags;        /* client flags, opaque */
+    uint32_t          val_len;      /* value bytes */
+    uint8_t           key_len;      /* key bytes, 1..250 */
+    uint8_t           visited;      /* SIEVE: read since the hand passed */
+    uint8_t           pad[2];       /* keeps data 8-aligned */
+    char              data[];       /* key, then value */
+};
+
+/* Key and value bytes of ITEM (borrowed from the store). */
+static inline const char *
+brim_item_key(const struct brim_item *it)
+{
+    return it->data;
+}
+
+static inline const char *
+brim_item_value(const struct brim_item *it)
+{
+    return it->data + it->key_len;
+}
+
+/* Counters a node reports in STATS; all counts, bytes where named. */
+struct brim_store_stats {
+    uint64_t items;                 /* live items (expired not yet reaped) */
+    uint64_t item_bytes;            /* allocated bytes of items */
+    uint64_t table_bytes;           /* allocated bytes of tables */
+    uint64_t partitions_used;       /* partitions with a table */
+    uint64_t hits;                  /* reads that found a live item */
+    uint64_t misses;                /* reads that found nothing live */
+    uint64_t sets;                  /* successful writes of any mode */
+    uint64_t deletes;               /* keys removed by DEL */
+    uint64_t evictions;             /* items evicted for memory */
+    uint64_t expirations;           /* expired items reclaimed */
+    uint64_t reclaimed_scans;       /* items looked at by the reaper */
+};
+
+/* Settings fixed at creation. */
+struct brim_store_config {
+    uint32_t               npartitions;    /* P, a power of two */
+    size_t                 mem_limit_bytes; /* 0: no limit */
+    size_t                 max_item_bytes; /* largest key+value accepted */
+    enum brim_evict_policy policy;         /* SIEVE or LRU */
+    uint64_t               cas_prefix;     /* incarnation bits, high 24 */
+    size_t               (*mem_used)(void); /* bytes held; NULL: the
+                                              thread's brim_alloc_bytes */
+};
+
+struct brim_store;
+
+/*
+ * Create a store with CONFIG (copied). Returns NULL when out of memory or
+ * when npartitions is not a power of two. Free with brim_store_free().
+ */
+struct brim_store *brim_store_new(const struct brim_store_config *config);
+
+/* Free STORE and every item it holds; NULL is fine. */
+void brim_store_free(struct brim_store *store);
+
+/*
+ * Look up KEY (KEY_LEN bytes, borrowed) whose cluster hash is HASH, at Unix
+ * time NOW (seconds). On a hit *OUT points at the item, valid until the
+ * next call that changes STORE; reading marks it visited (SIEVE) or moves
+ * it to the head (LRU). Returns 0 or BRIM_ENOTFOUND (absent or expired; an
+ * expired item is reclaimed on the spot). Counts a hit or a miss.
+ */
+int brim_store_get(struct brim_store *store, uint64_t hash, const void *key,
+                   size_t key_len, uint32_t now,
+                   const struct brim_item **out);
+
+/*
+ * Look up without counting or touching the eviction order (for internal
+ * reads such as migration). Returns the live item or NULL.
+ */
+const struct brim_item *brim_store_peek(struct brim_store *store,
+                                        uint64_t hash, const void *key,
+                                        size_t key_len, uint32_t now);
+
+/*
+ * Write VAL (VAL_LEN bytes, copied) under KEY with client FLAGS and
+ * EXPTIME (absolute Unix seconds, 0 never) according to MODE; for
+ * BRIM_STORE_CAS, CAS_IN must equal the item's CAS value. APPEND and
+ * PREPEND keep the item's flags and expiry. On success writes the new CAS
+ * value to *CAS_OUT (if not NULL). Evicts to stay within the memory limit.
+ * Returns 0; BRIM_ENOTSTORED (ADD on a present key, REPLACE, APPEND or
+ * PREPEND on an absent one); BRIM_ENOTFOUND (CAS on an absent key);
+ * BRIM_EEXISTS (CAS mismatch); BRIM_ETOOBIG (key plus value above
+ * max_item_bytes, or above the memory limit even after evicting);
+ * BRIM_EINVAL (KEY_LEN 0 or above 250); BRIM_ENOMEM. On error nothing
+ * changes, except items evicted to make room.
+ */
+int brim_store_set(struct brim_store *store, enum brim_store_mode mode,
+                   uint64_t hash, const void *key, size_t key_len,
+                   const void *val, size_t val_len, uint32_t flags,
+                   uint32_t exptime, uint64_t cas_in, uint32_t now,
+                   uint64_t *cas_out);
+
+/*
+ * Delete KEY. Returns 0 or BRIM_ENOTFOUND (absent or expired).
+ */
+int brim_store_del(struct brim_store *store, uint64_t hash, const void *key,
+                   size_t key_len, uint32_t now);
+
+/*
+ * Set KEY's expiry to EXPTIME (absolute Unix seconds, 0 never). Returns 0
+ * or BRIM_ENOTFOUND.
+ */
+int brim_store_touch(struct brim_store *store, uint64_t hash, const void *key,
+                     size_t key_len, uint32_t exptime, uint32_t now);
+
+/*
+ * Add DELTA to (or with DECR, subtract it from) the decimal value of KEY,
+ * memcached's rules: the value must be a decimal number of at most 20
+ * digits fitting 64 bits; INCR wraps at 2^64, DECR stops at 0. The value
+ * is rewritten as decimal text, flags and expiry kept. Writes the result
+ * to *RESULT and the new CAS value to *CAS_OUT (either may be NULL).
+ * Returns 0, BRIM_ENOTFOUND, BRIM_ENONUMERIC or BRIM_ENOMEM.
+ */
+int brim_store_incr(struct brim_store *store, uint64_t hash, const void *key,
+                    size_t key_len, uint64_t delta, int decr, uint32_t now,
+                    uint64_t *result, uint64_t *cas_out);
+
+/* Remove every item (FLUSH). */
+void brim_store_flush(struct brim_store *store);
+
+/*
+ * Remove every item of PARTITION and free its table. Returns the number of
+ * items dropped.
+ */
+size_t brim_store_drop_partition(struct brim_store *store, uint32_t partition);
+
+/* Live items in PARTITION (expired ones not yet reclaimed included). */
+size_t brim_store_partition_items(const struct brim_store *store,
+                                  uint32_t partition);
+
+/*
+ * Reclaim expired items in the background: look at no more than BUDGET
+ * items, resuming where the last call stopped and cycling over every
+ * partition, and free those expired at NOW. Returns the items looked at.
+ * Bounded work per call, so a timer can run it without long pauses.
+ */
+size_t brim_store_reclaim(struct brim_store *store, uint32_t now,
+                          size_t budget);
+
+/* Copy the counters into *OUT. */
+void brim_store_get_stats(const struct brim_store *store,
+                          struct brim_store_stats *out);
+
+/* Longest bucket chain in PARTITION's table (tests: chains stay short). */
+size_t brim_store_max_chain(const struct brim_store *store,
+                            uint32_t partition);
+
+#endif /* BRIM_SERVER_NODE_STORE_H */
