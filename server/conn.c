@@ -1,0 +1,572 @@
+/*
+ * server/conn.c - listener and connections over libuv (see conn.h).
+ * Reads land in one loop-wide buffer when a connection has nothing
+ * buffered, so an idle connection holds no input memory; only the tail of
+ * an incomplete frame is copied into the connection's own buffer.
+ * Backpressure is checked before every frame, not once per read: one 64 KiB
+ * read can hold a thousand pipelined GETs. Frames left buffered when
+ * reading pauses are handled on resume, before the next read.
+ */
+#include "server/conn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "proto/frame.h"
+#include "proto/wire.h"
+#include "server/log.h"
+
+#define CONN_READ_CHUNK (64u << 10)  /* bytes per read */
+#define CONN_BACKLOG 511
+
+#define conn_of(h) BRIM_CONTAINER_OF((h), struct brim_conn, tcp)
+
+/* One write in flight: owns the bytes it sends. */
+struct conn_write {
+    uv_write_t        req;          /* libuv request; req.data unused */
+    struct brim_conn *c;            /* holds one reference */
+    struct brim_buf   buf;          /* the bytes, freed in the callback */
+};
+
+static void conn_close(struct brim_conn *c);
+static void conn_read_start(struct brim_conn *c);
+
+int
+brim_err_from_uv(int uv_err)
+{
+    switch (uv_err) {
+    case 0:
+        return 0;
+    case UV_ENOMEM:
+    case UV_ENOBUFS:
+        return BRIM_ENOMEM;
+    case UV_ETIMEDOUT:
+        return BRIM_ETIMEDOUT;
+    case UV_ECONNREFUSED:
+        return BRIM_ECONNREFUSED;
+    case UV_EOF:
+    case UV_ECONNRESET:
+    case UV_EPIPE:
+    case UV_ECANCELED:
+        return BRIM_ECLOSED;
+    case UV_EINVAL:
+        return BRIM_EINVAL;
+    default:
+        return BRIM_ESYS;
+    }
+}
+
+/* The legal moves: READING <-> PAUSED, either -> DRAINING or CLOSING,
+ * DRAINING -> CLOSING. Nothing leaves CLOSING. */
+static void
+conn_set_state(struct brim_conn *c, enum brim_conn_state to)
+{
+    enum brim_conn_state from = c->state;
+
+    BRIM_ASSERT(from != BRIM_CONN_CLOSING);
+    BRIM_ASSERT(!(from == BRIM_CONN_DRAINING && to != BRIM_CONN_CLOSING));
+    if (to == BRIM_CONN_PAUSED || to == BRIM_CONN_DRAINING
+        || to == BRIM_CONN_CLOSING)
+    {
+        uv_read_stop((uv_stream_t *) &c->tcp);
+    }
+    if (to == BRIM_CONN_PAUSED) {
+        c->srv->st.pauses++;
+    }
+    c->state = to;
+}
+
+static void
+conn_maybe_free(struct brim_conn *c)
+{
+    struct brim_server *srv = c->srv;
+
+    if (c->refs > 0) {
+        return;
+    }
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        srv->conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    if (srv->on_close != NULL) {
+        srv->on_close(c);
+    }
+    brim_buf_destroy(&c->in);
+    brim_buf_destroy(&c->out);
+    srv->st.conns_current--;
+    brim_free(c);
+}
+
+static void
+conn_close_cb(uv_handle_t *h)
+{
+    struct brim_conn *c = conn_of(h);
+
+    c->refs--;                      /* the handle's own reference */
+    conn_maybe_free(c);
+}
+
+/* The single way out: idempotent; memory goes when the last write and the
+ * handle are done. */
+static void
+conn_close(struct brim_conn *c)
+{
+    if (c->state == BRIM_CONN_CLOSING) {
+        return;
+    }
+    conn_set_state(c, BRIM_CONN_CLOSING);
+    uv_close((uv_handle_t *) &c->tcp, conn_close_cb);
+}
+
+struct brim_buf *
+brim_conn_out(struct brim_conn *c)
+{
+    return &c->out;
+}
+
+static void conn_write_cb(uv_write_t *req, int status);
+
+void
+brim_conn_flush(struct brim_conn *c)
+{
+    struct conn_write *w;
+    uv_buf_t           b;
+    int                rc;
+
+    if (c->out.len == 0 || c->state == BRIM_CONN_CLOSING) {
+        return;
+    }
+    w = brim_malloc(sizeof(*w));
+    if (w == NULL) {
+        brim_log_warn("%s: out of memory queueing %zu reply bytes; closing",
+                      c->peer, c->out.len);
+        conn_close(c);
+        return;
+    }
+    /* Hand the whole buffer to the write; the connection starts a new
+     * one. All replies from one read thus leave in one write. */
+    w->c = c;
+    w->buf = c->out;
+    brim_buf_init(&c->out);
+    b = uv_buf_init(w->buf.data, (unsigned int) w->buf.len);
+    c->out_inflight += w->buf.len;
+    c->refs++;
+    rc = uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, conn_write_cb);
+    if (rc != 0) {
+        c->out_inflight -= w->buf.len;
+        c->refs--;
+        brim_buf_destroy(&w->buf);
+        brim_free(w);
+        conn_close(c);
+    }
+}
+
+void
+brim_conn_fail(struct brim_conn *c, int status, const char *message)
+{
+    if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING) {
+        return;
+    }
+    if (status != 0
+        && brim_wire_encode_status(&c->out, 0, status, message,
+                                   message != NULL ? strlen(message) : 0)
+           == 0)
+    {
+        conn_set_state(c, BRIM_CONN_DRAINING);
+        brim_conn_flush(c);
+        if (c->state == BRIM_CONN_DRAINING && c->out_inflight == 0) {
+            conn_close(c);
+        }
+        return;
+    }
+    conn_close(c);
+}
+
+/*
+ * Dispatch the whole frames in DATA[0 .. LEN), stopping early when the
+ * output passes its high-water mark or the connection stops reading.
+ * Returns the bytes consumed (whole frames only).
+ */
+static size_t
+conn_process(struct brim_conn *c, const char *data, size_t len)
+{
+    struct brim_server *srv = c->srv;
+    size_t              off = 0;
+    uint32_t            body;
+    int                 rc;
+
+    while (c->state == BRIM_CONN_READING) {
+        if (c->out.len + c->out_inflight > srv->cfg.out_high_water) {
+            conn_set_state(c, BRIM_CONN_PAUSED);
+            break;
+        }
+        rc = brim_frame_peek(data + off, len - off, srv->cfg.max_frame_bytes,
+                             &body);
+        if (rc == BRIM_EAGAIN) {
+            break;
+        }
+        if (rc != 0) {
+            srv->st.bad_frames++;
+            brim_conn_fail(c, BRIM_ETOOBIG, "frame above max_frame_bytes");
+            break;
+        }
+        rc = srv->dispatch(c, data + off + BRIM_FRAME_HDR, body);
+        off += BRIM_FRAME_HDR + (size_t) body;
+        srv->st.frames_in++;
+        if (rc != 0) {
+            srv->st.bad_frames++;
+            brim_conn_fail(c, -rc <= BRIM_STATUS_WIRE_MAX ? rc : 0,
+                           brim_strerror(rc));
+            break;
+        }
+    }
+    return off;
+}
+
+/* Dispatch what C->in holds, then send the replies. */
+static void
+conn_process_buffered(struct brim_conn *c)
+{
+    size_t used;
+
+    used = conn_process(c, c->in.data, c->in.len);
+    brim_buf_consume(&c->in, used);
+    brim_conn_flush(c);
+}
+
+static void
+conn_write_cb(uv_write_t *req, int status)
+{
+    struct conn_write *w = BRIM_CONTAINER_OF(req, struct conn_write, req);
+    struct brim_conn  *c = w->c;
+
+    c->out_inflight -= w->buf.len;
+    c->srv->st.bytes_out += status == 0 ? w->buf.len : 0;
+    brim_buf_destroy(&w->buf);
+    brim_free(w);
+    c->refs--;
+
+    if (status < 0) {
+        /* UV_ECANCELED after a close is normal; anything else ends it. */
+        conn_close(c);
+    } else if (c->state == BRIM_CONN_DRAINING) {
+        if (c->out_inflight == 0 && c->out.len == 0) {
+            conn_close(c);
+        }
+    } else if (c->state == BRIM_CONN_PAUSED
+               && c->out.len + c->out_inflight < c->srv->cfg.out_low_water)
+    {
+        conn_set_state(c, BRIM_CONN_READING);
+        conn_process_buffered(c);       /* frames held while paused */
+        if (c->state == BRIM_CONN_READING) {
+            conn_read_start(c);
+        }
+    }
+    conn_maybe_free(c);
+}
+
+static void
+conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    struct brim_conn   *c = conn_of(h);
+    struct brim_server *srv = c->srv;
+
+    (void) hint;
+    /* Nothing buffered: read into the shared buffer, copy out leftovers.
+     * Otherwise append to the connection's buffer, which the frame limit
+     * bounds (a larger header is refused before its body arrives). */
+    if (c->in.len == 0 && srv->read_buf_busy == 0) {
+        srv->read_buf_busy = 1;
+        *buf = uv_buf_init(srv->read_buf, (unsigned int) srv->read_buf_len);
+        return;
+    }
+    if (brim_buf_reserve(&c->in, CONN_READ_CHUNK) != 0) {
+        *buf = uv_buf_init(NULL, 0);    /* read_cb sees UV_ENOBUFS */
+        return;
+    }
+    *buf = uv_buf_init(brim_buf_tail(&c->in), CONN_READ_CHUNK);
+}
+
+static void
+conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct brim_conn   *c = conn_of(s);
+    struct brim_server *srv = c->srv;
+    size_t              used;
+    int                 shared = buf->base == srv->read_buf;
+
+    if (shared) {
+        srv->read_buf_busy = 0;     /* returned, whatever happens below */
+    }
+    if (nread <= 0) {               /* 0 is EAGAIN, not an error */
+        if (nread < 0) {
+            if (nread != UV_EOF) {
+                brim_log_info("%s: read: %s", c->peer,
+                              uv_strerror((int) nread));
+            }
+            conn_close(c);
+        }
+        return;
+    }
+    srv->st.bytes_in += (uint64_t) nread;
+    c->last_active_ms = uv_now(srv->loop);
+    if (!shared) {
+        brim_buf_commit(&c->in, (size_t) nread);
+        conn_process_buffered(c);
+        return;
+    }
+    used = conn_process(c, buf->base, (size_t) nread);
+    if (used < (size_t) nread && c->state != BRIM_CONN_CLOSING
+        && c->state != BRIM_CONN_DRAINING
+        && brim_buf_append(&c->in, buf->base + used, (size_t) nread - used)
+           != 0)
+    {
+        brim_log_warn("%s: out of memory buffering input; closing", c->peer);
+        conn_close(c);
+        return;
+    }
+    brim_conn_flush(c);
+}
+
+static void
+conn_read_start(struct brim_conn *c)
+{
+    int rc;
+
+    rc = uv_read_start((uv_stream_t *) &c->tcp, conn_alloc_cb, conn_read_cb);
+    if (rc != 0) {
+        brim_log_warn("%s: read start: %s", c->peer, uv_strerror(rc));
+        conn_close(c);
+    }
+}
+
+static void
+conn_name_peer(struct brim_conn *c)
+{
+    struct sockaddr_storage ss;
+    char                    host[48];
+    int                     len = sizeof(ss);
+
+    snprintf(c->peer, sizeof(c->peer), "?");
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *) &ss, &len) != 0) {
+        return;
+    }
+    if (ss.ss_family == AF_INET) {
+        uv_ip4_name((struct sockaddr_in *) &ss, host, sizeof(host));
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", host,
+                 ntohs(((struct sockaddr_in *) &ss)->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *) &ss, host, sizeof(host));
+        snprintf(c->peer, sizeof(c->peer), "[%s]:%d", host,
+                 ntohs(((struct sockaddr_in6 *) &ss)->sin6_port));
+    }
+}
+
+static void
+server_connection_cb(uv_stream_t *ls, int status)
+{
+    struct brim_server *srv = BRIM_CONTAINER_OF(ls, struct brim_server,
+                                                listen);
+    struct brim_conn   *c;
+
+    if (status < 0) {
+        brim_log_warn("accept: %s", uv_strerror(status));
+        return;
+    }
+    c = brim_calloc(1, sizeof(*c));
+    if (c == NULL) {
+        brim_log_warn("accept: out of memory");
+        return;
+    }
+    c->srv = srv;
+    c->refs = 1;                    /* the handle */
+    c->state = BRIM_CONN_READING;
+    c->last_active_ms = uv_now(srv->loop);
+    uv_tcp_init(srv->loop, &c->tcp);
+    c->next = srv->conns;
+    if (srv->conns != NULL) {
+        srv->conns->prev = c;
+    }
+    srv->conns = c;
+    srv->st.conns_current++;
+    if (uv_accept(ls, (uv_stream_t *) &c->tcp) != 0) {
+        conn_close(c);
+        return;
+    }
+    srv->st.conns_total++;
+    conn_name_peer(c);
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (srv->cfg.max_conns > 0 && srv->st.conns_current > srv->cfg.max_conns) {
+        srv->st.conns_refused++;
+        brim_log_warn("%s: refused: %u connections already open (max_conns)",
+                      c->peer, srv->cfg.max_conns);
+        brim_conn_fail(c, BRIM_EBUSY, "too many connections (max_conns)");
+        return;
+    }
+    conn_read_start(c);
+}
+
+static void
+server_idle_cb(uv_timer_t *t)
+{
+    struct brim_server *srv = BRIM_CONTAINER_OF(t, struct brim_server,
+                                                idle_timer);
+    struct brim_conn   *c, *next;
+    uint64_t            now = uv_now(srv->loop);
+
+    for (c = srv->conns; c != NULL; c = next) {
+        next = c->next;
+        if ((c->state == BRIM_CONN_READING || c->state == BRIM_CONN_PAUSED)
+            && now - c->last_active_ms > srv->cfg.idle_timeout_ms)
+        {
+            srv->st.conns_idle_closed++;
+            brim_log_info("%s: idle for %u ms; closing", c->peer,
+                          srv->cfg.idle_timeout_ms);
+            conn_close(c);
+        }
+    }
+}
+
+/* Parse "host:port" or "[v6]:port" into SA. Returns 0 or BRIM_EINVAL. */
+static int
+server_parse_addr(const char *addr, struct sockaddr_storage *sa)
+{
+    char        host[64];
+    const char *colon, *h = addr, *end;
+    char       *pend;
+    long        port;
+    size_t      hlen;
+
+    colon = strrchr(addr, ':');
+    if (colon == NULL) {
+        return BRIM_EINVAL;
+    }
+    end = colon;
+    if (addr[0] == '[') {
+        h = addr + 1;
+        if (colon == addr || colon[-1] != ']') {
+            return BRIM_EINVAL;
+        }
+        end = colon - 1;
+    }
+    hlen = (size_t) (end - h);
+    if (hlen == 0 || hlen >= sizeof(host)) {
+        return BRIM_EINVAL;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    port = strtol(colon + 1, &pend, 10);
+    if (colon[1] == '\0' || *pend != '\0' || port < 0 || port > 65535) {
+        return BRIM_EINVAL;
+    }
+    if (strcmp(host, "localhost") == 0) {
+        snprintf(host, sizeof(host), "127.0.0.1");
+    }
+    if (uv_ip4_addr(host, (int) port, (struct sockaddr_in *) sa) == 0) {
+        return 0;
+    }
+    if (uv_ip6_addr(host, (int) port, (struct sockaddr_in6 *) sa) == 0) {
+        return 0;
+    }
+    return BRIM_EINVAL;
+}
+
+int
+brim_server_listen(struct brim_server *srv, uv_loop_t *loop, const char *addr,
+                   const struct brim_server_config *cfg,
+                   brim_dispatch_fn dispatch, brim_conn_close_fn on_close,
+                   void *data, char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct sockaddr_storage sa;
+    int                     rc;
+
+    memset(srv, 0, sizeof(*srv));
+    if (server_parse_addr(addr, &sa) != 0) {
+        brim_errfmt(errbuf, "listen: bad address \"%s\": want HOST:PORT, "
+                    "e.g. 127.0.0.1:11311", addr);
+        return BRIM_EINVAL;
+    }
+    if (cfg->out_low_water > cfg->out_high_water) {
+        brim_errfmt(errbuf, "listen: output low water %zu above high water "
+                    "%zu", cfg->out_low_water, cfg->out_high_water);
+        return BRIM_EINVAL;
+    }
+    srv->loop = loop;
+    srv->cfg = *cfg;
+    srv->dispatch = dispatch;
+    srv->on_close = on_close;
+    srv->data = data;
+    srv->read_buf_len = CONN_READ_CHUNK;
+    srv->read_buf = brim_malloc(srv->read_buf_len);
+    if (srv->read_buf == NULL) {
+        brim_errfmt(errbuf, "listen: out of memory");
+        return BRIM_ENOMEM;
+    }
+    uv_tcp_init(loop, &srv->listen);
+    rc = uv_tcp_bind(&srv->listen, (struct sockaddr *) &sa, 0);
+    if (rc == 0) {
+        rc = uv_listen((uv_stream_t *) &srv->listen, CONN_BACKLOG,
+                       server_connection_cb);
+    }
+    if (rc != 0) {
+        brim_errfmt(errbuf, "listen: %s: %s", addr, uv_strerror(rc));
+        uv_close((uv_handle_t *) &srv->listen, NULL);
+        brim_free(srv->read_buf);
+        srv->read_buf = NULL;
+        return BRIM_ESYS;
+    }
+    uv_timer_init(loop, &srv->idle_timer);
+    if (cfg->idle_timeout_ms > 0) {
+        uv_timer_start(&srv->idle_timer, server_idle_cb,
+                       BRIM_MIN(1000, cfg->idle_timeout_ms),
+                       BRIM_MIN(1000, cfg->idle_timeout_ms));
+    }
+    return 0;
+}
+
+int
+brim_server_port(const struct brim_server *srv)
+{
+    struct sockaddr_storage ss;
+    int                     len = sizeof(ss);
+
+    if (uv_tcp_getsockname(&srv->listen, (struct sockaddr *) &ss, &len) != 0) {
+        return 0;
+    }
+    if (ss.ss_family == AF_INET) {
+        return ntohs(((struct sockaddr_in *) &ss)->sin_port);
+    }
+    return ntohs(((struct sockaddr_in6 *) &ss)->sin6_port);
+}
+
+void
+brim_server_close(struct brim_server *srv)
+{
+    struct brim_conn *c, *next;
+
+    if (srv->closing) {
+        return;
+    }
+    srv->closing = 1;
+    uv_close((uv_handle_t *) &srv->listen, NULL);
+    uv_close((uv_handle_t *) &srv->idle_timer, NULL);
+    for (c = srv->conns; c != NULL; c = next) {
+        next = c->next;
+        conn_close(c);
+    }
+    /* read_buf is freed by the owner after the loop ends: a read callback
+     * may still name it until the handles are closed. */
+}
+
+void
+brim_server_destroy(struct brim_server *srv)
+{
+    brim_free(srv->read_buf);
+    srv->read_buf = NULL;
+}

@@ -1,0 +1,144 @@
+/*
+ * server/conn.h - the daemons' connection layer over libuv: a listener that
+ * accepts up to max_conns connections, and per connection an explicit
+ * state machine, a bounded input buffer, framing (proto/frame.h), an output
+ * queue with backpressure, and an idle timeout. Whole frame bodies are
+ * handed to a dispatch callback, which appends its replies to the
+ * connection's output; all the replies produced from one read leave in one
+ * write. Loop thread only.
+ */
+#ifndef BRIM_SERVER_CONN_H
+#define BRIM_SERVER_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <brim/status.h>
+
+#include "proto/buf.h"
+
+struct brim_conn;
+struct brim_server;
+
+/*
+ * Handle one whole frame body BODY[0 .. LEN) (borrowed; valid for the call)
+ * from C, appending any reply frames to brim_conn_out(C). Returns 0 to go
+ * on, or a negative code when the connection itself must close (an error
+ * frame is sent first for wire codes).
+ */
+typedef int (*brim_dispatch_fn)(struct brim_conn *c, const char *body,
+                                size_t len);
+
+/* Called once when C is about to be freed, to release its user data. */
+typedef void (*brim_conn_close_fn)(struct brim_conn *c);
+
+/* Connection states; changed only in conn_set_state(). */
+enum brim_conn_state {
+    BRIM_CONN_READING = 0,          /* reading and dispatching */
+    BRIM_CONN_PAUSED,               /* output above high water: not reading */
+    BRIM_CONN_DRAINING,             /* sending a last error frame, then close */
+    BRIM_CONN_CLOSING               /* uv_close() called; waiting for refs */
+};
+
+/* Settings of one listener; every connection it accepts follows them. */
+struct brim_server_config {
+    size_t   max_frame_bytes;       /* body bytes; larger headers close */
+    size_t   out_high_water;        /* stop reading above this many bytes */
+    size_t   out_low_water;         /* resume below this */
+    uint32_t idle_timeout_ms;       /* 0: never; close silent connections */
+    uint32_t max_conns;             /* refuse (BUSY, close) beyond this */
+};
+
+/* Counters of one listener. */
+struct brim_server_stats {
+    uint64_t conns_current;         /* open connections */
+    uint64_t conns_total;           /* accepted since start */
+    uint64_t conns_refused;         /* refused over max_conns */
+    uint64_t conns_idle_closed;     /* closed by the idle timeout */
+    uint64_t frames_in;             /* frames dispatched */
+    uint64_t bad_frames;            /* frames that failed framing */
+    uint64_t bytes_in;              /* bytes read */
+    uint64_t bytes_out;             /* bytes written */
+    uint64_t pauses;                /* times reading paused for output */
+};
+
+/* A listener and the connections it accepted. */
+struct brim_server {
+    uv_loop_t                *loop;         /* borrowed */
+    uv_tcp_t                  listen;       /* the listening socket */
+    uv_timer_t                idle_timer;   /* sweeps idle connections */
+    struct brim_server_config cfg;          /* copied */
+    brim_dispatch_fn          dispatch;     /* frame handler */
+    brim_conn_close_fn        on_close;     /* user-data release, or NULL */
+    void                     *data;         /* the daemon's state */
+    struct brim_conn         *conns;        /* open connections (list) */
+    char                     *read_buf;     /* shared read buffer */
+    size_t                    read_buf_len; /* its bytes */
+    int                       read_buf_busy; /* lent to a read in progress */
+    struct brim_server_stats  st;           /* counters */
+    int                       closing;      /* brim_server_close() called */
+};
+
+/* One accepted connection. */
+struct brim_conn {
+    uv_tcp_t              tcp;      /* embedded handle; first member */
+    struct brim_server   *srv;      /* owning listener */
+    struct brim_conn     *next;     /* srv->conns list */
+    struct brim_conn     *prev;     /* srv->conns list */
+    enum brim_conn_state  state;    /* see enum brim_conn_state */
+    struct brim_buf       in;       /* bytes of an incomplete frame */
+    struct brim_buf       out;      /* replies not yet handed to libuv */
+    size_t                out_inflight; /* bytes handed to libuv, unsent */
+    uint32_t              refs;     /* the handle plus one per write */
+    uint64_t              last_active_ms; /* loop time of the last read */
+    void                 *data;     /* the daemon's per-connection state */
+    char                  peer[64]; /* "host:port" of the peer, for logs */
+};
+
+/*
+ * Listen on ADDR ("host:port"; IPv4 or [IPv6]) with CFG (copied), calling
+ * DISPATCH for every frame. SRV is caller's memory and must stay put until
+ * brim_server_close() completes. Returns 0, or BRIM_EINVAL (bad address or
+ * settings) or BRIM_ESYS (bind or listen failed) with ERRBUF naming the
+ * address and the reason.
+ */
+int brim_server_listen(struct brim_server *srv, uv_loop_t *loop,
+                       const char *addr, const struct brim_server_config *cfg,
+                       brim_dispatch_fn dispatch, brim_conn_close_fn on_close,
+                       void *data, char errbuf[BRIM_ERRBUF_LEN]);
+
+/* The port SRV listens on (useful after binding port 0), or 0. */
+int brim_server_port(const struct brim_server *srv);
+
+/*
+ * Stop accepting and close every connection. Handles close asynchronously:
+ * run the loop until it has no more handles before freeing SRV.
+ */
+void brim_server_close(struct brim_server *srv);
+
+/* Free what SRV still holds once the loop has closed all its handles
+ * (after brim_server_close() and a final uv_run()). */
+void brim_server_destroy(struct brim_server *srv);
+
+/* The output buffer of C, where dispatch appends reply frames. */
+struct brim_buf *brim_conn_out(struct brim_conn *c);
+
+/*
+ * Send the reply frames buffered in C's output as one write. The
+ * connection layer calls it after each read; callers use it only for
+ * replies produced outside a read (timers, async completions).
+ */
+void brim_conn_flush(struct brim_conn *c);
+
+/*
+ * Close C after sending an error frame [STATUS, 0, MESSAGE] (STATUS a wire
+ * code), or at once when STATUS is 0. Idempotent.
+ */
+void brim_conn_fail(struct brim_conn *c, int status, const char *message);
+
+/* Translate a libuv error (negative) into a brim code. */
+int brim_err_from_uv(int uv_err);
+
+#endif /* BRIM_SERVER_CONN_H */

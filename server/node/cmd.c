@@ -1,0 +1,291 @@
+/*
+ * server/node/cmd.c - brim-node's command layer: decode one request (the
+ * frame was walked without allocating before msgpack-c sees it), check the
+ * connection's HELLO and role, run the op against the store, and append
+ * the reply. Request errors become error replies [status, id, message];
+ * only a broken connection returns an error to conn.c.
+ */
+#include "server/node/node.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/defs.h"
+#include "common/hash.h"
+#include "proto/frame.h"
+#include "server/log.h"
+
+/* The connection's role after HELLO, kept in c->data; 0 before HELLO. */
+#define conn_role(c) ((uint32_t) (uintptr_t) (c)->data)
+
+static uint32_t
+unix_now(void)
+{
+    return (uint32_t) time(NULL);
+}
+
+/*
+ * memcached's TTL rule: 0 never expires, up to 30 days is relative, above
+ * that an absolute Unix time (one in the past expires at once).
+ */
+static uint32_t
+cmd_exptime(uint32_t ttl_s, uint32_t now)
+{
+    if (ttl_s == 0) {
+        return 0;
+    }
+    if (ttl_s > BRIM_WIRE_TTL_RELATIVE_MAX) {
+        return ttl_s <= now ? 1 : ttl_s;    /* 1: already in the past */
+    }
+    return now + ttl_s;
+}
+
+static int
+cmd_reply_error(struct brim_conn *c, uint64_t id, int status, const char *msg)
+{
+    if (-status > BRIM_STATUS_WIRE_MAX) {
+        status = BRIM_ENOMEM;       /* local codes never travel */
+    }
+    return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
+                                   msg != NULL ? strlen(msg) : 0);
+}
+
+static int
+cmd_hello(struct brim_node *node, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    struct brim_rep rep;
+
+    if (req->hello.version != BRIM_WIRE_VERSION) {
+        return cmd_reply_error(c, req->request_id, BRIM_EBADREQ,
+                               "hello: unsupported protocol version");
+    }
+    if (req->hello.cluster_id != 0 && req->hello.cluster_id != node->cluster_id)
+    {
+        return cmd_reply_error(c, req->request_id, BRIM_EDENIED,
+                               "hello: this node belongs to another cluster");
+    }
+    c->data = (void *) (uintptr_t) req->hello.role;
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    rep.hello.version = BRIM_WIRE_VERSION;
+    rep.hello.role = BRIM_ROLE_NODE;
+    rep.hello.cluster_id = node->cluster_id;
+    rep.hello.incarnation = node->incarnation;
+    rep.hello.name = node->cfg.name;
+    rep.hello.name_len = strlen(node->cfg.name);
+    rep.limits = node->cfg.limits;
+    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_HELLO, &rep);
+}
+
+/* MGET: one entry per key, in order; a hit that would push the frame past
+ * the limit is answered TOOBIG for the client to fetch on its own. */
+static int
+cmd_mget(struct brim_node *node, struct brim_conn *c,
+         const struct brim_req *req, uint32_t now)
+{
+    struct brim_buf        *out = brim_conn_out(c);
+    const struct brim_item *it;
+    const char             *key;
+    size_t                  key_len, mark;
+    uint32_t                i;
+    uint64_t                h;
+    int                     rc;
+
+    rc = brim_wire_mget_begin(out, req->request_id, req->nkeys, &mark);
+    for (i = 0; rc == 0 && i < req->nkeys; i++) {
+        brim_wire_req_key(req, i, &key, &key_len);
+        h = brim_hash_key(node->cfg.seed, key, key_len);
+        if (brim_store_get(node->store, h, key, key_len, now, &it) != 0) {
+            rc = brim_wire_mget_miss(out, BRIM_ENOTFOUND);
+        } else if (out->len - mark + it->val_len + 64
+                   > node->cfg.limits.max_frame_bytes)
+        {
+            rc = brim_wire_mget_miss(out, BRIM_ETOOBIG);
+        } else {
+            rc = brim_wire_mget_hit(out, brim_item_value(it), it->val_len,
+                                    it->flags, it->cas);
+        }
+    }
+    if (rc == 0) {
+        rc = brim_frame_end(out, mark);
+    } else {
+        brim_frame_abort(out, mark);
+    }
+    return rc;
+}
+
+static enum brim_store_mode
+cmd_store_mode(uint32_t op)
+{
+    switch (op) {
+    case BRIM_OP_ADD:
+        return BRIM_STORE_ADD;
+    case BRIM_OP_REPLACE:
+        return BRIM_STORE_REPLACE;
+    case BRIM_OP_CAS:
+        return BRIM_STORE_CAS;
+    case BRIM_OP_APPEND:
+        return BRIM_STORE_APPEND;
+    case BRIM_OP_PREPEND:
+        return BRIM_STORE_PREPEND;
+    default:
+        return BRIM_STORE_SET;
+    }
+}
+
+static void
+node_flush_cb(uv_timer_t *t)
+{
+    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
+                                               flush_timer);
+
+    brim_store_flush(node->store);
+    brim_log_info("flush: every item removed (delayed flush)");
+}
+
+/*
+ * Run one keyed data op; fills REP for the OK reply or returns the error
+ * status for an error reply.
+ */
+static int
+cmd_data(struct brim_node *node, const struct brim_req *req,
+         struct brim_rep *rep, uint32_t now)
+{
+    const struct brim_item *it;
+    uint64_t                h;
+    int                     rc;
+
+    h = brim_hash_key(node->cfg.seed, req->key, req->key_len);
+    switch (req->op) {
+    case BRIM_OP_GET:
+    case BRIM_OP_GAT:
+        if (req->op == BRIM_OP_GAT) {
+            rc = brim_store_touch(node->store, h, req->key, req->key_len,
+                                  cmd_exptime(req->ttl_s, now), now);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        rc = brim_store_get(node->store, h, req->key, req->key_len, now, &it);
+        if (rc == 0) {
+            rep->value = brim_item_value(it);
+            rep->value_len = it->val_len;
+            rep->flags = it->flags;
+            rep->cas = it->cas;
+        }
+        return rc;
+    case BRIM_OP_DEL:
+        return brim_store_del(node->store, h, req->key, req->key_len, now);
+    case BRIM_OP_TOUCH:
+        return brim_store_touch(node->store, h, req->key, req->key_len,
+                                cmd_exptime(req->ttl_s, now), now);
+    case BRIM_OP_INCR:
+    case BRIM_OP_DECR:
+        return brim_store_incr(node->store, h, req->key, req->key_len,
+                               req->delta, req->op == BRIM_OP_DECR, now,
+                               &rep->number, &rep->cas);
+    default:
+        return brim_store_set(node->store, cmd_store_mode(req->op), h,
+                              req->key, req->key_len, req->value,
+                              req->value_len, req->flags,
+                              cmd_exptime(req->ttl_s, now), req->cas, now,
+                              &rep->cas);
+    }
+}
+
+static const char *
+cmd_error_text(uint32_t op, int status)
+{
+    switch (status) {
+    case BRIM_ENOTSTORED:
+        return op == BRIM_OP_ADD ? "not stored: key exists"
+                                 : "not stored: key does not exist";
+    case BRIM_EEXISTS:
+        return "cas mismatch: the item changed since it was read";
+    case BRIM_ETOOBIG:
+        return "item too big for the node's memory limit or max value";
+    case BRIM_ENONUMERIC:
+        return "value is not a decimal number that fits 64 bits";
+    default:
+        return brim_strerror(status);
+    }
+}
+
+/* Serve the decoded request REQ on C. Returns 0 or an encoding error. */
+static int
+cmd_serve(struct brim_node *node, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    struct brim_rep rep;
+    uint32_t        now = unix_now();
+    int             rc;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    switch (req->op) {
+    case BRIM_OP_HELLO:
+        return cmd_hello(node, c, req);
+    case BRIM_OP_PING:
+        break;
+    case BRIM_OP_STATS:
+        return brim_node_stats_reply(node, brim_conn_out(c), req->request_id);
+    case BRIM_OP_MGET:
+        return cmd_mget(node, c, req, now);
+    case BRIM_OP_FLUSH:
+        if (conn_role(c) != BRIM_ROLE_ADMIN && conn_role(c) != BRIM_ROLE_COORD)
+        {
+            return cmd_reply_error(c, req->request_id, BRIM_EDENIED,
+                                   "flush: needs an admin connection");
+        }
+        if (req->delay_s == 0) {
+            brim_store_flush(node->store);
+            brim_log_info("flush: every item removed (from %s)", c->peer);
+        } else {
+            uv_timer_start(&node->flush_timer, node_flush_cb,
+                           (uint64_t) req->delay_s * 1000, 0);
+        }
+        break;
+    default:
+        rc = cmd_data(node, req, &rep, now);
+        if (rc != 0) {
+            return cmd_reply_error(c, req->request_id, rc,
+                                   cmd_error_text(req->op, rc));
+        }
+        break;
+    }
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+}
+
+int
+brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
+{
+    struct brim_node *node = c->srv->data;
+    struct brim_req   req;
+    char              errbuf[BRIM_ERRBUF_LEN];
+    int               rc;
+
+    errbuf[0] = '\0';
+    rc = brim_wire_parse_req(body, len, &node->cfg.limits, &node->zone, &req,
+                             errbuf);
+    node->st.requests++;
+    if (rc == BRIM_ENOMEM) {
+        return rc;                  /* the connection cannot go on */
+    }
+    if (rc != 0) {
+        node->st.bad_requests++;
+        rc = cmd_reply_error(c, req.request_id, rc,
+                             errbuf[0] != '\0' ? errbuf : brim_strerror(rc));
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
+    node->st.ops[req.op]++;
+    if (conn_role(c) == 0 && req.op != BRIM_OP_HELLO && req.op != BRIM_OP_PING)
+    {
+        rc = cmd_reply_error(c, req.request_id, BRIM_EBADREQ,
+                             "send HELLO first");
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
+    rc = cmd_serve(node, c, &req);
+    return rc == BRIM_ENOMEM ? rc : 0;
+}

@@ -1,0 +1,455 @@
+/*
+ * server/node/main.c - brim-node: settings from the command line and an
+ * optional config file, then one libuv loop serving the store. With
+ * --standalone the node owns every partition; the cluster issue adds
+ * --coordinator. SIGTERM or SIGINT stops it cleanly; a second one, or
+ * SIGQUIT, exits at once.
+ */
+#include "server/node/node.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/hash.h"
+#include "server/log.h"
+
+#define NODE_TICK_MS 100
+#define NODE_RECLAIM_BUDGET 20000      /* items looked at per tick */
+
+static const struct option node_longopts[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"name", required_argument, NULL, 'n'},
+    {"memory-mb", required_argument, NULL, 'm'},
+    {"max-value-bytes", required_argument, NULL, 'v'},
+    {"max-key-bytes", required_argument, NULL, 'k'},
+    {"max-conns", required_argument, NULL, 'c'},
+    {"idle-timeout", required_argument, NULL, 'i'},
+    {"partitions", required_argument, NULL, 'p'},
+    {"seed", required_argument, NULL, 's'},
+    {"evict", required_argument, NULL, 'e'},
+    {"output-limit-kb", required_argument, NULL, 'o'},
+    {"log-level", required_argument, NULL, 'L'},
+    {"standalone", no_argument, NULL, 'S'},
+    {"config", required_argument, NULL, 'f'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+};
+
+static void
+node_usage(FILE *out)
+{
+    fprintf(out,
+"usage: brim-node --standalone [options]\n"
+"A brim cache node: an in-memory key-value store served over TCP.\n"
+"\n"
+"  --listen HOST:PORT     address to serve (default 127.0.0.1:11311;\n"
+"                         loopback unless told otherwise)\n"
+"  --standalone           own every partition, no coordinator (required\n"
+"                         until the cluster issue adds --coordinator)\n"
+"  --name NAME            node name for logs and stats (default standalone)\n"
+"  --memory-mb M          memory limit of the data plane in MiB: items,\n"
+"                         tables and connection buffers (default 64)\n"
+"  --max-value-bytes B    largest value (default 1048576); frames may be\n"
+"                         this plus 64 KiB\n"
+"  --max-key-bytes B      longest key (default 250)\n"
+"  --max-conns C          most open connections (default 1024)\n"
+"  --idle-timeout S       close connections silent this many seconds\n"
+"                         (default 300; 0 never)\n"
+"  --output-limit-kb K    stop reading from a connection whose unsent\n"
+"                         replies pass K KiB (default 4096)\n"
+"  --partitions P         partitions, a power of two 256..1048576\n"
+"                         (default 65536)\n"
+"  --seed S               cluster seed of the key hash (default 0)\n"
+"  --evict sieve|lru      eviction policy (default sieve)\n"
+"  --log-level L          error, warn, info or debug (default info)\n"
+"  --config FILE          read options from FILE: one \"name value\" per\n"
+"                         line, names as the long options without --,\n"
+"                         # comments; the command line wins\n"
+"  --help                 this text\n");
+}
+
+void
+brim_node_config_default(struct brim_node_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:11311");
+    snprintf(cfg->name, sizeof(cfg->name), "standalone");
+    cfg->memory_mb = 64;
+    cfg->max_conns = 1024;
+    cfg->idle_timeout_s = 300;
+    cfg->partitions = BRIM_PARTITIONS_DEFAULT;
+    cfg->out_high_water = 4u << 20;
+    cfg->policy = BRIM_EVICT_SIEVE;
+    cfg->log_level = BRIM_LOG_INFO;
+    brim_wire_limits_default(&cfg->limits);
+}
+
+/* Parse TEXT as a whole number in [MIN, MAX] into *OUT. */
+static int
+parse_num(const char *name, const char *text, uint64_t min, uint64_t max,
+          uint64_t *out)
+{
+    char               *end;
+    unsigned long long  v;
+
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (text[0] == '\0' || text[0] == '-' || *end != '\0' || errno != 0
+        || v < min || v > max)
+    {
+        fprintf(stderr, "brim-node: --%s: \"%s\" is not a whole number from "
+                "%" PRIu64 " to %" PRIu64 "\n", name, text, min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Apply option SHORT_CODE with ARG (NULL for flags) to CFG. */
+static int
+node_apply(struct brim_node_config *cfg, int code, const char *name,
+           const char *arg)
+{
+    enum brim_log_level lvl;
+    uint64_t            v;
+
+    switch (code) {
+    case 'l':
+        if (strlen(arg) >= sizeof(cfg->listen)) {
+            fprintf(stderr, "brim-node: --listen: address too long\n");
+            return -1;
+        }
+        snprintf(cfg->listen, sizeof(cfg->listen), "%s", arg);
+        return 0;
+    case 'n':
+        if (strlen(arg) == 0 || strlen(arg) >= sizeof(cfg->name)) {
+            fprintf(stderr, "brim-node: --name: must be 1 to 64 bytes\n");
+            return -1;
+        }
+        snprintf(cfg->name, sizeof(cfg->name), "%s", arg);
+        return 0;
+    case 'm':
+        if (parse_num(name, arg, 1, 1u << 20, &v) != 0) {
+            return -1;
+        }
+        cfg->memory_mb = (uint32_t) v;
+        return 0;
+    case 'v':
+        if (parse_num(name, arg, 1, BRIM_WIRE_VALUE_LIMIT, &v) != 0) {
+            return -1;
+        }
+        cfg->limits.max_value_bytes = (uint32_t) v;
+        cfg->limits.max_frame_bytes = (uint32_t) v + BRIM_WIRE_FRAME_SLACK;
+        return 0;
+    case 'k':
+        if (parse_num(name, arg, 1, 250, &v) != 0) {
+            return -1;
+        }
+        cfg->limits.max_key_bytes = (uint32_t) v;
+        return 0;
+    case 'c':
+        if (parse_num(name, arg, 1, 1000000, &v) != 0) {
+            return -1;
+        }
+        cfg->max_conns = (uint32_t) v;
+        return 0;
+    case 'i':
+        if (parse_num(name, arg, 0, 86400 * 365, &v) != 0) {
+            return -1;
+        }
+        cfg->idle_timeout_s = (uint32_t) v;
+        return 0;
+    case 'o':
+        if (parse_num(name, arg, 64, 1u << 20, &v) != 0) {
+            return -1;
+        }
+        cfg->out_high_water = (size_t) v << 10;
+        return 0;
+    case 'p':
+        if (parse_num(name, arg, BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX, &v)
+            != 0)
+        {
+            return -1;
+        }
+        if ((v & (v - 1)) != 0) {
+            fprintf(stderr, "brim-node: --partitions: %" PRIu64 " is not a "
+                    "power of two\n", v);
+            return -1;
+        }
+        cfg->partitions = (uint32_t) v;
+        return 0;
+    case 's':
+        if (parse_num(name, arg, 0, UINT64_MAX, &v) != 0) {
+            return -1;
+        }
+        cfg->seed = v;
+        return 0;
+    case 'e':
+        if (strcmp(arg, "sieve") == 0) {
+            cfg->policy = BRIM_EVICT_SIEVE;
+        } else if (strcmp(arg, "lru") == 0) {
+            cfg->policy = BRIM_EVICT_LRU;
+        } else {
+            fprintf(stderr, "brim-node: --evict: \"%s\" is not sieve or "
+                    "lru\n", arg);
+            return -1;
+        }
+        return 0;
+    case 'L':
+        if (brim_log_level_parse(arg, &lvl) != 0) {
+            fprintf(stderr, "brim-node: --log-level: \"%s\" is not error, "
+                    "warn, info or debug\n", arg);
+            return -1;
+        }
+        cfg->log_level = (int) lvl;
+        return 0;
+    case 'S':
+        cfg->standalone = 1;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* Apply the options of config file PATH. Returns 0 or -1 (said why). */
+static int
+node_read_config(struct brim_node_config *cfg, const char *path)
+{
+    const struct option *o;
+    FILE                *f;
+    char                 line[512], *name, *val, *end;
+    int                  lineno = 0, rc = 0;
+
+    f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "brim-node: --config %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        line[strcspn(line, "#\r\n")] = '\0';
+        name = line + strspn(line, " \t");
+        if (*name == '\0') {
+            continue;
+        }
+        val = name + strcspn(name, " \t=");
+        if (*val != '\0') {
+            *val++ = '\0';
+            val += strspn(val, " \t=");
+        }
+        end = val + strlen(val);
+        while (end > val && (end[-1] == ' ' || end[-1] == '\t')) {
+            *--end = '\0';
+        }
+        for (o = node_longopts; o->name != NULL; o++) {
+            if (strcmp(o->name, name) == 0) {
+                break;
+            }
+        }
+        if (o->name == NULL || o->val == 'f' || o->val == 'h'
+            || (o->has_arg == required_argument && *val == '\0'))
+        {
+            fprintf(stderr, "brim-node: %s:%d: unknown option or missing "
+                    "value \"%s\"\n", path, lineno, name);
+            rc = -1;
+        } else if (node_apply(cfg, o->val, o->name,
+                              o->has_arg == no_argument ? NULL : val) != 0)
+        {
+            fprintf(stderr, "brim-node: (in %s:%d)\n", path, lineno);
+            rc = -1;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static int
+node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
+{
+    int i, ch, idx;
+
+    brim_node_config_default(cfg);
+    /* The config file first, so the command line wins. */
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            if (node_read_config(cfg, argv[i + 1]) != 0) {
+                return -1;
+            }
+        } else if (strncmp(argv[i], "--config=", 9) == 0) {
+            if (node_read_config(cfg, argv[i] + 9) != 0) {
+                return -1;
+            }
+        }
+    }
+    while ((ch = getopt_long(argc, argv, "h", node_longopts, &idx)) != -1) {
+        if (ch == 'h') {
+            node_usage(stdout);
+            exit(0);
+        }
+        if (ch == 'f') {
+            continue;
+        }
+        if (ch == '?' || node_apply(cfg, ch, node_longopts[idx].name,
+                                    optarg) != 0)
+        {
+            fprintf(stderr, "brim-node: see brim-node --help\n");
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "brim-node: unexpected argument \"%s\"; see "
+                "brim-node --help\n", argv[optind]);
+        return -1;
+    }
+    if (!cfg->standalone) {
+        fprintf(stderr, "brim-node: give --standalone (this build has no "
+                "cluster mode yet: --coordinator comes with the cluster "
+                "issue)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t
+random_u64(void)
+{
+    uint64_t v = 0;
+
+    if (getrandom(&v, sizeof(v), 0) != (ssize_t) sizeof(v)) {
+        v = (uint64_t) time(NULL) ^ ((uint64_t) getpid() << 32);
+    }
+    return v;
+}
+
+static void
+node_tick_cb(uv_timer_t *t)
+{
+    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
+                                               tick_timer);
+    uint64_t          now_ms = uv_now(node->loop);
+
+    brim_store_reclaim(node->store, (uint32_t) time(NULL),
+                       NODE_RECLAIM_BUDGET);
+    if (now_ms - node->st.last_tick_ms >= 1000) {
+        node->st.requests_per_sec =
+            (double) (node->st.requests - node->st.last_requests) * 1000.0
+            / (double) (now_ms - node->st.last_tick_ms);
+        node->st.last_requests = node->st.requests;
+        node->st.last_tick_ms = now_ms;
+    }
+}
+
+static void
+node_stop(struct brim_node *node)
+{
+    node->stopping = 1;
+    brim_server_close(&node->srv);
+    uv_close((uv_handle_t *) &node->tick_timer, NULL);
+    uv_close((uv_handle_t *) &node->flush_timer, NULL);
+    uv_close((uv_handle_t *) &node->sig_term, NULL);
+    uv_close((uv_handle_t *) &node->sig_int, NULL);
+    uv_close((uv_handle_t *) &node->sig_quit, NULL);
+}
+
+static void
+node_signal_cb(uv_signal_t *s, int signum)
+{
+    struct brim_node *node = s->data;
+
+    if (signum == SIGQUIT || node->stopping) {
+        brim_log_info("signal %d: exiting at once", signum);
+        _exit(0);
+    }
+    brim_log_info("signal %d: closing connections and exiting", signum);
+    node_stop(node);
+}
+
+static int
+node_start(struct brim_node *node)
+{
+    struct brim_store_config  sc;
+    struct brim_server_config cc;
+    char                      errbuf[BRIM_ERRBUF_LEN];
+
+    memset(&sc, 0, sizeof(sc));
+    sc.npartitions = node->cfg.partitions;
+    sc.mem_limit_bytes = (size_t) node->cfg.memory_mb << 20;
+    sc.max_item_bytes = (size_t) node->cfg.limits.max_key_bytes
+                        + node->cfg.limits.max_value_bytes;
+    sc.policy = node->cfg.policy;
+    sc.cas_prefix = node->incarnation & 0xffffff;
+    node->store = brim_store_new(&sc);
+    if (node->store == NULL) {
+        fprintf(stderr, "brim-node: out of memory creating the store\n");
+        return -1;
+    }
+    msgpack_zone_init(&node->zone, 4096);
+
+    memset(&cc, 0, sizeof(cc));
+    cc.max_frame_bytes = node->cfg.limits.max_frame_bytes;
+    cc.out_high_water = node->cfg.out_high_water;
+    cc.out_low_water = node->cfg.out_high_water / 2;
+    cc.idle_timeout_ms = node->cfg.idle_timeout_s * 1000;
+    cc.max_conns = node->cfg.max_conns;
+    if (brim_wire_limits_check(&node->cfg.limits, errbuf) != 0
+        || brim_server_listen(&node->srv, node->loop, node->cfg.listen, &cc,
+                              brim_node_dispatch, NULL, node, errbuf) != 0)
+    {
+        fprintf(stderr, "brim-node: %s\n", errbuf);
+        return -1;
+    }
+    uv_timer_init(node->loop, &node->tick_timer);
+    uv_timer_start(&node->tick_timer, node_tick_cb, NODE_TICK_MS,
+                   NODE_TICK_MS);
+    uv_timer_init(node->loop, &node->flush_timer);
+    uv_signal_init(node->loop, &node->sig_term);
+    uv_signal_init(node->loop, &node->sig_int);
+    uv_signal_init(node->loop, &node->sig_quit);
+    node->sig_term.data = node->sig_int.data = node->sig_quit.data = node;
+    uv_signal_start(&node->sig_term, node_signal_cb, SIGTERM);
+    uv_signal_start(&node->sig_int, node_signal_cb, SIGINT);
+    uv_signal_start(&node->sig_quit, node_signal_cb, SIGQUIT);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct brim_node node;
+
+    if (node_parse_args(&node.cfg, argc, argv) != 0) {
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    brim_log_init("node", node.cfg.name, (enum brim_log_level)
+                  node.cfg.log_level);
+    node.loop = uv_default_loop();
+    node.incarnation = random_u64();
+    node.cluster_id = random_u64();
+    node.start_unix = (uint64_t) time(NULL);
+    node.st.last_tick_ms = uv_now(node.loop);
+    if (node_start(&node) != 0) {
+        return 1;
+    }
+    brim_log_info("serving on %s (port %d), standalone, %u partitions, "
+                  "memory limit %u MiB, eviction %s", node.cfg.listen,
+                  brim_server_port(&node.srv), node.cfg.partitions,
+                  node.cfg.memory_mb,
+                  node.cfg.policy == BRIM_EVICT_SIEVE ? "sieve" : "lru");
+    uv_run(node.loop, UV_RUN_DEFAULT);
+    brim_server_destroy(&node.srv);
+    brim_store_free(node.store);
+    msgpack_zone_destroy(&node.zone);
+    uv_loop_close(node.loop);
+    brim_log_info("stopped");
+    return 0;
+}
