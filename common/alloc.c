@@ -6,6 +6,7 @@
 #include "common/alloc.h"
 
 #include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,10 @@ brim_calloc(size_t n, size_t size)
     void *p;
 
     if (alloc_should_fail()) {
+        return NULL;
+    }
+    /* Check N * SIZE here: sanitizer allocators abort on it by default. */
+    if (size != 0 && n > SIZE_MAX / size) {
         return NULL;
     }
     p = calloc(n, size);

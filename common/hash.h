@@ -3,6 +3,12 @@
  * a partition's ring position, and a node's token positions. All are XXH3-64
  * (xxHash, Collet) under seeds derived from the cluster's 64-bit seed, so
  * every party computes the same numbers (DESIGN.md section 3).
+ *
+ * The derived seeds are part of the protocol, since every client, node and
+ * coordinator must agree on them: for a stream with tweak T, the seed is
+ * XXH3-64 of le64(T) under the cluster seed; T is 0x9e3779b97f4a7c15 for
+ * partition positions and 0xc2b2ae3d27d4eb4f for tokens. Keys hash under
+ * the cluster seed itself. Changing any of this changes every placement.
  */
 #ifndef BRIM_COMMON_HASH_H
 #define BRIM_COMMON_HASH_H

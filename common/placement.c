@@ -91,13 +91,11 @@ brim_ppm_parse(const char *what, const char *text, uint64_t max_ppm,
         frac *= 10;
         fdigits++;
     }
-    if (whole > max_ppm / PPM_ONE) {
+    /* WHOLE x 1e6 + FRAC <= MAX_PPM, tested without wrapping past 2^64. */
+    if (frac > max_ppm || whole > (max_ppm - frac) / PPM_ONE) {
         goto too_big;
     }
     value = whole * PPM_ONE + frac;
-    if (value > max_ppm) {
-        goto too_big;
-    }
     *ppm = value;
     return 0;
 
@@ -305,6 +303,8 @@ place_alloc_loads(const struct brim_ring *ring, uint64_t units,
     if (*cap == NULL || *count == NULL) {
         brim_free(*cap);
         brim_free(*count);
+        *cap = NULL;                /* callers free both again on error */
+        *count = NULL;
         return BRIM_ENOMEM;
     }
     brim_ring_caps(ring, units, eps_ppm, *cap);

@@ -14,8 +14,6 @@
 #include "common/defs.h"
 #include "common/hash.h"
 
-/* Most tokens a single node may hold (V x weight, after rounding). */
-#define RING_NODE_TOKENS_MAX (1u << 20)
 
 static int
 ring_name_valid(const char *name, size_t len)
@@ -162,7 +160,10 @@ brim_ring_token_count(uint32_t tokens_per_node, uint32_t weight_ppm)
     if (n == 0) {
         n = 1;
     }
-    return n > RING_NODE_TOKENS_MAX ? RING_NODE_TOKENS_MAX : (uint32_t) n;
+    /* At most 10^4 x 10^3 = 10^7 for in-range arguments. No clamp here:
+     * ring_add() refuses a count above BRIM_NODE_TOKENS_MAX, where a
+     * clamp would silently break the weight ratios. */
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t) n;
 }
 
 /*
@@ -241,9 +242,9 @@ ring_add(struct brim_ring *ring, const char *name, uint32_t weight_ppm,
                     weight_ppm, BRIM_WEIGHT_PPM_MIN, BRIM_WEIGHT_PPM_MAX);
         return BRIM_EINVAL;
     }
-    if (ntok == 0 || ntok > RING_NODE_TOKENS_MAX) {
+    if (ntok == 0 || ntok > BRIM_NODE_TOKENS_MAX) {
         brim_errfmt(errbuf, "ring: node \"%s\": %" PRIu32 " tokens, must be "
-                    "1 to %u", name, ntok, RING_NODE_TOKENS_MAX);
+                    "1 to %u", name, ntok, BRIM_NODE_TOKENS_MAX);
         return BRIM_EINVAL;
     }
     if (ring->nnodes >= BRIM_NODES_MAX) {

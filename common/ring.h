@@ -87,9 +87,13 @@ int brim_ring_copy(struct brim_ring *dst, const struct brim_ring *src);
  */
 uint32_t brim_ring_token_count(uint32_t tokens_per_node, uint32_t weight_ppm);
 
+/* Most tokens one node may hold (round(V x weight) above this is refused). */
+#define BRIM_NODE_TOKENS_MAX (1u << 20)
+
 /*
  * Add node NAME (NUL-terminated, 1..BRIM_NAME_MAX bytes of [A-Za-z0-9._:-],
- * copied) with WEIGHT_PPM (BRIM_WEIGHT_PPM_MIN..MAX). Its tokens are
+ * copied) with WEIGHT_PPM (BRIM_WEIGHT_PPM_MIN..MAX; its token count must
+ * not exceed BRIM_NODE_TOKENS_MAX). Its tokens are
  * brim_hash_token(seed, NAME, j) for j = 0 .. count-1, so a node that
  * leaves and returns under its name gets the same positions. Returns 0,
  * BRIM_EINVAL (bad name or weight, or the ring is full), BRIM_EEXISTS (the
