@@ -43,7 +43,8 @@ extern "C" {
     XX(CONNREFUSED, 102, "connection refused")                               \
     XX(CLOSED, 103, "connection closed")                                     \
     XX(SYS, 104, "system error")                                             \
-    XX(UNKNOWN, 105, "outcome unknown")
+    XX(UNKNOWN, 105, "outcome unknown")                                      \
+    XX(BADREPLY, 106, "malformed reply from the server")
 
 enum brim_status {
     BRIM_OK = 0,

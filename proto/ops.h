@@ -1,0 +1,174 @@
+/*
+ * proto/ops.h - the one list of brim's wire operations (proto/PROTOCOL.md):
+ * opcode, argument counts and types, the shape of the OK reply, and what
+ * kind of operation it is. The enum, the op table of proto/ops.c and the
+ * decoder and encoders of proto/wire.c are all generated from it, so an op
+ * is added in one place (libuv's and twemproxy's X-macro habit).
+ */
+#ifndef BRIM_PROTO_OPS_H
+#define BRIM_PROTO_OPS_H
+
+#include <stdint.h>
+
+/*
+ * Flags of an op (the last column of BRIM_OP_MAP).
+ *   KEY         carries one key, routed by its partition (KEY_ARG says where)
+ *   DATA        a data op: served only by the partition's owner under a fresh
+ *               lease; MOVED and RETRY apply
+ *   WRITE       may change the store (TTL changes included)
+ *   IDEMPOTENT  safe to send again after a lost connection (DESIGN.md 5)
+ *   ADMIN       only a connection that said role admin or coord may send it
+ */
+#define BRIM_OPF_KEY        0x01u
+#define BRIM_OPF_DATA       0x02u
+#define BRIM_OPF_WRITE      0x04u
+#define BRIM_OPF_IDEMPOTENT 0x08u
+#define BRIM_OPF_ADMIN      0x10u
+
+/* Shorthands for the table below only. */
+#define BRIM_OPF_RD_ (BRIM_OPF_KEY | BRIM_OPF_DATA | BRIM_OPF_IDEMPOTENT)
+#define BRIM_OPF_WR_ (BRIM_OPF_KEY | BRIM_OPF_DATA | BRIM_OPF_WRITE)
+
+/*
+ * The shape of an op's OK reply, [0, request_id, ...] (PROTOCOL.md):
+ *   EMPTY    nothing more
+ *   VALUE    value, flags, cas                       (GET, GAT)
+ *   CAS      cas of the stored item                  (SET family)
+ *   NUMBER   new value, cas                          (INCR, DECR)
+ *   ENTRIES  one entry per key, in request order     (MGET)
+ *   STATS    a map of name to value                  (STATS)
+ *   HELLO    the peer's hello, epoch and limits      (HELLO)
+ */
+enum brim_rep_shape {
+    BRIM_REP_EMPTY = 0,
+    BRIM_REP_VALUE,
+    BRIM_REP_CAS,
+    BRIM_REP_NUMBER,
+    BRIM_REP_ENTRIES,
+    BRIM_REP_STATS,
+    BRIM_REP_HELLO
+};
+
+/*
+ * XX(NAME, code, min_args, max_args, sig, key_arg, reply, flags)
+ *
+ * Arguments are the elements after [op, request_id, epoch]. SIG spells their
+ * types in order, one letter each (max_args letters; the ones past min_args
+ * are optional and are sent only when non-zero or non-empty):
+ *   k key bytes 1..max_key      v value bytes 0..max_value
+ *   t ttl_s u32                 f client flags u32
+ *   c cas u64                   d delta u64
+ *   K array of 1..max_mget keys w delay_s u32
+ *   s stats section bytes 0..BRIM_WIRE_SECTION_MAX
+ *   P protocol version u32      C cluster id u64
+ *   R role u32 (enum brim_role) I incarnation u64
+ *   n node name bytes 0..BRIM_NAME_MAX
+ * KEY_ARG is the argument index of the routing key, -1 when there is none.
+ * Codes are stable: never renumber or reuse one.
+ */
+#define BRIM_OP_MAP(XX)                                                      \
+    XX(HELLO, 1, 4, 5, "PCRIn", -1, BRIM_REP_HELLO, BRIM_OPF_IDEMPOTENT)     \
+    XX(PING, 2, 0, 0, "", -1, BRIM_REP_EMPTY, BRIM_OPF_IDEMPOTENT)           \
+    XX(STATS, 3, 0, 1, "s", -1, BRIM_REP_STATS, BRIM_OPF_IDEMPOTENT)         \
+    XX(GET, 10, 1, 1, "k", 0, BRIM_REP_VALUE, BRIM_OPF_RD_)                  \
+    XX(MGET, 11, 1, 1, "K", -1, BRIM_REP_ENTRIES,                            \
+       BRIM_OPF_DATA | BRIM_OPF_IDEMPOTENT)                                  \
+    XX(GAT, 12, 2, 2, "kt", 0, BRIM_REP_VALUE,                               \
+       BRIM_OPF_RD_ | BRIM_OPF_WRITE)                                        \
+    XX(SET, 13, 4, 4, "kvtf", 0, BRIM_REP_CAS,                               \
+       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                   \
+    XX(ADD, 14, 4, 4, "kvtf", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                 \
+    XX(REPLACE, 15, 4, 4, "kvtf", 0, BRIM_REP_CAS, BRIM_OPF_WR_)             \
+    XX(CAS, 16, 5, 5, "kvtfc", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                \
+    XX(APPEND, 17, 2, 2, "kv", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                \
+    XX(PREPEND, 18, 2, 2, "kv", 0, BRIM_REP_CAS, BRIM_OPF_WR_)               \
+    XX(DEL, 19, 1, 1, "k", 0, BRIM_REP_EMPTY,                                \
+       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                   \
+    XX(TOUCH, 20, 2, 2, "kt", 0, BRIM_REP_EMPTY,                             \
+       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                   \
+    XX(INCR, 21, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
+    XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
+    XX(FLUSH, 23, 0, 1, "w", -1, BRIM_REP_EMPTY,                             \
+       BRIM_OPF_WRITE | BRIM_OPF_ADMIN)
+
+/*
+ * XX(NAME, code): opcodes reserved for membership (issue 4) and migration
+ * (issue 6). Their arguments are defined by those issues; until then a
+ * decoder answers them UNKNOWNOP, like any code it does not know.
+ */
+#define BRIM_OP_RESERVED_MAP(XX)                                             \
+    XX(JOIN, 32)                                                             \
+    XX(LEAVE, 33)                                                            \
+    XX(HEARTBEAT, 34)                                                        \
+    XX(EPOCH_PROPOSE, 35)                                                    \
+    XX(EPOCH_ACK, 36)                                                        \
+    XX(EPOCH_COMMIT, 37)                                                     \
+    XX(EPOCH_ABORT, 38)                                                      \
+    XX(MAP_FETCH, 39)                                                        \
+    XX(SUBSCRIBE, 40)                                                        \
+    XX(MAP_PUSH, 41)                                                         \
+    XX(MEMBERS, 42)                                                          \
+    XX(PLAN, 43)                                                             \
+    XX(LEASE_CONFIRM, 44)                                                    \
+    XX(AUTH, 45)                                                             \
+    XX(CLUSTER_STATS, 46)                                                    \
+    XX(STREAM_BEGIN, 64)                                                     \
+    XX(STREAM_BATCH, 65)                                                     \
+    XX(STREAM_END, 66)                                                       \
+    XX(COMPLETE, 67)                                                         \
+    XX(FORWARD_GET, 68)                                                      \
+    XX(PULL, 69)                                                             \
+    XX(PROGRESS, 70)
+
+/* Every opcode is below this bound (the op table's length). */
+#define BRIM_OP_CODE_LIMIT 128
+
+/* The opcodes. BRIM_OP_NONE (0) is never valid on the wire. */
+enum brim_op {
+    BRIM_OP_NONE = 0,
+#define BRIM_OP_ENUM(name, code, mina, maxa, sig, karg, rep, fl)             \
+    BRIM_OP_##name = (code),
+    BRIM_OP_MAP(BRIM_OP_ENUM)
+#undef BRIM_OP_ENUM
+#define BRIM_OP_RESERVED_ENUM(name, code) BRIM_OP_##name = (code),
+    BRIM_OP_RESERVED_MAP(BRIM_OP_RESERVED_ENUM)
+#undef BRIM_OP_RESERVED_ENUM
+};
+
+/* Who a connection says it is in its HELLO (PROTOCOL.md, "HELLO"). */
+enum brim_role {
+    BRIM_ROLE_CLIENT = 1,           /* libbrim, brim-bench */
+    BRIM_ROLE_NODE = 2,             /* brim-node, to a peer or the coord */
+    BRIM_ROLE_COORD = 3,            /* brim-coord */
+    BRIM_ROLE_ADMIN = 4             /* brimctl: may also send admin ops */
+};
+
+/* The lowest and highest role values. */
+#define BRIM_ROLE_MIN BRIM_ROLE_CLIENT
+#define BRIM_ROLE_MAX BRIM_ROLE_ADMIN
+
+/* One row of BRIM_OP_MAP. */
+struct brim_op_info {
+    const char *name;               /* "GET" */
+    const char *sig;                /* argument types, see BRIM_OP_MAP */
+    uint8_t     code;               /* enum brim_op */
+    uint8_t     min_args;           /* required arguments */
+    uint8_t     max_args;           /* required plus optional arguments */
+    int8_t      key_arg;            /* argument index of the key, or -1 */
+    uint8_t     reply;              /* enum brim_rep_shape of the OK reply */
+    uint8_t     flags;              /* BRIM_OPF_* */
+};
+
+/*
+ * The row of opcode CODE, or NULL when CODE is not a defined op (unknown or
+ * only reserved). The returned row is static; never free it.
+ */
+const struct brim_op_info *brim_op_info(uint64_t code);
+
+/*
+ * The name of opcode CODE ("GET", "JOIN"), reserved ones included, or
+ * "UNKNOWN". The string is static.
+ */
+const char *brim_op_name(uint64_t code);
+
+#endif /* BRIM_PROTO_OPS_H */

@@ -1,0 +1,36 @@
+# Tests of proto/ (issue 3): the frame and wire unit tests, one CTest test
+# per TCase, and the fuzz corpus replayed through the fuzz target's entry
+# point by a plain driver, so it runs in every build, gcc and ASan included.
+# With -DBRIM_FUZZ=ON (clang) the libFuzzer binary fuzz_wire is built too:
+#   ./build/bin/fuzz_wire -runs=1000000 tests/fuzz/corpus/wire
+
+brim_unit_test(frame LIBS brim_proto CASES
+  peek_whole_frame peek_again_until_whole peek_split_after_header
+  peek_toobig_from_header three_in_one_buffer empty_body header_round_trip
+  buf_grow_consume buf_nomem_unchanged)
+
+brim_unit_test(wire LIBS brim_proto CASES
+  req_round_trip_every_op req_optional_args mget_round_trip
+  rep_round_trip_every_op rep_mget_entries rep_stats_map rep_errors
+  rep_malformed key_limit value_limit mget_limit limits_check req_types
+  long_names check_valid_objects check_huge_counts check_malformed
+  check_depth check_object_budget stream_split_and_joined random_frames
+  encode_nomem op_table)
+# Count msgpack_unpack() calls: a refused body must never reach msgpack-c.
+target_link_options(test_wire PRIVATE -Wl,--wrap=msgpack_unpack)
+
+add_executable(fuzz_wire_replay fuzz/fuzz_wire.c fuzz/replay_main.c)
+target_link_libraries(fuzz_wire_replay PRIVATE brim_proto)
+add_test(NAME fuzz.wire_corpus
+  COMMAND fuzz_wire_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/wire)
+set_tests_properties(fuzz.wire_corpus PROPERTIES LABELS fuzz TIMEOUT 120)
+
+if(BRIM_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "BRIM_FUZZ needs clang (-DCMAKE_C_COMPILER=clang)")
+  endif()
+  add_executable(fuzz_wire fuzz/fuzz_wire.c)
+  target_compile_options(fuzz_wire PRIVATE -fsanitize=fuzzer)
+  target_link_options(fuzz_wire PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(fuzz_wire PRIVATE brim_proto)
+endif()
