@@ -385,6 +385,7 @@ node_start(struct brim_node *node)
     sc.mem_limit_bytes = (size_t) node->cfg.memory_mb << 20;
     sc.max_item_bytes = (size_t) node->cfg.limits.max_key_bytes
                         + node->cfg.limits.max_value_bytes;
+    sc.max_value_bytes = node->cfg.limits.max_value_bytes;
     sc.policy = node->cfg.policy;
     sc.cas_prefix = node->incarnation & 0xffffff;
     node->store = brim_store_new(&sc);

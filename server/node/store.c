@@ -369,6 +369,7 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode,
                uint64_t *cas_out)
 {
     struct brim_item **slot, *old, *it;
+    struct store_part *part;
     size_t             total_val, size;
     char              *dst;
     int                rc;
@@ -388,15 +389,34 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode,
         flags = old->flags;
         exptime = old->exptime;
     }
-    if (key_len + total_val > s->cfg.max_item_bytes || total_val > UINT32_MAX) {
+    /* The value bound matters for APPEND and PREPEND: the wire checks
+     * only the bytes added, and a value above the peers' max_value_bytes
+     * could be stored but never read back. */
+    if (key_len + total_val > s->cfg.max_item_bytes || total_val > UINT32_MAX
+        || (s->cfg.max_value_bytes != 0 && total_val > s->cfg.max_value_bytes))
+    {
         return BRIM_ETOOBIG;
     }
     size = item_size(key_len, total_val);
+    /* An item larger than the whole limit can never fit: refuse it before
+     * evicting anything for it. */
+    if (s->cfg.mem_limit_bytes != 0 && size > s->cfg.mem_limit_bytes) {
+        return BRIM_ETOOBIG;
+    }
     /* The old item is freed only after the new one is built, so make room
      * for the whole new item, sparing the old (APPEND still reads it). */
     rc = store_make_room(s, size, old);
     if (rc != 0) {
         return rc;
+    }
+    /* The partition's first item creates its table; without one the item
+     * cannot be linked, so that failure is this write's ENOMEM. */
+    part = &s->parts[store_part_of(s, hash)];
+    if (part->nbuckets == 0) {
+        table_grow(s, part);
+        if (part->nbuckets == 0) {
+            return BRIM_ENOMEM;
+        }
     }
     it = brim_malloc(size);
     if (it == NULL) {
@@ -425,6 +445,10 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode,
         item_remove(s, table_slot(s, hash, key, key_len));
     }
     store_link(s, it);
+    /* The room made above was for the requested size; the allocator's
+     * rounding and a table that doubled in store_link() can take a few
+     * bytes more. Trim back under the limit, sparing the new item. */
+    (void) store_make_room(s, 0, it);
     s->st.sets++;
     if (cas_out != NULL) {
         *cas_out = it->cas;

@@ -85,6 +85,9 @@ struct brim_store_config {
     uint32_t               npartitions;    /* P, a power of two */
     size_t                 mem_limit_bytes; /* 0: no limit */
     size_t                 max_item_bytes; /* largest key+value accepted */
+    size_t                 max_value_bytes; /* largest value, APPEND and
+                                              PREPEND results included;
+                                              0: only max_item_bytes */
     enum brim_evict_policy policy;         /* SIEVE or LRU */
     uint64_t               cas_prefix;     /* incarnation bits, high 24 */
     size_t               (*mem_used)(void); /* bytes held; NULL: the
@@ -130,7 +133,8 @@ const struct brim_item *brim_store_peek(struct brim_store *store,
  * Returns 0; BRIM_ENOTSTORED (ADD on a present key, REPLACE, APPEND or
  * PREPEND on an absent one); BRIM_ENOTFOUND (CAS on an absent key);
  * BRIM_EEXISTS (CAS mismatch); BRIM_ETOOBIG (key plus value above
- * max_item_bytes, or above the memory limit even after evicting);
+ * max_item_bytes, the value, APPEND's or PREPEND's result included, above
+ * max_value_bytes, or above the memory limit even after evicting);
  * BRIM_EINVAL (KEY_LEN 0 or above 250); BRIM_ENOMEM. On error nothing
  * changes, except items evicted to make room.
  */

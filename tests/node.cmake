@@ -1,0 +1,44 @@
+# brim-node tests (included by tests/CMakeLists.txt): the store's unit
+# tests (label unit, unit.store.<case>) and the process-level wire tests of
+# tests/cluster/node_wire.py against a real brim-node on loopback (label
+# cluster, node.<case>), cases I10 to I13 of shared/cases/inputs.md among
+# them.
+
+# Unit tests: the case list is read from the source (every tcase_create),
+# as tests/common.cmake does.
+set(_store_src ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_store_src})
+file(STRINGS ${_store_src} _lines REGEX "tcase_create\\(\"[A-Za-z0-9_]+\"\\)")
+set(_cases "")
+foreach(_line IN LISTS _lines)
+  string(REGEX REPLACE ".*tcase_create\\(\"([A-Za-z0-9_]+)\"\\).*" "\\1"
+    _tc "${_line}")
+  list(APPEND _cases ${_tc})
+endforeach()
+brim_unit_test(store CASES ${_cases} LIBS brim_node_store)
+
+# Process-level tests: one CTest test per case of node_wire.py.
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(WARNING "python3 not found: the node.* tests are not registered")
+  return()
+endif()
+
+# The case list comes from the script itself (node_wire.py --list), so a
+# case cannot be added without being registered.
+set(_node_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/node_wire.py)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${_node_script} ${CMAKE_CURRENT_SOURCE_DIR}/cluster/brimwire.py)
+execute_process(COMMAND ${Python3_EXECUTABLE} ${_node_script} --list
+  OUTPUT_VARIABLE _node_out RESULT_VARIABLE _node_rc
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _node_rc EQUAL 0 OR _node_out STREQUAL "")
+  message(FATAL_ERROR "tests/cluster/node_wire.py --list failed (${_node_rc})")
+endif()
+string(REPLACE "\n" ";" _node_cases "${_node_out}")
+foreach(_case IN LISTS _node_cases)
+  add_test(NAME node.${_case}
+    COMMAND ${Python3_EXECUTABLE} ${_node_script}
+            --node $<TARGET_FILE:brim-node> ${_case})
+  set_tests_properties(node.${_case} PROPERTIES LABELS cluster TIMEOUT 120)
+endforeach()
