@@ -460,6 +460,9 @@ class Node:
                                                       out[-4000:]))
 
     def cleanup(self):
+        if os.environ.get("BRIM_KEEP_LOGS"):
+            print("node log kept: %s" % self.log.name)
+            return
         try:
             os.unlink(self.log.name)
         except OSError:

@@ -1,0 +1,442 @@
+/*
+ * client/brimctl/cmd.c - brimctl's commands over libbrim: get, set, del,
+ * stats, ping, flush. Each returns an exit status (ctl.h); values travel
+ * as raw bytes in both directions, so binary data survives a pipe.
+ */
+#include "client/brimctl/ctl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include <brim.h>
+
+/* Stdin is read in pieces of this many bytes. */
+#define CMD_READ_CHUNK (64u << 10)
+
+/* Print at most this many bytes of a key in a message. */
+#define CMD_KEY_SHOWN 64
+
+/* KEY for a message: printable bytes as they are, others as '?'. */
+static const char *
+cmd_show_key(const char *key, char out[CMD_KEY_SHOWN + 4])
+{
+    size_t i, n;
+
+    n = strlen(key);
+    for (i = 0; i < n && i < CMD_KEY_SHOWN; i++) {
+        out[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
+    }
+    if (n > CMD_KEY_SHOWN) {
+        memcpy(&out[i], "...", 3);
+        i += 3;
+    }
+    out[i] = '\0';
+    return out;
+}
+
+int
+brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
+{
+    const char *detail;
+
+    detail = brim_errmsg(ctl->client);
+    switch (rc) {
+    case BRIM_ETIMEDOUT:
+    case BRIM_ECONNREFUSED:
+    case BRIM_ECLOSED:
+    case BRIM_ESYS:
+    case BRIM_EUNKNOWN:
+    case BRIM_EBADREPLY:
+        fprintf(stderr, "brimctl: %s: %s: server %s (%s)\n", what,
+                brim_strerror(rc), ctl->server, detail);
+        return BRIM_CTL_EXIT_CONN;
+    default:
+        if (detail[0] != '\0') {
+            fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
+                    detail);
+        } else {
+            fprintf(stderr, "brimctl: %s: %s\n", what, brim_strerror(rc));
+        }
+        return BRIM_CTL_EXIT_NO;
+    }
+}
+
+static int
+cmd_get(struct brim_ctl *ctl)
+{
+    const char *key = ctl->argv[0];
+    char        shown[CMD_KEY_SHOWN + 4], what[CMD_KEY_SHOWN + 16];
+    void       *val;
+    size_t      len;
+    int         rc;
+
+    snprintf(what, sizeof(what), "get %s", cmd_show_key(key, shown));
+    rc = brim_get(ctl->client, key, strlen(key), &val, &len);
+    if (rc == BRIM_ENOTFOUND) {
+        fprintf(stderr, "brimctl: %s: not found\n", what);
+        return BRIM_CTL_EXIT_NO;
+    }
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, what, rc);
+    }
+    rc = BRIM_CTL_EXIT_OK;
+    if ((len > 0 && fwrite(val, 1, len, stdout) != len) || fflush(stdout) != 0)
+    {
+        perror("brimctl: get: writing stdout");
+        rc = BRIM_CTL_EXIT_NO;
+    }
+    brim_free(val);
+    return rc;
+}
+
+/*
+ * Read all of stdin into *BUF (malloc'ed) and *LEN, refusing more than MAX
+ * bytes. Returns 0, or an exit status after a message.
+ */
+static int
+cmd_read_stdin(size_t max, char **buf, size_t *len)
+{
+    char   *p, *q;
+    size_t  n, cap, r;
+
+    p = NULL;
+    n = 0;
+    cap = 0;
+    for (;;) {
+        if (cap - n < CMD_READ_CHUNK) {
+            cap = cap == 0 ? CMD_READ_CHUNK : cap * 2;
+            q = realloc(p, cap);
+            if (q == NULL) {
+                free(p);
+                fprintf(stderr, "brimctl: set: out of memory reading stdin\n");
+                return BRIM_CTL_EXIT_NO;
+            }
+            p = q;
+        }
+        r = fread(p + n, 1, cap - n, stdin);
+        n += r;
+        if (n > max) {
+            free(p);
+            fprintf(stderr, "brimctl: set: the value on stdin is larger than "
+                    "the server's limit of %zu bytes\n", max);
+            return BRIM_CTL_EXIT_NO;
+        }
+        if (r == 0) {
+            break;
+        }
+    }
+    if (ferror(stdin)) {
+        free(p);
+        perror("brimctl: set: reading stdin");
+        return BRIM_CTL_EXIT_NO;
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
+static int
+cmd_set(struct brim_ctl *ctl)
+{
+    const char *key = ctl->argv[0];
+    char        shown[CMD_KEY_SHOWN + 4], what[CMD_KEY_SHOWN + 16];
+    char       *val, *owned;
+    size_t      len, max;
+    int         rc;
+
+    snprintf(what, sizeof(what), "set %s", cmd_show_key(key, shown));
+    owned = NULL;
+    max = brim_value_max(ctl->client);
+    if (strcmp(ctl->argv[1], "-") == 0) {
+        rc = cmd_read_stdin(max, &owned, &len);
+        if (rc != 0) {
+            return rc;
+        }
+        val = owned;
+    } else {
+        val = ctl->argv[1];
+        len = strlen(val);
+        if (len > max) {
+            fprintf(stderr, "brimctl: %s: the value is %zu bytes, the "
+                    "server's limit is %zu\n", what, len, max);
+            return BRIM_CTL_EXIT_NO;
+        }
+    }
+    rc = brim_set(ctl->client, key, strlen(key), val, len, ctl->ttl_s,
+                  ctl->flags, NULL);
+    free(owned);
+    return rc == 0 ? BRIM_CTL_EXIT_OK : brim_ctl_fail(ctl, what, rc);
+}
+
+static int
+cmd_del(struct brim_ctl *ctl)
+{
+    const char *key = ctl->argv[0];
+    char        shown[CMD_KEY_SHOWN + 4], what[CMD_KEY_SHOWN + 16];
+    int         rc;
+
+    snprintf(what, sizeof(what), "del %s", cmd_show_key(key, shown));
+    rc = brim_del(ctl->client, key, strlen(key));
+    if (rc == BRIM_ENOTFOUND) {
+        fprintf(stderr, "brimctl: %s: not found\n", what);
+        return BRIM_CTL_EXIT_NO;
+    }
+    return rc == 0 ? BRIM_CTL_EXIT_OK : brim_ctl_fail(ctl, what, rc);
+}
+
+static int
+cmd_ping(struct brim_ctl *ctl)
+{
+    struct timespec t0, t1;
+    double          ms;
+    int             rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = brim_ping(ctl->client);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, "ping", rc);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double) (t1.tv_sec - t0.tv_sec) * 1e3
+         + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    printf("pong from %s in %.3f ms\n", ctl->server, ms);
+    return BRIM_CTL_EXIT_OK;
+}
+
+static int
+cmd_flush(struct brim_ctl *ctl)
+{
+    int rc;
+
+    rc = brim_flush(ctl->client, ctl->delay_s);
+    return rc == 0 ? BRIM_CTL_EXIT_OK : brim_ctl_fail(ctl, "flush", rc);
+}
+
+/* ---- stats ---- */
+
+/* STATS pairs kept for printing: "section.name" and the value. */
+struct cmd_stats {
+    json_t *nodes;                  /* --json: [{addr, stats}], else NULL */
+    json_t *cur;                    /* --json: the current node's stats */
+    char  **names;                  /* plain: "name" or "section.name" */
+    char  **texts;                  /* plain: the value as text */
+    size_t  n, cap;                 /* plain: pairs kept, room */
+    int     oom;                    /* an allocation failed */
+};
+
+/* ST's value as a JSON value (NULL when out of memory). */
+static json_t *
+cmd_stat_json(const struct brim_stat *st)
+{
+    json_t *s;
+
+    switch (st->kind) {
+    case BRIM_STAT_U64:
+        if (st->u64 <= (uint64_t) INT64_MAX) {
+            return json_integer((json_int_t) st->u64);
+        }
+        /* jansson's integers are signed 64-bit: a larger one (an
+         * incarnation id) goes as its exact decimal string. */
+        return json_string(st->text);
+    case BRIM_STAT_I64:
+        return json_integer((json_int_t) st->i64);
+    case BRIM_STAT_F64:
+        return json_real(st->f64);
+    default:
+        s = json_stringn(st->str, st->str_len);
+        /* Not UTF-8: say so rather than print invalid JSON. */
+        return s != NULL ? s : json_string("(binary)");
+    }
+}
+
+/* The JSON object for ST's node (a new row of NODES when it changes). */
+static json_t *
+cmd_stats_node(struct cmd_stats *cs, const char *addr)
+{
+    json_t *row, *last;
+    size_t  n;
+
+    n = json_array_size(cs->nodes);
+    last = n > 0 ? json_array_get(cs->nodes, n - 1) : NULL;
+    if (last != NULL
+        && strcmp(json_string_value(json_object_get(last, "addr")), addr)
+               == 0)
+    {
+        return cs->cur;
+    }
+    row = json_pack("{s:s, s:{}}", "addr", addr, "stats");
+    if (row == NULL || json_array_append_new(cs->nodes, row) != 0) {
+        return NULL;
+    }
+    cs->cur = json_object_get(row, "stats");
+    return cs->cur;
+}
+
+static int
+cmd_stats_json_cb(struct cmd_stats *cs, const struct brim_stat *st)
+{
+    json_t *obj, *sect, *v;
+
+    obj = cmd_stats_node(cs, st->node);
+    if (obj == NULL) {
+        return -1;
+    }
+    if (st->section != NULL) {
+        sect = json_object_get(obj, st->section);
+        if (sect == NULL || !json_is_object(sect)) {
+            sect = json_object();
+            if (sect == NULL || json_object_set_new(obj, st->section, sect)) {
+                return -1;
+            }
+        }
+        obj = sect;
+    }
+    v = cmd_stat_json(st);
+    if (v == NULL || json_object_set_new(obj, st->name, v) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+cmd_stats_plain_cb(struct cmd_stats *cs, const struct brim_stat *st)
+{
+    char   **names, **texts;
+    size_t   cap, len;
+
+    if (cs->n == cs->cap) {
+        cap = cs->cap == 0 ? 64 : cs->cap * 2;
+        names = realloc(cs->names, cap * sizeof(*names));
+        if (names == NULL) {
+            return -1;
+        }
+        cs->names = names;
+        texts = realloc(cs->texts, cap * sizeof(*texts));
+        if (texts == NULL) {
+            return -1;
+        }
+        cs->texts = texts;
+        cs->cap = cap;
+    }
+    len = strlen(st->name) + (st->section != NULL ? strlen(st->section) : 0)
+          + 2;
+    cs->names[cs->n] = malloc(len);
+    cs->texts[cs->n] = strdup(st->text);
+    if (cs->names[cs->n] == NULL || cs->texts[cs->n] == NULL) {
+        free(cs->names[cs->n]);
+        free(cs->texts[cs->n]);
+        return -1;
+    }
+    snprintf(cs->names[cs->n], len, "%s%s%s",
+             st->section != NULL ? st->section : "",
+             st->section != NULL ? "." : "", st->name);
+    cs->n++;
+    return 0;
+}
+
+/* brim_stats_cb: keep ST for printing; stop when out of memory. */
+static int
+cmd_stats_cb(const struct brim_stat *st, void *arg)
+{
+    struct cmd_stats *cs = arg;
+
+    if ((cs->nodes != NULL ? cmd_stats_json_cb(cs, st)
+                           : cmd_stats_plain_cb(cs, st))
+        != 0)
+    {
+        cs->oom = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Print the kept pairs as aligned "name  value" lines. */
+static void
+cmd_stats_print(const struct cmd_stats *cs)
+{
+    size_t i, w, len;
+
+    w = 0;
+    for (i = 0; i < cs->n; i++) {
+        len = strlen(cs->names[i]);
+        w = len > w ? len : w;
+    }
+    for (i = 0; i < cs->n; i++) {
+        printf("%-*s  %s\n", (int) w, cs->names[i], cs->texts[i]);
+    }
+}
+
+static int
+cmd_stats(struct brim_ctl *ctl)
+{
+    struct cmd_stats cs;
+    json_t          *doc;
+    char            *out;
+    size_t           i;
+    int              rc;
+
+    memset(&cs, 0, sizeof(cs));
+    if (ctl->json) {
+        cs.nodes = json_array();
+        if (cs.nodes == NULL) {
+            fprintf(stderr, "brimctl: stats: out of memory\n");
+            return BRIM_CTL_EXIT_NO;
+        }
+    }
+    rc = brim_stats(ctl->client, ctl->argc > 0 ? ctl->argv[0] : NULL,
+                    cmd_stats_cb, &cs);
+    if (cs.oom) {
+        fprintf(stderr, "brimctl: stats: out of memory\n");
+        rc = BRIM_CTL_EXIT_NO;
+    } else if (rc != 0) {
+        rc = brim_ctl_fail(ctl, "stats", rc);
+    } else if (ctl->json) {
+        doc = json_pack("{s:O}", "nodes", cs.nodes);
+        out = doc != NULL ? json_dumps(doc, JSON_INDENT(2)
+                                                | JSON_PRESERVE_ORDER)
+                          : NULL;
+        json_decref(doc);
+        if (out == NULL) {
+            fprintf(stderr, "brimctl: stats: cannot format JSON\n");
+            rc = BRIM_CTL_EXIT_NO;
+        } else {
+            printf("%s\n", out);
+            free(out);
+        }
+    } else {
+        cmd_stats_print(&cs);
+    }
+    for (i = 0; i < cs.n; i++) {
+        free(cs.names[i]);
+        free(cs.texts[i]);
+    }
+    free(cs.names);
+    free(cs.texts);
+    json_decref(cs.nodes);
+    return rc;
+}
+
+const struct brim_ctl_cmd brim_ctl_cmds[] = {
+    { "get", "KEY", "write the value under KEY to stdout, raw",
+      "A missing key exits 1 with a message on stderr.\n", 1, 1, 0, 0,
+      cmd_get },
+    { "set", "KEY VALUE", "store VALUE under KEY ('-': read it from stdin)",
+      "VALUE '-' reads stdin to its end, binary-safe, up to the server's\n"
+      "value limit (1 MiB by default). Put '--' before a VALUE that starts\n"
+      "with '-'.\n", 2, 2, BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS, 0, cmd_set },
+    { "del", "KEY", "delete KEY", "A missing key exits 1.\n", 1, 1, 0, 0,
+      cmd_del },
+    { "stats", "[SECTION]", "print the node's statistics",
+      "Aligned name/value lines, nested sections as section.name; with\n"
+      "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n",
+      0, 1, BRIM_CTL_OPT_JSON, 0, cmd_stats },
+    { "ping", "", "one round trip to the node", NULL, 0, 0, 0, 0, cmd_ping },
+    { "flush", "", "drop every item of the node (admin)", NULL, 0, 0,
+      BRIM_CTL_OPT_DELAY, 1, cmd_flush },
+    { NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL }
+};

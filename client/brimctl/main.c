@@ -1,0 +1,313 @@
+/*
+ * client/brimctl/main.c - brimctl's command line: global options (they may
+ * stand anywhere), the command, its options and arguments, --help at every
+ * level; then one connection through libbrim and the command's run().
+ * Exit statuses: 0 done, 1 the server said no (not found, not stored...),
+ * 2 the server could not be reached or did not answer, 64 bad usage.
+ */
+#include "client/brimctl/ctl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <brim.h>
+
+/* One option: global (BIT 0) or accepted by the commands naming BIT. */
+struct ctl_opt {
+    const char *name;                   /* "--ttl" */
+    const char *arg;                    /* its value's name; NULL: a flag */
+    unsigned    bit;                    /* enum brim_ctl_opt, 0: global */
+    const char *help;                   /* one line */
+};
+
+static const struct ctl_opt ctl_opts[] = {
+    { "--server", "HOST:PORT", 0,
+      "the node to talk to (default $BRIM_SERVER, else "
+      BRIM_CTL_DEFAULT_SERVER ")" },
+    { "--timeout-ms", "MS", 0,
+      "connect and request timeout in milliseconds (default 1000 / 5000)" },
+    { "--ttl", "S", BRIM_CTL_OPT_TTL,
+      "time to live: seconds, 0 none, above 30 days a Unix time" },
+    { "--flags", "F", BRIM_CTL_OPT_FLAGS, "32-bit client flags" },
+    { "--json", NULL, BRIM_CTL_OPT_JSON, "print JSON" },
+    { "--delay", "S", BRIM_CTL_OPT_DELAY, "flush after S seconds" },
+};
+
+#define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
+
+/* Parse the decimal U32 TEXT of option NAME into *OUT; 0 or -1. */
+static int
+ctl_parse_u32(const char *name, const char *text, uint32_t *out)
+{
+    unsigned long long v;
+    char              *end;
+
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0
+        || v > UINT32_MAX)
+    {
+        fprintf(stderr, "brimctl: %s: \"%s\" is not a number 0 .. %" PRIu32
+                "\n", name, text, UINT32_MAX);
+        return -1;
+    }
+    *out = (uint32_t) v;
+    return 0;
+}
+
+/* Store the value TEXT of option O into CTL; 0 or -1. */
+static int
+ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
+{
+    if (strcmp(o->name, "--server") == 0) {
+        ctl->server = text;
+        return 0;
+    }
+    if (strcmp(o->name, "--timeout-ms") == 0) {
+        if (ctl_parse_u32(o->name, text, &ctl->timeout_ms) != 0) {
+            return -1;
+        }
+        if (ctl->timeout_ms == 0) {
+            fprintf(stderr, "brimctl: --timeout-ms must be above 0\n");
+            return -1;
+        }
+        return 0;
+    }
+    switch (o->bit) {
+    case BRIM_CTL_OPT_TTL:
+        return ctl_parse_u32(o->name, text, &ctl->ttl_s);
+    case BRIM_CTL_OPT_FLAGS:
+        return ctl_parse_u32(o->name, text, &ctl->flags);
+    case BRIM_CTL_OPT_DELAY:
+        return ctl_parse_u32(o->name, text, &ctl->delay_s);
+    default:
+        ctl->json = 1;
+        return 0;
+    }
+}
+
+static const struct brim_ctl_cmd *
+ctl_find_cmd(const char *name)
+{
+    const struct brim_ctl_cmd *cmd;
+
+    for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
+        if (strcmp(cmd->name, name) == 0) {
+            return cmd;
+        }
+    }
+    return NULL;
+}
+
+/* The option named by ARG ("--ttl" or "--ttl=5"), or NULL. */
+static const struct ctl_opt *
+ctl_find_opt(const char *arg)
+{
+    size_t i, n;
+
+    n = strcspn(arg, "=");
+    for (i = 0; i < CTL_NOPTS; i++) {
+        if (strlen(ctl_opts[i].name) == n
+            && strncmp(ctl_opts[i].name, arg, n) == 0)
+        {
+            return &ctl_opts[i];
+        }
+    }
+    return NULL;
+}
+
+/* Print the options whose bit is in MASK (0: the global ones). */
+static void
+ctl_print_opts(FILE *f, unsigned mask)
+{
+    char   left[64];
+    size_t i;
+
+    for (i = 0; i < CTL_NOPTS; i++) {
+        if ((mask == 0 && ctl_opts[i].bit != 0)
+            || (mask != 0 && (ctl_opts[i].bit & mask) == 0))
+        {
+            continue;
+        }
+        snprintf(left, sizeof(left), "%s%s%s", ctl_opts[i].name,
+                 ctl_opts[i].arg != NULL ? " " : "",
+                 ctl_opts[i].arg != NULL ? ctl_opts[i].arg : "");
+        fprintf(f, "  %-20s %s\n", left, ctl_opts[i].help);
+    }
+}
+
+static void
+ctl_usage(FILE *f)
+{
+    const struct brim_ctl_cmd *cmd;
+    char                       left[64];
+
+    fprintf(f, "usage: brimctl [--server HOST:PORT] [--timeout-ms MS] "
+            "COMMAND [ARGS...]\n\ncommands:\n");
+    for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
+        snprintf(left, sizeof(left), "%s %s", cmd->name, cmd->args);
+        fprintf(f, "  %-20s %s\n", left, cmd->summary);
+    }
+    fprintf(f, "\noptions:\n");
+    ctl_print_opts(f, 0);
+    fprintf(f, "  %-20s %s\n", "--help, -h", "this text; after a command, "
+            "that command's");
+    fprintf(f, "\nexit status: 0 done, 1 the server said no (not found, "
+            "not stored, ...),\n2 the server could not be reached or did "
+            "not answer, 64 bad usage.\n");
+}
+
+static void
+ctl_cmd_usage(FILE *f, const struct brim_ctl_cmd *cmd)
+{
+    fprintf(f, "usage: brimctl [global options] %s %s\n\n%s\n", cmd->name,
+            cmd->args, cmd->summary);
+    if (cmd->help != NULL) {
+        fprintf(f, "%s", cmd->help);
+    }
+    if (cmd->accepts != 0) {
+        fprintf(f, "\noptions:\n");
+        ctl_print_opts(f, cmd->accepts);
+    }
+    fprintf(f, "\nglobal options (see brimctl --help):\n");
+    ctl_print_opts(f, 0);
+}
+
+/* A usage error: the message, a pointer to --help, BRIM_CTL_EXIT_USAGE. */
+static int
+ctl_bad_usage(const char *msg, const char *what)
+{
+    fprintf(stderr, "brimctl: %s%s%s\n(see brimctl --help)\n", msg,
+            what != NULL ? ": " : "", what != NULL ? what : "");
+    return BRIM_CTL_EXIT_USAGE;
+}
+
+/*
+ * Parse ARGV into CTL and *CMD. Returns -1 to go on, or the exit status
+ * (0 after --help).
+ */
+static int
+ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
+          const struct brim_ctl_cmd **cmd)
+{
+    const struct ctl_opt *o;
+    const char           *val;
+    unsigned              seen;
+    int                   i, help, dashdash;
+
+    *cmd = NULL;
+    help = 0;
+    dashdash = 0;
+    seen = 0;
+    ctl->argc = 0;
+    for (i = 1; i < argc; i++) {
+        if (!dashdash && strcmp(argv[i], "--") == 0) {
+            dashdash = 1;
+            continue;
+        }
+        if (!dashdash && argv[i][0] == '-' && argv[i][1] != '\0') {
+            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                help = 1;
+                continue;
+            }
+            o = ctl_find_opt(argv[i]);
+            if (o == NULL) {
+                return ctl_bad_usage("unknown option", argv[i]);
+            }
+            val = NULL;
+            if (strchr(argv[i], '=') != NULL) {
+                val = strchr(argv[i], '=') + 1;
+                if (o->arg == NULL) {
+                    return ctl_bad_usage("option takes no value", o->name);
+                }
+            } else if (o->arg != NULL) {
+                if (i + 1 >= argc) {
+                    return ctl_bad_usage("option needs a value", o->name);
+                }
+                val = argv[++i];
+            }
+            if (ctl_set_opt(ctl, o, val) != 0) {
+                return BRIM_CTL_EXIT_USAGE;
+            }
+            seen |= o->bit;
+            continue;
+        }
+        if (*cmd == NULL) {
+            *cmd = ctl_find_cmd(argv[i]);
+            if (*cmd == NULL) {
+                return ctl_bad_usage("unknown command", argv[i]);
+            }
+            continue;
+        }
+        ctl->argv[ctl->argc++] = argv[i];   /* ARGV has room: argc slots */
+    }
+    if (help) {
+        if (*cmd != NULL) {
+            ctl_cmd_usage(stdout, *cmd);
+        } else {
+            ctl_usage(stdout);
+        }
+        return BRIM_CTL_EXIT_OK;
+    }
+    if (*cmd == NULL) {
+        ctl_usage(stderr);
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    if ((seen & ~(*cmd)->accepts) != 0) {
+        return ctl_bad_usage("an option given does not apply to",
+                             (*cmd)->name);
+    }
+    if (ctl->argc < (*cmd)->min_args || ctl->argc > (*cmd)->max_args) {
+        fprintf(stderr, "brimctl: %s: wrong number of arguments (%d)\n"
+                "usage: brimctl %s %s\n", (*cmd)->name, ctl->argc,
+                (*cmd)->name, (*cmd)->args);
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+    const struct brim_ctl_cmd *cmd;
+    struct brim_opts           opts;
+    struct brim_ctl            ctl;
+    char                       err[BRIM_ERRBUF_LEN];
+    int                        rc;
+
+    memset(&ctl, 0, sizeof(ctl));
+    ctl.argv = calloc((size_t) argc + 1, sizeof(*ctl.argv));
+    if (ctl.argv == NULL) {
+        fprintf(stderr, "brimctl: out of memory\n");
+        return BRIM_CTL_EXIT_CONN;
+    }
+    ctl.server = getenv("BRIM_SERVER");
+    if (ctl.server == NULL || ctl.server[0] == '\0') {
+        ctl.server = BRIM_CTL_DEFAULT_SERVER;
+    }
+    rc = ctl_parse(argc, argv, &ctl, &cmd);
+    if (rc >= 0) {
+        free(ctl.argv);
+        return rc;
+    }
+    memset(&opts, 0, sizeof(opts));
+    opts.server_addr = ctl.server;
+    opts.connect_timeout_ms = ctl.timeout_ms;
+    opts.request_timeout_ms = ctl.timeout_ms;
+    opts.admin = cmd->admin;
+    rc = brim_connect(&opts, &ctl.client, err);
+    if (rc != 0) {
+        /* ERRBUF names the address and the reason. */
+        fprintf(stderr, "brimctl: cannot reach %s: %s (%s)\n", ctl.server,
+                brim_strerror(rc), err);
+        free(ctl.argv);
+        return rc == BRIM_EINVAL ? BRIM_CTL_EXIT_USAGE : BRIM_CTL_EXIT_CONN;
+    }
+    rc = cmd->run(&ctl);
+    brim_close(ctl.client);
+    free(ctl.argv);
+    return rc;
+}

@@ -1,0 +1,458 @@
+/*
+ * client/lib/client.c - the handle (brim_connect, brim_close) and the
+ * single-key calls of <brim.h>. Each call checks its arguments against the
+ * node's limits, builds one request and hands it to route.c, which sends
+ * it, follows redirects and retries within the request timeout. The
+ * many-key calls are in multi.c, STATS in stats.c.
+ */
+#include "client/lib/client_int.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "proto/ops.h"
+
+#define CLIENT_CONNECT_TIMEOUT_MS 1000  /* opts.connect_timeout_ms 0 */
+#define CLIENT_REQUEST_TIMEOUT_MS 5000  /* opts.request_timeout_ms 0 */
+
+void
+brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+    va_end(ap);
+}
+
+int
+brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len)
+{
+    size_t max;
+
+    max = c->home != NULL ? c->home->limits.max_key_bytes : BRIM_KEY_MAX;
+    if (key == NULL || key_len == 0 || key_len > max) {
+        brim_lib_errmsg(c, "key is %zu bytes, allowed 1 .. %zu",
+                        key == NULL ? (size_t) 0 : key_len, max);
+        return BRIM_EINVAL;
+    }
+    return 0;
+}
+
+/* 0 when VAL/VAL_LEN may be sent; else BRIM_EINVAL or BRIM_ETOOBIG. */
+static int
+client_check_value(struct brim_client *c, const void *val, size_t val_len)
+{
+    size_t max;
+
+    max = brim_value_max(c);
+    if (val == NULL && val_len != 0) {
+        brim_lib_errmsg(c, "value is NULL but %zu bytes long", val_len);
+        return BRIM_EINVAL;
+    }
+    if (val_len > max) {
+        brim_lib_errmsg(c, "value is %zu bytes, max %zu", val_len, max);
+        return BRIM_ETOOBIG;
+    }
+    return 0;
+}
+
+int
+brim_connect(const struct brim_opts *opts, struct brim_client **out,
+             char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_client *c;
+    char                host[BRIM_ADDR_MAX], port[6];
+    int                 rc;
+
+    if (opts == NULL || out == NULL) {
+        brim_errfmt(errbuf, "brim: connect: no options or no handle pointer");
+        return BRIM_EINVAL;
+    }
+    if (opts->coord_addr != NULL) {
+        /* TODO(#4): fetch the ring and the map from the coordinator. */
+        brim_errfmt(errbuf, "brim: %.64s: coordinator mode is not "
+                    "supported yet; give server_addr", opts->coord_addr);
+        return BRIM_EINVAL;
+    }
+    rc = brim_net_split(opts->server_addr, host, sizeof(host), port, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    c = brim_calloc(1, sizeof(*c));
+    if (c == NULL) {
+        brim_errfmt(errbuf, "brim: out of memory");
+        return BRIM_ENOMEM;
+    }
+    c->connect_timeout_ms = opts->connect_timeout_ms != 0
+                                ? opts->connect_timeout_ms
+                                : CLIENT_CONNECT_TIMEOUT_MS;
+    c->request_timeout_ms = opts->request_timeout_ms != 0
+                                ? opts->request_timeout_ms
+                                : CLIENT_REQUEST_TIMEOUT_MS;
+    c->role = opts->admin ? BRIM_ROLE_ADMIN : BRIM_ROLE_CLIENT;
+    c->server_addr = brim_strndup(opts->server_addr,
+                                  strlen(opts->server_addr));
+    c->home = c->server_addr != NULL ? brim_pool_get(c, c->server_addr)
+                                     : NULL;
+    if (c->home == NULL) {
+        brim_close(c);
+        brim_errfmt(errbuf, "brim: out of memory");
+        return BRIM_ENOMEM;
+    }
+    /* Connect now, so that a wrong address fails here and not at the
+     * first call; the connect timeout bounds it. */
+    rc = brim_pool_ready(c, c->home,
+                         brim_net_now_ms() + c->connect_timeout_ms);
+    if (rc != 0) {
+        brim_errfmt(errbuf, "brim: %s", c->errmsg);
+        brim_close(c);
+        return rc;
+    }
+    c->errmsg[0] = '\0';
+    *out = c;
+    return 0;
+}
+
+void
+brim_close(struct brim_client *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    brim_pool_free(c);
+    brim_free(c->server_addr);
+    brim_free(c);
+}
+
+const char *
+brim_errmsg(const struct brim_client *c)
+{
+    return c != NULL ? c->errmsg : "no client";
+}
+
+size_t
+brim_value_max(const struct brim_client *c)
+{
+    if (c == NULL || c->home == NULL) {
+        return BRIM_VALUE_MAX;
+    }
+    return c->home->limits.max_value_bytes;
+}
+
+/* Run the one call CALL; returns its status. */
+static int
+client_run(struct brim_client *c, struct brim_call *call)
+{
+    int rc;
+
+    (void) brim_route_run(c, call, 1, brim_route_deadline(c));
+    rc = call->status;
+    brim_route_calls_destroy(call, 1);
+    if (rc == 0) {
+        c->errmsg[0] = '\0';
+    }
+    return rc;
+}
+
+/* Start a call of OP on KEY: check the key and clear the last error. */
+static int
+client_key_call(struct brim_client *c, struct brim_call *call, uint32_t op,
+                const void *key, size_t key_len)
+{
+    memset(call, 0, sizeof(*call));
+    if (c == NULL) {
+        return BRIM_EINVAL;
+    }
+    c->errmsg[0] = '\0';
+    call->req.op = op;
+    call->req.key = key;
+    call->req.key_len = key_len;
+    return brim_lib_check_key(c, key, key_len);
+}
+
+/* Where a VALUE reply goes (brim_get_ex, brim_gat). */
+struct client_value {
+    void     **val;                 /* out: new buffer, or NULL: not wanted */
+    size_t    *val_len;             /* out: bytes */
+    uint32_t  *flags;               /* out, or NULL */
+    uint64_t  *cas;                 /* out, or NULL */
+};
+
+/* ON_REPLY of GET and GAT: copy the value out of the frame. */
+static int
+client_value_reply(struct brim_call *call, const struct brim_rep *rep)
+{
+    struct client_value *out = call->arg;
+    char                *copy;
+
+    if (out->val != NULL) {
+        copy = brim_malloc(rep->value_len + 1);
+        if (copy == NULL) {
+            return BRIM_ENOMEM;
+        }
+        if (rep->value_len > 0) {
+            memcpy(copy, rep->value, rep->value_len);
+        }
+        copy[rep->value_len] = '\0';
+        *out->val = copy;
+        *out->val_len = rep->value_len;
+    }
+    if (out->flags != NULL) {
+        *out->flags = rep->flags;
+    }
+    if (out->cas != NULL) {
+        *out->cas = rep->cas;
+    }
+    return 0;
+}
+
+/* GET or GAT (OP) of KEY, the value and its metadata to OUT. */
+static int
+client_fetch(struct brim_client *c, uint32_t op, const void *key,
+             size_t key_len, uint32_t ttl_s, struct client_value *out)
+{
+    struct brim_call call;
+    int              rc;
+
+    rc = client_key_call(c, &call, op, key, key_len);
+    if (rc != 0) {
+        return rc;
+    }
+    if ((out->val == NULL) != (out->val_len == NULL)) {
+        brim_lib_errmsg(c, "val and val_len must both be set or both NULL");
+        return BRIM_EINVAL;
+    }
+    call.req.ttl_s = ttl_s;
+    call.on_reply = client_value_reply;
+    call.arg = out;
+    return client_run(c, &call);
+}
+
+int
+brim_get(struct brim_client *c, const void *key, size_t key_len, void **val,
+         size_t *val_len)
+{
+    return brim_get_ex(c, key, key_len, val, val_len, NULL, NULL);
+}
+
+int
+brim_get_ex(struct brim_client *c, const void *key, size_t key_len,
+            void **val, size_t *val_len, uint32_t *flags, uint64_t *cas)
+{
+    struct client_value out = { val, val_len, flags, cas };
+
+    if (val == NULL || val_len == NULL) {
+        if (c != NULL) {
+            brim_lib_errmsg(c, "brim_get: val and val_len are required");
+        }
+        return BRIM_EINVAL;
+    }
+    return client_fetch(c, BRIM_OP_GET, key, key_len, 0, &out);
+}
+
+int
+brim_gat(struct brim_client *c, const void *key, size_t key_len,
+         uint32_t ttl_s, void **val, size_t *val_len, uint32_t *flags,
+         uint64_t *cas)
+{
+    struct client_value out = { val, val_len, flags, cas };
+
+    return client_fetch(c, BRIM_OP_GAT, key, key_len, ttl_s, &out);
+}
+
+/* ON_REPLY of the SET family: the new CAS value to *ARG when wanted. */
+static int
+client_cas_reply(struct brim_call *call, const struct brim_rep *rep)
+{
+    uint64_t *cas = call->arg;
+
+    if (cas != NULL) {
+        *cas = rep->cas;
+    }
+    return 0;
+}
+
+/* A write of the SET family (SET, ADD, REPLACE, CAS, APPEND, PREPEND). */
+static int
+client_store(struct brim_client *c, uint32_t op, const void *key,
+             size_t key_len, const void *val, size_t val_len, uint32_t ttl_s,
+             uint32_t flags, uint64_t expect, uint64_t *cas_out)
+{
+    struct brim_call call;
+    int              rc;
+
+    rc = client_key_call(c, &call, op, key, key_len);
+    if (rc == 0) {
+        rc = client_check_value(c, val, val_len);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    call.req.value = val;
+    call.req.value_len = val_len;
+    call.req.ttl_s = ttl_s;
+    call.req.flags = flags;
+    call.req.cas = expect;
+    call.on_reply = client_cas_reply;
+    call.arg = cas_out;
+    return client_run(c, &call);
+}
+
+int
+brim_set(struct brim_client *c, const void *key, size_t key_len,
+         const void *val, size_t val_len, uint32_t ttl_s, uint32_t flags,
+         uint64_t *cas)
+{
+    return client_store(c, BRIM_OP_SET, key, key_len, val, val_len, ttl_s,
+                        flags, 0, cas);
+}
+
+int
+brim_add(struct brim_client *c, const void *key, size_t key_len,
+         const void *val, size_t val_len, uint32_t ttl_s, uint32_t flags,
+         uint64_t *cas)
+{
+    return client_store(c, BRIM_OP_ADD, key, key_len, val, val_len, ttl_s,
+                        flags, 0, cas);
+}
+
+int
+brim_replace(struct brim_client *c, const void *key, size_t key_len,
+             const void *val, size_t val_len, uint32_t ttl_s, uint32_t flags,
+             uint64_t *cas)
+{
+    return client_store(c, BRIM_OP_REPLACE, key, key_len, val, val_len,
+                        ttl_s, flags, 0, cas);
+}
+
+int
+brim_cas(struct brim_client *c, const void *key, size_t key_len,
+         const void *val, size_t val_len, uint32_t ttl_s, uint32_t flags,
+         uint64_t expect, uint64_t *cas_out)
+{
+    return client_store(c, BRIM_OP_CAS, key, key_len, val, val_len, ttl_s,
+                        flags, expect, cas_out);
+}
+
+int
+brim_append(struct brim_client *c, const void *key, size_t key_len,
+            const void *val, size_t val_len, uint64_t *cas)
+{
+    return client_store(c, BRIM_OP_APPEND, key, key_len, val, val_len, 0, 0,
+                        0, cas);
+}
+
+int
+brim_prepend(struct brim_client *c, const void *key, size_t key_len,
+             const void *val, size_t val_len, uint64_t *cas)
+{
+    return client_store(c, BRIM_OP_PREPEND, key, key_len, val, val_len, 0, 0,
+                        0, cas);
+}
+
+/* DEL or TOUCH (OP) of KEY: the reply is a status only. */
+static int
+client_simple(struct brim_client *c, uint32_t op, const void *key,
+              size_t key_len, uint32_t ttl_s)
+{
+    struct brim_call call;
+    int              rc;
+
+    rc = client_key_call(c, &call, op, key, key_len);
+    if (rc != 0) {
+        return rc;
+    }
+    call.req.ttl_s = ttl_s;
+    return client_run(c, &call);
+}
+
+int
+brim_del(struct brim_client *c, const void *key, size_t key_len)
+{
+    return client_simple(c, BRIM_OP_DEL, key, key_len, 0);
+}
+
+int
+brim_touch(struct brim_client *c, const void *key, size_t key_len,
+           uint32_t ttl_s)
+{
+    return client_simple(c, BRIM_OP_TOUCH, key, key_len, ttl_s);
+}
+
+/* ON_REPLY of INCR and DECR: the counter to *ARG when wanted. */
+static int
+client_number_reply(struct brim_call *call, const struct brim_rep *rep)
+{
+    uint64_t *result = call->arg;
+
+    if (result != NULL) {
+        *result = rep->number;
+    }
+    return 0;
+}
+
+/* INCR or DECR (OP) of KEY by DELTA. */
+static int
+client_arith(struct brim_client *c, uint32_t op, const void *key,
+             size_t key_len, uint64_t delta, uint64_t *result)
+{
+    struct brim_call call;
+    int              rc;
+
+    rc = client_key_call(c, &call, op, key, key_len);
+    if (rc != 0) {
+        return rc;
+    }
+    call.req.delta = delta;
+    call.on_reply = client_number_reply;
+    call.arg = result;
+    return client_run(c, &call);
+}
+
+int
+brim_incr(struct brim_client *c, const void *key, size_t key_len,
+          uint64_t delta, uint64_t *result)
+{
+    return client_arith(c, BRIM_OP_INCR, key, key_len, delta, result);
+}
+
+int
+brim_decr(struct brim_client *c, const void *key, size_t key_len,
+          uint64_t delta, uint64_t *result)
+{
+    return client_arith(c, BRIM_OP_DECR, key, key_len, delta, result);
+}
+
+/* A keyless call of OP (PING, FLUSH) to the home node. */
+static int
+client_keyless(struct brim_client *c, uint32_t op, uint32_t delay_s)
+{
+    struct brim_call call;
+
+    if (c == NULL) {
+        return BRIM_EINVAL;
+    }
+    c->errmsg[0] = '\0';
+    memset(&call, 0, sizeof(call));
+    call.req.op = op;
+    call.req.delay_s = delay_s;
+    call.target = c->home;          /* TODO(#4): FLUSH goes to every node */
+    return client_run(c, &call);
+}
+
+int
+brim_flush(struct brim_client *c, uint32_t delay_s)
+{
+    return client_keyless(c, BRIM_OP_FLUSH, delay_s);
+}
+
+int
+brim_ping(struct brim_client *c)
+{
+    return client_keyless(c, BRIM_OP_PING, 0);
+}

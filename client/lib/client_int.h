@@ -1,0 +1,211 @@
+/*
+ * client/lib/client_int.h - libbrim's private structures and the calls its
+ * modules share: net.c (addresses, sockets, clocks), pool.c (one connection
+ * per node, HELLO, the pipelined exchange of frames), route.c (which node a
+ * call goes to, and the retry rules of DESIGN.md section 5). Not installed.
+ */
+#ifndef BRIM_CLIENT_LIB_CLIENT_INT_H
+#define BRIM_CLIENT_LIB_CLIENT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include <brim.h>
+
+#include "proto/buf.h"
+#include "proto/wire.h"
+
+/* Longest "host:port" we keep: a DNS name, brackets, colon, port, NUL. */
+#define BRIM_ADDR_MAX 264
+
+/* Backoff after RETRY or BUSY, or a repeated lost connection, ms: doubling
+ * from MIN to MAX (PROTOCOL.md 5.1). */
+#define BRIM_BACKOFF_MIN_MS 1
+#define BRIM_BACKOFF_MAX_MS 100
+
+/* Bytes asked of recv() per read, and OUT kept between calls. */
+#define BRIM_READ_CHUNK (64u << 10)
+#define BRIM_OUT_KEEP (1u << 20)
+
+/*
+ * A node of the pool and its one connection. Requests of one exchange are
+ * encoded into OUT, written from OUT_OFF on, and replies read into IN; both
+ * are empty between calls, so any byte the node sends between calls is
+ * unsolicited and closes the connection.
+ */
+struct brim_pool_node {
+    char                   *addr;        /* "host:port", owned */
+    int                     fd;          /* socket, or -1 when closed */
+    struct brim_buf         out;         /* encoded requests of the exchange */
+    size_t                  out_off;     /* bytes of OUT written so far */
+    struct brim_buf         in;          /* bytes read, not yet consumed */
+    msgpack_zone            zone;        /* reply objects, reused per reply */
+    struct brim_wire_limits limits;      /* the node's, from its HELLO */
+    uint64_t                incarnation; /* the node process, from HELLO */
+    uint64_t                epoch;       /* the node's epoch at HELLO */
+    uint64_t                cluster_id;  /* the node's cluster, from HELLO */
+    struct brim_pool_node  *next;        /* next node of the pool */
+};
+
+/* Where a call is in brim_route_run(). */
+enum brim_call_state {
+    BRIM_CALL_PENDING = 0,          /* to be sent (again) */
+    BRIM_CALL_DONE                  /* STATUS is final */
+};
+
+struct brim_call;
+
+/*
+ * Called with the OK reply (status 0) of a call, while REP's bytes are
+ * borrowed from the connection's buffer: copy what you keep. Returns 0, or
+ * a code that becomes the call's status; BRIM_EBADREPLY also closes the
+ * connection (the reply did not fit the request).
+ */
+typedef int (*brim_call_reply_fn)(struct brim_call *call,
+                                  const struct brim_rep *rep);
+
+/* One request, its routing and its outcome. Zero it, then fill REQ. */
+struct brim_call {
+    struct brim_req           req;         /* op and arguments; the id and
+                                            * epoch are set when it is sent */
+    const struct brim_bytes  *mkeys;       /* MGET: the keys (borrowed) */
+    uint32_t                  nmkeys;      /* MGET: their count */
+    brim_call_reply_fn        on_reply;    /* NULL: the status is enough */
+    void                     *arg;         /* for ON_REPLY */
+    struct brim_pool_node    *target;      /* set: send there, not routed */
+    int                       state;       /* enum brim_call_state */
+    int                       status;      /* reply status, or local error */
+    int                       answered;    /* STATUS came from a reply */
+    int                       sent;        /* some byte of it was written */
+    uint32_t                  tries;       /* exchanges it took part in */
+    size_t                    start;       /* its frame's offset in OUT */
+    uint64_t                  rep_epoch;   /* MOVED, RETRY: the epoch */
+    uint64_t                  moved_epoch; /* epoch of the last redirect */
+    char                     *redirect;    /* MOVED: owner address, owned */
+};
+
+/* The client handle of <brim.h>. */
+struct brim_client {
+    char                  *server_addr;        /* standalone node, owned */
+    uint32_t               connect_timeout_ms; /* per attempt */
+    uint32_t               request_timeout_ms; /* per call, retries too */
+    uint32_t               role;               /* enum brim_role, HELLO */
+    uint64_t               next_id;            /* last request id used */
+    uint64_t               epoch;              /* newest learned; 0 none */
+    uint64_t               cluster_id;         /* stated in HELLO; 0: none
+                                                * (standalone). TODO(#4):
+                                                * the coordinator's */
+    struct brim_pool_node *nodes;              /* the pool */
+    struct brim_pool_node *home;               /* the standalone node */
+    char                   errmsg[BRIM_ERRBUF_LEN]; /* last failure */
+};
+
+/* ---- net.c ---- */
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t brim_net_now_ms(void);
+
+/* Sleep MS milliseconds (0 or less: return at once). */
+void brim_net_sleep_ms(int64_t ms);
+
+/*
+ * Split ADDR, "host:port" or "[v6addr]:port", into HOST (NUL-terminated,
+ * HOST_SIZE bytes of room) and PORT (1 .. 65535, as decimal text in 6
+ * bytes). Returns 0 or BRIM_EINVAL with the reason in ERRBUF.
+ */
+int brim_net_split(const char *addr, char *host, size_t host_size,
+                   char port[6], char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Open a non-blocking TCP connection to ADDR, trying each address it
+ * resolves to, until DEADLINE_MS (brim_net_now_ms() time). Name resolution
+ * itself is blocking (XXX: getaddrinfo has no timeout; use numeric
+ * addresses where that matters). On success *FD is the socket, with
+ * TCP_NODELAY and close-on-exec set. Returns 0, BRIM_EINVAL,
+ * BRIM_ECONNREFUSED, BRIM_ETIMEDOUT or BRIM_ESYS; ERRBUF gets
+ * "ADDR: reason".
+ */
+int brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
+                     char errbuf[BRIM_ERRBUF_LEN]);
+
+/* ---- pool.c ---- */
+
+/*
+ * The node of the pool at ADDR (copied), added if new. Returns NULL only
+ * when out of memory.
+ */
+struct brim_pool_node *brim_pool_get(struct brim_client *c, const char *addr);
+
+/* Close every connection and free every node of C's pool. */
+void brim_pool_free(struct brim_client *c);
+
+/* Close N's connection (if open) and drop its buffered bytes. */
+void brim_pool_close(struct brim_pool_node *n);
+
+/*
+ * Make sure N has a live connection that has said HELLO: an open one is
+ * checked first (a connection the node closed while idle, or one holding
+ * unsolicited bytes, is closed and opened again). Connecting and HELLO take
+ * at most connect_timeout_ms and end by DEADLINE_MS. Returns 0, a connect
+ * error, the status of a refused HELLO, BRIM_ETIMEDOUT or BRIM_EBADREPLY;
+ * C->errmsg says why.
+ */
+int brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
+                    int64_t deadline_ms);
+
+/*
+ * Send the NCALLS calls CALLS on N's connection, all written before or
+ * while the replies are read (one round trip), and read their replies in
+ * order until DEADLINE_MS. Each call gets a new request id; a reply with
+ * another id is malformed. For each reply: the call's STATUS and ANSWERED,
+ * its ON_REPLY for status 0, REP_EPOCH and REDIRECT for MOVED and RETRY.
+ * Returns 0 when every call was answered, else the error that stopped the
+ * exchange (BRIM_ETIMEDOUT, BRIM_ECLOSED, BRIM_EBADREPLY, BRIM_ESYS,
+ * BRIM_ENOMEM), having closed the connection; unanswered calls then carry
+ * it as their STATUS and SENT says whether any byte of theirs left.
+ */
+int brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
+                       struct brim_call **calls, size_t ncalls,
+                       int64_t deadline_ms);
+
+/* ---- route.c ---- */
+
+/*
+ * The node a call for KEY (KEY_LEN bytes) goes to: in standalone mode the
+ * one node. TODO(#4): owner[partition(brim_hash_key(seed, key))].
+ */
+struct brim_pool_node *brim_route_key(struct brim_client *c, const void *key,
+                                 size_t key_len);
+
+/*
+ * Run the NCALLS calls to completion by DEADLINE_MS: route each (TARGET, or
+ * its key, or the home node), pipeline the pending calls of one node in one
+ * exchange, follow MOVED (at most once per new epoch), resend after RETRY
+ * and BUSY (with backoff), and after a lost connection send again only
+ * idempotent calls or calls no byte of which left; a non-idempotent call
+ * that was sent gets BRIM_EUNKNOWN. Every call ends in state DONE with its STATUS. Returns 0
+ * when every call was answered by a node, else the first call's error that
+ * was not an answer (a transport error, BRIM_ETIMEDOUT, BRIM_EUNKNOWN).
+ */
+int brim_route_run(struct brim_client *c, struct brim_call *calls,
+                   size_t ncalls, int64_t deadline_ms);
+
+/* The deadline of a call starting now: now + request_timeout_ms. */
+int64_t brim_route_deadline(const struct brim_client *c);
+
+/* Free what the calls' runs left behind (redirect addresses). */
+void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
+
+/* ---- client.c ---- */
+
+/* Write C->errmsg with printf FMT (one line). */
+void brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* 0 when KEY/KEY_LEN is a key the node accepts; else BRIM_EINVAL + errmsg. */
+int brim_lib_check_key(struct brim_client *c, const void *key,
+                          size_t key_len);
+
+#endif /* BRIM_CLIENT_LIB_CLIENT_INT_H */

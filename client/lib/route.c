@@ -1,0 +1,254 @@
+/*
+ * client/lib/route.c - where each call goes and when it is sent again
+ * (DESIGN.md sections 5 and 6, PROTOCOL.md 5.1). A call is retried by
+ * itself only where the outcome proves the op did not run (MOVED, RETRY,
+ * BUSY, a failure before any of its bytes left), or where running it twice
+ * is harmless (the IDEMPOTENT ops of proto/ops.h after a lost connection).
+ * Everything else ends the call: a non-idempotent op that was sent on a
+ * connection that then broke is BRIM_EUNKNOWN, "outcome unknown". All of it
+ * runs within one deadline.
+ */
+#include "client/lib/client_int.h"
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "proto/ops.h"
+
+struct brim_pool_node *
+brim_route_key(struct brim_client *c, const void *key, size_t key_len)
+{
+    (void) key;
+    (void) key_len;
+    return c->home;
+}
+
+int64_t
+brim_route_deadline(const struct brim_client *c)
+{
+    return brim_net_now_ms() + c->request_timeout_ms;
+}
+
+void
+brim_route_calls_destroy(struct brim_call *calls, size_t ncalls)
+{
+    size_t i;
+
+    for (i = 0; i < ncalls; i++) {
+        brim_free(calls[i].redirect);
+        calls[i].redirect = NULL;
+    }
+}
+
+/* The node CALL goes to next. */
+static struct brim_pool_node *
+route_node(struct brim_client *c, const struct brim_call *call)
+{
+    const struct brim_op_info *info;
+
+    if (call->target != NULL) {
+        return call->target;
+    }
+    info = brim_op_info(call->req.op);
+    if (info != NULL && (info->flags & BRIM_OPF_KEY) != 0) {
+        return brim_route_key(c, call->req.key, call->req.key_len);
+    }
+    return c->home;
+}
+
+/* End CALL with STATUS. */
+static void
+route_done(struct brim_call *call, int status)
+{
+    call->state = BRIM_CALL_DONE;
+    call->status = status;
+}
+
+/*
+ * Follow CALL's MOVED answer: send it to the owner it names, unless this
+ * call already followed a redirect for that epoch or a newer one (a node
+ * that points back and forth would otherwise bounce it until the timeout).
+ */
+static void
+route_moved(struct brim_client *c, struct brim_call *call)
+{
+    struct brim_pool_node *owner;
+
+    if (call->redirect == NULL
+        || (call->moved_epoch != 0 && call->rep_epoch <= call->moved_epoch))
+    {
+        route_done(call, BRIM_EMOVED);
+        return;
+    }
+    owner = brim_pool_get(c, call->redirect);
+    if (owner == NULL) {
+        route_done(call, BRIM_ENOMEM);
+        return;
+    }
+    call->moved_epoch = call->rep_epoch;
+    if (call->rep_epoch > c->epoch) {
+        c->epoch = call->rep_epoch;
+    }
+    call->target = owner;
+}
+
+/*
+ * Decide CALL's fate after an exchange that ended with RC. Returns 1 when
+ * the call is to be sent again after a pause, else 0.
+ */
+static int
+route_settle(struct brim_client *c, struct brim_call *call, int rc)
+{
+    const struct brim_op_info *info;
+
+    if (call->answered) {
+        if (call->status == BRIM_EMOVED) {
+            route_moved(c, call);
+            return 0;
+        }
+        if (call->status == BRIM_ERETRY || call->status == BRIM_EBUSY) {
+            /* Both prove the op did not run (PROTOCOL.md 5.1).
+             * TODO(#4): a RETRY carrying a newer epoch refreshes the map. */
+            return 1;
+        }
+        route_done(call, call->status);
+        return 0;
+    }
+    switch (rc) {
+    case BRIM_ETIMEDOUT:
+    case BRIM_EBADREPLY:
+    case BRIM_ENOMEM:
+    case 0:                         /* cannot happen: unanswered means rc */
+        route_done(call, rc != 0 ? rc : BRIM_ECLOSED);
+        return 0;
+    default:
+        break;
+    }
+    info = brim_op_info(call->req.op);
+    if (!call->sent
+        || (info != NULL && (info->flags & BRIM_OPF_IDEMPOTENT) != 0))
+    {
+        /* Send it again on a new connection: right away the first time
+         * (an idle connection the node dropped), with a pause after. */
+        return call->tries > 1;
+    }
+    route_done(call, BRIM_EUNKNOWN);
+    return 0;
+}
+
+/*
+ * Gather into BATCH the pending calls of CALLS that go to the same node as
+ * the first pending one. Returns their count (0: none pending) and the
+ * node in *NODE.
+ */
+static size_t
+route_batch(struct brim_client *c, struct brim_call *calls, size_t ncalls,
+            struct brim_call **batch, struct brim_pool_node **node)
+{
+    struct brim_pool_node *n;
+    size_t                 i, nb;
+
+    *node = NULL;
+    nb = 0;
+    for (i = 0; i < ncalls; i++) {
+        if (calls[i].state != BRIM_CALL_PENDING) {
+            continue;
+        }
+        n = route_node(c, &calls[i]);
+        if (*node == NULL) {
+            *node = n;
+        }
+        if (n == *node) {
+            batch[nb++] = &calls[i];
+        }
+    }
+    return nb;
+}
+
+/* End every pending call: the deadline passed. */
+static void
+route_expire(struct brim_client *c, struct brim_call *calls, size_t ncalls)
+{
+    size_t i;
+
+    for (i = 0; i < ncalls; i++) {
+        if (calls[i].state == BRIM_CALL_PENDING) {
+            /* A call that waited out RETRY answers timed out; one that
+             * kept losing its connection reports that. */
+            route_done(&calls[i], calls[i].answered || calls[i].status == 0
+                                      ? BRIM_ETIMEDOUT
+                                      : calls[i].status);
+            calls[i].answered = 0;
+            if (c->errmsg[0] == '\0') {
+                brim_lib_errmsg(c, "no answer within %u ms",
+                                (unsigned) c->request_timeout_ms);
+            }
+        }
+    }
+}
+
+int
+brim_route_run(struct brim_client *c, struct brim_call *calls,
+               size_t ncalls, int64_t deadline_ms)
+{
+    struct brim_pool_node  *node;
+    struct brim_call       *one, **batch;
+    size_t                  nb, i;
+    int64_t                 backoff, left;
+    int                     rc, pause;
+
+    batch = &one;
+    if (ncalls > 1) {
+        batch = brim_malloc(ncalls * sizeof(*batch));
+        if (batch == NULL) {
+            for (i = 0; i < ncalls; i++) {
+                route_done(&calls[i], BRIM_ENOMEM);
+            }
+            brim_lib_errmsg(c, "out of memory for %zu calls", ncalls);
+            return BRIM_ENOMEM;
+        }
+    }
+    for (i = 0; i < ncalls; i++) {
+        calls[i].state = BRIM_CALL_PENDING;
+        calls[i].answered = 0;
+        calls[i].status = 0;
+    }
+    backoff = BRIM_BACKOFF_MIN_MS;
+    for (;;) {
+        nb = route_batch(c, calls, ncalls, batch, &node);
+        if (nb == 0) {
+            break;
+        }
+        if (brim_net_now_ms() >= deadline_ms) {
+            route_expire(c, calls, ncalls);
+            break;
+        }
+        rc = brim_pool_ready(c, node, deadline_ms);
+        if (rc != 0) {
+            /* TODO(#4): with a coordinator, refresh the map and retry. */
+            for (i = 0; i < nb; i++) {
+                route_done(batch[i], rc);
+                batch[i]->answered = 0;
+            }
+            continue;
+        }
+        rc = brim_pool_exchange(c, node, batch, nb, deadline_ms);
+        pause = 0;
+        for (i = 0; i < nb; i++) {
+            pause |= route_settle(c, batch[i], rc);
+        }
+        if (pause) {
+            left = deadline_ms - brim_net_now_ms();
+            brim_net_sleep_ms(BRIM_MIN(backoff, left));
+            backoff = BRIM_MIN(backoff * 2, BRIM_BACKOFF_MAX_MS);
+        }
+    }
+    if (batch != &one) {
+        brim_free(batch);
+    }
+    for (i = 0; i < ncalls; i++) {
+        if (!calls[i].answered) {
+            return calls[i].status;
+        }
+    }
+    return 0;
+}

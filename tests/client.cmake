@@ -1,0 +1,78 @@
+# libbrim and brimctl tests (included by tests/CMakeLists.txt):
+#   client.faults.<case>   libbrim against a scripted fake node (label cluster)
+#   client.ops.<case>      libbrim against a real brim-node (label cluster)
+#   client.brimctl.<case>  brimctl against a real brim-node (label cluster)
+#   lint.client_exports    libbrim.so exports exactly <brim.h>'s functions
+#   lint.client_install    cmake --install, then a program built with
+#                          pkg-config --cflags --libs brim runs
+if(NOT TARGET brim_static)
+  return()
+endif()
+find_package(Threads REQUIRED)
+
+# The TCase names of SRC, read from the calls of MACRO("name", ...), so a
+# case cannot be added without being run (check_main.c fails a binary
+# whose CK_RUN_CASE matches nothing).
+function(brim_client_cases src macro out)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
+  file(STRINGS ${src} lines REGEX "^ *${macro}\\(\"[A-Za-z0-9_]+\"")
+  set(cases "")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^ *${macro}\\(\"([A-Za-z0-9_]+)\".*" "\\1" tc
+      "${line}")
+    list(APPEND cases ${tc})
+  endforeach()
+  if(NOT cases)
+    message(FATAL_ERROR "${src} has no ${macro}(\"...\") case")
+  endif()
+  set(${out} ${cases} PARENT_SCOPE)
+endfunction()
+
+add_library(brim_client_testnode STATIC cluster/client_node.c)
+target_link_libraries(brim_client_testnode
+  PUBLIC brim_proto PkgConfig::CHECK Threads::Threads)
+
+# brim_client_test(faults FAULT_CASE [ENV ...]): tests/cluster/client_<name>.c
+function(brim_client_test name macro)
+  set(src ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_${name}.c)
+  brim_client_cases(${src} ${macro} cases)
+  add_executable(test_client_${name} ${src})
+  target_link_libraries(test_client_${name}
+    PRIVATE brim_static brim_client_testnode brim_testsupport)
+  foreach(tc IN LISTS cases)
+    add_test(NAME client.${name}.${tc} COMMAND test_client_${name})
+    set_tests_properties(client.${name}.${tc} PROPERTIES LABELS cluster
+      TIMEOUT 120
+      ENVIRONMENT "CK_RUN_CASE=${tc};CK_DEFAULT_TIMEOUT=60;${ARGN}")
+  endforeach()
+endfunction()
+
+brim_client_test(faults FAULT_CASE)
+
+if(TARGET brim-node)
+  brim_client_test(ops CLIENT_CASE BRIM_NODE_BIN=$<TARGET_FILE:brim-node>)
+
+  foreach(tc basics binary ttl stats flush limits unreachable usage)
+    add_test(NAME client.brimctl.${tc}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_brimctl.sh
+              --node $<TARGET_FILE:brim-node> --ctl $<TARGET_FILE:brimctl>
+              ${tc})
+    set_tests_properties(client.brimctl.${tc} PROPERTIES LABELS cluster
+      TIMEOUT 120)
+  endforeach()
+else()
+  message(WARNING "no brim-node target: client.ops and client.brimctl "
+                  "tests are not registered")
+endif()
+
+add_test(NAME lint.client_exports
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_exports.sh
+          $<TARGET_FILE:brim> ${PROJECT_SOURCE_DIR}/client/include)
+set_tests_properties(lint.client_exports PROPERTIES LABELS lint TIMEOUT 60)
+
+# A sanitized libbrim.so needs a program built with the same sanitizers.
+string(JOIN " " _client_san ${BRIM_SAN})
+add_test(NAME lint.client_install
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_install.sh
+          ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER} "${_client_san}")
+set_tests_properties(lint.client_install PROPERTIES LABELS lint TIMEOUT 120)
