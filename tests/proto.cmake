@@ -2,7 +2,9 @@
 # per TCase, and the fuzz corpus replayed through the fuzz target's entry
 # point by a plain driver, so it runs in every build, gcc and ASan included.
 # With -DBRIM_FUZZ=ON (clang) the libFuzzer binary fuzz_wire is built too:
-#   ./build/bin/fuzz_wire -runs=1000000 tests/fuzz/corpus/wire
+#   ./build/bin/fuzz_wire -runs=1000000 SCRATCH_DIR tests/fuzz/corpus/wire
+# (SCRATCH_DIR first: libFuzzer writes new inputs into the first directory;
+# docs/testing.md has the full command)
 
 brim_unit_test(frame LIBS brim_proto CASES
   peek_whole_frame peek_again_until_whole peek_split_after_header

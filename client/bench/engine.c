@@ -1,0 +1,553 @@
+/*
+ * client/bench/engine.c - the event loop of engine.h: epoll,
+ * level-triggered, EPOLLOUT armed only while a write is blocked, and a
+ * nanosecond wait (epoll_pwait2) so that --rate sends on time. It draws
+ * ops, places each on a connection of its node with room (conn.c does the
+ * rest), ends a phase on its deadline or op count once the replies are
+ * in, and does the housekeeping: timeouts, reconnects, progress.
+ */
+#include "client/bench/engine_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/epoll.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+
+/* epoll events taken per wait. */
+#define ENGINE_EVENTS 128
+/* Messages (failures, verify findings) each thread prints at most. */
+#define ENGINE_LOG_MAX 10
+
+uint64_t
+brim_bench_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+void
+brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
+{
+    char    line[BRIM_ERRBUF_LEN];
+    va_list ap;
+
+    if (t->logged >= ENGINE_LOG_MAX) {
+        return;
+    }
+    if (++t->logged == ENGINE_LOG_MAX) {
+        fprintf(stderr,
+                "brim-bench: thread %u: further messages "
+                "suppressed\n",
+                t->id);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "brim-bench: %s\n", line);
+}
+
+void
+brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (t->fatal) {
+        return;
+    }
+    t->fatal = 1;
+    t->stopping = 1;
+    va_start(ap, fmt);
+    vsnprintf(t->err, sizeof(t->err), fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * The node that serves KEY. TODO(#4): with --coordinator, the owner of
+ * brim_hash_partition(key) in the map fetched from the coordinator.
+ */
+static uint32_t
+engine_route(const struct brim_bench_thread *t, uint64_t key)
+{
+    (void) t;
+    (void) key;
+    return 0;
+}
+/* ---- connections ---- */
+
+/* Count again which connections have room (phase start, open, close). */
+void
+brim_bench_engine_recount_room(struct brim_bench_thread *t)
+{
+    uint32_t i;
+
+    for (i = 0; i < t->sh->nnodes; i++) {
+        t->nroom[i] = 0;
+    }
+    for (i = 0; i < t->nconns; i++) {
+        if (brim_bench_conn_has_room(&t->conns[i])) {
+            t->nroom[t->conns[i].node]++;
+        }
+    }
+}
+
+/* ---- issuing ---- */
+
+/* Open loop: how many ops are due by NOW. */
+static uint64_t
+engine_due(const struct brim_bench_thread *t, uint64_t now)
+{
+    if (now < t->ol_start_ns) {
+        return 0;
+    }
+    return (uint64_t) ((double) (now - t->ol_start_ns) * t->rate_per_ns) + 1;
+}
+
+/* Open loop: the intended send time of op number K. */
+static uint64_t
+engine_intended(const struct brim_bench_thread *t, uint64_t k)
+{
+    return t->ol_start_ns + (uint64_t) ((double) k / t->rate_per_ns);
+}
+
+/* May T draw another op at NOW? */
+static int
+engine_may_draw(const struct brim_bench_thread *t, uint64_t now)
+{
+    if (t->stopping || t->fatal) {
+        return 0;
+    }
+    if (t->limit != 0 && t->issued >= t->limit) {
+        return 0;
+    }
+    if (t->rate_per_ns > 0) {
+        return t->ol_sent < engine_due(t, now);
+    }
+    return 1;
+}
+
+/* Draw T's next op into *OP. */
+static void
+engine_draw(struct brim_bench_thread *t, struct brim_bench_op *op)
+{
+    if (t->phase == BRIM_BENCH_PRELOAD) {
+        memset(op, 0, sizeof(*op));
+        op->kind = BRIM_BENCH_SET;
+        op->key = brim_bench_mix_global(&t->mix, t->preload_next++);
+        op->value_len = brim_bench_mix_value_len(&t->mix, &t->rng);
+    } else {
+        brim_bench_mix_next(&t->mix, &t->rng, op);
+        if (t->rate_per_ns > 0) {
+            op->start_ns = engine_intended(t, t->ol_sent++);
+        }
+    }
+    t->issued++;
+}
+
+/* A connection to KEY's node with room, HINT if it is one, or NULL. */
+static struct brim_bench_conn *
+engine_place(struct brim_bench_thread *t, uint64_t key,
+             struct brim_bench_conn *hint)
+{
+    struct brim_bench_conn *c;
+    uint32_t                node, i, j;
+
+    node = engine_route(t, key);
+    if (hint != NULL && hint->node == node && brim_bench_conn_has_room(hint)) {
+        return hint;
+    }
+    if (t->nroom[node] == 0) {
+        return NULL;
+    }
+    /* Connections of one node are consecutive; start where the last
+     * search ended so that load spreads evenly. */
+    for (i = 0; i < t->nconns; i++) {
+        j = (t->rr[node] + i) % t->nconns;
+        c = &t->conns[j];
+        if (c->node == node && brim_bench_conn_has_room(c)) {
+            t->rr[node] = (j + 1) % t->nconns;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Send ops while T may: the op drawn earlier that found no room first,
+ * then new ones. An op that finds its node's connections full waits as
+ * T->blocked, and no other op is drawn meanwhile (a closed loop's client
+ * blocks).
+ */
+void
+brim_bench_engine_issue(struct brim_bench_thread *t,
+                        struct brim_bench_conn *hint, uint64_t now)
+{
+    struct brim_bench_conn *c;
+
+    for (;;) {
+        if (!t->has_blocked) {
+            if (!engine_may_draw(t, now)) {
+                return;
+            }
+            engine_draw(t, &t->blocked);
+            t->has_blocked = 1;
+        }
+        c = engine_place(t, t->blocked.key, hint);
+        if (c == NULL || t->fatal) {
+            return;
+        }
+        t->has_blocked = 0;
+        brim_bench_conn_send(c, &t->blocked, now);
+    }
+}
+
+/* Write the output of every connection that has some. */
+static void
+engine_flush_dirty(struct brim_bench_thread *t)
+{
+    struct brim_bench_conn *c;
+
+    while (t->dirty != NULL) {
+        c = t->dirty;
+        t->dirty = c->next_dirty;
+        c->dirty = 0;
+        brim_bench_conn_flush(c);
+    }
+}
+
+/* ---- the loop ---- */
+
+/* Stop drawing new ops: the phase ends once the replies are in. */
+static void
+engine_stop(struct brim_bench_thread *t, uint64_t now)
+{
+    struct brim_bench_counts *cnt = &t->cnt[t->phase];
+    uint64_t                  due;
+
+    if (t->stopping && t->stop_ns != 0) {
+        return;
+    }
+    t->stopping = 1;
+    t->stop_ns = now;
+    if (t->rate_per_ns > 0) {
+        /* What the server could not take in time is reported, not
+         * hidden: it is the backlog an open loop builds. */
+        due = engine_due(t, now);
+        if (t->limit != 0 && due > t->limit) {
+            due = t->limit;
+        }
+        cnt->unsent = (due > t->ol_sent ? due - t->ol_sent : 0)
+            + (t->has_blocked ? 1 : 0);
+    }
+    t->has_blocked = 0;
+}
+
+/* Timeouts, reconnects and progress, every BRIM_BENCH_TICK_NS. */
+static void
+engine_tick(struct brim_bench_thread *t, uint64_t now)
+{
+    struct brim_bench_conn *c;
+    char                    errbuf[BRIM_ERRBUF_LEN];
+    uint64_t                timeout_ns;
+    uint32_t                i, alive, pending;
+
+    t->next_tick_ns = now + BRIM_BENCH_TICK_NS;
+    timeout_ns = (uint64_t) t->o->timeout_ms * 1000000u;
+    alive = pending = 0;
+    for (i = 0; i < t->nconns; i++) {
+        c = &t->conns[i];
+        /* sent_ns may lie a little after NOW: conn_flush() stamps it. */
+        if (c->fd >= 0 && c->n > 0 && now > c->fifo[c->head].sent_ns
+            && now - c->fifo[c->head].sent_ns > timeout_ns)
+        {
+            brim_bench_conn_fail(c, "request timed out");
+        }
+        if (c->fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns) {
+            c->retries++;
+            c->reconnect_ns = 0;
+            if (brim_bench_conn_open(c, errbuf) == 0) {
+                brim_bench_engine_recount_room(t);
+            } else {
+                brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
+                if (c->retries < BRIM_BENCH_RECONNECTS) {
+                    c->reconnect_ns =
+                        now + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
+                }
+            }
+        }
+        alive += c->fd >= 0;
+        pending += c->fd < 0 && c->reconnect_ns != 0;
+    }
+    if (alive == 0 && pending == 0) {
+        brim_bench_engine_fatal(t, "every connection failed");
+    }
+    if (t->stopping && t->inflight > 0 && now - t->stop_ns > timeout_ns) {
+        for (i = 0; i < t->nconns; i++) {
+            if (t->conns[i].n > 0) {
+                brim_bench_conn_fail(&t->conns[i], "no reply while draining");
+            }
+        }
+    }
+    if (t->phase == BRIM_BENCH_PRELOAD) {
+        atomic_store_explicit(&t->progress, t->cnt[0].ops + t->cnt[0].errors,
+                              memory_order_relaxed);
+    }
+}
+
+/* How long the loop may wait at NOW for I/O before it has work. */
+static void
+engine_wait_for(const struct brim_bench_thread *t, uint64_t now,
+                struct timespec *ts)
+{
+    uint64_t wake;
+
+    wake = t->next_tick_ns;
+    if (!t->stopping) {
+        if (t->deadline_ns != 0 && t->deadline_ns < wake) {
+            wake = t->deadline_ns;
+        }
+        if (t->rate_per_ns > 0 && !t->has_blocked) {
+            wake = BRIM_MIN(wake, engine_intended(t, t->ol_sent));
+        }
+    }
+    wake = wake > now ? wake - now : 0;
+    ts->tv_sec = (time_t) (wake / 1000000000u);
+    ts->tv_nsec = (long) (wake % 1000000000u);
+}
+
+/* Wait for events, with a nanosecond timeout where the kernel has one. */
+static int
+engine_wait(struct brim_bench_thread *t, struct epoll_event *evs,
+            const struct timespec *ts)
+{
+    static _Thread_local int no_pwait2;
+    int                      n, ms;
+
+    if (!no_pwait2) {
+        n = epoll_pwait2(t->ep, evs, ENGINE_EVENTS, ts, NULL);
+        if (n >= 0 || errno != ENOSYS) {
+            return n;
+        }
+        no_pwait2 = 1; /* before Linux 5.11: milliseconds */
+    }
+    ms = (int) (ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+    return epoll_wait(t->ep, evs, ENGINE_EVENTS, ms);
+}
+
+/* Set up T's state for PHASE. */
+static void
+engine_begin(struct brim_bench_thread *t, int phase, uint64_t now)
+{
+    const struct brim_bench_opts *o = t->o;
+
+    t->phase = phase;
+    t->issued = 0;
+    t->stopping = 0;
+    t->stop_ns = 0;
+    t->has_blocked = 0;
+    t->rate_per_ns = 0;
+    t->deadline_ns = 0;
+    t->ol_sent = 0;
+    if (phase == BRIM_BENCH_PRELOAD) {
+        t->depth = BRIM_MAX(o->pipeline, BRIM_BENCH_PRELOAD_DEPTH);
+        t->limit = t->mix.nlocal;
+        t->preload_next = 0;
+    } else {
+        t->depth = o->pipeline;
+        t->limit = t->ops_limit;
+        if (o->duration_s > 0) {
+            t->deadline_ns = t->sh->start_ns + (uint64_t) (o->duration_s * 1e9);
+        }
+        if (o->rate > 0) {
+            t->rate_per_ns = o->rate / o->threads / 1e9;
+            t->ol_start_ns = t->sh->start_ns;
+        }
+        t->last_reply_ns = now;
+    }
+    t->next_tick_ns = now + BRIM_BENCH_TICK_NS;
+    brim_bench_engine_recount_room(t);
+}
+
+int
+brim_bench_engine_run(struct brim_bench_thread *t, int phase)
+{
+    struct epoll_event      evs[ENGINE_EVENTS];
+    struct brim_bench_conn *c;
+    struct timespec         ts;
+    uint64_t                now;
+    int                     n, i;
+
+    now = brim_bench_now_ns();
+    engine_begin(t, phase, now);
+    brim_bench_engine_issue(t, NULL, now);
+    engine_flush_dirty(t);
+    while (!t->fatal && !(t->stopping && t->inflight == 0)) {
+        engine_wait_for(t, now, &ts);
+        n = engine_wait(t, evs, &ts);
+        if (n < 0 && errno != EINTR) {
+            brim_bench_engine_fatal(t, "epoll_wait: %s", strerror(errno));
+            break;
+        }
+        for (i = 0; i < n; i++) {
+            c = evs[i].data.ptr;
+            if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+            {
+                brim_bench_conn_readable(c);
+            }
+            if (c->fd >= 0 && (evs[i].events & EPOLLOUT)) {
+                brim_bench_conn_flush(c);
+            }
+        }
+        now = brim_bench_now_ns();
+        if (now >= t->next_tick_ns) {
+            engine_tick(t, now);
+        }
+        if (!t->stopping
+            && ((t->deadline_ns != 0 && now >= t->deadline_ns)
+                || (t->limit != 0 && t->issued >= t->limit && !t->has_blocked)))
+        {
+            engine_stop(t, now);
+        }
+        brim_bench_engine_issue(t, NULL, now);
+        engine_flush_dirty(t);
+    }
+    if (phase == BRIM_BENCH_PRELOAD) {
+        atomic_store_explicit(&t->progress, t->cnt[0].ops + t->cnt[0].errors,
+                              memory_order_relaxed);
+    }
+    return t->fatal ? -1 : 0;
+}
+
+/* ---- setup ---- */
+
+int
+brim_bench_thread_init(struct brim_bench_thread *t,
+                       struct brim_bench_shared *sh, uint32_t id,
+                       uint32_t nconns, char errbuf[BRIM_ERRBUF_LEN])
+{
+    const struct brim_bench_opts *o = sh->o;
+    struct brim_bench_mix_conf    mc;
+    struct brim_bench_conn       *c;
+    uint64_t                      seed;
+    uint32_t                      i, cap;
+    size_t                        vcap;
+    int                           rc;
+
+    memset(t, 0, sizeof(*t));
+    t->ep = -1;
+    t->id = id;
+    t->sh = sh;
+    t->o = o;
+    t->proto = o->proto;
+    atomic_init(&t->progress, 0);
+    atomic_init(&t->setup_done, 0);
+    brim_bench_hist_reset(&t->hist);
+    /* Each thread's stream derives from the seed and its index only. */
+    seed = o->seed ^ (0x9e3779b97f4a7c15ull * (id + 1));
+    brim_rng_seed(&t->rng, brim_splitmix64(&seed));
+    t->ops_limit = o->ops / o->threads + (id < o->ops % o->threads);
+
+    memset(&mc, 0, sizeof(mc));
+    mc.keys = o->keys;
+    mc.threads = o->threads;
+    mc.thread = id;
+    mc.get_ratio = o->get_ratio;
+    mc.del_ratio = o->del_ratio;
+    mc.ttl_ratio = o->ttl_ratio;
+    mc.zipf_s = o->zipf;
+    mc.value_min = o->value_min;
+    mc.value_max = o->value_max;
+    mc.ttl_min_s = o->ttl_min_s;
+    mc.ttl_max_s = o->ttl_max_s;
+    if (brim_bench_mix_init(&t->mix, &mc) != 0) {
+        brim_errfmt(errbuf, "bad workload parameters");
+        return BRIM_EINVAL;
+    }
+    if (o->verify
+        && brim_bench_verify_init(&t->ver, t->mix.nlocal,
+                                  (uint64_t) o->slack_ms * 1000000u)
+            != 0)
+    {
+        brim_errfmt(errbuf, "out of memory for the verifier");
+        return BRIM_ENOMEM;
+    }
+    vcap = (size_t) o->value_max + BRIM_BENCH_VHDR_MAX + 1;
+    t->value = brim_malloc(vcap);
+    t->nroom = brim_calloc(sh->nnodes, sizeof(*t->nroom));
+    t->rr = brim_calloc(sh->nnodes, sizeof(*t->rr));
+    t->nconns = nconns * sh->nnodes;
+    t->conns = brim_calloc(t->nconns, sizeof(*t->conns));
+    if (t->value == NULL || t->nroom == NULL || t->rr == NULL
+        || t->conns == NULL) {
+        brim_errfmt(errbuf, "out of memory");
+        return BRIM_ENOMEM;
+    }
+    /* Values are not verified without --verify: any bytes will do. */
+    for (i = 0; i < vcap; i++) {
+        t->value[i] = (char) ('a' + i % 26);
+    }
+    t->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (t->ep < 0) {
+        brim_errfmt(errbuf, "epoll_create1: %s", strerror(errno));
+        return BRIM_ESYS;
+    }
+    cap = BRIM_MAX(o->pipeline, BRIM_BENCH_PRELOAD_DEPTH) + 1;
+    for (i = 0; i < t->nconns; i++) {
+        c = &t->conns[i];
+        c->t = t;
+        c->fd = -1;
+        c->index = i;
+        c->node = i / nconns;
+        c->cap = cap;
+        c->fifo = brim_calloc(cap, sizeof(*c->fifo));
+        if (c->fifo == NULL) {
+            brim_errfmt(errbuf, "out of memory");
+            return BRIM_ENOMEM;
+        }
+        rc = brim_bench_conn_open(c, errbuf);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void
+brim_bench_thread_destroy(struct brim_bench_thread *t)
+{
+    struct brim_bench_conn *c;
+    uint32_t                i;
+
+    for (i = 0; t->conns != NULL && i < t->nconns; i++) {
+        c = &t->conns[i];
+        if (c->fd >= 0) {
+            close(c->fd);
+        }
+        if (c->pctx != NULL) {
+            t->proto->close(c->pctx);
+        }
+        brim_buf_destroy(&c->in);
+        brim_buf_destroy(&c->out);
+        brim_free(c->fifo);
+    }
+    if (t->ep >= 0) {
+        close(t->ep);
+    }
+    brim_free(t->conns);
+    brim_free(t->nroom);
+    brim_free(t->rr);
+    brim_free(t->value);
+    if (t->o != NULL && t->o->verify) {
+        brim_bench_verify_destroy(&t->ver);
+    }
+    t->conns = NULL;
+    t->ep = -1;
+}

@@ -1,0 +1,136 @@
+/*
+ * client/bench/engine.h - brim-bench's load engine: one epoll loop per
+ * thread over non-blocking sockets, each connection keeping up to
+ * --pipeline requests in flight and writing all that it has to send in one
+ * syscall. Closed loop by default; with --rate an open loop whose requests
+ * are timed from their intended send time (coordinated omission, Gil
+ * Tene). Keys route to a node through engine_route(); a run has one node
+ * until the coordinator mode of issue 4.
+ */
+#ifndef BRIM_CLIENT_BENCH_ENGINE_H
+#define BRIM_CLIENT_BENCH_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <sys/socket.h>
+
+#include "client/bench/bench.h"
+#include "client/bench/hist.h"
+#include "client/bench/proto.h"
+#include "client/bench/verify.h"
+#include "client/bench/workload.h"
+#include "common/rng.h"
+#include "proto/buf.h"
+
+/* The phases of a run. */
+enum brim_bench_phase {
+    BRIM_BENCH_PRELOAD = 0, /* SET every key once, not measured */
+    BRIM_BENCH_MEASURE = 1  /* the measured mix */
+};
+
+/* Counters of one phase. */
+struct brim_bench_counts {
+    uint64_t ops;    /* requests answered without error */
+    uint64_t gets;   /* of which GET */
+    uint64_t sets;   /* SET */
+    uint64_t dels;   /* DEL */
+    uint64_t hits;   /* GETs that found a value */
+    uint64_t misses; /* GETs that found none */
+    uint64_t errors; /* error replies, timeouts, lost conns */
+    uint64_t unsent; /* --rate: due, unsent at the end */
+};
+
+/* A server to send to, resolved once. */
+struct brim_bench_node {
+    struct sockaddr_storage addr; /* its address */
+    socklen_t               addr_len;
+    char                    name[BRIM_BENCH_ADDR_MAX + 1]; /* HOST:PORT */
+};
+
+/* What the threads of a run share; read-only once the threads start,
+ * except where noted. */
+struct brim_bench_shared {
+    const struct brim_bench_opts *o;        /* the options */
+    struct brim_bench_node       *nodes;    /* the servers */
+    uint32_t                      nnodes;   /* 1 until issue 4 */
+    uint32_t                      run_id;   /* in every --verify value */
+    pthread_barrier_t             go;       /* threads + main: start */
+    uint64_t                      start_ns; /* measuring starts; set
+                                             * by main before "go" */
+    int                           abort;    /* set by main before "go" */
+};
+
+struct brim_bench_conn;
+
+/* One load thread: its loop, connections, workload and results. */
+struct brim_bench_thread {
+    uint32_t                       id;    /* 0 .. threads - 1 */
+    struct brim_bench_shared      *sh;    /* the run */
+    const struct brim_bench_opts  *o;     /* sh->o */
+    const struct brim_bench_proto *proto; /* o->proto */
+    pthread_t                      tid;   /* its pthread */
+    int                            ep;    /* epoll instance */
+    struct brim_bench_conn        *conns; /* nconns, grouped by node */
+    uint32_t                       nconns;
+    uint32_t                      *nroom;     /* per node: conns with room */
+    uint32_t                      *rr;        /* per node: search start */
+    struct brim_rng                rng;       /* this thread's draws */
+    struct brim_bench_mix          mix;       /* op mix over its keys */
+    struct brim_bench_hist         hist;      /* measured latencies, ns */
+    struct brim_bench_verify       ver;       /* --verify */
+    char                          *value;     /* SET value scratch */
+    struct brim_bench_conn        *dirty;     /* conns with output queued */
+    uint64_t                       ops_limit; /* --ops share, 0 none */
+
+    /* The current phase. */
+    int                  phase;         /* enum brim_bench_phase */
+    uint32_t             depth;         /* requests out per conn */
+    uint64_t             issued;        /* ops drawn this phase */
+    uint64_t             limit;         /* stop after this many; 0 */
+    uint64_t             preload_next;  /* next local key to load */
+    uint64_t             deadline_ns;   /* stop issuing then; 0 */
+    uint64_t             inflight;      /* requests out, all conns */
+    uint64_t             stop_ns;       /* when issuing stopped */
+    uint64_t             next_tick_ns;  /* housekeeping */
+    uint64_t             last_reply_ns; /* measured phase */
+    double               rate_per_ns;   /* --rate share; 0 closed */
+    uint64_t             ol_start_ns;   /* open loop origin */
+    uint64_t             ol_sent;       /* open-loop ops drawn */
+    struct brim_bench_op blocked;       /* drawn, waiting for room */
+    int                  has_blocked;
+    int                  stopping; /* no new ops; draining */
+
+    struct brim_bench_counts cnt[2];               /* per phase */
+    atomic_uint_fast64_t     progress;             /* preload ops done */
+    atomic_int               setup_done;           /* preload finished */
+    uint32_t                 logged;               /* messages printed */
+    int                      fatal;                /* the run cannot go on */
+    char                     err[BRIM_ERRBUF_LEN]; /* why */
+};
+
+/*
+ * Prepare T as thread ID of SH's run with NCONNS connections to each node,
+ * and connect them (blocking, with a timeout). Returns 0, or BRIM_ENOMEM,
+ * BRIM_EINVAL, BRIM_ECONNREFUSED or BRIM_ETIMEDOUT with the reason in
+ * ERRBUF. On error call brim_bench_thread_destroy() all the same.
+ */
+int brim_bench_thread_init(struct brim_bench_thread *t,
+                           struct brim_bench_shared *sh, uint32_t id,
+                           uint32_t nconns, char errbuf[BRIM_ERRBUF_LEN]);
+
+/* Close T's connections and free what it holds; zeroed T allowed. */
+void brim_bench_thread_destroy(struct brim_bench_thread *t);
+
+/*
+ * Run PHASE on T until it is done: every key loaded (PRELOAD), or the
+ * duration or the op count reached and every reply in or timed out
+ * (MEASURE). Returns 0, or -1 when T->fatal was set (T->err says why).
+ */
+int brim_bench_engine_run(struct brim_bench_thread *t, int phase);
+
+/* The monotonic clock, ns. */
+uint64_t brim_bench_now_ns(void);
+
+#endif /* BRIM_CLIENT_BENCH_ENGINE_H */

@@ -1,0 +1,94 @@
+/*
+ * client/bench/engine_int.h - what engine.c (the loop, issuing, setup) and
+ * conn.c (one connection: connect, send, parse, fail) share inside the
+ * engine. Not used outside client/bench/engine.c and conn.c.
+ */
+#ifndef BRIM_CLIENT_BENCH_ENGINE_INT_H
+#define BRIM_CLIENT_BENCH_ENGINE_INT_H
+
+#include <stdint.h>
+
+#include "client/bench/engine.h"
+#include "client/bench/proto.h"
+#include "proto/buf.h"
+
+/* Housekeeping period (timeouts, reconnects, progress), ns. */
+#define BRIM_BENCH_TICK_NS 100000000ull
+/* Reconnects a connection gets over a run, and their spacing, ns. */
+#define BRIM_BENCH_RECONNECTS 3
+#define BRIM_BENCH_RECONNECT_NS 200000000ull
+
+/* One connection to a node. */
+struct brim_bench_conn {
+    struct brim_bench_thread *t;            /* owner */
+    struct brim_bench_conn   *next_dirty;   /* on t->dirty */
+    struct brim_bench_req    *fifo;         /* ring of cap requests */
+    void                     *pctx;         /* adapter's state */
+    struct brim_buf           in;           /* read, not yet parsed */
+    struct brim_buf           out;          /* encoded, not yet sent */
+    uint64_t                  next_id;      /* brim request ids */
+    uint64_t                  reconnect_ns; /* try again then; 0 never */
+    uint32_t                  head;         /* oldest request in fifo */
+    uint32_t                  n;            /* requests in flight */
+    uint32_t                  cap;          /* fifo slots */
+    uint32_t                  node;         /* index in sh->nodes */
+    uint32_t                  index;        /* in t->conns */
+    uint32_t                  retries;      /* reconnects so far */
+    uint32_t                  unstamped;    /* queued since the last flush */
+    int                       fd;           /* -1 while closed */
+    uint8_t                   dirty;        /* on t->dirty */
+    uint8_t                   polling_out;  /* EPOLLOUT armed */
+    uint8_t                   hello;        /* HELLO in flight */
+};
+
+/* Can C take another request? A HELLO does not use up a slot. */
+static inline int
+brim_bench_conn_has_room(const struct brim_bench_conn *c)
+{
+    return c->fd >= 0 && c->n - c->hello < c->t->depth;
+}
+
+/* Print one line on stderr for T, at most a few per thread and run. */
+void brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Stop T's run for good; T->err gets the reason. */
+void brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Count again, per node, the connections of T with room. */
+void brim_bench_engine_recount_room(struct brim_bench_thread *t);
+
+/*
+ * Send ops while T may (engine.c): a blocked op first, then new draws,
+ * each on a connection of its node with room, HINT if it qualifies.
+ */
+void brim_bench_engine_issue(struct brim_bench_thread *t,
+                             struct brim_bench_conn *hint, uint64_t now);
+
+/*
+ * Connect C (blocking, with a timeout), register it with T's epoll and,
+ * for brim, queue its HELLO. Returns 0, or BRIM_ECONNREFUSED,
+ * BRIM_ETIMEDOUT, BRIM_ESYS or BRIM_ENOMEM with ERRBUF set.
+ */
+int brim_bench_conn_open(struct brim_bench_conn *c,
+                         char                    errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * C failed for reason WHY: its requests in flight count as errors (writes
+ * become "outcome unknown" to the verifier), it closes, and a reconnect is
+ * scheduled while it has some left.
+ */
+void brim_bench_conn_fail(struct brim_bench_conn *c, const char *why);
+
+/* Write C's queued output, one send() when the socket takes it all. */
+void brim_bench_conn_flush(struct brim_bench_conn *c);
+
+/* Send OP on C (which has room) at NOW. */
+void brim_bench_conn_send(struct brim_bench_conn     *c,
+                          const struct brim_bench_op *op, uint64_t now);
+
+/* C is readable: read once, handle its replies, refill and write. */
+void brim_bench_conn_readable(struct brim_bench_conn *c);
+
+#endif /* BRIM_CLIENT_BENCH_ENGINE_INT_H */

@@ -1,0 +1,329 @@
+/*
+ * client/bench/main.c - brim-bench, the load generator of brim: it sets up
+ * a run (address, threads, connections), loads the key space, measures
+ * with every thread started at once, reads the server's CPU time and
+ * evictions around the measured part, and reports. The engine, protocol
+ * adapters, histogram and verifier live in the other files of this
+ * directory; docs/bench.md is the user's guide.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "client/bench/bench.h"
+#include "client/bench/engine.h"
+#include "client/bench/report.h"
+#include "client/bench/server.h"
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/rng.h"
+
+/* How often the main thread looks at the preload's progress, ns. */
+#define MAIN_POLL_NS 100000000L
+/* How often it prints it, ns. */
+#define MAIN_PROGRESS_NS 1000000000ull
+/* Limit on the evictions probe, ms. */
+#define MAIN_STATS_MS 5000
+
+/* Resolve HOST:PORT into NODE. */
+static int
+main_resolve(struct brim_bench_node *node, const struct brim_bench_opts *o,
+             char *errbuf)
+{
+    struct addrinfo hints, *res;
+    int             rc;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(o->host, o->port, &hints, &res);
+    if (rc != 0) {
+        brim_errfmt(errbuf, "--server %s: %s", o->server, gai_strerror(rc));
+        return BRIM_EINVAL;
+    }
+    memset(node, 0, sizeof(*node));
+    memcpy(&node->addr, res->ai_addr, res->ai_addrlen);
+    node->addr_len = res->ai_addrlen;
+    snprintf(node->name, sizeof(node->name), "%s", o->server);
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* One load thread: preload its keys, wait for the start, measure. */
+static void *
+main_worker(void *arg)
+{
+    struct brim_bench_thread *t = arg;
+
+    if (t->o->preload) {
+        (void) brim_bench_engine_run(t, BRIM_BENCH_PRELOAD);
+    }
+    atomic_store(&t->setup_done, 1);
+    pthread_barrier_wait(&t->sh->go);
+    if (!t->sh->abort && !t->fatal) {
+        (void) brim_bench_engine_run(t, BRIM_BENCH_MEASURE);
+    }
+    return NULL;
+}
+
+/* This process's CPU time so far, seconds (every thread). */
+static double
+main_self_cpu(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        return 0.0;
+    }
+    return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6
+        + (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Wait until every thread has loaded its keys, printing the progress. */
+static void
+main_wait_setup(struct brim_bench_thread *ts, uint32_t n,
+                const struct brim_bench_opts *o)
+{
+    struct timespec nap = {0, MAIN_POLL_NS};
+    uint64_t        next, now, done;
+    uint32_t        i, ready;
+
+    next = brim_bench_now_ns() + MAIN_PROGRESS_NS;
+    for (;;) {
+        ready = 0;
+        done = 0;
+        for (i = 0; i < n; i++) {
+            ready += (uint32_t) atomic_load(&ts[i].setup_done);
+            done += atomic_load_explicit(&ts[i].progress, memory_order_relaxed);
+        }
+        if (ready == n) {
+            return;
+        }
+        now = brim_bench_now_ns();
+        if (o->preload && !o->quiet && now >= next) {
+            fprintf(stderr, "preload: %llu of %llu keys\n",
+                    (unsigned long long) done, (unsigned long long) o->keys);
+            next = now + MAIN_PROGRESS_NS;
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Add thread T's figures to R. */
+static void
+main_merge(struct brim_bench_result *r, struct brim_bench_hist *h,
+           const struct brim_bench_thread *t)
+{
+    const struct brim_bench_counts *src;
+    struct brim_bench_counts       *dst;
+    int                             p;
+
+    for (p = 0; p < 2; p++) {
+        src = &t->cnt[p];
+        dst = p == BRIM_BENCH_PRELOAD ? &r->pre : &r->run;
+        dst->ops += src->ops;
+        dst->gets += src->gets;
+        dst->sets += src->sets;
+        dst->dels += src->dels;
+        dst->hits += src->hits;
+        dst->misses += src->misses;
+        dst->errors += src->errors;
+        dst->unsent += src->unsent;
+    }
+    brim_bench_hist_merge(h, &t->hist);
+    if (t->o->verify) {
+        r->lost += t->ver.lost;
+        r->stale += t->ver.stale;
+        r->lost_reads += t->ver.lost_reads;
+        r->stale_reads += t->ver.stale_reads;
+        r->reads_checked += t->ver.reads_checked;
+        r->writes_demoted += t->ver.writes_demoted;
+    }
+    if (t->fatal && r->failure == NULL) {
+        r->failure = t->err;
+    }
+}
+
+/* The server's evictions counter into *EV, with a warning if unreadable. */
+static int
+main_evictions(const struct brim_bench_shared *sh, uint64_t *ev)
+{
+    char errbuf[BRIM_ERRBUF_LEN];
+
+    if (brim_bench_server_evictions(&sh->nodes[0], sh->o->proto, MAIN_STATS_MS,
+                                    ev, errbuf)
+        != 0)
+    {
+        fprintf(stderr, "brim-bench: warning: %s\n", errbuf);
+        return -1;
+    }
+    return 0;
+}
+
+/* The server's CPU seconds into *CPU_S, with a warning if unreadable. */
+static int
+main_server_cpu(const struct brim_bench_opts *o, double *cpu_s)
+{
+    char errbuf[BRIM_ERRBUF_LEN];
+
+    if (o->server_pid == 0) {
+        return -1;
+    }
+    if (brim_bench_server_cpu(o->server_pid, cpu_s, errbuf) != 0) {
+        fprintf(stderr, "brim-bench: warning: --server-pid: %s\n", errbuf);
+        return -1;
+    }
+    return 0;
+}
+
+/* Run the threads from start to end and fill R (all but evictions). */
+static void
+main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
+         struct brim_bench_result *r, struct brim_bench_hist *h)
+{
+    const struct brim_bench_opts *o = sh->o;
+    double                        cpu0, cpu1, self0;
+    uint64_t                      t0, end;
+    uint32_t                      i, started;
+    int                           have0;
+
+    t0 = brim_bench_now_ns();
+    started = 0;
+    for (i = 0; i < o->threads; i++) {
+        if (pthread_create(&ts[i].tid, NULL, main_worker, &ts[i]) != 0) {
+            fprintf(stderr, "brim-bench: cannot start thread %u\n", i);
+            exit(1);
+        }
+        started++;
+    }
+    main_wait_setup(ts, started, o);
+    r->preload_s = (double) (brim_bench_now_ns() - t0) / 1e9;
+    for (i = 0; i < o->threads; i++) {
+        if (ts[i].fatal) {
+            sh->abort = 1;
+        }
+    }
+    cpu0 = cpu1 = 0;
+    have0 = main_server_cpu(o, &cpu0) == 0;
+    self0 = main_self_cpu();
+    sh->start_ns = brim_bench_now_ns();
+    pthread_barrier_wait(&sh->go);
+    for (i = 0; i < o->threads; i++) {
+        pthread_join(ts[i].tid, NULL);
+    }
+    end = sh->start_ns;
+    for (i = 0; i < o->threads; i++) {
+        end = BRIM_MAX(end, ts[i].last_reply_ns);
+    }
+    r->elapsed_s = (double) (end - sh->start_ns) / 1e9;
+    r->bench_cpu_s = main_self_cpu() - self0;
+    r->have_cpu = have0 && main_server_cpu(o, &cpu1) == 0;
+    r->server_cpu_s = cpu1 - cpu0;
+    r->hist = h;
+    for (i = 0; i < o->threads; i++) {
+        main_merge(r, h, &ts[i]);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct brim_bench_hist hist;
+    struct brim_bench_opts        o;
+    struct brim_bench_shared      sh;
+    struct brim_bench_node        node;
+    struct brim_bench_result      r;
+    struct brim_bench_thread     *ts;
+    char                          errbuf[BRIM_ERRBUF_LEN];
+    char                          why[BRIM_ERRBUF_LEN];
+    uint64_t                      ev0, ev1, seed;
+    uint32_t                      i, nconns;
+    int                           rc, have_ev0, status;
+
+    rc = brim_bench_opts_parse(&o, argc, argv, errbuf);
+    if (rc == 1) {
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "brim-bench: %s\n(brim-bench --help for usage)\n",
+                errbuf);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (main_resolve(&node, &o, errbuf) != 0) {
+        fprintf(stderr, "brim-bench: %s\n", errbuf);
+        return 2;
+    }
+    memset(&sh, 0, sizeof(sh));
+    sh.o = &o;
+    sh.nodes = &node;
+    sh.nnodes = 1;
+    /* Values of an earlier run left in the server must not pass for
+     * this run's: each run stamps its own id into its values. */
+    seed = brim_bench_now_ns() ^ ((uint64_t) getpid() << 32);
+    sh.run_id = (uint32_t) brim_splitmix64(&seed);
+
+    have_ev0 = o.verify && main_evictions(&sh, &ev0) == 0;
+    ts = brim_calloc(o.threads, sizeof(*ts));
+    if (ts == NULL) {
+        fprintf(stderr, "brim-bench: out of memory\n");
+        return 1;
+    }
+    for (i = 0; i < o.threads; i++) {
+        nconns = o.connections / o.threads + (i < o.connections % o.threads);
+        if (brim_bench_thread_init(&ts[i], &sh, i, nconns, errbuf) != 0) {
+            fprintf(stderr, "brim-bench: %s\n", errbuf);
+            return 1;
+        }
+    }
+    if (pthread_barrier_init(&sh.go, NULL, o.threads + 1) != 0) {
+        fprintf(stderr, "brim-bench: pthread_barrier_init failed\n");
+        return 1;
+    }
+    if (!o.quiet) {
+        fprintf(stderr,
+                "brim-bench: %s at %s, %u connections x pipeline "
+                "%u, %u thread(s), %llu keys\n",
+                o.proto->name, o.server, o.connections, o.pipeline, o.threads,
+                (unsigned long long) o.keys);
+    }
+
+    memset(&r, 0, sizeof(r));
+    brim_bench_hist_reset(&hist);
+    main_run(&sh, ts, &r, &hist);
+
+    if (have_ev0 && main_evictions(&sh, &ev1) == 0) {
+        r.have_evictions = 1;
+        r.evictions = ev1 >= ev0 ? ev1 - ev0 : ev1;
+        if (r.evictions > 0 && r.failure == NULL) {
+            /* An evicted key reads as lost: the run cannot judge. */
+            snprintf(why, sizeof(why),
+                     "the server evicted %llu keys during "
+                     "the run, so lost reads cannot be judged; give it "
+                     "more memory or use fewer keys",
+                     (unsigned long long) r.evictions);
+            r.failure = why;
+        }
+    }
+    brim_bench_report_text(stdout, &o, &r);
+    if (o.json && brim_bench_report_json(stdout, &o, &r) != 0) {
+        fprintf(stderr, "brim-bench: out of memory writing JSON\n");
+    }
+    status = r.failure != NULL || r.run.errors + r.pre.errors > 0 || r.lost > 0
+        || r.stale > 0;
+    for (i = 0; i < o.threads; i++) {
+        brim_bench_thread_destroy(&ts[i]);
+    }
+    pthread_barrier_destroy(&sh.go);
+    brim_free(ts);
+    return status ? 1 : 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * client/bench/proto.h - brim-bench's protocol adapters: brim frames
+ * (proto/), memcached's text protocol and Redis's RESP, behind one table of
+ * functions so that the engine, the histogram and the verifier are the same
+ * code for all three servers. An adapter encodes requests into a struct
+ * brim_buf and parses one reply at a time from bytes; it does no I/O.
+ * Replies arrive in request order on a connection for all three.
+ */
+#ifndef BRIM_CLIENT_BENCH_PROTO_H
+#define BRIM_CLIENT_BENCH_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/bench/verify.h"
+#include "client/bench/workload.h"
+#include "proto/buf.h"
+
+/* One request in flight on a connection, in its FIFO until the reply. */
+struct brim_bench_req {
+    uint64_t                start_ns; /* latency origin: send or intended */
+    uint64_t                sent_ns;  /* when it was queued: for timeouts */
+    uint64_t                key;      /* global key index */
+    uint64_t                id;       /* brim: the request id */
+    struct brim_bench_vread vread;    /* --verify GET: candidates at send */
+    uint32_t                seq;      /* --verify SET, DEL: the write */
+    uint32_t                ttl_s;    /* SET: TTL seconds, 0 for none */
+    uint8_t                 kind;     /* enum brim_bench_kind */
+};
+
+/* One parsed reply. Pointers borrow from the parsed bytes. */
+struct brim_bench_rep {
+    int         status;      /* 0, BRIM_ENOTFOUND, or an error */
+    const char *value;       /* GET hit */
+    size_t      value_len;   /* bytes */
+    const char *message;     /* error reply text, may be NULL */
+    size_t      message_len; /* bytes */
+    int64_t     evictions;   /* STATS: the counter, -1 if absent */
+};
+
+/*
+ * An adapter. STATUS in a reply is 0 for OK or a hit, BRIM_ENOTFOUND for a
+ * miss (GET) or nothing to delete (DEL), and any other BRIM_E* for an error
+ * reply, after which the connection goes on.
+ */
+struct brim_bench_proto {
+    const char *name;         /* "brim", "memcached", "redis" */
+    int         has_hello;    /* connections open with a HELLO */
+    int         default_port; /* the server's usual port */
+
+    /* Per-connection state in *CTX (may be NULL). 0 or BRIM_ENOMEM. */
+    int (*open)(void **ctx);
+    void (*close)(void *ctx);
+
+    /*
+     * Append REQ (KEY, KEY_LEN bytes; a SET's VALUE, VALUE_LEN bytes; all
+     * borrowed) to OUT. Returns 0 or BRIM_ENOMEM (OUT unchanged).
+     */
+    int (*encode)(struct brim_buf *out, void *ctx,
+                  const struct brim_bench_req *req, const char *key,
+                  size_t key_len, const char *value, size_t value_len);
+
+    /*
+     * Parse the reply to REQ at the start of BUF (LEN bytes). Returns the
+     * bytes it took (> 0) with *REP filled, 0 when the reply is not
+     * complete yet, or BRIM_EBADREPLY when the bytes cannot be a reply to
+     * REQ: the connection is out of step and must close.
+     */
+    long (*parse)(void *ctx, const char *buf, size_t len,
+                  const struct brim_bench_req *req, struct brim_bench_rep *rep);
+};
+
+extern const struct brim_bench_proto brim_bench_proto_brim;
+extern const struct brim_bench_proto brim_bench_proto_memcached;
+extern const struct brim_bench_proto brim_bench_proto_redis;
+
+/* The adapter called NAME ("brim", "memcached", "redis"), or NULL. */
+const struct brim_bench_proto *brim_bench_proto_find(const char *name);
+
+/* Append the decimal digits of V to OUT's tail (room for 20 reserved). */
+size_t brim_bench_put_u64(char *out, uint64_t v);
+
+#endif /* BRIM_CLIENT_BENCH_PROTO_H */

@@ -1,0 +1,245 @@
+/*
+ * client/bench/server.c - the server's CPU time from /proc/PID/stat
+ * (proc(5): utime and stime, fields 14 and 15, in clock ticks) and its
+ * evictions counter over a short blocking connection that reuses the
+ * protocol adapters.
+ */
+#include "client/bench/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+
+#include "common/defs.h"
+#include "proto/buf.h"
+
+int
+brim_bench_server_cpu(int64_t pid, double *cpu_s, char errbuf[BRIM_ERRBUF_LEN])
+{
+    char               path[64], text[1024];
+    const char        *p;
+    unsigned long long utime, stime;
+    long               tick;
+    size_t             n;
+    FILE              *f;
+    int                field;
+
+    snprintf(path, sizeof(path), "/proc/%lld/stat", (long long) pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        brim_errfmt(errbuf, "%s: %s", path, strerror(errno));
+        return BRIM_ESYS;
+    }
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    /* The command name, field 2, is in parentheses and may hold spaces:
+     * count fields from the last ')'. */
+    p = strrchr(text, ')');
+    for (field = 3; p != NULL && field <= 14; field++) {
+        p = strchr(p + 1, ' '); /* the space before field FIELD */
+    }
+    tick = sysconf(_SC_CLK_TCK);
+    if (p == NULL || tick <= 0 || sscanf(p, " %llu %llu", &utime, &stime) != 2)
+    {
+        brim_errfmt(errbuf, "%s: cannot read utime and stime", path);
+        return BRIM_ESYS;
+    }
+    *cpu_s = (double) (utime + stime) / (double) tick;
+    return 0;
+}
+
+/* Wait until FD is ready for EVENTS or DEADLINE_NS passes. */
+static int
+server_wait(int fd, short events, uint64_t deadline_ns)
+{
+    struct pollfd pfd;
+    uint64_t      now;
+    int           rc;
+
+    for (;;) {
+        now = brim_bench_now_ns();
+        if (now >= deadline_ns) {
+            return BRIM_ETIMEDOUT;
+        }
+        pfd.fd = fd;
+        pfd.events = events;
+        pfd.revents = 0;
+        rc = poll(&pfd, 1, (int) ((deadline_ns - now) / 1000000u) + 1);
+        if (rc > 0) {
+            return 0;
+        }
+        if (rc < 0 && errno != EINTR) {
+            return BRIM_ESYS;
+        }
+    }
+}
+
+/* Connect to NODE without blocking past DEADLINE_NS; the socket or < 0. */
+static int
+server_connect(const struct brim_bench_node *node, uint64_t deadline_ns,
+               char *errbuf)
+{
+    socklen_t len;
+    int       fd, err, rc;
+
+    fd = socket(node->addr.ss_family, SOCK_STREAM, 0);
+    if (fd < 0) {
+        brim_errfmt(errbuf, "socket: %s", strerror(errno));
+        return BRIM_ESYS;
+    }
+    (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    err = 0;
+    if (connect(fd, (const struct sockaddr *) &node->addr, node->addr_len) != 0)
+    {
+        err = errno;
+        if (err == EINPROGRESS) {
+            rc = server_wait(fd, POLLOUT, deadline_ns);
+            len = sizeof(err);
+            if (rc != 0) {
+                err = ETIMEDOUT;
+            } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+                err = errno;
+            }
+        }
+    }
+    if (err != 0) {
+        close(fd);
+        brim_errfmt(errbuf, "stats: connect to %s: %s", node->name,
+                    strerror(err));
+        return err == ECONNREFUSED ? BRIM_ECONNREFUSED
+            : err == ETIMEDOUT     ? BRIM_ETIMEDOUT
+                                   : BRIM_ESYS;
+    }
+    return fd;
+}
+
+/* Send all of OUT on FD by DEADLINE_NS. */
+static int
+server_send(int fd, const struct brim_buf *out, uint64_t deadline_ns)
+{
+    size_t  off;
+    ssize_t n;
+
+    off = 0;
+    while (off < out->len) {
+        n = send(fd, out->data + off, out->len - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t) n;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            return BRIM_ESYS;
+        } else if (server_wait(fd, POLLOUT, deadline_ns) != 0) {
+            return BRIM_ETIMEDOUT;
+        }
+    }
+    return 0;
+}
+
+/* Read on FD into IN until PROTO parses the reply to REQ. */
+static int
+server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
+             struct brim_buf *in, const struct brim_bench_req *req,
+             struct brim_bench_rep *rep, uint64_t deadline_ns)
+{
+    ssize_t n;
+    long    used;
+
+    for (;;) {
+        used =
+            in->len == 0 ? 0 : proto->parse(ctx, in->data, in->len, req, rep);
+        if (used > 0) {
+            brim_buf_consume(in, (size_t) used);
+            return 0;
+        }
+        if (used < 0) {
+            return BRIM_EBADREPLY;
+        }
+        if (brim_buf_reserve(in, 64u << 10) != 0) {
+            return BRIM_ENOMEM;
+        }
+        n = read(fd, brim_buf_tail(in), in->cap - in->len);
+        if (n > 0) {
+            brim_buf_commit(in, (size_t) n);
+        } else if (n == 0) {
+            return BRIM_ECLOSED;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            return BRIM_ESYS;
+        } else if (server_wait(fd, POLLIN, deadline_ns) != 0) {
+            return BRIM_ETIMEDOUT;
+        }
+    }
+}
+
+int
+brim_bench_server_evictions(const struct brim_bench_node  *node,
+                            const struct brim_bench_proto *proto,
+                            uint32_t timeout_ms, uint64_t *evictions,
+                            char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_bench_req hello, stats;
+    struct brim_bench_rep rep;
+    struct brim_buf       in, out;
+    uint64_t              deadline;
+    void                 *ctx;
+    int                   fd, rc;
+
+    deadline = brim_bench_now_ns() + (uint64_t) timeout_ms * 1000000u;
+    fd = server_connect(node, deadline, errbuf);
+    if (fd < 0) {
+        return fd;
+    }
+    ctx = NULL;
+    brim_buf_init(&in);
+    brim_buf_init(&out);
+    memset(&hello, 0, sizeof(hello));
+    memset(&stats, 0, sizeof(stats));
+    hello.kind = BRIM_BENCH_HELLO;
+    hello.id = 1;
+    stats.kind = BRIM_BENCH_STATS;
+    stats.id = 2;
+    rc = proto->open(&ctx);
+    if (rc == 0 && proto->has_hello) {
+        rc = proto->encode(&out, ctx, &hello, NULL, 0, NULL, 0);
+    }
+    if (rc == 0) {
+        rc = proto->encode(&out, ctx, &stats, NULL, 0, NULL, 0);
+    }
+    if (rc == 0) {
+        rc = server_send(fd, &out, deadline);
+    }
+    if (rc == 0 && proto->has_hello) {
+        rc = server_reply(fd, proto, ctx, &in, &hello, &rep, deadline);
+        if (rc == 0 && rep.status != 0) {
+            rc = BRIM_EBADREPLY;
+        }
+    }
+    if (rc == 0) {
+        rc = server_reply(fd, proto, ctx, &in, &stats, &rep, deadline);
+    }
+    if (rc == 0 && rep.status != 0) {
+        rc = BRIM_EBADREPLY;
+    }
+    if (rc == 0 && rep.evictions < 0) {
+        rc = BRIM_ENOTFOUND;
+    }
+    if (rc == 0) {
+        *evictions = (uint64_t) rep.evictions;
+    } else {
+        brim_errfmt(errbuf, "stats from %s: %s", node->name,
+                    rc == BRIM_ENOTFOUND ? "no evictions counter"
+                                         : brim_strerror(rc));
+    }
+    if (ctx != NULL) {
+        proto->close(ctx);
+    }
+    brim_buf_destroy(&in);
+    brim_buf_destroy(&out);
+    close(fd);
+    return rc;
+}

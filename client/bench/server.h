@@ -1,0 +1,37 @@
+/*
+ * client/bench/server.h - what brim-bench reads about the server beside
+ * its replies: the CPU time of its process (/proc/PID/stat, Linux) and
+ * its evictions counter, over a connection of its own (brim STATS,
+ * memcached "stats", redis "INFO stats").
+ */
+#ifndef BRIM_CLIENT_BENCH_SERVER_H
+#define BRIM_CLIENT_BENCH_SERVER_H
+
+#include <stdint.h>
+
+#include <brim/status.h>
+
+#include "client/bench/engine.h"
+#include "client/bench/proto.h"
+
+/*
+ * The user plus system CPU time, seconds, that process PID has used so
+ * far, in *CPU_S (clock-tick resolution, 10 ms on Linux). Returns 0, or
+ * BRIM_ESYS with the reason in ERRBUF (no such process, no /proc).
+ */
+int brim_bench_server_cpu(int64_t pid, double *cpu_s,
+                          char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Connect to NODE, speak PROTO (HELLO first for brim), ask for its
+ * statistics and store its evictions counter in *EVICTIONS. Blocking,
+ * TIMEOUT_MS at most for the whole exchange. Returns 0; BRIM_ENOTFOUND
+ * when the reply has no such counter; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT,
+ * BRIM_EBADREPLY or BRIM_ESYS with the reason in ERRBUF.
+ */
+int brim_bench_server_evictions(const struct brim_bench_node  *node,
+                                const struct brim_bench_proto *proto,
+                                uint32_t timeout_ms, uint64_t *evictions,
+                                char errbuf[BRIM_ERRBUF_LEN]);
+
+#endif /* BRIM_CLIENT_BENCH_SERVER_H */

@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+"""tests/bench/bench_test.py - process tests of brim-bench (label cluster).
+
+Each scenario starts the server it needs (memcached, redis-server or
+brim-node) on a free loopback port, runs brim-bench against it, checks its
+exit status and output, and stops the server by PID. Every wait and loop is
+bounded in count and time. A missing server binary skips the test (exit 77)
+with a message.
+
+  bench_test.py --bench BIN [--node BIN] [--brimctl BIN] SCENARIO TARGET
+
+Scenarios:
+  smoke     closed loop with --json, --ops with two threads, --rate
+  verify    --verify on a healthy server: lost=0 stale=0 errors=0, exit 0
+  stale     --verify while another process writes back values the bench
+            wrote earlier: stale > 0, exit 1
+  lost      --verify while another process deletes keys: lost > 0, exit 1
+  evictions --verify on a server too small for the keys: the run fails
+  usage     --help, a bad flag, --coordinator (TARGET ignored)
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SKIP = 77
+KEY_SIZE = 32
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def key_text(i):
+    """The bench's key i at --key-size 32 (client/bench/workload.c)."""
+    return "key:" + str(i).zfill(KEY_SIZE - 4)
+
+
+class Server:
+    """One server process on a free loopback port, stopped by PID."""
+
+    def __init__(self, target, args, small=False):
+        self.target = target
+        # The port is free when picked but another test may take it before
+        # the server binds: try again on a new one.
+        for attempt in range(3):
+            if self._start(args, small):
+                return
+        fail("%s did not start on 3 free ports" % target)
+
+    def _command(self, args, small):
+        target = self.target
+        if target == "memcached":
+            exe = shutil.which("memcached")
+            cmd = [exe, "-l", "127.0.0.1", "-p", str(self.port), "-U", "0",
+                   "-t", "1", "-m", "2" if small else "64"]
+            if os.geteuid() == 0:
+                cmd += ["-u", "root"]   # memcached refuses root without -u
+        elif target == "redis":
+            exe = shutil.which("redis-server")
+            cmd = [exe, "--port", str(self.port), "--bind", "127.0.0.1",
+                   "--save", "", "--appendonly", "no"]
+            if small:
+                cmd += ["--maxmemory", "2mb", "--maxmemory-policy",
+                        "allkeys-random"]
+        else:
+            exe = args.node
+            cmd = [exe, "--listen", "127.0.0.1:%d" % self.port,
+                   "--standalone", "--memory-mb", "4" if small else "256"]
+        if exe is None or not os.access(exe, os.X_OK):
+            print("SKIP: no %s binary on this machine" % target)
+            sys.exit(SKIP)
+        return cmd
+
+    def _start(self, args, small):
+        self.port = free_port()
+        self.addr = "127.0.0.1:%d" % self.port
+        cmd = self._command(args, small)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                print("%s exited at start: %s" % (self.target,
+                                                  " ".join(cmd)))
+                return False
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.5).close()
+                return True
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        print("%s did not listen within 10 s" % self.target)
+        return False
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, 15)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, 9)
+                self.proc.wait(5)
+
+
+class TextClient:
+    """A tiny memcached or redis client for the injectors."""
+
+    def __init__(self, target, port):
+        self.target = target
+        self.sock = socket.create_connection(("127.0.0.1", port), 5)
+        self.sock.settimeout(5)
+        self.buf = b""
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OSError("server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OSError("server closed the connection")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def _resp(self, *parts):
+        out = b"*%d\r\n" % len(parts)
+        for p in parts:
+            out += b"$%d\r\n%s\r\n" % (len(p), p)
+        self.sock.sendall(out)
+
+    def get(self, key):
+        k = key.encode()
+        if self.target == "memcached":
+            self.sock.sendall(b"get " + k + b"\r\n")
+            line = self._line()
+            if line == b"END":
+                return None
+            n = int(line.split()[3])
+            data = self._exact(n + 2)[:n]
+            if self._line() != b"END":
+                raise OSError("memcached: no END after a value")
+            return data
+        self._resp(b"GET", k)
+        line = self._line()
+        if line == b"$-1":
+            return None
+        n = int(line[1:])
+        return self._exact(n + 2)[:n]
+
+    def set(self, key, value):
+        k = key.encode()
+        if self.target == "memcached":
+            self.sock.sendall(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(value),
+                                                             value))
+        else:
+            self._resp(b"SET", k, value)
+        self._line()
+
+    def delete(self, key):
+        k = key.encode()
+        if self.target == "memcached":
+            self.sock.sendall(b"delete " + k + b"\r\n")
+        else:
+            self._resp(b"DEL", k)
+        self._line()
+
+
+class BrimctlClient:
+    """The injectors' client for brim-node: brimctl, one process per op."""
+
+    def __init__(self, brimctl, addr):
+        if brimctl is None or not os.access(brimctl, os.X_OK):
+            print("SKIP: no brimctl to write behind brim-bench's back")
+            sys.exit(SKIP)
+        self.base = [brimctl, "--server", addr]
+
+    def get(self, key):
+        p = subprocess.run(self.base + ["get", key], capture_output=True,
+                           timeout=10)
+        return p.stdout if p.returncode == 0 else None
+
+    def set(self, key, value):
+        subprocess.run(self.base + ["set", key, value.decode()],
+                       capture_output=True, timeout=10)
+
+    def delete(self, key):
+        subprocess.run(self.base + ["del", key], capture_output=True,
+                       timeout=10)
+
+
+def client_for(args, server):
+    if server.target == "brim":
+        return BrimctlClient(args.brimctl, server.addr)
+    return TextClient(server.target, server.port)
+
+
+def run_bench(args, server, flags, timeout=120):
+    cmd = [args.bench, "--target", server.target, "--server", server.addr,
+           "--quiet"] + flags
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    sys.stdout.write("$ %s\n%s" % (" ".join(cmd), p.stdout))
+    sys.stdout.write(p.stderr)
+    return p
+
+
+def last_json(p):
+    lines = p.stdout.strip().splitlines()
+    if not lines:
+        fail("brim-bench printed nothing")
+    try:
+        return json.loads(lines[-1])
+    except ValueError:
+        fail("the last line is not JSON: %r" % lines[-1])
+
+
+def verdict(p):
+    """lost, stale, errors from the 'lost=N stale=N errors=N' line."""
+    lines = p.stdout.strip().splitlines()
+    plain = [l for l in lines if not l.startswith("{")]
+    m = re.fullmatch(r"lost=(\d+) stale=(\d+) errors=(\d+)",
+                     plain[-1] if plain else "")
+    if m is None:
+        fail("no lost=N stale=N errors=N as the last plain line")
+    return tuple(int(x) for x in m.groups())
+
+
+def expect_exit(p, code):
+    if p.returncode != code:
+        fail("brim-bench exited %d, expected %d" % (p.returncode, code))
+
+
+def scenario_smoke(args, server):
+    p = run_bench(args, server, ["--duration", "1", "--pipeline", "4",
+                                 "--connections", "8", "--keys", "2000",
+                                 "--json", "--server-pid",
+                                 str(server.proc.pid)])
+    expect_exit(p, 0)
+    j = last_json(p)
+    for k in ("ops_per_sec", "p50_us", "p99_us", "p999_us", "errors",
+              "server_cpu_s_per_op"):
+        if k not in j:
+            fail("JSON has no %s" % k)
+    if j["ops"] <= 0 or j["errors"] != 0 or j["hits"] != j["gets"]:
+        fail("expected ops, no errors and every GET a hit after preload")
+    if not (0 < j["p50_us"] <= j["p99_us"] <= j["p999_us"]):
+        fail("percentiles out of order")
+    p = run_bench(args, server, ["--ops", "3000", "--threads", "2",
+                                 "--connections", "4", "--keys", "1000",
+                                 "--value-size", "10-300", "--json",
+                                 "--zipf", "0.99", "--get-ratio", "0.5"])
+    expect_exit(p, 0)
+    j = last_json(p)
+    if j["ops"] != 3000:
+        fail("--ops 3000 ran %d ops" % j["ops"])
+    p = run_bench(args, server, ["--rate", "2000", "--duration", "1",
+                                 "--connections", "4", "--keys", "1000",
+                                 "--no-preload", "--json"])
+    expect_exit(p, 0)
+    j = last_json(p)
+    if not 1000 <= j["ops"] <= 3000:
+        fail("--rate 2000 for 1 s ran %d ops" % j["ops"])
+
+
+def scenario_verify(args, server):
+    p = run_bench(args, server, ["--verify", "--duration", "3", "--keys",
+                                 "2000", "--zipf", "0.99", "--pipeline", "4",
+                                 "--connections", "8", "--get-ratio", "0.7",
+                                 "--json"])
+    expect_exit(p, 0)
+    if verdict(p) != (0, 0, 0):
+        fail("a healthy server should give lost=0 stale=0 errors=0")
+    j = last_json(p)
+    if (j["lost"], j["stale"], j["errors"]) != (0, 0, 0):
+        fail("JSON disagrees with the verdict line")
+    if j["reads_checked"] < 1000 or j["dels"] == 0:
+        fail("too few reads checked or no deletes in the mix")
+
+
+def with_injector(args, server, bench_flags, inject):
+    """Run brim-bench while INJECT(client, stop) runs in a thread."""
+    client = client_for(args, server)
+    stop = threading.Event()
+    errors = []
+
+    def body():
+        try:
+            time.sleep(0.5)         # past the preload of a few keys
+            inject(client, stop)
+        except Exception as e:      # reported, not raised in the thread
+            errors.append(e)
+
+    th = threading.Thread(target=body)
+    th.start()
+    try:
+        p = run_bench(args, server, bench_flags)
+    finally:
+        stop.set()
+        th.join(30)
+    if errors:
+        fail("injector: %s" % errors[0])
+    return p
+
+
+def scenario_stale(args, server):
+    # Old values this run wrote, written back later: the bench has since
+    # written and had acknowledged newer ones, so reading them is stale.
+    def inject(c, stop):
+        rounds = 0
+        while not stop.is_set() and rounds < 40:
+            rounds += 1
+            old = {i: c.get(key_text(i)) for i in range(5)}
+            time.sleep(0.15)
+            for i, v in old.items():
+                if v is not None:
+                    c.set(key_text(i), v)
+
+    p = with_injector(args, server,
+                      ["--verify", "--duration", "4", "--keys", "50",
+                       "--zipf", "0.99", "--get-ratio", "0.5",
+                       "--connections", "4", "--pipeline", "2", "--json"],
+                      inject)
+    expect_exit(p, 1)
+    lost, stale, errors = verdict(p)
+    if stale == 0:
+        fail("values written behind the bench's back were not caught")
+    if errors != 0:
+        fail("errors=%d" % errors)
+    if last_json(p)["stale"] != stale:
+        fail("JSON disagrees with the verdict line")
+
+
+def scenario_lost(args, server):
+    # Deleted behind its back: the bench's last acknowledged write to the
+    # key was a SET without TTL, so a miss is a lost key.
+    def inject(c, stop):
+        rounds = 0
+        while not stop.is_set() and rounds < 40:
+            rounds += 1
+            for i in range(5):
+                c.delete(key_text(i))
+            time.sleep(0.1)
+
+    p = with_injector(args, server,
+                      ["--verify", "--duration", "4", "--keys", "50",
+                       "--zipf", "0.99", "--get-ratio", "0.9",
+                       "--del-ratio", "0", "--ttl-ratio", "0",
+                       "--connections", "4", "--pipeline", "2"], inject)
+    expect_exit(p, 1)
+    lost, stale, errors = verdict(p)
+    if lost == 0:
+        fail("keys deleted behind the bench's back were not caught")
+    if stale != 0 or errors != 0:
+        fail("stale=%d errors=%d" % (stale, errors))
+
+
+def scenario_evictions(args, server):
+    p = run_bench(args, server, ["--verify", "--duration", "1", "--keys",
+                                 "40000", "--value-size", "400",
+                                 "--connections", "4", "--pipeline", "8"])
+    expect_exit(p, 1)
+    if "evicted" not in p.stdout:
+        fail("the run should fail on the server's evictions")
+
+
+def scenario_usage(args):
+    p = subprocess.run([args.bench, "--help"], capture_output=True,
+                       text=True, timeout=10)
+    if p.returncode != 0 or not p.stdout.startswith("usage: brim-bench"):
+        fail("--help")
+    for bad, msg in ((["--pipeline", "0"], "--pipeline"),
+                     (["--bogus"], "unknown option"),
+                     (["--target", "mysql"], "--target"),
+                     (["--value-size", "9-3"], "backwards"),
+                     (["--coordinator", "127.0.0.1:1"], "issue 4")):
+        p = subprocess.run([args.bench] + bad, capture_output=True,
+                           text=True, timeout=10)
+        if p.returncode != 2 or msg not in p.stderr:
+            fail("%s: exit %d, stderr %r" % (bad, p.returncode, p.stderr))
+    port = free_port()             # nothing listens there
+    p = subprocess.run([args.bench, "--target", "redis", "--server",
+                        "127.0.0.1:%d" % port, "--duration", "1"],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 1 or "refused" not in p.stderr:
+        fail("no server: exit %d, stderr %r" % (p.returncode, p.stderr))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--node")
+    ap.add_argument("--brimctl")
+    ap.add_argument("scenario")
+    ap.add_argument("target", nargs="?", default="redis")
+    args = ap.parse_args()
+    if args.scenario == "usage":
+        scenario_usage(args)
+        print("PASS")
+        return
+    server = Server(args.target, args, small=args.scenario == "evictions")
+    try:
+        globals()["scenario_" + args.scenario](args, server)
+    finally:
+        server.stop()
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
