@@ -42,3 +42,11 @@ foreach(_case IN LISTS _node_cases)
             --node $<TARGET_FILE:brim-node> ${_case})
   set_tests_properties(node.${_case} PROPERTIES LABELS cluster TIMEOUT 120)
 endforeach()
+
+# Issue 3, acceptance 5: 50 connections of load beside a slow reader and a
+# garbage sender; the node keeps serving within its memory limit + 10%.
+add_test(NAME node.hostile_under_load
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cluster/node_load.py
+          --node $<TARGET_FILE:brim-node> --bench $<TARGET_FILE:brim-bench>)
+set_tests_properties(node.hostile_under_load PROPERTIES LABELS cluster
+  TIMEOUT 120)
