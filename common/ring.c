@@ -15,8 +15,8 @@
 #include "common/hash.h"
 
 
-static int
-ring_name_valid(const char *name, size_t len)
+int
+brim_ring_name_valid(const char *name, size_t len)
 {
     size_t i;
     char   ch;
@@ -230,7 +230,7 @@ ring_add(struct brim_ring *ring, const char *name, uint32_t weight_ppm,
     BRIM_ASSERT(ring != NULL && name != NULL);
 
     name_len = strlen(name);
-    if (!ring_name_valid(name, name_len)) {
+    if (!brim_ring_name_valid(name, name_len)) {
         brim_errfmt(errbuf, "ring: bad node name \"%.64s\": %zu bytes, must "
                     "be 1 to %d of [A-Za-z0-9._:-]", name, name_len,
                     BRIM_NAME_MAX);

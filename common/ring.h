@@ -120,6 +120,13 @@ int brim_ring_add_node_at(struct brim_ring *ring, const char *name,
  */
 int brim_ring_remove_node(struct brim_ring *ring, const char *name);
 
+/*
+ * True (1) when NAME (NAME_LEN bytes) is a valid node name: 1 to
+ * BRIM_NAME_MAX bytes of [A-Za-z0-9._:-]; else 0. Names travel in logs,
+ * stats and the state file, so nothing else is allowed.
+ */
+int brim_ring_name_valid(const char *name, size_t name_len);
+
 /* The index of node NAME (NAME_LEN bytes) in RING->nodes, or -1. O(log N). */
 int32_t brim_ring_find_node(const struct brim_ring *ring, const char *name,
                             size_t name_len);

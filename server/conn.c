@@ -461,6 +461,9 @@ server_parse_addr(const char *addr, struct sockaddr_storage *sa)
     }
     memcpy(host, h, hlen);
     host[hlen] = '\0';
+    if (addr[0] != '[' && strchr(host, ':') != NULL) {
+        return BRIM_EINVAL;         /* IPv6 needs brackets: [::1]:11311 */
+    }
     port = strtol(colon + 1, &pend, 10);
     if (colon[1] == '\0' || *pend != '\0' || port < 0 || port > 65535) {
         return BRIM_EINVAL;
@@ -488,8 +491,10 @@ brim_server_listen(struct brim_server *srv, uv_loop_t *loop, const char *addr,
 
     memset(srv, 0, sizeof(*srv));
     if (server_parse_addr(addr, &sa) != 0) {
-        brim_errfmt(errbuf, "listen: bad address \"%s\": want HOST:PORT, "
-                    "e.g. 127.0.0.1:11311", addr);
+        brim_errfmt(errbuf, "listen: bad address \"%s\": want IP:PORT "
+                    "(an IPv4 address, [IPv6] in brackets, or localhost; "
+                    "host names are not resolved), e.g. 127.0.0.1:11311",
+                    addr);
         return BRIM_EINVAL;
     }
     if (cfg->out_low_water > cfg->out_high_water) {

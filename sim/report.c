@@ -78,6 +78,8 @@ static const char report_usage[] =
     "  --threads T           worker threads (1..64)  [online CPUs]\n"
     "  --quiet               no progress lines on stderr\n"
     "  --progress            progress lines even when stderr is no tty\n"
+    "A cell may hold at most 50,000,000 keys (N x kpn) and 16,000,000\n"
+    "tokens (N x P).\n"
     "  -h, --help            this text\n"
     "\n"
     "Row fields: cap, busiest (max load / (K/N)), displaced (fraction of\n"

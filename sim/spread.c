@@ -352,10 +352,12 @@ brim_sim_cmd_spread(int argc, char **argv)
     }
     for (k = 0; k < ntokens; k++) {
         if ((uint64_t) n * tokens[k] > SPREAD_TOKENS_MAX) {
+            uint32_t v = tokens[k];     /* read before the list is freed */
+
             brim_free(tokens);
             return brim_sim_usage_error("spread", "%" PRIu32 " nodes x %"
-                PRIu32 " tokens is over %llu tokens on one ring", n,
-                tokens[k], SPREAD_TOKENS_MAX);
+                PRIu32 " tokens is over %llu tokens on one ring", n, v,
+                SPREAD_TOKENS_MAX);
         }
     }
 

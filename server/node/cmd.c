@@ -219,7 +219,7 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
           const struct brim_req *req)
 {
     struct brim_rep rep;
-    uint32_t        now = unix_now();
+    uint32_t        now = unix_now(), sections;
     int             rc;
 
     memset(&rep, 0, sizeof(rep));
@@ -230,7 +230,15 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
     case BRIM_OP_PING:
         break;
     case BRIM_OP_STATS:
-        return brim_node_stats_reply(node, brim_conn_out(c), req->request_id);
+        if (brim_node_stats_sections(req->section, req->section_len,
+                                     &sections) != 0)
+        {
+            return cmd_reply_error(c, req->request_id, BRIM_EINVAL,
+                                   "stats: unknown section; known: node, "
+                                   "store, conns, ops (empty: all)");
+        }
+        return brim_node_stats_reply(node, brim_conn_out(c), req->request_id,
+                                     sections);
     case BRIM_OP_MGET:
         return cmd_mget(node, c, req, now);
     case BRIM_OP_FLUSH:

@@ -20,6 +20,7 @@
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
+#include "common/ring.h"
 #include "server/log.h"
 
 #define NODE_TICK_MS 100
@@ -131,8 +132,10 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
         snprintf(cfg->listen, sizeof(cfg->listen), "%s", arg);
         return 0;
     case 'n':
-        if (strlen(arg) == 0 || strlen(arg) >= sizeof(cfg->name)) {
-            fprintf(stderr, "brim-node: --name: must be 1 to 64 bytes\n");
+        if (!brim_ring_name_valid(arg, strlen(arg))) {
+            fprintf(stderr, "brim-node: --name: \"%.64s\" is not a node "
+                    "name: 1 to %d bytes of [A-Za-z0-9._:-]\n", arg,
+                    BRIM_NAME_MAX);
             return -1;
         }
         snprintf(cfg->name, sizeof(cfg->name), "%s", arg);
@@ -213,7 +216,21 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
         cfg->log_level = (int) lvl;
         return 0;
     case 'S':
-        cfg->standalone = 1;
+        /* A flag: on the command line it has no value; in a config file
+         * "standalone", "standalone yes|true|1" or "... no|false|0". */
+        if (arg == NULL || *arg == '\0' || strcmp(arg, "yes") == 0
+            || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0)
+        {
+            cfg->standalone = 1;
+        } else if (strcmp(arg, "no") == 0 || strcmp(arg, "false") == 0
+                   || strcmp(arg, "0") == 0)
+        {
+            cfg->standalone = 0;
+        } else {
+            fprintf(stderr, "brim-node: standalone: \"%s\" is not yes or "
+                    "no\n", arg);
+            return -1;
+        }
         return 0;
     default:
         return -1;
@@ -261,15 +278,50 @@ node_read_config(struct brim_node_config *cfg, const char *path)
             fprintf(stderr, "brim-node: %s:%d: unknown option or missing "
                     "value \"%s\"\n", path, lineno, name);
             rc = -1;
-        } else if (node_apply(cfg, o->val, o->name,
-                              o->has_arg == no_argument ? NULL : val) != 0)
+        } else if (node_apply(cfg, o->val, o->name, val) != 0)
         {
             fprintf(stderr, "brim-node: (in %s:%d)\n", path, lineno);
             rc = -1;
         }
     }
+    if (rc == 0 && ferror(f)) {
+        fprintf(stderr, "brim-node: --config %s: cannot read it: %s\n", path,
+                strerror(errno));
+        rc = -1;
+    }
     fclose(f);
     return rc;
+}
+
+/*
+ * The memory limit must leave room for data: at least four times the
+ * partition table a store starts with, and twice the largest item.
+ */
+static int
+node_check_memory(const struct brim_node_config *cfg)
+{
+    size_t limit = (size_t) cfg->memory_mb << 20;
+    size_t table = brim_store_fixed_bytes(cfg->partitions);
+    size_t item = (size_t) cfg->limits.max_key_bytes
+                  + cfg->limits.max_value_bytes;
+
+    if (limit < 4 * table) {
+        fprintf(stderr, "brim-node: --memory-mb %u is too small: the table "
+                "of %u partitions alone takes %.1f MiB; give --memory-mb "
+                "%zu or more, or fewer --partitions\n", cfg->memory_mb,
+                cfg->partitions, (double) table / (1 << 20),
+                (4 * table + (1u << 20) - 1) >> 20);
+        return -1;
+    }
+    if (limit < 2 * item) {
+        fprintf(stderr, "brim-node: --memory-mb %u is too small for values "
+                "of up to %u bytes (--max-value-bytes): give --memory-mb "
+                "%zu or more, or a smaller --max-value-bytes\n",
+                cfg->memory_mb, cfg->limits.max_value_bytes,
+                (2 * item + (1u << 20) - 1) >> 20);
+        return -1;
+    }
+    return 0;
 }
 
 static int
@@ -308,6 +360,9 @@ node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "brim-node: unexpected argument \"%s\"; see "
                 "brim-node --help\n", argv[optind]);
+        return -1;
+    }
+    if (node_check_memory(cfg) != 0) {
         return -1;
     }
     if (!cfg->standalone) {

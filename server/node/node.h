@@ -74,10 +74,18 @@ void brim_node_config_default(struct brim_node_config *cfg);
 int brim_node_dispatch(struct brim_conn *c, const char *body, size_t len);
 
 /*
- * Append the node's STATS reply to OUT (counters of the store, the
- * listener and the node). Returns 0 or BRIM_ENOMEM.
+ * The STATS sections named by SECTION (LEN bytes, borrowed): "" is all,
+ * else one of "node", "store", "conns", "ops". Writes a bit set to *OUT.
+ * Returns 0 or BRIM_EINVAL for an unknown name.
+ */
+int brim_node_stats_sections(const char *section, size_t len, uint32_t *out);
+
+/*
+ * Append the node's STATS reply for SECTIONS (from
+ * brim_node_stats_sections()) to OUT: counters of the node, the store, the
+ * listener and per-op requests. Returns 0 or BRIM_ENOMEM.
  */
 int brim_node_stats_reply(struct brim_node *node, struct brim_buf *out,
-                          uint64_t request_id);
+                          uint64_t request_id, uint32_t sections);
 
 #endif /* BRIM_SERVER_NODE_NODE_H */

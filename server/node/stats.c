@@ -1,7 +1,9 @@
 /*
  * server/node/stats.c - the node's STATS reply: store counters, listener
  * counters and per-op request counts, as one msgpack map (PROTOCOL.md,
- * "STATS"). The names are the ones docs/operations.md explains.
+ * "STATS"). A section name selects a subset: "node", "store", "conns",
+ * "ops"; an empty section is all of them. docs/operations.md explains the
+ * names.
  */
 #include "server/node/node.h"
 
@@ -11,73 +13,172 @@
 #include "common/alloc.h"
 #include "proto/frame.h"
 
-/* Plain counters, then "ops", a nested map of op name to count. */
-#define STATS_SCALARS 24
+/* Sections; a pair belongs to one. */
+#define SEC_NODE  0x1u
+#define SEC_STORE 0x2u
+#define SEC_CONNS 0x4u
+#define SEC_OPS   0x8u
+#define SEC_ALL   0xfu
 
-static int
-stats_ops(struct brim_node *node, struct brim_buf *out)
+/*
+ * The pairs are written in two passes: the first (OUT NULL) only counts
+ * the pairs of the chosen sections, since a msgpack map states its size
+ * first; the second writes them.
+ */
+struct stats_emit {
+    struct brim_buf *out;           /* NULL while counting */
+    uint32_t         sections;      /* SEC_* chosen */
+    uint32_t         npairs;        /* pairs counted or written */
+    int              rc;            /* first error */
+};
+
+static void
+emit_u64(struct stats_emit *e, uint32_t sec, const char *name, uint64_t v)
+{
+    if ((e->sections & sec) == 0) {
+        return;
+    }
+    e->npairs++;
+    if (e->out != NULL && e->rc == 0) {
+        e->rc = brim_wire_stats_u64(e->out, name, v);
+    }
+}
+
+static void
+emit_f64(struct stats_emit *e, uint32_t sec, const char *name, double v)
+{
+    if ((e->sections & sec) == 0) {
+        return;
+    }
+    e->npairs++;
+    if (e->out != NULL && e->rc == 0) {
+        e->rc = brim_wire_stats_f64(e->out, name, v);
+    }
+}
+
+static void
+emit_str(struct stats_emit *e, uint32_t sec, const char *name, const char *s)
+{
+    if ((e->sections & sec) == 0) {
+        return;
+    }
+    e->npairs++;
+    if (e->out != NULL && e->rc == 0) {
+        e->rc = brim_wire_stats_str(e->out, name, s, strlen(s));
+    }
+}
+
+/* "ops": a nested map of op name to count, ops never seen left out. */
+static void
+emit_ops(struct stats_emit *e, struct brim_node *node)
 {
     uint32_t code, n = 0;
-    int      rc;
 
+    if ((e->sections & SEC_OPS) == 0) {
+        return;
+    }
+    e->npairs++;
+    if (e->out == NULL) {
+        return;
+    }
     for (code = 0; code < BRIM_OP_CODE_LIMIT; code++) {
         n += node->st.ops[code] > 0;
     }
-    rc = brim_wire_stats_map(out, "ops", n);
-    for (code = 0; rc == 0 && code < BRIM_OP_CODE_LIMIT; code++) {
+    if (e->rc == 0) {
+        e->rc = brim_wire_stats_map(e->out, "ops", n);
+    }
+    for (code = 0; e->rc == 0 && code < BRIM_OP_CODE_LIMIT; code++) {
         if (node->st.ops[code] > 0) {
-            rc = brim_wire_stats_u64(out, brim_op_name(code),
-                                     node->st.ops[code]);
+            e->rc = brim_wire_stats_u64(e->out, brim_op_name(code),
+                                        node->st.ops[code]);
         }
     }
-    return rc;
+}
+
+static void
+stats_emit_all(struct stats_emit *e, struct brim_node *node)
+{
+    struct brim_store_stats   ss;
+    struct brim_server_stats *cs = &node->srv.st;
+
+    brim_store_get_stats(node->store, &ss);
+    emit_str(e, SEC_NODE, "name", node->cfg.name);
+    emit_str(e, SEC_NODE, "role", "node");
+    emit_u64(e, SEC_NODE, "incarnation", node->incarnation);
+    emit_u64(e, SEC_NODE, "uptime_s",
+             (uint64_t) time(NULL) - node->start_unix);
+    emit_u64(e, SEC_NODE, "requests", node->st.requests);
+    emit_u64(e, SEC_NODE, "bad_requests", node->st.bad_requests);
+    emit_f64(e, SEC_NODE, "requests_per_sec", node->st.requests_per_sec);
+    emit_u64(e, SEC_STORE, "partitions", node->cfg.partitions);
+    emit_u64(e, SEC_STORE, "partitions_used", ss.partitions_used);
+    emit_u64(e, SEC_STORE, "keys", ss.items);
+    emit_u64(e, SEC_STORE, "bytes", ss.item_bytes);
+    emit_u64(e, SEC_STORE, "table_bytes", ss.table_bytes);
+    emit_u64(e, SEC_STORE, "memory_used", brim_alloc_bytes());
+    emit_u64(e, SEC_STORE, "memory_limit",
+             (uint64_t) node->cfg.memory_mb << 20);
+    emit_u64(e, SEC_STORE, "hits", ss.hits);
+    emit_u64(e, SEC_STORE, "misses", ss.misses);
+    emit_u64(e, SEC_STORE, "sets", ss.sets);
+    emit_u64(e, SEC_STORE, "deletes", ss.deletes);
+    emit_u64(e, SEC_STORE, "evictions", ss.evictions);
+    emit_u64(e, SEC_STORE, "expirations", ss.expirations);
+    emit_u64(e, SEC_CONNS, "connections", cs->conns_current);
+    emit_u64(e, SEC_CONNS, "connections_total", cs->conns_total);
+    emit_u64(e, SEC_CONNS, "connections_refused", cs->conns_refused);
+    emit_u64(e, SEC_CONNS, "connections_idle_closed", cs->conns_idle_closed);
+    emit_u64(e, SEC_CONNS, "read_pauses", cs->pauses);
+    emit_u64(e, SEC_CONNS, "bad_frames", cs->bad_frames);
+    emit_ops(e, node);
+}
+
+int
+brim_node_stats_sections(const char *section, size_t len, uint32_t *out)
+{
+    static const struct {
+        const char *name;
+        uint32_t    bits;
+    } names[] = {
+        {"node", SEC_NODE}, {"store", SEC_STORE}, {"conns", SEC_CONNS},
+        {"ops", SEC_OPS}
+    };
+    size_t i;
+
+    if (len == 0) {
+        *out = SEC_ALL;
+        return 0;
+    }
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strlen(names[i].name) == len
+            && memcmp(names[i].name, section, len) == 0)
+        {
+            *out = names[i].bits;
+            return 0;
+        }
+    }
+    return BRIM_EINVAL;
 }
 
 int
 brim_node_stats_reply(struct brim_node *node, struct brim_buf *out,
-                      uint64_t request_id)
+                      uint64_t request_id, uint32_t sections)
 {
-    struct brim_store_stats   ss;
-    struct brim_server_stats *cs = &node->srv.st;
-    size_t                    mark;
-    int                       rc;
+    struct stats_emit e;
+    size_t            mark;
+    int               rc;
 
-    brim_store_get_stats(node->store, &ss);
-    rc = brim_wire_stats_begin(out, request_id, STATS_SCALARS + 1, &mark);
+    memset(&e, 0, sizeof(e));
+    e.sections = sections;
+    stats_emit_all(&e, node);               /* count */
+    rc = brim_wire_stats_begin(out, request_id, e.npairs, &mark);
     if (rc != 0) {
         return rc;
     }
-    rc = brim_wire_stats_str(out, "name", node->cfg.name,
-                             strlen(node->cfg.name));
-    rc |= brim_wire_stats_str(out, "role", "node", 4);
-    rc |= brim_wire_stats_u64(out, "incarnation", node->incarnation);
-    rc |= brim_wire_stats_u64(out, "uptime_s",
-                              (uint64_t) time(NULL) - node->start_unix);
-    rc |= brim_wire_stats_u64(out, "partitions", node->cfg.partitions);
-    rc |= brim_wire_stats_u64(out, "partitions_used", ss.partitions_used);
-    rc |= brim_wire_stats_u64(out, "keys", ss.items);
-    rc |= brim_wire_stats_u64(out, "bytes", ss.item_bytes);
-    rc |= brim_wire_stats_u64(out, "table_bytes", ss.table_bytes);
-    rc |= brim_wire_stats_u64(out, "memory_used", brim_alloc_bytes());
-    rc |= brim_wire_stats_u64(out, "memory_limit",
-                              (uint64_t) node->cfg.memory_mb << 20);
-    rc |= brim_wire_stats_u64(out, "hits", ss.hits);
-    rc |= brim_wire_stats_u64(out, "misses", ss.misses);
-    rc |= brim_wire_stats_u64(out, "sets", ss.sets);
-    rc |= brim_wire_stats_u64(out, "deletes", ss.deletes);
-    rc |= brim_wire_stats_u64(out, "evictions", ss.evictions);
-    rc |= brim_wire_stats_u64(out, "expirations", ss.expirations);
-    rc |= brim_wire_stats_u64(out, "connections", cs->conns_current);
-    rc |= brim_wire_stats_u64(out, "connections_total", cs->conns_total);
-    rc |= brim_wire_stats_u64(out, "connections_refused", cs->conns_refused);
-    rc |= brim_wire_stats_u64(out, "requests", node->st.requests);
-    rc |= brim_wire_stats_u64(out, "bad_requests", node->st.bad_requests);
-    rc |= brim_wire_stats_f64(out, "requests_per_sec",
-                              node->st.requests_per_sec);
-    rc |= brim_wire_stats_u64(out, "read_pauses", cs->pauses);
-    if (rc == 0) {
-        rc = stats_ops(node, out);
-    }
+    e.out = out;
+    e.npairs = 0;
+    stats_emit_all(&e, node);               /* write */
+    rc = e.rc;
     if (rc == 0) {
         rc = brim_frame_end(out, mark);
     }

@@ -93,6 +93,13 @@ brim_store_new(const struct brim_store_config *config)
     return s;
 }
 
+size_t
+brim_store_fixed_bytes(uint32_t npartitions)
+{
+    return sizeof(struct brim_store)
+           + (size_t) npartitions * sizeof(struct store_part);
+}
+
 /* ---- eviction queue ---- */
 
 static void

@@ -102,6 +102,12 @@ struct brim_store;
  */
 struct brim_store *brim_store_new(const struct brim_store_config *config);
 
+/*
+ * Bytes a store of NPARTITIONS partitions holds before its first item (the
+ * partition array), so a memory limit can be checked against it.
+ */
+size_t brim_store_fixed_bytes(uint32_t npartitions);
+
 /* Free STORE and every item it holds; NULL is fine. */
 void brim_store_free(struct brim_store *store);
 

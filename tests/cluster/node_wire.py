@@ -994,6 +994,66 @@ def config_bad_line(args):
           "missing config file: %d %r", rc, err)
 
 
+@case
+def bad_settings(args):
+    """Settings a node cannot run with are refused at start, naming them
+    (review findings: a too-small memory limit, names outside the node
+    name set, bare IPv6, a directory as config, a flag given a value)."""
+    port = bw.free_port()
+    listen = ["--listen", "127.0.0.1:%d" % port]
+    cases = [
+        (["--standalone", "--memory-mb", "1"] + listen, "memory-mb"),
+        (["--standalone", "--memory-mb", "8", "--partitions", "1048576"]
+         + listen, "partitions"),
+        (["--standalone", "--memory-mb", "2", "--partitions", "256",
+          "--max-value-bytes", "4000000"] + listen, "max-value-bytes"),
+        (["--standalone", "--name", "a b"] + listen, "name"),
+        (["--standalone", "--name", "x\ny"] + listen, "name"),
+        (["--standalone", "--listen", "::1:%d" % port], "[IPv6]"),
+        (["--standalone", "--listen", "nosuch.invalid:%d" % port],
+         "not resolved"),
+        (["--standalone", "--config", "/tmp"] + listen, "/tmp"),
+    ]
+    for argv, word in cases:
+        rc, out, err = run_node(args, argv)
+        check(rc in (1, 2), "%r: exit %d, want 1 or 2 (stderr %r)", argv, rc,
+              err)
+        check(word in err, "%r: stderr does not name %r: %r", argv, word, err)
+    for value, want in (("false", "--standalone"), ("maybe", "maybe")):
+        with tempfile.NamedTemporaryFile("w", suffix=".conf",
+                                         delete=False) as f:
+            f.write("standalone %s\nlisten 127.0.0.1:%d\n" % (value, port))
+            path = f.name
+        try:
+            rc, out, err = run_node(args, ["--config", path])
+            check(rc == 2 and want in err, "standalone %s: %d %r", value, rc,
+                  err)
+        finally:
+            os.unlink(path)
+
+
+@case
+def stats_sections(args):
+    node = bw.Node(args.node)
+    try:
+        c = node.conn()
+        full = bw.stats(c)
+        for key in ("keys", "connections", "requests", "ops"):
+            check(key in full, "full STATS lacks %r: %r", key, full)
+        want = {"node": "requests", "store": "evictions",
+                "conns": "read_pauses", "ops": "ops"}
+        for sec, key in want.items():
+            rep = c.call("STATS", 50, sec.encode())
+            expect_status(rep, "OK", "STATS %s" % sec)
+            got = rep[2]
+            check(key in got, "STATS %s lacks %r: %r", sec, key, got)
+            check(len(got) < len(full), "STATS %s is not a subset", sec)
+        rep = c.call("STATS", 51, b"nosuchsection")
+        expect_status(rep, "INVAL", "STATS nosuchsection")
+    finally:
+        finish(node)
+
+
 # ---- driver ----
 
 def finish(node):
