@@ -6,7 +6,8 @@
 #                                brim-bench against a real memcached,
 #                                redis-server or brim-node on a free
 #                                loopback port (label cluster); a missing
-#                                server binary skips (exit 77)
+#                                server binary skips (exit 77);
+#                                "refused" runs against a fake node
 if(NOT TARGET brim-bench)
   return()
 endif()
@@ -68,7 +69,9 @@ foreach(target memcached redis)
   endforeach()
 endforeach()
 if(TARGET brim-node)
-  foreach(scenario smoke verify stale lost evictions)
+  foreach(scenario smoke verify stale lost evictions limits)
     brim_bench_cluster_test(${scenario} brim)
   endforeach()
 endif()
+# A fake node in the script: no server binary needed.
+brim_bench_cluster_test(refused brim)

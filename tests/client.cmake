@@ -4,7 +4,8 @@
 #   client.brimctl.<case>  brimctl against a real brim-node (label cluster)
 #   lint.client_exports    libbrim.so exports exactly <brim.h>'s functions
 #   lint.client_install    cmake --install, then a program built with
-#                          pkg-config --cflags --libs brim runs
+#                          pkg-config --cflags --libs brim runs, and the
+#                          steps and program of docs/client.md work
 if(NOT TARGET brim_static)
   return()
 endif()
@@ -72,7 +73,12 @@ set_tests_properties(lint.client_exports PROPERTIES LABELS lint TIMEOUT 60)
 
 # A sanitized libbrim.so needs a program built with the same sanitizers.
 string(JOIN " " _client_san ${BRIM_SAN})
+set(_client_install_node "")
+if(TARGET brim-node)
+  set(_client_install_node $<TARGET_FILE:brim-node>)
+endif()
 add_test(NAME lint.client_install
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_install.sh
-          ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER} "${_client_san}")
+          ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER} "${_client_san}"
+          ${PROJECT_SOURCE_DIR}/docs/client.md "${_client_install_node}")
 set_tests_properties(lint.client_install PROPERTIES LABELS lint TIMEOUT 120)

@@ -53,6 +53,49 @@ conn_poll_out(struct brim_bench_conn *c, int on)
     }
 }
 
+static void conn_parse(struct brim_bench_conn *c, uint64_t now);
+
+/*
+ * A send() on C failed with ERR. A server that refuses a frame from its
+ * header (brim: above max_frame_bytes) answers with an error reply and
+ * closes while the rest of the frame is still on its way, so the send
+ * fails but the reply may sit in C's socket. Handle what can be read
+ * first, so that the server's status and message are reported and not
+ * only EPIPE; then C fails.
+ */
+static void
+conn_send_failed(struct brim_bench_conn *c, int err)
+{
+    char    why[96];
+    ssize_t n;
+    int     i;
+
+    n = 0;
+    /* Bounded: a socket the server closed holds little. */
+    for (i = 0; i < 16 && c->fd >= 0 && c->n > 0; i++) {
+        if (brim_buf_reserve(&c->in, CONN_READ_CHUNK) != 0) {
+            break;
+        }
+        n = recv(c->fd, brim_buf_tail(&c->in), c->in.cap - c->in.len,
+                 MSG_DONTWAIT);
+        if (n <= 0) {
+            break;
+        }
+        brim_buf_commit(&c->in, (size_t) n);
+        conn_parse(c, brim_bench_now_ns());
+    }
+    if (c->fd < 0) {
+        return;
+    }
+    if (err == EPIPE || err == ECONNRESET) {
+        snprintf(why, sizeof(why), "closed by the server (send: %s)",
+                 strerror(err));
+    } else {
+        snprintf(why, sizeof(why), "send: %s", strerror(err));
+    }
+    brim_bench_conn_fail(c, why);
+}
+
 /* Write what C has queued, all of it in one send() when the socket
  * takes it. */
 void
@@ -86,7 +129,7 @@ brim_bench_conn_flush(struct brim_bench_conn *c)
                 conn_poll_out(c, 1);
                 return;
             }
-            brim_bench_conn_fail(c, strerror(errno));
+            conn_send_failed(c, errno);
             return;
         }
         brim_buf_consume(&c->out, (size_t) n);

@@ -506,6 +506,7 @@ brim_bench_thread_init(struct brim_bench_thread *t,
         c->fd = -1;
         c->index = i;
         c->node = i / nconns;
+        c->next_id = 1; /* id 0 means "unknown" in error replies */
         c->cap = cap;
         c->fifo = brim_calloc(cap, sizeof(*c->fifo));
         if (c->fifo == NULL) {

@@ -31,7 +31,7 @@
 #define MAIN_POLL_NS 100000000L
 /* How often it prints it, ns. */
 #define MAIN_PROGRESS_NS 1000000000ull
-/* Limit on the evictions probe, ms. */
+/* Limit on each probe of the server (limits, evictions), ms. */
 #define MAIN_STATS_MS 5000
 
 /* Resolve HOST:PORT into NODE. */
@@ -234,6 +234,73 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
     }
 }
 
+/*
+ * Refuse a run the node cannot take: learn its limits from a HELLO (brim
+ * only; memcached and redis have no such exchange) and compare them with
+ * --key-size and the largest --value-size. Without this check every SET
+ * of an oversized value fails, and a frame above the node's
+ * max_frame_bytes makes it close the connection. Returns 0 to go on, or
+ * the exit status after a message: 2 for options the node refuses, 1 when
+ * the node could not be asked.
+ */
+static int
+main_check_limits(const struct brim_bench_opts *o,
+                  const struct brim_bench_node *node)
+{
+    char     errbuf[BRIM_ERRBUF_LEN];
+    uint32_t max_key, max_value;
+    int      rc;
+
+    rc = brim_bench_server_limits(node, o->proto, MAIN_STATS_MS, &max_key,
+                                  &max_value, errbuf);
+    if (rc == BRIM_ENOTFOUND) {
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "brim-bench: %s\n", errbuf);
+        return 1;
+    }
+    if (o->value_max > max_value) {
+        if (o->value_min == o->value_max) {
+            fprintf(stderr,
+                    "brim-bench: --value-size %u is above the "
+                    "node's max_value_bytes %u (%s)\n",
+                    o->value_max, max_value, o->server);
+        } else {
+            fprintf(stderr,
+                    "brim-bench: --value-size %u-%u: MAX %u is "
+                    "above the node's max_value_bytes %u (%s)\n",
+                    o->value_min, o->value_max, o->value_max, max_value,
+                    o->server);
+        }
+        fprintf(stderr,
+                "(give --value-size %u or less, or start the node "
+                "with a larger --max-value-bytes)\n",
+                max_value);
+        return 2;
+    }
+    if (o->key_size > max_key) {
+        fprintf(stderr,
+                "brim-bench: --key-size %u is above the node's "
+                "max_key_bytes %u (%s)\n(give --key-size %u or less)\n",
+                o->key_size, max_key, o->server, max_key);
+        return 2;
+    }
+    return 0;
+}
+
+/* Destroy the first N threads of TS (set up or not) and free TS. */
+static void
+main_free_threads(struct brim_bench_thread *ts, uint32_t n)
+{
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        brim_bench_thread_destroy(&ts[i]);
+    }
+    brim_free(ts);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -263,6 +330,10 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-bench: %s\n", errbuf);
         return 2;
     }
+    status = main_check_limits(&o, &node);
+    if (status != 0) {
+        return status;
+    }
     memset(&sh, 0, sizeof(sh));
     sh.o = &o;
     sh.nodes = &node;
@@ -282,11 +353,14 @@ main(int argc, char **argv)
         nconns = o.connections / o.threads + (i < o.connections % o.threads);
         if (brim_bench_thread_init(&ts[i], &sh, i, nconns, errbuf) != 0) {
             fprintf(stderr, "brim-bench: %s\n", errbuf);
+            /* Thread I holds what it set up before it failed. */
+            main_free_threads(ts, i + 1);
             return 1;
         }
     }
     if (pthread_barrier_init(&sh.go, NULL, o.threads + 1) != 0) {
         fprintf(stderr, "brim-bench: pthread_barrier_init failed\n");
+        main_free_threads(ts, o.threads);
         return 1;
     }
     if (!o.quiet) {
@@ -318,12 +392,9 @@ main(int argc, char **argv)
     if (o.json && brim_bench_report_json(stdout, &o, &r) != 0) {
         fprintf(stderr, "brim-bench: out of memory writing JSON\n");
     }
-    status = r.failure != NULL || r.run.errors + r.pre.errors > 0 || r.lost > 0
-        || r.stale > 0;
-    for (i = 0; i < o.threads; i++) {
-        brim_bench_thread_destroy(&ts[i]);
-    }
+    /* The same rule as the JSON's "ok": they cannot disagree. */
+    status = brim_bench_result_failed(&r);
     pthread_barrier_destroy(&sh.go);
-    brim_free(ts);
+    main_free_threads(ts, o.threads);
     return status ? 1 : 0;
 }

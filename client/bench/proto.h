@@ -30,12 +30,14 @@ struct brim_bench_req {
 
 /* One parsed reply. Pointers borrow from the parsed bytes. */
 struct brim_bench_rep {
-    int         status;      /* 0, BRIM_ENOTFOUND, or an error */
-    const char *value;       /* GET hit */
-    size_t      value_len;   /* bytes */
-    const char *message;     /* error reply text, may be NULL */
-    size_t      message_len; /* bytes */
-    int64_t     evictions;   /* STATS: the counter, -1 if absent */
+    int         status;          /* 0, BRIM_ENOTFOUND, or an error */
+    const char *value;           /* GET hit */
+    size_t      value_len;       /* bytes */
+    const char *message;         /* error reply text, may be NULL */
+    size_t      message_len;     /* bytes */
+    int64_t     evictions;       /* STATS: the counter, -1 if absent */
+    uint32_t    max_key_bytes;   /* HELLO OK: the node's limits; */
+    uint32_t    max_value_bytes; /* 0 for a protocol without HELLO */
 };
 
 /*
@@ -64,7 +66,10 @@ struct brim_bench_proto {
      * Parse the reply to REQ at the start of BUF (LEN bytes). Returns the
      * bytes it took (> 0) with *REP filled, 0 when the reply is not
      * complete yet, or BRIM_EBADREPLY when the bytes cannot be a reply to
-     * REQ: the connection is out of step and must close.
+     * REQ: the connection is out of step and must close. A brim error
+     * reply with request id 0 ("unknown": a frame the node refused from
+     * its header, or could not unpack) is REQ's, since replies come in
+     * order; the node may close the connection after it.
      */
     long (*parse)(void *ctx, const char *buf, size_t len,
                   const struct brim_bench_req *req, struct brim_bench_rep *rep);

@@ -158,7 +158,15 @@ brim_parse(void *ctx, const char *buf, size_t len,
     rc =
         brim_wire_parse_rep(buf + BRIM_FRAME_HDR, body_len,
                             brim_op_of(req->kind), &b->lim, &b->zone, &r, NULL);
-    if (rc != 0 || r.request_id != req->id) {
+    if (rc != 0) {
+        return BRIM_EBADREPLY;
+    }
+    /* Id 0 in an error reply means "unknown" (PROTOCOL.md section 3):
+     * the node refused the frame from its header (TOOBIG) or could not
+     * unpack it (NOMEM, BADREQ). It answers REQ all the same: the status
+     * and message reach the user, and a close that follows is seen as
+     * such, not as a reply out of step. */
+    if (r.request_id != req->id && (r.request_id != 0 || r.status == 0)) {
         return BRIM_EBADREPLY;
     }
     rep->status = r.status;
@@ -172,6 +180,8 @@ brim_parse(void *ctx, const char *buf, size_t len,
             break;
         case BRIM_BENCH_HELLO:
             b->lim = r.limits; /* checked by the decoder */
+            rep->max_key_bytes = r.limits.max_key_bytes;
+            rep->max_value_bytes = r.limits.max_value_bytes;
             break;
         case BRIM_BENCH_STATS:
             rep->evictions = brim_evictions(r.stats);

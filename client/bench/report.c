@@ -11,6 +11,13 @@
 
 #include "common/defs.h"
 
+int
+brim_bench_result_failed(const struct brim_bench_result *r)
+{
+    return r->failure != NULL || r->pre.errors + r->run.errors > 0
+        || r->lost > 0 || r->stale > 0;
+}
+
 double
 brim_bench_ops_per_sec(const struct brim_bench_result *r)
 {
@@ -81,8 +88,18 @@ brim_bench_report_text(FILE *f, const struct brim_bench_opts *o,
                 (unsigned long long) r->lost_reads,
                 (unsigned long long) r->writes_demoted);
     }
+    /* Every failed run says so, in the order of brim_bench_result_failed():
+     * the reason, else the failed requests, else the verdict. */
     if (r->failure != NULL) {
         fprintf(f, "FAILED: %s\n", r->failure);
+    } else if (r->pre.errors + c->errors > 0) {
+        fprintf(f,
+                "FAILED: %llu requests failed (error replies, timeouts "
+                "or lost connections; see stderr)\n",
+                (unsigned long long) (r->pre.errors + c->errors));
+    } else if (brim_bench_result_failed(r)) {
+        fprintf(f, "FAILED: --verify found %llu lost and %llu stale keys\n",
+                (unsigned long long) r->lost, (unsigned long long) r->stale);
     }
     if (o->verify) {
         fprintf(f, "lost=%llu stale=%llu errors=%llu\n",
@@ -172,7 +189,7 @@ brim_bench_report_json(FILE *f, const struct brim_bench_opts *o,
         report_set(j, "reads_checked",
                    json_integer((json_int_t) r->reads_checked), &bad);
     }
-    report_set(j, "ok", json_boolean(r->failure == NULL), &bad);
+    report_set(j, "ok", json_boolean(!brim_bench_result_failed(r)), &bad);
     text = bad ? NULL : json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     if (text == NULL) {

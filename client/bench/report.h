@@ -34,6 +34,14 @@ struct brim_bench_result {
     const char                   *failure;        /* why the run failed */
 };
 
+/*
+ * Did the run of R fail? Yes when it could not go on or the server evicted
+ * keys under --verify (R->failure says why), any request failed (preload
+ * included), or --verify found a lost or stale key. brim-bench then exits
+ * 1 and its JSON says "ok": false.
+ */
+int brim_bench_result_failed(const struct brim_bench_result *r);
+
 /* Measured ops per second of R. */
 double brim_bench_ops_per_sec(const struct brim_bench_result *r);
 

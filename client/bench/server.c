@@ -81,10 +81,11 @@ server_wait(int fd, short events, uint64_t deadline_ns)
     }
 }
 
-/* Connect to NODE without blocking past DEADLINE_NS; the socket or < 0. */
+/* Connect to NODE without blocking past DEADLINE_NS; the socket or < 0
+ * with ERRBUF starting with WHAT. */
 static int
 server_connect(const struct brim_bench_node *node, uint64_t deadline_ns,
-               char *errbuf)
+               const char *what, char *errbuf)
 {
     socklen_t len;
     int       fd, err, rc;
@@ -111,7 +112,7 @@ server_connect(const struct brim_bench_node *node, uint64_t deadline_ns,
     }
     if (err != 0) {
         close(fd);
-        brim_errfmt(errbuf, "stats: connect to %s: %s", node->name,
+        brim_errfmt(errbuf, "%s: connect to %s: %s", what, node->name,
                     strerror(err));
         return err == ECONNREFUSED ? BRIM_ECONNREFUSED
             : err == ETIMEDOUT     ? BRIM_ETIMEDOUT
@@ -176,21 +177,31 @@ server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
     }
 }
 
-int
-brim_bench_server_evictions(const struct brim_bench_node  *node,
-                            const struct brim_bench_proto *proto,
-                            uint32_t timeout_ms, uint64_t *evictions,
-                            char errbuf[BRIM_ERRBUF_LEN])
+/*
+ * One blocking exchange with NODE in PROTO, TIMEOUT_MS at most: HELLO
+ * first when PROTO has one (its reply into *HELLO_REP), then ASK unless it
+ * is NULL (its reply into *ASK_REP). The replies' pointers are cleared on
+ * return: they borrowed from a buffer freed here. Returns 0; an error
+ * reply's status (a refused HELLO or ASK) or BRIM_ECONNREFUSED,
+ * BRIM_ETIMEDOUT, BRIM_EBADREPLY, BRIM_ECLOSED, BRIM_ENOMEM or BRIM_ESYS;
+ * ERRBUF then holds a line that starts with WHAT and names NODE.
+ */
+static int
+server_exchange(const struct brim_bench_node  *node,
+                const struct brim_bench_proto *proto, uint32_t timeout_ms,
+                const char *what, const struct brim_bench_req *ask,
+                struct brim_bench_rep *hello_rep,
+                struct brim_bench_rep *ask_rep, char *errbuf)
 {
-    struct brim_bench_req hello, stats;
-    struct brim_bench_rep rep;
-    struct brim_buf       in, out;
-    uint64_t              deadline;
-    void                 *ctx;
-    int                   fd, rc;
+    struct brim_bench_req  hello;
+    struct brim_bench_rep *rep;
+    struct brim_buf        in, out;
+    uint64_t               deadline;
+    void                  *ctx;
+    int                    fd, rc;
 
     deadline = brim_bench_now_ns() + (uint64_t) timeout_ms * 1000000u;
-    fd = server_connect(node, deadline, errbuf);
+    fd = server_connect(node, deadline, what, errbuf);
     if (fd < 0) {
         return fd;
     }
@@ -198,43 +209,41 @@ brim_bench_server_evictions(const struct brim_bench_node  *node,
     brim_buf_init(&in);
     brim_buf_init(&out);
     memset(&hello, 0, sizeof(hello));
-    memset(&stats, 0, sizeof(stats));
+    memset(hello_rep, 0, sizeof(*hello_rep));
+    memset(ask_rep, 0, sizeof(*ask_rep));
     hello.kind = BRIM_BENCH_HELLO;
     hello.id = 1;
-    stats.kind = BRIM_BENCH_STATS;
-    stats.id = 2;
     rc = proto->open(&ctx);
     if (rc == 0 && proto->has_hello) {
         rc = proto->encode(&out, ctx, &hello, NULL, 0, NULL, 0);
     }
-    if (rc == 0) {
-        rc = proto->encode(&out, ctx, &stats, NULL, 0, NULL, 0);
+    if (rc == 0 && ask != NULL) {
+        rc = proto->encode(&out, ctx, ask, NULL, 0, NULL, 0);
     }
     if (rc == 0) {
         rc = server_send(fd, &out, deadline);
     }
+    rep = hello_rep;
     if (rc == 0 && proto->has_hello) {
-        rc = server_reply(fd, proto, ctx, &in, &hello, &rep, deadline);
-        if (rc == 0 && rep.status != 0) {
-            rc = BRIM_EBADREPLY;
-        }
+        rc = server_reply(fd, proto, ctx, &in, &hello, rep, deadline);
     }
-    if (rc == 0) {
-        rc = server_reply(fd, proto, ctx, &in, &stats, &rep, deadline);
+    if (rc == 0 && rep->status == 0 && ask != NULL) {
+        rep = ask_rep;
+        rc = server_reply(fd, proto, ctx, &in, ask, rep, deadline);
     }
-    if (rc == 0 && rep.status != 0) {
-        rc = BRIM_EBADREPLY;
+    if (rc != 0) {
+        brim_errfmt(errbuf, "%s from %s: %s", what, node->name,
+                    brim_strerror(rc));
+    } else if (rep->status != 0 && rep->status != BRIM_ENOTFOUND) {
+        rc = rep->status;
+        brim_errfmt(errbuf, "%s from %s: %s refused: %s: %.*s", what,
+                    node->name, rep == hello_rep ? "HELLO" : "the request",
+                    brim_err_name(rc),
+                    (int) BRIM_MIN(rep->message_len, (size_t) 120),
+                    rep->message != NULL ? rep->message : "");
     }
-    if (rc == 0 && rep.evictions < 0) {
-        rc = BRIM_ENOTFOUND;
-    }
-    if (rc == 0) {
-        *evictions = (uint64_t) rep.evictions;
-    } else {
-        brim_errfmt(errbuf, "stats from %s: %s", node->name,
-                    rc == BRIM_ENOTFOUND ? "no evictions counter"
-                                         : brim_strerror(rc));
-    }
+    hello_rep->value = hello_rep->message = NULL;
+    ask_rep->value = ask_rep->message = NULL;
     if (ctx != NULL) {
         proto->close(ctx);
     }
@@ -242,4 +251,58 @@ brim_bench_server_evictions(const struct brim_bench_node  *node,
     brim_buf_destroy(&out);
     close(fd);
     return rc;
+}
+
+int
+brim_bench_server_evictions(const struct brim_bench_node  *node,
+                            const struct brim_bench_proto *proto,
+                            uint32_t timeout_ms, uint64_t *evictions,
+                            char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_bench_req stats;
+    struct brim_bench_rep hello_rep, rep;
+    int                   rc;
+
+    memset(&stats, 0, sizeof(stats));
+    stats.kind = BRIM_BENCH_STATS;
+    stats.id = 2;
+    rc = server_exchange(node, proto, timeout_ms, "stats", &stats, &hello_rep,
+                         &rep, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    if (rep.status != 0 || rep.evictions < 0) {
+        brim_errfmt(errbuf, "stats from %s: no evictions counter", node->name);
+        return BRIM_ENOTFOUND;
+    }
+    *evictions = (uint64_t) rep.evictions;
+    return 0;
+}
+
+int
+brim_bench_server_limits(const struct brim_bench_node  *node,
+                         const struct brim_bench_proto *proto,
+                         uint32_t timeout_ms, uint32_t *max_key_bytes,
+                         uint32_t *max_value_bytes,
+                         char      errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_bench_rep rep, unused;
+    int                   rc;
+
+    if (!proto->has_hello) {
+        return BRIM_ENOTFOUND;
+    }
+    rc = server_exchange(node, proto, timeout_ms, "hello", NULL, &rep, &unused,
+                         errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    if (rep.max_key_bytes == 0 || rep.max_value_bytes == 0) {
+        brim_errfmt(errbuf, "hello from %s: no limits in the reply",
+                    node->name);
+        return BRIM_EBADREPLY;
+    }
+    *max_key_bytes = rep.max_key_bytes;
+    *max_value_bytes = rep.max_value_bytes;
+    return 0;
 }

@@ -2,7 +2,8 @@
  * client/bench/server.h - what brim-bench reads about the server beside
  * its replies: the CPU time of its process (/proc/PID/stat, Linux) and
  * its evictions counter, over a connection of its own (brim STATS,
- * memcached "stats", redis "INFO stats").
+ * memcached "stats", redis "INFO stats"); and a brim node's limits from
+ * its HELLO reply.
  */
 #ifndef BRIM_CLIENT_BENCH_SERVER_H
 #define BRIM_CLIENT_BENCH_SERVER_H
@@ -26,12 +27,27 @@ int brim_bench_server_cpu(int64_t pid, double *cpu_s,
  * Connect to NODE, speak PROTO (HELLO first for brim), ask for its
  * statistics and store its evictions counter in *EVICTIONS. Blocking,
  * TIMEOUT_MS at most for the whole exchange. Returns 0; BRIM_ENOTFOUND
- * when the reply has no such counter; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT,
- * BRIM_EBADREPLY or BRIM_ESYS with the reason in ERRBUF.
+ * when the reply has no such counter; the server's status when it refused
+ * the HELLO or the request; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT,
+ * BRIM_EBADREPLY or BRIM_ESYS; ERRBUF holds the reason.
  */
 int brim_bench_server_evictions(const struct brim_bench_node  *node,
                                 const struct brim_bench_proto *proto,
                                 uint32_t timeout_ms, uint64_t *evictions,
                                 char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Connect to NODE, send PROTO's HELLO and store the limits of its reply:
+ * the longest key and the largest value the node takes, bytes. Blocking,
+ * TIMEOUT_MS at most. Returns 0; BRIM_ENOTFOUND (nothing in ERRBUF) when
+ * PROTO has no HELLO, so no limits to learn; the node's status when it
+ * refused the HELLO; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT, BRIM_EBADREPLY or
+ * BRIM_ESYS. ERRBUF names NODE and the reason.
+ */
+int brim_bench_server_limits(const struct brim_bench_node  *node,
+                             const struct brim_bench_proto *proto,
+                             uint32_t timeout_ms, uint32_t *max_key_bytes,
+                             uint32_t *max_value_bytes,
+                             char errbuf[BRIM_ERRBUF_LEN]);
 
 #endif /* BRIM_CLIENT_BENCH_SERVER_H */

@@ -21,13 +21,17 @@
 /* Print at most this many bytes of a key in a message. */
 #define CMD_KEY_SHOWN 64
 
-/* KEY for a message: printable bytes as they are, others as '?'. */
+/* KEY for a message: printable bytes as they are, others as '?'; the
+ * empty key as "". */
 static const char *
 cmd_show_key(const char *key, char out[CMD_KEY_SHOWN + 4])
 {
     size_t i, n;
 
     n = strlen(key);
+    if (n == 0) {
+        return "\"\"";
+    }
     for (i = 0; i < n && i < CMD_KEY_SHOWN; i++) {
         out[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
     }
@@ -46,6 +50,13 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
 
     detail = brim_errmsg(ctl->client);
     switch (rc) {
+    case BRIM_EINVAL:
+        /* A key of 0 bytes or over the node's limit: libbrim refuses it
+         * before sending (the node would answer INVAL). The command line
+         * asked for it, so it is bad usage, not the server saying no. */
+        fprintf(stderr, "brimctl: %s: %s\n(see brimctl --help)\n", what,
+                detail[0] != '\0' ? detail : brim_strerror(rc));
+        return BRIM_CTL_EXIT_USAGE;
     case BRIM_ETIMEDOUT:
     case BRIM_ECONNREFUSED:
     case BRIM_ECLOSED:

@@ -3,7 +3,8 @@
  * stand anywhere), the command, its options and arguments, --help at every
  * level; then one connection through libbrim and the command's run().
  * Exit statuses: 0 done, 1 the server said no (not found, not stored...),
- * 2 the server could not be reached or did not answer, 64 bad usage.
+ * 2 the server could not be reached or did not answer, 64 bad usage
+ * (options, arguments, a key of 0 bytes or over the node's limit).
  */
 #include "client/brimctl/ctl.h"
 
@@ -38,9 +39,13 @@ static const struct ctl_opt ctl_opts[] = {
 
 #define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
 
-/* Parse the decimal U32 TEXT of option NAME into *OUT; 0 or -1. */
+/*
+ * Parse the decimal TEXT of option NAME into *OUT: MIN .. UINT32_MAX. 0, or
+ * -1 after a message that names the range accepted.
+ */
 static int
-ctl_parse_u32(const char *name, const char *text, uint32_t *out)
+ctl_parse_u32(const char *name, const char *text, uint32_t min,
+              uint32_t *out)
 {
     unsigned long long v;
     char              *end;
@@ -48,10 +53,10 @@ ctl_parse_u32(const char *name, const char *text, uint32_t *out)
     errno = 0;
     v = strtoull(text, &end, 10);
     if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0
-        || v > UINT32_MAX)
+        || v > UINT32_MAX || v < min)
     {
-        fprintf(stderr, "brimctl: %s: \"%s\" is not a number 0 .. %" PRIu32
-                "\n", name, text, UINT32_MAX);
+        fprintf(stderr, "brimctl: %s: \"%s\" is not a number %" PRIu32
+                " .. %" PRIu32 "\n", name, text, min, UINT32_MAX);
         return -1;
     }
     *out = (uint32_t) v;
@@ -67,22 +72,16 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         return 0;
     }
     if (strcmp(o->name, "--timeout-ms") == 0) {
-        if (ctl_parse_u32(o->name, text, &ctl->timeout_ms) != 0) {
-            return -1;
-        }
-        if (ctl->timeout_ms == 0) {
-            fprintf(stderr, "brimctl: --timeout-ms must be above 0\n");
-            return -1;
-        }
-        return 0;
+        /* 0 would mean libbrim's defaults: not what was asked for. */
+        return ctl_parse_u32(o->name, text, 1, &ctl->timeout_ms);
     }
     switch (o->bit) {
     case BRIM_CTL_OPT_TTL:
-        return ctl_parse_u32(o->name, text, &ctl->ttl_s);
+        return ctl_parse_u32(o->name, text, 0, &ctl->ttl_s);
     case BRIM_CTL_OPT_FLAGS:
-        return ctl_parse_u32(o->name, text, &ctl->flags);
+        return ctl_parse_u32(o->name, text, 0, &ctl->flags);
     case BRIM_CTL_OPT_DELAY:
-        return ctl_parse_u32(o->name, text, &ctl->delay_s);
+        return ctl_parse_u32(o->name, text, 0, &ctl->delay_s);
     default:
         ctl->json = 1;
         return 0;
@@ -157,7 +156,8 @@ ctl_usage(FILE *f)
             "that command's");
     fprintf(f, "\nexit status: 0 done, 1 the server said no (not found, "
             "not stored, ...),\n2 the server could not be reached or did "
-            "not answer, 64 bad usage.\n");
+            "not answer, 64 bad usage (a key\nof 0 bytes or over the "
+            "node's limit too).\n");
 }
 
 static void
@@ -292,6 +292,15 @@ main(int argc, char **argv)
     if (rc >= 0) {
         free(ctl.argv);
         return rc;
+    }
+    /* The empty key is wrong whatever the node's limits: no need to
+     * connect to say so. A long key is checked against the node's limit
+     * (from HELLO) by libbrim, and brim_ctl_fail() says the same. */
+    if (strncmp(cmd->args, "KEY", 3) == 0 && ctl.argv[0][0] == '\0') {
+        fprintf(stderr, "brimctl: %s \"\": key is 0 bytes, allowed 1 .. %d"
+                "\n(see brimctl --help)\n", cmd->name, BRIM_KEY_MAX);
+        free(ctl.argv);
+        return BRIM_CTL_EXIT_USAGE;
     }
     memset(&opts, 0, sizeof(opts));
     opts.server_addr = ctl.server;

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,9 +106,9 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
         return BRIM_ENOMEM;
     }
     /* Connect now, so that a wrong address fails here and not at the
-     * first call; the connect timeout bounds it. */
-    rc = brim_pool_ready(c, c->home,
-                         brim_net_now_ms() + c->connect_timeout_ms);
+     * first call; the connect timeout alone bounds it (no call's
+     * deadline, so that a message names that timeout). */
+    rc = brim_pool_ready(c, c->home, INT64_MAX);
     if (rc != 0) {
         brim_errfmt(errbuf, "brim: %s", c->errmsg);
         brim_close(c);

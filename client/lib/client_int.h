@@ -148,9 +148,11 @@ void brim_pool_close(struct brim_pool_node *n);
  * Make sure N has a live connection that has said HELLO: an open one is
  * checked first (a connection the node closed while idle, or one holding
  * unsolicited bytes, is closed and opened again). Connecting and HELLO take
- * at most connect_timeout_ms and end by DEADLINE_MS. Returns 0, a connect
- * error, the status of a refused HELLO, BRIM_ETIMEDOUT or BRIM_EBADREPLY;
- * C->errmsg says why.
+ * at most connect_timeout_ms and end by DEADLINE_MS (INT64_MAX: none).
+ * Returns 0, a connect error, the status of a refused HELLO,
+ * BRIM_ETIMEDOUT or BRIM_EBADREPLY; C->errmsg says why, and on a timeout
+ * names the timeout that ran out (connect_timeout_ms, or the call's
+ * request_timeout_ms when DEADLINE_MS came first).
  */
 int brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
                     int64_t deadline_ms);
@@ -185,9 +187,10 @@ struct brim_pool_node *brim_route_key(struct brim_client *c, const void *key,
  * exchange, follow MOVED (at most once per new epoch), resend after RETRY
  * and BUSY (with backoff), and after a lost connection send again only
  * idempotent calls or calls no byte of which left; a non-idempotent call
- * that was sent gets BRIM_EUNKNOWN. Every call ends in state DONE with its STATUS. Returns 0
- * when every call was answered by a node, else the first call's error that
- * was not an answer (a transport error, BRIM_ETIMEDOUT, BRIM_EUNKNOWN).
+ * that was sent gets BRIM_EUNKNOWN. Every call ends in state DONE with its
+ * STATUS. Returns 0 when every call was answered by a node, else the first
+ * call's error that was not an answer (a transport error, BRIM_ETIMEDOUT,
+ * BRIM_EUNKNOWN).
  */
 int brim_route_run(struct brim_client *c, struct brim_call *calls,
                    size_t ncalls, int64_t deadline_ms);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -425,25 +426,46 @@ pool_hello_reply(struct brim_call *call, const struct brim_rep *rep)
     return 0;
 }
 
+/* The timeout that ends a connection attempt, for a message: the
+ * call's (BY_REQUEST) or the attempt's own. */
+static const char *
+pool_timeout_name(const struct brim_client *c, int by_request, char *buf,
+                  size_t len)
+{
+    snprintf(buf, len, "%s timeout %" PRIu32 " ms",
+             by_request ? "request" : "connect",
+             by_request ? c->request_timeout_ms : c->connect_timeout_ms);
+    return buf;
+}
+
 int
 brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
                 int64_t deadline_ms)
 {
     struct brim_call  call, *callp;
-    char              err[BRIM_ERRBUF_LEN];
+    char              err[BRIM_ERRBUF_LEN], tmo[48];
     int64_t           dl;
-    int               rc;
+    int               rc, by_request;
 
     if (n->fd >= 0 && pool_alive(n)) {
         return 0;
     }
     brim_pool_close(n);
+    /* The attempt ends at the sooner of its own timeout and the call's
+     * deadline; a message names the one that applied. */
     dl = brim_net_now_ms() + c->connect_timeout_ms;
+    by_request = deadline_ms < dl;
     dl = BRIM_MIN(dl, deadline_ms);
     rc = brim_net_connect(n->addr, dl, &n->fd, err);
     if (rc != 0) {
         n->fd = -1;
-        brim_lib_errmsg(c, "%s", err);
+        if (rc == BRIM_ETIMEDOUT) {
+            brim_lib_errmsg(c, "%s (%s)", err,
+                            pool_timeout_name(c, by_request, tmo,
+                                              sizeof(tmo)));
+        } else {
+            brim_lib_errmsg(c, "%s", err);
+        }
         return rc;
     }
     /* A fresh connection knows nothing of the node's limits until HELLO
@@ -465,8 +487,9 @@ brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
     if (rc != 0) {
         if (rc == BRIM_ETIMEDOUT) {
             brim_lib_errmsg(c, "%s: connected, but no HELLO reply in time "
-                            "(connect timeout %" PRIu32 " ms)", n->addr,
-                            c->connect_timeout_ms);
+                            "(%s)", n->addr,
+                            pool_timeout_name(c, by_request, tmo,
+                                              sizeof(tmo)));
         }
         brim_pool_close(n);
         return rc;

@@ -16,7 +16,15 @@ Scenarios:
             wrote earlier: stale > 0, exit 1
   lost      --verify while another process deletes keys: lost > 0, exit 1
   evictions --verify on a server too small for the keys: the run fails
-  usage     --help, a bad flag, --coordinator (TARGET ignored)
+            (JSON "ok" false)
+  limits    (brim) values or keys above the node's limits (from HELLO)
+            are refused up front: exit 2, naming the flag and the limit
+  refused   (brim) a node that answers a frame above its max_frame_bytes
+            with [TOOBIG, 0, message] and closes: the status and message
+            are reported, not "malformed reply"; exit 1, "ok" false
+  usage     --help, a bad flag, --coordinator, no server; no leak when the
+            connections fail (under valgrind, when installed) (TARGET
+            ignored)
 """
 
 import argparse
@@ -25,6 +33,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -32,6 +41,7 @@ import time
 
 SKIP = 77
 KEY_SIZE = 32
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def fail(msg):
@@ -78,9 +88,12 @@ class Server:
                 cmd += ["--maxmemory", "2mb", "--maxmemory-policy",
                         "allkeys-random"]
         else:
+            # 8 MiB: the smallest brim-node takes beside its partition
+            # table, far below the evictions scenario's 16 MB of values.
             exe = args.node
             cmd = [exe, "--listen", "127.0.0.1:%d" % self.port,
-                   "--standalone", "--memory-mb", "4" if small else "256"]
+                   "--standalone", "--memory-mb", "8" if small else "256"]
+            cmd += getattr(args, "node_args", [])
         if exe is None or not os.access(exe, os.X_OK):
             print("SKIP: no %s binary on this machine" % target)
             sys.exit(SKIP)
@@ -251,6 +264,14 @@ def expect_exit(p, code):
         fail("brim-bench exited %d, expected %d" % (p.returncode, code))
 
 
+def expect_not_ok(p):
+    """A failed run (exit 1) must not claim "ok": true in its JSON."""
+    expect_exit(p, 1)
+    if last_json(p).get("ok") is not False:
+        fail("the run exited 1 but its JSON says ok: %r" %
+             last_json(p).get("ok"))
+
+
 def scenario_smoke(args, server):
     p = run_bench(args, server, ["--duration", "1", "--pipeline", "4",
                                  "--connections", "8", "--keys", "2000",
@@ -349,6 +370,7 @@ def scenario_stale(args, server):
         fail("errors=%d" % errors)
     if last_json(p)["stale"] != stale:
         fail("JSON disagrees with the verdict line")
+    expect_not_ok(p)
 
 
 def scenario_lost(args, server):
@@ -366,22 +388,166 @@ def scenario_lost(args, server):
                       ["--verify", "--duration", "4", "--keys", "50",
                        "--zipf", "0.99", "--get-ratio", "0.9",
                        "--del-ratio", "0", "--ttl-ratio", "0",
-                       "--connections", "4", "--pipeline", "2"], inject)
+                       "--connections", "4", "--pipeline", "2", "--json"],
+                      inject)
     expect_exit(p, 1)
     lost, stale, errors = verdict(p)
     if lost == 0:
         fail("keys deleted behind the bench's back were not caught")
     if stale != 0 or errors != 0:
         fail("stale=%d errors=%d" % (stale, errors))
+    expect_not_ok(p)
 
 
 def scenario_evictions(args, server):
     p = run_bench(args, server, ["--verify", "--duration", "1", "--keys",
                                  "40000", "--value-size", "400",
-                                 "--connections", "4", "--pipeline", "8"])
-    expect_exit(p, 1)
+                                 "--connections", "4", "--pipeline", "8",
+                                 "--json"])
+    expect_not_ok(p)
     if "evicted" not in p.stdout:
         fail("the run should fail on the server's evictions")
+
+
+def scenario_limits(args, server):
+    """Started with --max-key-bytes 16 (see main)."""
+    base = ["--ops", "10", "--keys", "10", "--json"]
+    for flags, words in (
+            (["--value-size", "2000000"],
+             ["--value-size 2000000", "max_value_bytes 1048576"]),
+            (["--value-size", "10-1048577"],
+             ["--value-size 10-1048577", "MAX 1048577",
+              "max_value_bytes 1048576"]),
+            (["--key-size", "17"],
+             ["--key-size 17", "max_key_bytes 16"])):
+        p = run_bench(args, server, base + flags)
+        expect_exit(p, 2)
+        for w in words:
+            if w not in p.stderr:
+                fail("%s: stderr lacks %r" % (" ".join(flags), w))
+        if p.stdout.strip():
+            fail("%s: a refused run printed a report" % " ".join(flags))
+    # At the limits exactly, the run goes through.
+    p = run_bench(args, server, base + ["--value-size", "1048576",
+                                        "--key-size", "16"])
+    expect_exit(p, 0)
+    if last_json(p)["ok"] is not True:
+        fail("a clean run says ok: %r" % last_json(p)["ok"])
+    # No error replies were needed to find out.
+    if last_json(p)["errors"] != 0:
+        fail("errors at the limits")
+
+
+class FakeNode:
+    """A brim node that answers HELLO with limits larger than its frame
+    limit, then answers a frame above that limit as brim-node does
+    (proto/PROTOCOL.md section 2): [TOOBIG, 0, message], then a close with
+    the rest of the frame unread. Every connection has a thread; all are
+    bounded by socket timeouts."""
+
+    FRAME_MAX = (1 << 20) + (64 << 10)
+    MESSAGE = "frame above max_frame_bytes"
+
+    def __init__(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "cluster"))
+        import brimwire
+        self.w = brimwire
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.addr = "127.0.0.1:%d" % self.port
+        self.target = "brim"
+        self.stop_ev = threading.Event()
+        self.refused = 0
+        self.th = threading.Thread(target=self._accept)
+        self.th.start()
+
+    def _accept(self):
+        while not self.stop_ev.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            threading.Thread(target=self._serve, args=(conn,),
+                             daemon=True).start()
+
+    def _exact(self, conn, n):
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                raise OSError("closed")
+            data += chunk
+        return data
+
+    def _serve(self, conn):
+        w = self.w
+        conn.settimeout(10)
+        try:
+            while True:
+                n = struct.unpack(">I", self._exact(conn, 4))[0]
+                if n > self.FRAME_MAX:
+                    self.refused += 1
+                    conn.sendall(w.frame(w.pack([w.ST["TOOBIG"], 0,
+                                                 self.MESSAGE])))
+                    return
+                req = w.unpack(self._exact(conn, n))
+                if req[0] != w.OP["HELLO"]:
+                    conn.sendall(w.frame(w.pack([w.ST["BADREQ"], req[1],
+                                                 "fake: HELLO only"])))
+                    continue
+                vmax = 4 << 20
+                conn.sendall(w.frame(w.pack(
+                    [0, req[1], 1, 1, 2, 1, 0, "fake", 250, vmax,
+                     vmax + (64 << 10), 1024])))
+        except (OSError, ValueError):
+            pass
+        finally:
+            conn.close()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.th.join(10)
+        self.sock.close()
+
+
+def scenario_refused(args, server):
+    p = run_bench(args, server, ["--value-size", "2000000", "--ops", "10",
+                                 "--keys", "10", "--connections", "2",
+                                 "--no-preload", "--get-ratio", "0",
+                                 "--json"], timeout=60)
+    expect_not_ok(p)
+    if server.refused == 0:
+        fail("the fake node refused no frame: the test did not test")
+    if "malformed reply" in p.stderr:
+        fail("the node's error reply was taken for a malformed reply")
+    if "TOOBIG" not in p.stderr or FakeNode.MESSAGE not in p.stderr:
+        fail("the node's status and message were not reported")
+    if last_json(p)["errors"] == 0:
+        fail("no errors counted")
+
+
+def valgrind_leaks(cmd):
+    """Run CMD under valgrind; the text of its definite leaks, or None
+    without valgrind or for an ASan binary (LeakSanitizer checks those at
+    exit, and changes the exit status)."""
+    vg = shutil.which("valgrind")
+    if vg is None:
+        return None
+    with open(cmd[0], "rb") as f:
+        if b"__asan_init" in f.read():
+            return None
+    p = subprocess.run([vg, "--leak-check=full", "--error-exitcode=99",
+                        "--errors-for-leak-kinds=definite,indirect"] + cmd,
+                       capture_output=True, text=True, timeout=120)
+    sys.stdout.write("$ valgrind %s\n" % " ".join(cmd))
+    if p.returncode == 99:
+        return p.stderr
+    if "LEAK SUMMARY" in p.stderr and "definitely lost: 0" not in p.stderr:
+        return p.stderr
+    return ""
 
 
 def scenario_usage(args):
@@ -404,6 +570,25 @@ def scenario_usage(args):
                        capture_output=True, text=True, timeout=30)
     if p.returncode != 1 or "refused" not in p.stderr:
         fail("no server: exit %d, stderr %r" % (p.returncode, p.stderr))
+    # Nothing leaks when the connections fail: in the threads' setup
+    # (redis: no HELLO first) and in the HELLO that asks for limits.
+    for target in ("redis", "brim"):
+        p = subprocess.run([args.bench, "--target", target, "--server",
+                            "127.0.0.1:%d" % port, "--ops", "10", "--keys",
+                            "5", "--connections", "2"],
+                           capture_output=True, text=True, timeout=30)
+        if (p.returncode != 1 or "refused" not in p.stderr
+                or "LeakSanitizer" in p.stderr):
+            fail("%s, no server: exit %d, stderr %r" % (target, p.returncode,
+                                                        p.stderr))
+        leaks = valgrind_leaks([args.bench, "--target", target, "--server",
+                                "127.0.0.1:%d" % port, "--ops", "10",
+                                "--keys", "5", "--connections", "2",
+                                "--threads", "2"])
+        if leaks is None:
+            print("no valgrind, or an ASan build: valgrind check skipped")
+        elif leaks:
+            fail("%s, no server: leaks:\n%s" % (target, leaks[-3000:]))
 
 
 def main():
@@ -418,7 +603,13 @@ def main():
         scenario_usage(args)
         print("PASS")
         return
-    server = Server(args.target, args, small=args.scenario == "evictions")
+    if args.scenario == "refused":
+        server = FakeNode()
+    else:
+        if args.scenario == "limits":
+            args.node_args = ["--max-key-bytes", "16"]
+        server = Server(args.target, args,
+                        small=args.scenario == "evictions")
     try:
         globals()["scenario_" + args.scenario](args, server)
     finally:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/cluster/client_brimctl.sh - brimctl against a real brim-node on a
 # free loopback port: outputs, binary-safe stdin/stdout, TTL, stats (plain
-# and --json), flush, the value limit, and the exit statuses (0 done,
-# 1 the server said no, 2 could not talk to the server, 64 usage).
+# and --json), flush, the value and key limits, and the exit statuses (0
+# done, 1 the server said no, 2 could not talk to the server, 64 usage,
+# which includes a key of 0 bytes or over the node's limit).
 #
 #   client_brimctl.sh --node BRIM_NODE --ctl BRIMCTL CASE
 #
@@ -54,11 +55,12 @@ free_port() {
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# start_node [NODE_ARGS...]: a brim-node on a free port; $server is it.
 start_node() {
     local port tries
     for tries in 1 2 3; do
         port=$(free_port)
-        "$node_bin" --standalone --listen "127.0.0.1:$port" \
+        "$node_bin" --standalone --listen "127.0.0.1:$port" "$@" \
             >"$tmp/node.log" 2>&1 &
         node_pid=$!
         for _ in $(seq 100); do
@@ -79,6 +81,17 @@ socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" \
         node_pid=""
     done
     echo "brim-node did not start"; cat "$tmp/node.log"; exit 1
+}
+
+stop_node() {
+    kill "$node_pid" 2>/dev/null || true
+    for _ in $(seq 30); do
+        kill -0 "$node_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -9 "$node_pid" 2>/dev/null || true
+    wait "$node_pid" 2>/dev/null || true
+    node_pid=""
 }
 
 # ctl ARGS...: run brimctl against the node; status in $rc, output in
@@ -187,6 +200,9 @@ assert node["addr"] == sys.argv[2], node["addr"]
 assert node["stats"]["keys"] == 2, node["stats"]["keys"]
 assert isinstance(node["stats"]["memory_limit"], int)
 EOF
+    # A section the node does not have: the node says INVAL, bad usage.
+    ctl stats bogus; expect_rc 64 "stats bogus"
+    expect_err "unknown section" "stats bogus"
 }
 
 case_flush() {
@@ -214,8 +230,28 @@ case_limits() {
     expect_rc 1 "set 1 MiB + 1"; expect_err "larger than" "set too big"
     ctl set k "$(head -c 300 /dev/zero | tr '\0' x)"
     expect_rc 0 "300-byte value"
-    ctl get "$(head -c 251 /dev/zero | tr '\0' k)"
-    expect_rc 1 "251-byte key"; expect_err "invalid" "251-byte key"
+    # A key libbrim refuses is bad usage (64), not the server's no (1),
+    # and the message names the length and the limit.
+    ctl get "$(head -c 250 /dev/zero | tr '\0' k)"
+    expect_rc 1 "250-byte key (absent)"
+    local op
+    for op in get del set; do
+        if [ "$op" = set ]; then
+            ctl set "$(head -c 251 /dev/zero | tr '\0' k)" v
+        else
+            ctl "$op" "$(head -c 251 /dev/zero | tr '\0' k)"
+        fi
+        expect_rc 64 "$op 251-byte key"
+        expect_err "key is 251 bytes, allowed 1 .. 250" "$op 251-byte key"
+    done
+    ctl set "" v; expect_rc 64 "set empty key"
+    expect_err "key is 0 bytes, allowed 1 .. 250" "set empty key"
+    # The limit is the node's: one started with --max-key-bytes 16.
+    stop_node
+    start_node --max-key-bytes 16
+    ctl set "$(head -c 16 /dev/zero | tr '\0' k)" v; expect_rc 0 "16-byte key"
+    ctl get "$(head -c 17 /dev/zero | tr '\0' k)"; expect_rc 64 "17-byte key"
+    expect_err "key is 17 bytes, allowed 1 .. 16" "17-byte key"
 }
 
 case_unreachable() {
@@ -262,7 +298,18 @@ case_usage() {
     ctl get a --ttl 5; expect_rc 64 "--ttl on get"
     ctl set a b --ttl x; expect_rc 64 "--ttl x"
     ctl set a b --bogus; expect_rc 64 "unknown option"
+    # The range named is the one accepted: 0 is refused too.
     ctl --timeout-ms 0 ping; expect_rc 64 "--timeout-ms 0"
+    expect_err '"0" is not a number 1 .. 4294967295' "--timeout-ms 0"
+    ctl --timeout-ms -5 ping; expect_rc 64 "--timeout-ms -5"
+    expect_err '"-5" is not a number 1 .. 4294967295' "--timeout-ms -5"
+    ctl set a b --ttl -1; expect_rc 64 "--ttl -1"
+    expect_err '"-1" is not a number 0 .. 4294967295' "--ttl -1"
+    # The empty key is refused before any connection (none is possible).
+    for op in get del; do
+        ctl "$op" ""; expect_rc 64 "$op empty key"
+        expect_err 'key is 0 bytes, allowed 1 .. 250' "$op empty key"
+    done
     rc=0
     timeout 20 "$ctl_bin" --server nonsense ping >"$tmp/out" 2>"$tmp/err" \
         || rc=$?

@@ -1,10 +1,11 @@
 /*
  * tests/cluster/client_faults.c - libbrim against a scripted fake node, for
  * what a healthy brim-node never does: malformed and oversized replies,
- * wrong request ids, unsolicited frames, RETRY and MOVED, silence, and a
- * connection lost after a request was sent (idempotent ops are sent again;
- * the others report "outcome unknown"). Every case checks that the call
- * returns within its timeout and that the next call works.
+ * wrong request ids, unsolicited frames, RETRY and MOVED, silence (to a
+ * request, or to a reconnect's HELLO), and a connection lost after a
+ * request was sent (idempotent ops are sent again; the others report
+ * "outcome unknown"). Every case checks that the call returns within its
+ * timeout and that the next call works.
  */
 #include "tests/support/check_main.h"
 
@@ -342,6 +343,66 @@ START_TEST(client_silent_node)
 }
 END_TEST
 
+/* Connection 0 answers HELLO, then closes on the first data op; from
+ * then on HELLO gets no answer (a node stopped with SIGSTOP: the kernel
+ * still accepts connections). Runs on the fake's thread, which alone
+ * reads ANSWER_HELLO. */
+static int
+script_hello_off(struct client_fake *f, int conn, const struct brim_req *req,
+                 struct brim_buf *out)
+{
+    (void) conn;
+    (void) req;
+    (void) out;
+    f->answer_hello = 0;
+    return CLIENT_FAKE_CLOSE;
+}
+
+/*
+ * A reconnect whose HELLO gets no reply gives up at the sooner of the
+ * connect timeout and the call's deadline, and the message names the
+ * timeout that ran out, with its value.
+ */
+START_TEST(client_hello_timeout)
+{
+    struct brim_client *c;
+    struct client_fake  f;
+    struct brim_opts    opts;
+    char                err[BRIM_ERRBUF_LEN];
+    int64_t             t0, dt;
+
+    /* request_timeout_ms 700 < connect_timeout_ms 1000 (the default). */
+    client_fake_start(&f, script_hello_off, NULL);
+    c = connect_to(f.addr, 700);
+    t0 = client_now_ms();
+    ck_rc(brim_ping(c), BRIM_ETIMEDOUT);
+    dt = client_now_ms() - t0;
+    ck_assert_msg(dt >= 600 && dt < 1000, "took %" PRId64 " ms", dt);
+    ck_assert_int_eq(f.conns, 2);
+    ck_assert_msg(strstr(brim_errmsg(c), "no HELLO reply") != NULL
+                      && strstr(brim_errmsg(c), "(request timeout 700 ms)")
+                             != NULL,
+                  "errmsg: %s", brim_errmsg(c));
+    brim_close(c);
+    client_fake_stop(&f);
+
+    /* connect_timeout_ms 300 < request_timeout_ms 5000. */
+    client_fake_start(&f, script_hello_off, NULL);
+    memset(&opts, 0, sizeof(opts));
+    opts.server_addr = f.addr;
+    opts.connect_timeout_ms = 300;
+    ck_assert_int_eq(brim_connect(&opts, &c, err), 0);
+    t0 = client_now_ms();
+    ck_rc(brim_ping(c), BRIM_ETIMEDOUT);
+    dt = client_now_ms() - t0;
+    ck_assert_msg(dt >= 250 && dt < 2000, "took %" PRId64 " ms", dt);
+    ck_assert_msg(strstr(brim_errmsg(c), "(connect timeout 300 ms)") != NULL,
+                  "errmsg: %s", brim_errmsg(c));
+    brim_close(c);
+    client_fake_stop(&f);
+}
+END_TEST
+
 /* On connection 0, an error with request id 0 for the whole connection
  * (status *ARG), then a close; later connections answer OK. */
 static int
@@ -491,6 +552,7 @@ brim_test_suite(void)
     FAULT_CASE("retry", client_retry);
     FAULT_CASE("moved", client_moved);
     FAULT_CASE("silent_node", client_silent_node);
+    FAULT_CASE("hello_timeout", client_hello_timeout);
     FAULT_CASE("connection_error", client_connection_error);
     FAULT_CASE("busy", client_busy);
     FAULT_CASE("mget_again", client_mget_again);

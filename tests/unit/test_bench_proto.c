@@ -2,7 +2,8 @@
  * tests/unit/test_bench_proto.c - brim-bench's protocol adapters
  * (client/bench/proto_*.c): the exact bytes of requests, replies parsed
  * whole and cut at every byte (a prefix is never taken for a reply), error
- * replies, streams out of step, and the evictions counters.
+ * replies (brim's with request id 0 too), streams out of step, the
+ * evictions counters, and the node's limits from HELLO.
  */
 #include "tests/support/check_main.h"
 
@@ -290,6 +291,78 @@ START_TEST(proto_brim_replies)
 }
 END_TEST
 
+/*
+ * An error reply with request id 0 ("unknown": brim-node's answer to a
+ * frame above its max_frame_bytes, before it closes) answers the oldest
+ * request, with the node's status and message; an OK reply with id 0
+ * stays out of step.
+ */
+START_TEST(proto_brim_unknown_id)
+{
+    const struct brim_bench_proto *p = &brim_bench_proto_brim;
+    static const char              msg[] = "frame above max_frame_bytes";
+    struct brim_bench_req          set;
+    struct brim_bench_rep          rep;
+    struct brim_rep                r;
+    void                          *ctx;
+
+    ck_assert_int_eq(p->open(&ctx), 0);
+    set = req_of(BRIM_BENCH_SET, 0, 5);
+    ck_assert_int_eq(
+        brim_wire_encode_status(&out, 0, BRIM_ETOOBIG, msg, sizeof(msg) - 1),
+        0);
+    rep = parse_whole(p, ctx, out.data, out.len, &set);
+    ck_assert_int_eq(rep.status, BRIM_ETOOBIG);
+    ck_assert_uint_eq(rep.message_len, sizeof(msg) - 1);
+    ck_assert_mem_eq(rep.message, msg, sizeof(msg) - 1);
+    brim_buf_truncate(&out, 0);
+    memset(&r, 0, sizeof(r));
+    r.request_id = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_SET, &r), 0);
+    ck_assert_int_eq(p->parse(ctx, out.data, out.len, &set, &rep),
+                     BRIM_EBADREPLY);
+    p->close(ctx);
+}
+END_TEST
+
+/* HELLO's OK reply hands the node's key and value limits to the caller
+ * (brim-bench refuses options above them); other replies carry none. */
+START_TEST(proto_brim_hello_limits)
+{
+    const struct brim_bench_proto *p = &brim_bench_proto_brim;
+    struct brim_bench_req          hello, get;
+    struct brim_bench_rep          rep;
+    struct brim_rep                r;
+    void                          *ctx;
+
+    ck_assert_int_eq(p->open(&ctx), 0);
+    hello = req_of(BRIM_BENCH_HELLO, 0, 1);
+    memset(&r, 0, sizeof(r));
+    r.request_id = 1;
+    r.hello.version = BRIM_WIRE_VERSION;
+    r.hello.role = BRIM_ROLE_NODE;
+    r.hello.name = "n1";
+    r.hello.name_len = 2;
+    brim_wire_limits_default(&r.limits);
+    r.limits.max_key_bytes = 16;
+    r.limits.max_value_bytes = 4096;
+    r.limits.max_frame_bytes = 4096 + 16 + 1024;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_HELLO, &r), 0);
+    rep = parse_whole(p, ctx, out.data, out.len, &hello);
+    ck_assert_int_eq(rep.status, 0);
+    ck_assert_uint_eq(rep.max_key_bytes, 16);
+    ck_assert_uint_eq(rep.max_value_bytes, 4096);
+    brim_buf_truncate(&out, 0);
+    get = req_of(BRIM_BENCH_GET, 0, 2);
+    ck_assert_int_eq(brim_wire_encode_status(&out, 2, BRIM_ENOTFOUND, "", 0),
+                     0);
+    rep = parse_whole(p, ctx, out.data, out.len, &get);
+    ck_assert_uint_eq(rep.max_key_bytes, 0);
+    ck_assert_uint_eq(rep.max_value_bytes, 0);
+    p->close(ctx);
+}
+END_TEST
+
 /* One TCase per behaviour; tests/bench.cmake reads these names. */
 static void
 add_case(Suite *s, const char *name, const TTest *test)
@@ -316,5 +389,7 @@ brim_test_suite(void)
     add_case(s, "redis_replies", proto_redis_replies);
     add_case(s, "brim_request_round_trip", proto_brim_request_round_trip);
     add_case(s, "brim_replies", proto_brim_replies);
+    add_case(s, "brim_unknown_id", proto_brim_unknown_id);
+    add_case(s, "brim_hello_limits", proto_brim_hello_limits);
     return s;
 }
