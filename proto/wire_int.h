@@ -1,5 +1,5 @@
 /*
- * proto/wire_int.h - helpers shared by proto/wire_*.c only: typed reads of
+ * proto/wire_int.h - helpers shared by proto/wire_*.c and proto/topo.c only: typed reads of
  * unpacked msgpack objects and a msgpack packer that writes into a struct
  * brim_buf. Not installed and not for other modules.
  */

@@ -36,3 +36,8 @@ if(BRIM_FUZZ)
   target_link_options(fuzz_wire PRIVATE -fsanitize=fuzzer)
   target_link_libraries(fuzz_wire PRIVATE brim_proto)
 endif()
+
+brim_unit_test(topo LIBS brim_proto CASES
+  round_trip encode_appends refuses_format refuses_settings refuses_names
+  refuses_owners refuses_state refuses_weight ring_equals_direct
+  copy_independent find)
