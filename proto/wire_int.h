@@ -1,7 +1,7 @@
 /*
- * proto/wire_int.h - helpers shared by proto/wire_*.c and proto/topo.c only: typed reads of
- * unpacked msgpack objects and a msgpack packer that writes into a struct
- * brim_buf. Not installed and not for other modules.
+ * proto/wire_int.h - helpers shared by proto/wire_*.c and proto/topo.c
+ * only: typed reads of unpacked msgpack objects and a msgpack packer that
+ * writes into a struct brim_buf. Not installed and not for other modules.
  */
 #ifndef BRIM_PROTO_WIRE_INT_H
 #define BRIM_PROTO_WIRE_INT_H
