@@ -38,6 +38,9 @@
  *   ENTRIES  one entry per key, in request order     (MGET)
  *   STATS    a map of name to value                  (STATS)
  *   HELLO    the peer's hello, epoch and limits      (HELLO)
+ *   TOPO     a topology, proto/topo.h               (JOIN, MAP_FETCH, ...)
+ *   EPOCH    epoch u64, lease_ms u32                 (HEARTBEAT, LEAVE)
+ *   OBJECT   one msgpack object (array or map)       (MEMBERS, PLAN, ...)
  */
 enum brim_rep_shape {
     BRIM_REP_EMPTY = 0,
@@ -46,7 +49,10 @@ enum brim_rep_shape {
     BRIM_REP_NUMBER,
     BRIM_REP_ENTRIES,
     BRIM_REP_STATS,
-    BRIM_REP_HELLO
+    BRIM_REP_HELLO,
+    BRIM_REP_TOPO,
+    BRIM_REP_EPOCH,
+    BRIM_REP_OBJECT
 };
 
 /*
@@ -63,6 +69,11 @@ enum brim_rep_shape {
  *   P protocol version u32      C cluster id u64
  *   R role u32 (enum brim_role) I incarnation u64
  *   n node name bytes 0..BRIM_NAME_MAX
+ *   N member name bytes 0..BRIM_NAME_MAX (the receiver checks it further)
+ *   a address text 0..BRIM_ADDR_MAX      W weight_ppm u32
+ *   E epoch argument u64                 F small u32 (force, kind)
+ *   T a topology, one msgpack array, borrowed (brim_topo_decode() it)
+ *   M a msgpack map, borrowed (HEARTBEAT's stats)
  * KEY_ARG is the argument index of the routing key, -1 when there is none.
  * Codes are stable: never renumber or reuse one.
  */
@@ -89,29 +100,33 @@ enum brim_rep_shape {
     XX(INCR, 21, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
     XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
     XX(FLUSH, 23, 0, 1, "w", -1, BRIM_REP_EMPTY,                             \
-       BRIM_OPF_WRITE | BRIM_OPF_ADMIN)
+       BRIM_OPF_WRITE | BRIM_OPF_ADMIN)                                   \
+    XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, 0)                         \
+    XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH, BRIM_OPF_ADMIN)            \
+    XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH, BRIM_OPF_IDEMPOTENT)  \
+    XX(EPOCH_PROPOSE, 35, 1, 1, "T", -1, BRIM_REP_EMPTY, BRIM_OPF_ADMIN)     \
+    XX(EPOCH_COMMIT, 37, 1, 1, "E", -1, BRIM_REP_EMPTY,                      \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
+    XX(EPOCH_ABORT, 38, 1, 1, "E", -1, BRIM_REP_EMPTY,                       \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
+    XX(MAP_FETCH, 39, 0, 0, "", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)      \
+    XX(SUBSCRIBE, 40, 1, 1, "E", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)     \
+    XX(MEMBERS, 42, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)      \
+    XX(PLAN, 43, 2, 3, "FNW", -1, BRIM_REP_OBJECT,                           \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
+    XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)
 
 /*
  * XX(NAME, code): opcodes reserved for membership (issue 4) and migration
- * (issue 6). Their arguments are defined by those issues; until then a
+ * (issue 6) not defined yet (PROTOCOL.md section 10 defines the membership
+ * ops above). Their arguments are defined by those issues; until then a
  * decoder answers them UNKNOWNOP, like any code it does not know.
  */
 #define BRIM_OP_RESERVED_MAP(XX)                                             \
-    XX(JOIN, 32)                                                             \
-    XX(LEAVE, 33)                                                            \
-    XX(HEARTBEAT, 34)                                                        \
-    XX(EPOCH_PROPOSE, 35)                                                    \
     XX(EPOCH_ACK, 36)                                                        \
-    XX(EPOCH_COMMIT, 37)                                                     \
-    XX(EPOCH_ABORT, 38)                                                      \
-    XX(MAP_FETCH, 39)                                                        \
-    XX(SUBSCRIBE, 40)                                                        \
     XX(MAP_PUSH, 41)                                                         \
-    XX(MEMBERS, 42)                                                          \
-    XX(PLAN, 43)                                                             \
     XX(LEASE_CONFIRM, 44)                                                    \
     XX(AUTH, 45)                                                             \
-    XX(CLUSTER_STATS, 46)                                                    \
     XX(STREAM_BEGIN, 64)                                                     \
     XX(STREAM_BATCH, 65)                                                     \
     XX(STREAM_END, 66)                                                       \

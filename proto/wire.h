@@ -27,6 +27,8 @@
 #include "proto/buf.h"
 #include "proto/ops.h"
 
+struct brim_topo;                   /* proto/topo.h */
+
 /* The protocol version this code speaks, sent in HELLO. */
 #define BRIM_WIRE_VERSION 1
 
@@ -40,6 +42,10 @@
 #define BRIM_WIRE_VALUE_MAX (1u << 20)         /* bytes: 1 MiB */
 #define BRIM_WIRE_FRAME_SLACK (64u << 10)      /* frame max = value + this */
 #define BRIM_WIRE_MGET_MAX 1024                /* keys in one MGET */
+
+/* msgpack objects of a topology of N members (proto/topo.h): its array,
+ * 8 fields, the member array and 6 objects per member. */
+#define BRIM_WIRE_TOPO_OBJECTS(n) (10u + 6u * (size_t) (n))
 
 /* Hard bounds a configuration must respect (brim_wire_limits_check()). */
 #define BRIM_WIRE_KEY_LIMIT 65535u             /* longest configurable key */
@@ -59,6 +65,12 @@ struct brim_wire_limits {
     uint32_t max_value_bytes;       /* 1 .. BRIM_WIRE_VALUE_LIMIT */
     uint32_t max_frame_bytes;       /* body bytes, header excluded */
     uint32_t max_mget_keys;         /* 1 .. BRIM_WIRE_MGET_LIMIT */
+    uint32_t max_members;           /* 0 .. 4096 (BRIM_NODES_MAX): members of a
+                                       topology a request may carry
+                                       (EPOCH_PROPOSE); 0 by default. Not
+                                       sent in HELLO. Raise it, and
+                                       max_frame_bytes (PROTOCOL.md 10.1),
+                                       on connections from the coordinator */
 };
 
 /* A byte string borrowed from its owner: PTR[0 .. LEN). */
@@ -103,7 +115,21 @@ struct brim_req {
     uint32_t              nkeys;       /* K: 1 .. max_mget_keys */
     const char           *section;     /* s: STATS section, may be empty */
     size_t                section_len; /* 0 .. BRIM_WIRE_SECTION_MAX */
-    struct brim_hello     hello;       /* P C R I n: HELLO's arguments */
+    struct brim_hello     hello;       /* P C R I n: HELLO's arguments;
+                                          I is also JOIN's and HEARTBEAT's
+                                          incarnation */
+    const char           *name;        /* N: member name */
+    size_t                name_len;    /* 0 .. BRIM_NAME_MAX */
+    const char           *addr;        /* a: member address "host:port" */
+    size_t                addr_len;    /* 0 .. BRIM_ADDR_MAX */
+    uint32_t              weight_ppm;  /* W: weight in millionths */
+    uint32_t              arg_u32;     /* F: LEAVE's force, PLAN's kind */
+    uint64_t              arg_epoch;   /* E: COMMIT/ABORT epoch, SUBSCRIBE's
+                                          known epoch */
+    const msgpack_object *obj;         /* T or M: decoded object (an array
+                                          for T, a map for M); encoded when
+                                          TOPO is NULL */
+    const struct brim_topo *topo;      /* T: encode only, borrowed */
 };
 
 /*
@@ -129,6 +155,11 @@ struct brim_rep {
     const msgpack_object   *entries;     /* ENTRIES (decoded only) */
     uint32_t                nentries;    /* ENTRIES: count */
     const msgpack_object   *stats;       /* STATS: the map (decoded only) */
+    uint32_t                lease_ms;    /* EPOCH: HEARTBEAT's lease */
+    const msgpack_object   *obj;         /* TOPO (an array: give it to
+                                            brim_topo_decode()), OBJECT; on
+                                            encode used when TOPO is NULL */
+    const struct brim_topo *topo;        /* TOPO: encode only, borrowed */
 };
 
 /* ---- limits ---- */
@@ -147,10 +178,15 @@ int brim_wire_limits_check(const struct brim_wire_limits *lim,
 
 /*
  * The most msgpack objects a request within LIM may hold: its array, the
- * op, id and epoch, its arguments and an MGET key list. The bound that
+ * op, id and epoch, its arguments and an MGET key list or a topology of
+ * max_members members (BRIM_WIRE_TOPO_OBJECTS()). The bound that
  * brim_wire_parse_req() passes to brim_wire_check_objects().
  */
 size_t brim_wire_req_max_objects(const struct brim_wire_limits *lim);
+
+/* Point PK's output at the end of OUT (to build an OBJECT reply after
+ * brim_wire_mget_begin() or brim_wire_stats_begin()). */
+void brim_wire_packer_init(msgpack_packer *pk, struct brim_buf *out);
 
 /* ---- the allocation-free check ---- */
 

@@ -11,6 +11,8 @@
 #include <inttypes.h>
 
 #include "common/defs.h"
+#include "proto/topo.h"
+#include "proto/wire_int.h"
 
 /* The state of one walk. */
 struct check {
@@ -251,12 +253,19 @@ brim_wire_unpack(const char *body, size_t len, size_t max_objects,
 }
 
 void
+brim_wire_packer_init(msgpack_packer *pk, struct brim_buf *out)
+{
+    wire_packer_init(pk, out);
+}
+
+void
 brim_wire_limits_default(struct brim_wire_limits *lim)
 {
     lim->max_key_bytes = BRIM_WIRE_KEY_MAX;
     lim->max_value_bytes = BRIM_WIRE_VALUE_MAX;
     lim->max_frame_bytes = BRIM_WIRE_VALUE_MAX + BRIM_WIRE_FRAME_SLACK;
     lim->max_mget_keys = BRIM_WIRE_MGET_MAX;
+    lim->max_members = 0;
 }
 
 int
@@ -285,6 +294,11 @@ brim_wire_limits_check(const struct brim_wire_limits *lim,
                     BRIM_WIRE_MGET_LIMIT);
         return BRIM_EINVAL;
     }
+    if (lim->max_members > BRIM_NODES_MAX) {
+        brim_errfmt(errbuf, "wire: max members is %" PRIu32 ", "
+                    "allowed 0 .. %d", lim->max_members, BRIM_NODES_MAX);
+        return BRIM_EINVAL;
+    }
     /* A SET of the longest key and the largest value must fit a frame. */
     need = (uint64_t) lim->max_value_bytes + lim->max_key_bytes + 1024;
     if (lim->max_frame_bytes < need) {
@@ -299,6 +313,15 @@ brim_wire_limits_check(const struct brim_wire_limits *lim,
 size_t
 brim_wire_req_max_objects(const struct brim_wire_limits *lim)
 {
-    /* array, op, id, epoch, at most 8 arguments, an MGET's key array */
-    return 16 + (size_t) lim->max_mget_keys;
+    size_t extra;
+
+    /* array, op, id, epoch, at most 8 arguments, and an MGET's key array
+     * or a topology (EPOCH_PROPOSE) */
+    extra = lim->max_mget_keys;
+    if (lim->max_members > 0
+        && BRIM_WIRE_TOPO_OBJECTS(lim->max_members) > extra)
+    {
+        extra = BRIM_WIRE_TOPO_OBJECTS(lim->max_members);
+    }
+    return 16 + extra;
 }

@@ -13,6 +13,7 @@
 #include "common/defs.h"
 #include "common/ring.h"            /* BRIM_NAME_MAX */
 #include "proto/frame.h"
+#include "proto/topo.h"
 #include "proto/wire_int.h"
 
 /* Longest MOVED owner address, "host:port", in bytes. */
@@ -239,6 +240,27 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
             return 0;
         }
         break;
+    case BRIM_REP_TOPO:
+        if (n >= 3 && a[2].type == MSGPACK_OBJECT_ARRAY) {
+            rep->obj = &a[2];
+            return 0;
+        }
+        break;
+    case BRIM_REP_EPOCH:
+        if (n >= 3 && wire_get_u64(&a[2], &rep->epoch)
+            && (n < 4 || wire_get_u32(&a[3], &rep->lease_ms)))
+        {
+            return 0;
+        }
+        break;
+    case BRIM_REP_OBJECT:
+        if (n >= 3 && (a[2].type == MSGPACK_OBJECT_ARRAY
+                       || a[2].type == MSGPACK_OBJECT_MAP))
+        {
+            rep->obj = &a[2];
+            return 0;
+        }
+        break;
     default:
         return rep_hello(rep, a, n, errbuf);
     }
@@ -401,7 +423,8 @@ rep_ok_len(int shape)
     static const uint8_t len[] = {
         [BRIM_REP_EMPTY] = 2, [BRIM_REP_VALUE] = 5, [BRIM_REP_CAS] = 3,
         [BRIM_REP_NUMBER] = 4, [BRIM_REP_ENTRIES] = 3, [BRIM_REP_STATS] = 3,
-        [BRIM_REP_HELLO] = 12,
+        [BRIM_REP_HELLO] = 12, [BRIM_REP_TOPO] = 3, [BRIM_REP_EPOCH] = 4,
+        [BRIM_REP_OBJECT] = 3,
     };
 
     return len[shape];
@@ -432,6 +455,16 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
         return err | rep_pack_entries(pk, rep);
     case BRIM_REP_STATS:
         return err | msgpack_pack_object(pk, *rep->stats);
+    case BRIM_REP_TOPO:
+        if (rep->topo != NULL) {
+            return err | (brim_topo_encode(pk->data, rep->topo) == 0 ? 0 : -1);
+        }
+        return err | msgpack_pack_object(pk, *rep->obj);
+    case BRIM_REP_EPOCH:
+        err |= msgpack_pack_uint64(pk, rep->epoch);
+        return err | msgpack_pack_uint32(pk, rep->lease_ms);
+    case BRIM_REP_OBJECT:
+        return err | msgpack_pack_object(pk, *rep->obj);
     default:
         return err | rep_pack_hello(pk, rep);
     }
@@ -451,11 +484,19 @@ brim_wire_encode_rep(struct brim_buf *out, uint32_t op,
         || (rep->status == 0 && info->reply == BRIM_REP_STATS
             && rep->stats == NULL)
         || (rep->status == 0 && info->reply == BRIM_REP_ENTRIES
-            && rep->entries == NULL && rep->nentries > 0))
+            && rep->entries == NULL && rep->nentries > 0)
+        || (rep->status == 0 && info->reply == BRIM_REP_TOPO
+            && rep->topo == NULL && rep->obj == NULL)
+        || (rep->status == 0 && info->reply == BRIM_REP_OBJECT
+            && rep->obj == NULL))
     {
         return BRIM_EINVAL;
     }
-    if (brim_buf_reserve(out, 64 + rep->value_len + rep->message_len) != 0
+    if (brim_buf_reserve(out, 64 + rep->value_len + rep->message_len
+                                  + (rep->topo != NULL
+                                         ? 2 * (size_t) rep->topo->map.npartitions
+                                               + 128 * (size_t) rep->topo->nmembers
+                                         : 0)) != 0
         || brim_frame_begin(out, &mark) != 0)
     {
         return BRIM_ENOMEM;

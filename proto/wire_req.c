@@ -12,6 +12,7 @@
 #include "common/defs.h"
 #include "common/ring.h"            /* BRIM_NAME_MAX */
 #include "proto/frame.h"
+#include "proto/topo.h"
 #include "proto/wire_int.h"
 
 /* The name of an argument type letter, for messages. */
@@ -45,6 +46,18 @@ req_arg_name(char t)
         return "role";
     case 'I':
         return "incarnation";
+    case 'a':
+        return "addr";
+    case 'W':
+        return "weight_ppm";
+    case 'E':
+        return "epoch";
+    case 'F':
+        return "force or kind";
+    case 'T':
+        return "topology";
+    case 'M':
+        return "stats";
     default:
         return "name";
     }
@@ -155,6 +168,15 @@ req_int(struct brim_req *req, char t, const msgpack_object *o)
     case 'C':
         ok = wire_get_u64(o, &req->hello.cluster_id);
         break;
+    case 'W':
+        ok = wire_get_u32(o, &req->weight_ppm);
+        break;
+    case 'F':
+        ok = wire_get_u32(o, &req->arg_u32);
+        break;
+    case 'E':
+        ok = wire_get_u64(o, &req->arg_epoch);
+        break;
     default:                        /* 'I' */
         ok = wire_get_u64(o, &req->hello.incarnation);
         break;
@@ -189,12 +211,28 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
     case 'n':
         return req_short_bytes(o, BRIM_NAME_MAX, &req->hello.name,
                                &req->hello.name_len, t, op, errbuf);
+    case 'N':
+        return req_short_bytes(o, BRIM_NAME_MAX, &req->name, &req->name_len,
+                               t, op, errbuf);
+    case 'a':
+        return req_short_bytes(o, BRIM_ADDR_MAX, &req->addr, &req->addr_len,
+                               t, op, errbuf);
+    case 'T':
+    case 'M':
+        if (o->type != (t == 'T' ? MSGPACK_OBJECT_ARRAY : MSGPACK_OBJECT_MAP)) {
+            brim_errfmt(errbuf, "wire: %s: %s must be %s", op,
+                        req_arg_name(t), t == 'T' ? "an array" : "a map");
+            return BRIM_EBADREQ;
+        }
+        req->obj = o;
+        return 0;
     default:
         break;
     }
     if (req_int(req, t, o) != 0) {
         brim_errfmt(errbuf, "wire: %s: %s must be an unsigned %d-bit integer",
-                    op, req_arg_name(t), strchr("tfwPR", t) != NULL ? 32 : 64);
+                    op, req_arg_name(t),
+                    strchr("tfwPRWF", t) != NULL ? 32 : 64);
         return BRIM_EBADREQ;
     }
     if (t == 'R'
@@ -318,6 +356,10 @@ req_arg_present(const struct brim_req *req, char t)
         return req->hello.name_len > 0;
     case 'w':
         return req->delay_s > 0;
+    case 'W':
+        return req->weight_ppm > 0;
+    case 'M':
+        return req->obj != NULL;
     default:
         return 1;                   /* only the above are ever optional */
     }
@@ -375,6 +417,23 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return msgpack_pack_uint64(pk, req->delta);
     case 'C':
         return msgpack_pack_uint64(pk, req->hello.cluster_id);
+    case 'N':
+        return wire_pack_text(pk, req->name, req->name_len);
+    case 'a':
+        return wire_pack_text(pk, req->addr, req->addr_len);
+    case 'W':
+        return msgpack_pack_uint32(pk, req->weight_ppm);
+    case 'F':
+        return msgpack_pack_uint32(pk, req->arg_u32);
+    case 'E':
+        return msgpack_pack_uint64(pk, req->arg_epoch);
+    case 'T':
+        if (req->topo != NULL) {
+            return brim_topo_encode(pk->data, req->topo) == 0 ? 0 : -1;
+        }
+        return msgpack_pack_object(pk, *req->obj);
+    case 'M':
+        return msgpack_pack_object(pk, *req->obj);
     default:                        /* 'I' */
         return msgpack_pack_uint64(pk, req->hello.incarnation);
     }
@@ -385,7 +444,11 @@ static size_t
 req_size_hint(const struct brim_req *req)
 {
     return 64 + req->key_len + req->value_len + req->section_len
-           + req->hello.name_len + (size_t) req->nkeys * 8;
+           + req->hello.name_len + req->name_len + req->addr_len
+           + (size_t) req->nkeys * 8
+           + (req->topo != NULL ? 2 * (size_t) req->topo->map.npartitions
+                                      + 128 * (size_t) req->topo->nmembers
+                                : 0);
 }
 
 int
@@ -398,7 +461,9 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
 
     info = brim_op_info(req->op);
     if (info == NULL
-        || (req->op == BRIM_OP_MGET && (req->keys == NULL || req->nkeys == 0)))
+        || (req->op == BRIM_OP_MGET && (req->keys == NULL || req->nkeys == 0))
+        || (strchr(info->sig, 'T') != NULL && req->topo == NULL
+            && req->obj == NULL))
     {
         return BRIM_EINVAL;
     }

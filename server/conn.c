@@ -433,9 +433,8 @@ server_idle_cb(uv_timer_t *t)
     }
 }
 
-/* Parse "host:port" or "[v6]:port" into SA. Returns 0 or BRIM_EINVAL. */
-static int
-server_parse_addr(const char *addr, struct sockaddr_storage *sa)
+int
+brim_addr_parse(const char *addr, struct sockaddr_storage *sa)
 {
     char        host[64];
     const char *colon, *h = addr, *end;
@@ -490,7 +489,7 @@ brim_server_listen(struct brim_server *srv, uv_loop_t *loop, const char *addr,
     int                     rc;
 
     memset(srv, 0, sizeof(*srv));
-    if (server_parse_addr(addr, &sa) != 0) {
+    if (brim_addr_parse(addr, &sa) != 0) {
         brim_errfmt(errbuf, "listen: bad address \"%s\": want IP:PORT "
                     "(an IPv4 address, [IPv6] in brackets, or localhost; "
                     "host names are not resolved), e.g. 127.0.0.1:11311",

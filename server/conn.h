@@ -138,6 +138,12 @@ void brim_conn_flush(struct brim_conn *c);
  */
 void brim_conn_fail(struct brim_conn *c, int status, const char *message);
 
+/*
+ * Parse ADDR, "host:port" or "[v6]:port" (an IP address or localhost; no
+ * name resolution), into *SA. Returns 0 or BRIM_EINVAL.
+ */
+int brim_addr_parse(const char *addr, struct sockaddr_storage *sa);
+
 /* Translate a libuv error (negative) into a brim code. */
 int brim_err_from_uv(int uv_err);
 

@@ -50,3 +50,23 @@ add_test(NAME node.hostile_under_load
           --node $<TARGET_FILE:brim-node> --bench $<TARGET_FILE:brim-bench>)
 set_tests_properties(node.hostile_under_load PROPERTIES LABELS cluster
   TIMEOUT 120)
+
+# Issue 4: brim-node in cluster mode against a fake coordinator written in
+# Python (tests/cluster/node_cluster.py): one test per case,
+# node.cluster_<case>; the case list comes from the script (--list).
+set(_cl_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/node_cluster.py)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_cl_script})
+execute_process(COMMAND ${Python3_EXECUTABLE} ${_cl_script} --list
+  OUTPUT_VARIABLE _cl_out RESULT_VARIABLE _cl_rc
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _cl_rc EQUAL 0 OR _cl_out STREQUAL "")
+  message(FATAL_ERROR "tests/cluster/node_cluster.py --list failed (${_cl_rc})")
+endif()
+string(REPLACE "\n" ";" _cl_cases "${_cl_out}")
+foreach(_case IN LISTS _cl_cases)
+  add_test(NAME node.cluster_${_case}
+    COMMAND ${Python3_EXECUTABLE} ${_cl_script}
+            --node $<TARGET_FILE:brim-node> ${_case})
+  set_tests_properties(node.cluster_${_case} PROPERTIES LABELS cluster
+    TIMEOUT 120)
+endforeach()

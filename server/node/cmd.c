@@ -7,7 +7,9 @@
  */
 #include "server/node/node.h"
 
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -61,7 +63,8 @@ cmd_hello(struct brim_node *node, struct brim_conn *c,
         return cmd_reply_error(c, req->request_id, BRIM_EBADREQ,
                                "hello: unsupported protocol version");
     }
-    if (req->hello.cluster_id != 0 && req->hello.cluster_id != node->cluster_id)
+    if (req->hello.cluster_id != 0 && node->cluster_id != 0
+        && req->hello.cluster_id != node->cluster_id)
     {
         return cmd_reply_error(c, req->request_id, BRIM_EDENIED,
                                "hello: this node belongs to another cluster");
@@ -73,6 +76,7 @@ cmd_hello(struct brim_node *node, struct brim_conn *c,
     rep.hello.role = BRIM_ROLE_NODE;
     rep.hello.cluster_id = node->cluster_id;
     rep.hello.incarnation = node->incarnation;
+    rep.epoch = node->cl.committed.map.epoch;
     rep.hello.name = node->cfg.name;
     rep.hello.name_len = strlen(node->cfg.name);
     rep.limits = node->cfg.limits;
@@ -88,16 +92,22 @@ cmd_mget(struct brim_node *node, struct brim_conn *c,
     struct brim_buf        *out = brim_conn_out(c);
     const struct brim_item *it;
     const char             *key;
+    struct brim_rep         rrep;
     size_t                  key_len, mark;
     uint32_t                i;
     uint64_t                h;
-    int                     rc;
+    int                     rc, route;
 
     rc = brim_wire_mget_begin(out, req->request_id, req->nkeys, &mark);
     for (i = 0; rc == 0 && i < req->nkeys; i++) {
         brim_wire_req_key(req, i, &key, &key_len);
-        h = brim_hash_key(node->cfg.seed, key, key_len);
-        if (brim_store_get(node->store, h, key, key_len, now, &it) != 0) {
+        h = brim_hash_key(brim_node_seed(node), key, key_len);
+        route = brim_node_route(node, req->epoch, h, &rrep);
+        if (route != 0) {
+            rc = brim_wire_mget_miss(out, route);   /* MOVED or RETRY */
+        } else if (brim_store_get(node->store, h, key, key_len, now, &it)
+                   != 0)
+        {
             rc = brim_wire_mget_miss(out, BRIM_ENOTFOUND);
         } else if (out->len - mark + it->val_len + 64
                    > node->cfg.limits.max_frame_bytes)
@@ -157,7 +167,11 @@ cmd_data(struct brim_node *node, const struct brim_req *req,
     uint64_t                h;
     int                     rc;
 
-    h = brim_hash_key(node->cfg.seed, req->key, req->key_len);
+    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
+    rc = brim_node_route(node, req->epoch, h, rep);
+    if (rc != 0) {
+        return rc;                  /* MOVED or RETRY, details in REP */
+    }
     switch (req->op) {
     case BRIM_OP_GET:
     case BRIM_OP_GAT:
@@ -213,6 +227,52 @@ cmd_error_text(uint32_t op, int status)
     }
 }
 
+/*
+ * EPOCH_PROPOSE, EPOCH_COMMIT, EPOCH_ABORT (PROTOCOL.md 10.2): only from a
+ * connection whose HELLO said role coord, and only in cluster mode.
+ */
+static int
+cmd_epoch(struct brim_node *node, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    struct brim_rep rep;
+    char            errbuf[BRIM_ERRBUF_LEN];
+    int             rc = 0;
+
+    if (conn_role(c) != BRIM_ROLE_COORD || node->cfg.standalone) {
+        return cmd_reply_error(c, req->request_id, BRIM_EDENIED,
+                               node->cfg.standalone
+                               ? "epoch: a standalone node has no epochs"
+                               : "epoch: needs a coordinator connection");
+    }
+    errbuf[0] = '\0';
+    switch (req->op) {
+    case BRIM_OP_EPOCH_PROPOSE:
+        rc = brim_node_propose(node, req->obj, errbuf);
+        if (rc != 0) {
+            brim_log_warn("EPOCH_PROPOSE from %s refused: %s", c->peer,
+                          errbuf);
+        }
+        break;
+    case BRIM_OP_EPOCH_COMMIT:
+        rc = brim_node_commit(node, req->arg_epoch);
+        if (rc != 0) {
+            snprintf(errbuf, sizeof(errbuf), "epoch: %" PRIu64 " is not "
+                     "pending here", req->arg_epoch);
+        }
+        break;
+    default:
+        brim_node_abort(node, req->arg_epoch);
+        break;
+    }
+    if (rc != 0) {
+        return cmd_reply_error(c, req->request_id, rc, errbuf);
+    }
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+}
+
 /* Serve the decoded request REQ on C. Returns 0 or an encoding error. */
 static int
 cmd_serve(struct brim_node *node, struct brim_conn *c,
@@ -224,6 +284,9 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
 
     memset(&rep, 0, sizeof(rep));
     rep.request_id = req->request_id;
+    if ((brim_op_info(req->op)->flags & BRIM_OPF_DATA) != 0) {
+        brim_node_epoch_seen(node, req->epoch);
+    }
     switch (req->op) {
     case BRIM_OP_HELLO:
         return cmd_hello(node, c, req);
@@ -255,8 +318,23 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
                            (uint64_t) req->delay_s * 1000, 0);
         }
         break;
+    case BRIM_OP_EPOCH_PROPOSE:
+    case BRIM_OP_EPOCH_COMMIT:
+    case BRIM_OP_EPOCH_ABORT:
+        return cmd_epoch(node, c, req);
     default:
+        if ((brim_op_info(req->op)->flags & BRIM_OPF_KEY) == 0) {
+            return cmd_reply_error(c, req->request_id, BRIM_EUNKNOWNOP,
+                                   "not served by a node (send it to the "
+                                   "coordinator)");
+        }
         rc = cmd_data(node, req, &rep, now);
+        if (rc == BRIM_EMOVED || rc == BRIM_ERETRY) {
+            rep.status = rc;
+            rep.message = brim_strerror(rc);
+            rep.message_len = strlen(rep.message);
+            break;
+        }
         if (rc != 0) {
             return cmd_reply_error(c, req->request_id, rc,
                                    cmd_error_text(req->op, rc));
@@ -275,8 +353,11 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
     int               rc;
 
     errbuf[0] = '\0';
-    rc = brim_wire_parse_req(body, len, &node->cfg.limits, &node->zone, &req,
-                             errbuf);
+    /* Only the coordinator's connections may carry a topology. */
+    rc = brim_wire_parse_req(body, len, conn_role(c) == BRIM_ROLE_COORD
+                                        ? &node->coord_limits
+                                        : &node->cfg.limits,
+                             &node->zone, &req, errbuf);
     node->st.requests++;
     if (rc == BRIM_ENOMEM) {
         return rc;                  /* the connection cannot go on */

@@ -13,15 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
+#include "common/placement.h"
 #include "common/ring.h"
 #include "server/log.h"
+#include "server/random.h"
 
 #define NODE_TICK_MS 100
 #define NODE_RECLAIM_BUDGET 20000      /* items looked at per tick */
@@ -40,6 +41,8 @@ static const struct option node_longopts[] = {
     {"output-limit-kb", required_argument, NULL, 'o'},
     {"log-level", required_argument, NULL, 'L'},
     {"standalone", no_argument, NULL, 'S'},
+    {"coordinator", required_argument, NULL, 'C'},
+    {"weight", required_argument, NULL, 'w'},
     {"config", required_argument, NULL, 'f'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
@@ -50,13 +53,20 @@ node_usage(FILE *out)
 {
     fprintf(out,
 "usage: brim-node --standalone [options]\n"
+"       brim-node --name NAME --coordinator HOST:PORT [--weight W] [options]\n"
 "A brim cache node: an in-memory key-value store served over TCP.\n"
 "\n"
 "  --listen HOST:PORT     address to serve (default 127.0.0.1:11311;\n"
 "                         loopback unless told otherwise)\n"
-"  --standalone           own every partition, no coordinator (required\n"
-"                         until the cluster issue adds --coordinator)\n"
-"  --name NAME            node name for logs and stats (default standalone)\n"
+"  --standalone           own every partition, no coordinator\n"
+"  --coordinator HOST:PORT  join the cluster of this coordinator (needs\n"
+"                         --name; excludes --standalone); --partitions must\n"
+"                         match the cluster's\n"
+"  --weight W             cluster: this node's share, 0.001 to 1000\n"
+"                         (default 1)\n"
+"  --name NAME            node name: 1 to 64 of [A-Za-z0-9._:-]; for logs\n"
+"                         and stats, and the member name in a cluster\n"
+"                         (default standalone)\n"
 "  --memory-mb M          memory limit of the data plane in MiB: items,\n"
 "                         tables and connection buffers (default 64)\n"
 "  --max-value-bytes B    largest value (default 1048576); frames may be\n"
@@ -91,6 +101,7 @@ brim_node_config_default(struct brim_node_config *cfg)
     cfg->out_high_water = 4u << 20;
     cfg->policy = BRIM_EVICT_SIEVE;
     cfg->log_level = BRIM_LOG_INFO;
+    cfg->weight_ppm = 1000000;
     brim_wire_limits_default(&cfg->limits);
 }
 
@@ -122,7 +133,9 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
 {
     enum brim_log_level lvl;
     uint64_t            v;
+    char                errbuf[BRIM_ERRBUF_LEN];
 
+    errbuf[0] = '\0';
     switch (code) {
     case 'l':
         if (strlen(arg) >= sizeof(cfg->listen)) {
@@ -214,6 +227,25 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
             return -1;
         }
         cfg->log_level = (int) lvl;
+        return 0;
+    case 'C':
+        if (arg[0] == '\0' || strlen(arg) >= sizeof(cfg->coordinator)) {
+            fprintf(stderr, "brim-node: --coordinator: \"%.64s\" is not "
+                    "HOST:PORT\n", arg);
+            return -1;
+        }
+        snprintf(cfg->coordinator, sizeof(cfg->coordinator), "%s", arg);
+        return 0;
+    case 'w':
+        if (brim_ppm_parse("weight", arg, 1000u * 1000000u, &v, errbuf) != 0
+            || v < 1000)
+        {
+            fprintf(stderr, "brim-node: --weight: %s\n", errbuf[0] != '\0'
+                    ? errbuf : "below the least weight, 0.001");
+            return -1;
+        }
+        cfg->weight_ppm = (uint32_t) v;
+        cfg->weight_set = 1;
         return 0;
     case 'S':
         /* A flag: on the command line it has no value; in a config file
@@ -324,10 +356,38 @@ node_check_memory(const struct brim_node_config *cfg)
     return 0;
 }
 
+/* Standalone, or a cluster member: exactly one, with what each needs. */
+static int
+node_check_mode(const struct brim_node_config *cfg, int name_set)
+{
+    if (cfg->standalone && cfg->coordinator[0] != '\0') {
+        fprintf(stderr, "brim-node: --standalone and --coordinator exclude "
+                "each other: a node either owns every partition or follows "
+                "a coordinator\n");
+        return -1;
+    }
+    if (!cfg->standalone && cfg->coordinator[0] == '\0') {
+        fprintf(stderr, "brim-node: give --standalone, or --name NAME "
+                "--coordinator HOST:PORT to join a cluster\n");
+        return -1;
+    }
+    if (cfg->coordinator[0] != '\0' && !name_set) {
+        fprintf(stderr, "brim-node: --coordinator needs --name NAME (the "
+                "member name, unique in the cluster)\n");
+        return -1;
+    }
+    if (cfg->standalone && cfg->weight_set) {
+        fprintf(stderr, "brim-node: --weight is for a cluster member "
+                "(--coordinator), not --standalone\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int
 node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
 {
-    int i, ch, idx;
+    int i, ch, idx, name_set;
 
     brim_node_config_default(cfg);
     /* The config file first, so the command line wins. */
@@ -362,27 +422,11 @@ node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
                 "brim-node --help\n", argv[optind]);
         return -1;
     }
+    name_set = strcmp(cfg->name, "standalone") != 0;
     if (node_check_memory(cfg) != 0) {
         return -1;
     }
-    if (!cfg->standalone) {
-        fprintf(stderr, "brim-node: give --standalone (this build has no "
-                "cluster mode yet: --coordinator comes with the cluster "
-                "issue)\n");
-        return -1;
-    }
-    return 0;
-}
-
-static uint64_t
-random_u64(void)
-{
-    uint64_t v = 0;
-
-    if (getrandom(&v, sizeof(v), 0) != (ssize_t) sizeof(v)) {
-        v = (uint64_t) time(NULL) ^ ((uint64_t) getpid() << 32);
-    }
-    return v;
+    return node_check_mode(cfg, name_set);
 }
 
 static void
@@ -403,10 +447,16 @@ node_tick_cb(uv_timer_t *t)
     }
 }
 
-static void
-node_stop(struct brim_node *node)
+void
+brim_node_stop(struct brim_node *node)
 {
+    if (node->stopping) {
+        return;
+    }
     node->stopping = 1;
+    if (!node->cfg.standalone) {
+        brim_node_coord_stop(node);
+    }
     brim_server_close(&node->srv);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
     uv_close((uv_handle_t *) &node->flush_timer, NULL);
@@ -425,7 +475,7 @@ node_signal_cb(uv_signal_t *s, int signum)
         _exit(0);
     }
     brim_log_info("signal %d: closing connections and exiting", signum);
-    node_stop(node);
+    brim_node_stop(node);
 }
 
 static int
@@ -450,8 +500,18 @@ node_start(struct brim_node *node)
     }
     msgpack_zone_init(&node->zone, 4096);
 
+    /* Connections from the coordinator carry topologies (PROTOCOL.md
+     * 10.1): their frames may pass the data limit, and only they may hold
+     * a member list. The listener's frame bound is the larger one. */
+    node->coord_limits = node->cfg.limits;
+    node->coord_limits.max_members = BRIM_NODES_MAX;
+    node->coord_limits.max_frame_bytes = BRIM_MAX(
+        node->cfg.limits.max_frame_bytes,
+        2u * node->cfg.partitions + (64u << 10) + 200u * BRIM_NODES_MAX);
     memset(&cc, 0, sizeof(cc));
-    cc.max_frame_bytes = node->cfg.limits.max_frame_bytes;
+    cc.max_frame_bytes = node->cfg.standalone
+                         ? node->cfg.limits.max_frame_bytes
+                         : node->coord_limits.max_frame_bytes;
     cc.out_high_water = node->cfg.out_high_water;
     cc.out_low_water = node->cfg.out_high_water / 2;
     cc.idle_timeout_ms = node->cfg.idle_timeout_s * 1000;
@@ -474,6 +534,9 @@ node_start(struct brim_node *node)
     uv_signal_start(&node->sig_term, node_signal_cb, SIGTERM);
     uv_signal_start(&node->sig_int, node_signal_cb, SIGINT);
     uv_signal_start(&node->sig_quit, node_signal_cb, SIGQUIT);
+    if (!node->cfg.standalone) {
+        brim_node_coord_start(node);
+    }
     return 0;
 }
 
@@ -489,23 +552,32 @@ main(int argc, char **argv)
     brim_log_init("node", node.cfg.name, (enum brim_log_level)
                   node.cfg.log_level);
     node.loop = uv_default_loop();
-    node.incarnation = random_u64();
-    node.cluster_id = random_u64();
+    node.incarnation = brim_random_u64();
+    /* A cluster member learns its cluster's id from the coordinator. */
+    node.cluster_id = node.cfg.standalone ? brim_random_u64() : 0;
+    node.cl.self = node.cl.self_pending = -1;
     node.start_unix = (uint64_t) time(NULL);
     node.st.last_tick_ms = uv_now(node.loop);
     if (node_start(&node) != 0) {
         return 1;
     }
-    brim_log_info("serving on %s (port %d), standalone, %u partitions, "
+    brim_log_info("serving on %s (port %d), %s%s, %u partitions, "
                   "memory limit %u MiB, eviction %s", node.cfg.listen,
-                  brim_server_port(&node.srv), node.cfg.partitions,
+                  brim_server_port(&node.srv),
+                  node.cfg.standalone ? "standalone" : "coordinator ",
+                  node.cfg.standalone ? "" : node.cfg.coordinator,
+                  node.cfg.partitions,
                   node.cfg.memory_mb,
                   node.cfg.policy == BRIM_EVICT_SIEVE ? "sieve" : "lru");
     uv_run(node.loop, UV_RUN_DEFAULT);
     brim_server_destroy(&node.srv);
     brim_store_free(node.store);
     msgpack_zone_destroy(&node.zone);
+    if (!node.cfg.standalone) {
+        brim_peer_destroy(&node.cl.coord);
+        brim_node_cluster_destroy(&node);
+    }
     uv_loop_close(node.loop);
     brim_log_info("stopped");
-    return 0;
+    return node.exit_code;
 }

@@ -14,8 +14,10 @@
 #include <uv.h>
 
 #include "proto/ops.h"
+#include "proto/topo.h"
 #include "proto/wire.h"
 #include "server/conn.h"
+#include "server/peer.h"
 #include "server/node/store.h"
 
 /* brim-node's settings: defaults in brim_node_config_default(). */
@@ -31,6 +33,9 @@ struct brim_node_config {
     size_t                 out_high_water;   /* bytes: pause reading */
     enum brim_evict_policy policy;           /* eviction */
     int                    standalone;       /* owns every partition */
+    char                   coordinator[128]; /* cluster: "host:port" */
+    uint32_t               weight_ppm;       /* cluster: weight, millionths */
+    int                    weight_set;       /* --weight was given */
     int                    log_level;        /* enum brim_log_level */
 };
 
@@ -44,6 +49,26 @@ struct brim_node_stats {
     double   requests_per_sec;         /* over the last tick */
 };
 
+/*
+ * A node's view of its cluster (PROTOCOL.md 10.4): the committed topology it
+ * serves by, at most one pending (proposed and acknowledged) one, and its
+ * own member index in each. Unused (all zero) in standalone mode.
+ */
+struct brim_node_cluster {
+    struct brim_topo committed;     /* the map served by; epoch 0: none */
+    struct brim_topo pending;       /* proposed; valid when has_pending */
+    int              has_pending;   /* a pending topology is held */
+    int32_t          self;          /* our index in committed, or -1 */
+    int32_t          self_pending;  /* our index in pending, or -1 */
+    int              fenced;        /* the coordinator said DENIED */
+    struct brim_peer coord;         /* our connection to the coordinator */
+    uv_timer_t       timer;         /* heartbeat and reconnect */
+    uint32_t         heartbeat_ms;  /* interval between heartbeats */
+    uint32_t         backoff_ms;    /* next reconnect delay */
+    int              joined;        /* JOIN answered OK on this connection */
+    uint64_t         next_id;       /* request ids on the coord connection */
+};
+
 /* One node process. */
 struct brim_node {
     struct brim_node_config cfg;         /* settings */
@@ -51,6 +76,8 @@ struct brim_node {
     struct brim_server      srv;         /* client listener */
     struct brim_store      *store;       /* the data */
     msgpack_zone            zone;        /* reused to unpack requests */
+    struct brim_wire_limits coord_limits; /* on coord connections: a
+                                             topology's frame and members */
     uint64_t                incarnation; /* random, per process start */
     uint64_t                cluster_id;  /* standalone: random */
     uint64_t                start_unix;  /* Unix seconds at start */
@@ -60,7 +87,9 @@ struct brim_node {
     uv_signal_t             sig_int;     /* SIGINT: same */
     uv_signal_t             sig_quit;    /* SIGQUIT: exit at once */
     struct brim_node_stats  st;          /* counters */
+    struct brim_node_cluster cl;         /* cluster mode state */
     int                     stopping;    /* a signal asked to stop */
+    int                     exit_code;   /* main()'s return value */
 };
 
 /* Fill CFG with brim-node's defaults. */
@@ -87,5 +116,74 @@ int brim_node_stats_sections(const char *section, size_t len, uint32_t *out);
  */
 int brim_node_stats_reply(struct brim_node *node, struct brim_buf *out,
                           uint64_t request_id, uint32_t sections);
+
+/* ---- cluster mode (epoch.c) ---- */
+
+/*
+ * Decide whether the node serves a data op on the key hashed to KEY_HASH,
+ * stamped with REQ_EPOCH (PROTOCOL.md 10.4). Returns 0 (serve it),
+ * BRIM_EMOVED (REP->epoch and REP->owner filled: the committed epoch and
+ * the owner's address, borrowed from the node's topology) or BRIM_ERETRY
+ * (REP->epoch filled). Always 0 in standalone mode. Call
+ * brim_node_epoch_seen() once per request first.
+ */
+int brim_node_route(struct brim_node *node, uint64_t req_epoch,
+                    uint64_t key_hash, struct brim_rep *rep);
+
+/* A request stamped REQ_EPOCH arrived: when it is the pending epoch, the
+ * pending topology is committed now (DESIGN.md 7, step 2). */
+void brim_node_epoch_seen(struct brim_node *node, uint64_t req_epoch);
+
+/* The key hash seed: the cluster's once a topology is known. */
+uint64_t brim_node_seed(const struct brim_node *node);
+
+/*
+ * EPOCH_PROPOSE: decode topology T (borrowed) and keep it as pending,
+ * replacing an older pending one. Returns 0, BRIM_EBADREQ (malformed, or
+ * its partitions differ from the node's), BRIM_EDENIED (another cluster)
+ * or BRIM_EEXISTS (not newer than the committed epoch), with ERRBUF saying
+ * why. On error the node's state is unchanged.
+ */
+int brim_node_propose(struct brim_node *node, const msgpack_object *t,
+                      char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Adopt topology T (borrowed) as committed: the coordinator's answer to
+ * JOIN. Ignored (0) when it is not newer than the committed one. Returns
+ * 0 or what brim_node_propose() returns.
+ */
+int brim_node_adopt(struct brim_node *node, const msgpack_object *t,
+                    char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * EPOCH_COMMIT EPOCH: the pending topology becomes committed and the store
+ * drops the partitions the node no longer owns. Returns 0, or
+ * BRIM_ENOTFOUND when EPOCH is not the pending epoch (0 also when it is
+ * already the committed one: a resent commit).
+ */
+int brim_node_commit(struct brim_node *node, uint64_t epoch);
+
+/* EPOCH_ABORT EPOCH: forget the pending topology if it is EPOCH. */
+void brim_node_abort(struct brim_node *node, uint64_t epoch);
+
+/* Partitions the committed map gives this node. */
+uint32_t brim_node_owned(const struct brim_node *node);
+
+/* ---- the coordinator connection (coord.c) ---- */
+
+/* Connect to the coordinator, join, and heartbeat; reconnects by itself. */
+void brim_node_coord_start(struct brim_node *node);
+
+/* Close the coordinator connection and its timer (the node is stopping). */
+void brim_node_coord_stop(struct brim_node *node);
+
+/* Ask the coordinator for its committed map (MAP_FETCH) and adopt it. */
+void brim_node_coord_fetch(struct brim_node *node);
+
+/* Stop the node: close the listener, timers and signals (main.c). */
+void brim_node_stop(struct brim_node *node);
+
+/* Free the cluster state (after the loop has stopped). */
+void brim_node_cluster_destroy(struct brim_node *node);
 
 #endif /* BRIM_SERVER_NODE_NODE_H */

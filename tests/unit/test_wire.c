@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #include "proto/buf.h"
 #include "proto/frame.h"
 #include "proto/ops.h"
+#include "proto/topo.h"
 #include "proto/wire.h"
 
 /* ---- msgpack_unpack() call counter (linked with --wrap) ---- */
@@ -120,6 +122,33 @@ same_bytes(const char *a, size_t alen, const char *b, size_t blen)
 
 /* ---- samples ---- */
 
+/* A small array and a small map, standing in for a topology (T) and
+ * HEARTBEAT's stats (M) and for the TOPO and OBJECT replies. */
+static msgpack_object    sample_elems[2] = {
+    { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1 },
+    { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 300 },
+};
+static msgpack_object    sample_arr = {
+    .type = MSGPACK_OBJECT_ARRAY, .via.array = { 2, sample_elems },
+};
+static msgpack_object_kv sample_kv[1] = {
+    { { .type = MSGPACK_OBJECT_STR, .via.str = { 4, "keys" } },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9 } },
+};
+static msgpack_object    sample_map = {
+    .type = MSGPACK_OBJECT_MAP, .via.map = { 1, sample_kv },
+};
+
+/* True when the objects A and B (either may be NULL) are equal. */
+static int
+same_obj(const msgpack_object *a, const msgpack_object *b)
+{
+    if (a == NULL || b == NULL) {
+        return a == b;
+    }
+    return msgpack_object_equal(*a, *b);
+}
+
 /* A request of OP with every argument of its signature set. */
 static void
 sample_req(uint32_t op, struct brim_req *req)
@@ -178,6 +207,29 @@ sample_req(uint32_t op, struct brim_req *req)
             req->hello.name = "n1";
             req->hello.name_len = 2;
             break;
+        case 'N':
+            req->name = "node-7";
+            req->name_len = 6;
+            break;
+        case 'a':
+            req->addr = "127.0.0.1:7001";
+            req->addr_len = 14;
+            break;
+        case 'W':
+            req->weight_ppm = 2000000;
+            break;
+        case 'E':
+            req->arg_epoch = 41;
+            break;
+        case 'F':
+            req->arg_u32 = 1;
+            break;
+        case 'T':
+            req->obj = &sample_arr;
+            break;
+        case 'M':
+            req->obj = &sample_map;
+            break;
         default:                    /* 'K': MGET is tested on its own */
             break;
         }
@@ -206,6 +258,12 @@ assert_req_eq(const struct brim_req *a, const struct brim_req *b)
     ck_assert_uint_eq(a->hello.incarnation, b->hello.incarnation);
     ck_assert(same_bytes(a->hello.name, a->hello.name_len, b->hello.name,
                          b->hello.name_len));
+    ck_assert(same_bytes(a->name, a->name_len, b->name, b->name_len));
+    ck_assert(same_bytes(a->addr, a->addr_len, b->addr, b->addr_len));
+    ck_assert_uint_eq(a->weight_ppm, b->weight_ppm);
+    ck_assert_uint_eq(a->arg_u32, b->arg_u32);
+    ck_assert_uint_eq(a->arg_epoch, b->arg_epoch);
+    ck_assert(same_obj(a->obj, b->obj));
 }
 
 /* Every scalar field of two replies. */
@@ -230,6 +288,8 @@ assert_rep_eq(const struct brim_rep *a, const struct brim_rep *b)
                          b->hello.name_len));
     ck_assert_mem_eq(&a->limits, &b->limits, sizeof(a->limits));
     ck_assert_uint_eq(a->nentries, b->nentries);
+    ck_assert_uint_eq(a->lease_ms, b->lease_ms);
+    ck_assert(same_obj(a->obj, b->obj));
 }
 
 /* Encode OUT's decoded request again: the bytes must be identical. */
@@ -281,7 +341,7 @@ START_TEST(wire_req_round_trip_every_op)
         assert_reencodes_req(&got);
         n++;
     }
-    ck_assert_int_eq(n, 16);            /* every op of BRIM_OP_MAP but MGET */
+    ck_assert_int_eq(n, 27);            /* every op of BRIM_OP_MAP but MGET */
 }
 END_TEST
 
@@ -377,6 +437,16 @@ sample_rep(int shape, struct brim_rep *rep)
         rep->hello.name_len = 6;
         rep->epoch = 12;
         brim_wire_limits_default(&rep->limits);
+        break;
+    case BRIM_REP_EPOCH:
+        rep->epoch = 13;
+        rep->lease_ms = 1500;
+        break;
+    case BRIM_REP_TOPO:
+        rep->obj = &sample_arr;
+        break;
+    case BRIM_REP_OBJECT:
+        rep->obj = &sample_map;
         break;
     default:
         break;
@@ -737,7 +807,7 @@ START_TEST(wire_req_types)
     static const struct req_case cases[] = {
         { BODY("\x94\x0a\x05\x00\x01"), BRIM_EBADREQ, 5 },  /* key int */
         { BODY("\x93\x63\x06\x00"), BRIM_EUNKNOWNOP, 6 },   /* op 99 */
-        { BODY("\x93\x20\x07\x00"), BRIM_EUNKNOWNOP, 7 },   /* JOIN */
+        { BODY("\x93\x24\x07\x00"), BRIM_EUNKNOWNOP, 7 },   /* EPOCH_ACK */
         { BODY("\x93\x00\x07\x00"), BRIM_EUNKNOWNOP, 7 },   /* op 0 */
         { BODY("\x93\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x08\x00"),
           BRIM_EUNKNOWNOP, 8 },
@@ -1248,15 +1318,170 @@ START_TEST(wire_op_table)
             ck_assert_int_eq(info->key_arg, -1);
         }
     }
-    ck_assert_int_eq(n, 17);
+    ck_assert_int_eq(n, 28);
     ck_assert_str_eq(brim_op_name(BRIM_OP_JOIN), "JOIN");
     ck_assert_str_eq(brim_op_name(BRIM_OP_STREAM_BATCH), "STREAM_BATCH");
-    ck_assert_ptr_null(brim_op_info(BRIM_OP_JOIN));
+    ck_assert_ptr_nonnull(brim_op_info(BRIM_OP_JOIN));
+    ck_assert_ptr_null(brim_op_info(BRIM_OP_STREAM_BATCH));
+    ck_assert_str_eq(brim_op_name(BRIM_OP_EPOCH_ACK), "EPOCH_ACK");
     ck_assert_str_eq(brim_op_name(0), "UNKNOWN");
     ck_assert_str_eq(brim_op_name(UINT64_MAX), "UNKNOWN");
     ck_assert(brim_op_info(BRIM_OP_GET)->flags & BRIM_OPF_IDEMPOTENT);
     ck_assert(!(brim_op_info(BRIM_OP_INCR)->flags & BRIM_OPF_IDEMPOTENT));
     ck_assert(brim_op_info(BRIM_OP_FLUSH)->flags & BRIM_OPF_ADMIN);
+}
+END_TEST
+
+/* ---- membership ops (PROTOCOL.md section 10) ---- */
+
+/* A topology of NM members "m0".. over 256 partitions, owner[p] = p % NM. */
+static void
+member_topo(struct brim_topo *t, uint32_t nm, uint64_t epoch)
+{
+    uint32_t i;
+
+    ck_assert_int_eq(brim_topo_init(t, 99, 5, 256, 16, 50000, epoch), 0);
+    t->members = brim_calloc(nm, sizeof(*t->members));
+    ck_assert_ptr_nonnull(t->members);
+    t->nmembers = nm;
+    for (i = 0; i < nm; i++) {
+        snprintf(t->members[i].name, sizeof(t->members[i].name), "m%04u", i);
+        snprintf(t->members[i].addr, sizeof(t->members[i].addr),
+                 "127.0.0.1:%u", 7000 + i);
+        t->members[i].weight_ppm = BRIM_WEIGHT_PPM_ONE;
+        t->members[i].state = BRIM_MEMBER_UP;
+        t->members[i].incarnation = 1000 + i;
+    }
+    for (i = 0; i < 256; i++) {
+        t->map.owner[i] = (uint16_t) (i % nm);
+    }
+}
+
+START_TEST(wire_membership_topology)
+{
+    struct brim_topo t, back;
+    struct brim_req  req, got;
+    struct brim_rep  rep, grep;
+    char             err[BRIM_ERRBUF_LEN] = "";
+
+    /* EPOCH_PROPOSE carries a real topology from a struct brim_topo; the
+     * receiver decodes it with brim_topo_decode(). */
+    member_topo(&t, 3, 8);
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_EPOCH_PROPOSE;
+    req.request_id = 5;
+    req.epoch = 7;
+    req.topo = &t;
+    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_ptr_nonnull(got.obj);
+    ck_assert_int_eq(brim_topo_decode(got.obj, &back, err), 0);
+    ck_assert_uint_eq(back.map.epoch, 8);
+    ck_assert_uint_eq(back.nmembers, 3);
+    ck_assert_str_eq(back.members[2].addr, "127.0.0.1:7002");
+    ck_assert_mem_eq(back.map.owner, t.map.owner, 256 * 2);
+    brim_topo_destroy(&back);
+    assert_reencodes_req(&got);
+
+    /* A T argument is required: no topo and no object is EINVAL. */
+    req.topo = NULL;
+    ck_assert_int_eq(brim_wire_encode_req(&out, &req), BRIM_EINVAL);
+
+    /* JOIN's and MAP_FETCH's reply, TOPO, from a struct brim_topo. */
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = 6;
+    rep.topo = &t;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_MAP_FETCH, &rep), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_MAP_FETCH, &grep), 0);
+    ck_assert_uint_eq(grep.request_id, 6);
+    ck_assert_int_eq(brim_topo_decode(grep.obj, &back, err), 0);
+    ck_assert_uint_eq(back.nmembers, 3);
+    brim_topo_destroy(&back);
+    rep.topo = NULL;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_JOIN, &rep),
+                     BRIM_EINVAL);
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_MEMBERS, &rep),
+                     BRIM_EINVAL);
+    brim_topo_destroy(&t);
+}
+END_TEST
+
+START_TEST(wire_membership_budget)
+{
+    struct brim_topo t;
+    struct brim_req  req, got;
+
+    /* A topology of 200 members is above the default object budget of a
+     * request; a connection from the coordinator raises max_members. */
+    member_topo(&t, 200, 3);
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_EPOCH_PROPOSE;
+    req.topo = &t;
+    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
+    lim.max_mget_keys = 16;
+    ck_assert_int_eq(parse_out_req(&got), BRIM_EBADREQ);
+    lim.max_members = 200;
+    ck_assert_uint_eq(brim_wire_req_max_objects(&lim),
+                      16 + BRIM_WIRE_TOPO_OBJECTS(200));
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_int_eq(brim_wire_limits_check(&lim, NULL), 0);
+    lim.max_members = BRIM_NODES_MAX + 1;
+    ck_assert_int_eq(brim_wire_limits_check(&lim, NULL), BRIM_EINVAL);
+    brim_topo_destroy(&t);
+}
+END_TEST
+
+START_TEST(wire_membership_args)
+{
+    static const struct {
+        const char *body;
+        size_t      len;
+        int         rc;
+    } cases[] = {
+        /* JOIN "n" "a" 1 2: fine */
+        { BODY("\x97\x20\x01\x00\xa1n\xa1" "a\x01\x02"), 0 },
+        /* JOIN with an addr of 64 bytes */
+        { BODY("\x97\x20\x01\x00\xa1n\xd9\x40"
+               "0123456789012345678901234567890123456789012345678901234567890123"
+               "\x01\x02"), BRIM_EINVAL },
+        /* JOIN missing its incarnation */
+        { BODY("\x96\x20\x01\x00\xa1n\xa1" "a\x01"), BRIM_EBADREQ },
+        /* EPOCH_PROPOSE of a map, not an array */
+        { BODY("\x94\x23\x01\x00\x80"), BRIM_EBADREQ },
+        /* HEARTBEAT with stats that are not a map */
+        { BODY("\x96\x22\x01\x00\xa1n\x02\x90"), BRIM_EBADREQ },
+        /* HEARTBEAT without stats */
+        { BODY("\x95\x22\x01\x00\xa1n\x02"), 0 },
+        /* EPOCH_COMMIT with a negative epoch */
+        { BODY("\x94\x25\x01\x00\xff"), BRIM_EBADREQ },
+        /* PLAN leave, no weight */
+        { BODY("\x95\x2b\x01\x00\x02\xa1n"), 0 },
+    };
+    struct brim_req req;
+    size_t          i;
+    int             rc;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone,
+                                 &req, NULL);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: rc=%s", i,
+                      brim_err_name(rc));
+    }
+    /* HEARTBEAT's reply: epoch and lease. */
+    {
+        struct brim_rep rep, got;
+
+        memset(&rep, 0, sizeof(rep));
+        rep.request_id = 9;
+        rep.epoch = 4;
+        rep.lease_ms = 1500;
+        ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_HEARTBEAT, &rep),
+                         0);
+        ck_assert_int_eq(parse_out_rep(BRIM_OP_HEARTBEAT, &got), 0);
+        ck_assert_uint_eq(got.epoch, 4);
+        ck_assert_uint_eq(got.lease_ms, 1500);
+    }
 }
 END_TEST
 
@@ -1278,6 +1503,10 @@ brim_test_suite(void)
     add_case(s, tcase_create("req_round_trip_every_op"),
              wire_req_round_trip_every_op);
     add_case(s, tcase_create("req_optional_args"), wire_req_optional_args);
+    add_case(s, tcase_create("membership_topology"),
+             wire_membership_topology);
+    add_case(s, tcase_create("membership_budget"), wire_membership_budget);
+    add_case(s, tcase_create("membership_args"), wire_membership_args);
     add_case(s, tcase_create("mget_round_trip"), wire_mget_round_trip);
     add_case(s, tcase_create("rep_round_trip_every_op"),
              wire_rep_round_trip_every_op);

@@ -1,0 +1,91 @@
+/*
+ * server/coord/coord.h - brim-coord's daemon state: the persisted cluster
+ * state (persist.h), the members it knows with their connections, the
+ * change in progress (one pending epoch at a time), and the held
+ * SUBSCRIBE replies (PROTOCOL.md section 10). Loop thread only.
+ */
+#ifndef BRIM_SERVER_COORD_COORD_H
+#define BRIM_SERVER_COORD_COORD_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "proto/topo.h"
+#include "proto/wire.h"
+#include "server/conn.h"
+#include "server/coord/persist.h"
+#include "server/peer.h"
+
+/* How long a SUBSCRIBE is held before the current map is sent (10.2). */
+#define COORD_SUBSCRIBE_HOLD_MS 30000u
+/* The coordinator's tick: joins, deaths, timeouts. */
+#define COORD_TICK_MS 50u
+
+/* brim-coord's command line. */
+struct coord_config {
+    char                       listen[BRIM_ADDR_MAX + 1];
+    char                       data_dir[4096];
+    struct brim_coord_settings set;          /* for a new cluster */
+    uint32_t                   join_window_ms;
+    int                        log_level;    /* enum brim_log_level */
+    unsigned                   given;        /* COORD_GIVEN_* bits */
+};
+
+/* One member the coordinator knows. */
+struct coord_member {
+    struct coord_member *next;          /* coord->members list */
+    struct brim_member   m;             /* name, addr, weight, state, inc */
+    uint64_t             last_hb_ms;    /* loop time of its last heartbeat */
+    struct brim_conn    *conn;          /* its node-to-coord connection */
+    struct brim_peer     peer;          /* coord-to-node connection */
+    struct coord        *coord;
+    int                  hello_sent;    /* HELLO queued on PEER */
+    int                  need_ack;      /* awaited for the pending epoch */
+    int                  removed;       /* gone: freed once PEER is idle */
+    int                  leaving;       /* LEAVE asked */
+};
+
+/* Per-connection state (brim_conn data). */
+struct coord_conn {
+    uint32_t             role;          /* from HELLO, 0 before */
+    struct coord_member *member;        /* a node's own member, or NULL */
+    uint64_t             sub_id;        /* held SUBSCRIBE's request id */
+    uint64_t             sub_known;     /* its known epoch */
+    uint64_t             sub_deadline;  /* loop ms; 0 = none held */
+};
+
+struct coord {
+    uv_loop_t              *loop;
+    struct coord_config     cfg;
+    struct brim_coord_state st;
+    struct brim_server      srv;
+    uv_timer_t              tick;
+    uv_signal_t             sig_term, sig_int;
+    struct coord_member    *members;
+    uint64_t                join_since_ms;   /* first queued join; 0 none */
+    uint64_t                pending_since_ms;/* proposal sent at */
+    uint32_t                acks_left;       /* for the pending epoch */
+    uint64_t                retry_at_ms;     /* no change before this */
+    int                     stopping;
+    int                     dirty;           /* a change is wanted */
+    msgpack_zone            zone;            /* requests */
+};
+
+/* member.c */
+int coord_dispatch(struct brim_conn *c, const char *body, size_t len);
+void coord_conn_closed(struct brim_conn *c);
+void coord_tick(struct coord *co);
+int coord_members_from_state(struct coord *co);
+int coord_save(struct coord *co);
+void coord_members_free(struct coord *co);
+int coord_zones_init(void);
+struct coord_member *coord_member_find(struct coord *co, const char *name,
+                                       size_t len);
+struct coord_member *coord_member_new(struct coord *co, const char *name,
+                                      size_t len);
+void coord_member_remove(struct coord_member *mb);
+int coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
+                     const struct brim_topo *t);
+
+#endif /* BRIM_SERVER_COORD_COORD_H */

@@ -1,0 +1,605 @@
+/*
+ * server/coord/member.c - brim-coord's membership (PROTOCOL.md section
+ * 10): requests from nodes, clients and admins, and the one change in
+ * flight: compute the next map (replace rule for the first, rebalance
+ * after), persist it pending, EPOCH_PROPOSE to every member over the
+ * coordinator's own connections, then commit or abort.
+ */
+#include "server/coord/coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/map.h"
+#include "common/placement.h"
+#include "common/ring.h"
+#include "proto/frame.h"
+#include "server/log.h"
+
+static msgpack_zone rep_zone;
+
+static void change_commit(struct coord *co);
+static void change_abort(struct coord *co, const char *why);
+static void member_sync(struct coord_member *mb);
+
+int
+coord_save(struct coord *co)
+{
+    char err[BRIM_ERRBUF_LEN];
+    int  rc;
+
+    /* XXX TODO(#4): fsyncs on the loop thread; move off the loop. */
+    rc = brim_persist_save(co->cfg.data_dir, &co->st, err);
+    if (rc != 0) {
+        brim_log_error("persist: %s", err);
+    }
+    return rc;
+}
+
+struct coord_member *
+coord_member_find(struct coord *co, const char *name, size_t len)
+{
+    struct coord_member *mb;
+
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (!mb->removed && strlen(mb->m.name) == len
+            && memcmp(mb->m.name, name, len) == 0)
+        {
+            return mb;
+        }
+    }
+    return NULL;
+}
+
+static void
+peer_closed(struct brim_peer *p, int status)
+{
+    struct coord_member *mb = p->data;
+
+    (void) status;
+    mb->hello_sent = 0;
+}
+
+struct coord_member *
+coord_member_new(struct coord *co, const char *name, size_t len)
+{
+    struct coord_member *mb;
+
+    mb = brim_calloc(1, sizeof(*mb));
+    if (mb == NULL) {
+        return NULL;
+    }
+    memcpy(mb->m.name, name, len);
+    mb->coord = co;
+    brim_peer_init(&mb->peer, co->loop, co->srv.cfg.max_frame_bytes, NULL,
+                   peer_closed, mb);
+    mb->next = co->members;
+    co->members = mb;
+    return mb;
+}
+
+/* Mark MB gone; tick frees it once its peer connection is idle. */
+void
+coord_member_remove(struct coord_member *mb)
+{
+    struct coord_conn *cc;
+
+    mb->removed = 1;
+    mb->need_ack = 0;
+    if (mb->conn != NULL) {
+        cc = mb->conn->data;
+        cc->member = NULL;
+        mb->conn = NULL;
+    }
+}
+
+static int
+in_topo(const struct brim_topo *t, const char *name)
+{
+    return brim_topo_find(t, name) >= 0;
+}
+
+int
+coord_members_from_state(struct coord *co)
+{
+    struct coord_member *mb;
+    uint32_t             i;
+    const char          *n;
+
+    for (i = 0; i < co->st.committed.nmembers; i++) {
+        n = co->st.committed.members[i].name;
+        mb = coord_member_new(co, n, strlen(n));
+        if (mb == NULL) {
+            return BRIM_ENOMEM;
+        }
+        mb->m = co->st.committed.members[i];
+        mb->m.state = BRIM_MEMBER_UP;
+        mb->last_hb_ms = uv_now(co->loop);   /* a grace period to rejoin */
+    }
+    return 0;
+}
+
+int
+coord_zones_init(void)
+{
+    return msgpack_zone_init(&rep_zone, MSGPACK_ZONE_CHUNK_SIZE) ? 0
+                                                                 : BRIM_ENOMEM;
+}
+
+void
+coord_members_free(struct coord *co)
+{
+    struct coord_member *mb, *next;
+
+    for (mb = co->members; mb != NULL; mb = next) {
+        next = mb->next;
+        brim_peer_destroy(&mb->peer);
+        brim_free(mb);
+    }
+    co->members = NULL;
+}
+
+/* ---- replies ---- */
+
+int
+coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
+           const struct brim_topo *t)
+{
+    struct brim_rep rep;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = id;
+    rep.topo = t;
+    return brim_wire_encode_rep(brim_conn_out(c), op, &rep);
+}
+
+/* ---- coordinator to node ---- */
+
+static int
+parse_reply(const char *body, size_t len, uint32_t op, struct brim_rep *rep)
+{
+    struct brim_wire_limits lim;
+
+    brim_wire_limits_default(&lim);
+    return brim_wire_parse_rep(body, len, op, &lim, &rep_zone, rep, NULL);
+}
+
+static void
+hello_reply(struct brim_peer *p, int status, const char *body, size_t len,
+            void *arg)
+{
+    struct coord_member *mb = p->data;
+    struct brim_rep      rep;
+
+    (void) arg;
+    if (status == 0 && parse_reply(body, len, BRIM_OP_HELLO, &rep) == 0
+        && rep.status != 0)
+    {
+        brim_log_warn("member %s refused HELLO: %.*s", mb->m.name,
+                      (int) rep.message_len, rep.message);
+    }
+}
+
+static void
+propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
+              void *arg)
+{
+    struct coord_member *mb = p->data;
+    struct coord        *co = mb->coord;
+    struct brim_rep      rep;
+    uint64_t             epoch = (uint64_t) (uintptr_t) arg;
+
+    if (status != 0 || parse_reply(body, len, BRIM_OP_EPOCH_PROPOSE, &rep))
+    {
+        return;
+    }
+    if (rep.status != 0) {
+        brim_log_warn("member %s refused epoch %" PRIu64 ": %s: %.*s",
+                      mb->m.name, epoch, brim_err_name(rep.status),
+                      (int) rep.message_len, rep.message);
+        return;
+    }
+    if (!co->st.has_pending || co->st.pending.map.epoch != epoch
+        || !mb->need_ack)
+    {
+        return;
+    }
+    mb->need_ack = 0;
+    if (--co->acks_left == 0) {
+        change_commit(co);
+    }
+}
+
+static void
+ignore_reply(struct brim_peer *p, int status, const char *body, size_t len,
+             void *arg)
+{
+    (void) p, (void) status, (void) body, (void) len, (void) arg;
+}
+
+static void
+member_call(struct coord_member *mb, struct brim_req *req,
+            brim_peer_reply_cb cb, void *arg)
+{
+    struct brim_buf f;
+
+    brim_buf_init(&f);
+    if (brim_wire_encode_req(&f, req) != 0
+        || brim_peer_call(&mb->peer, &f, cb, arg) != 0)
+    {
+        brim_log_warn("member %s: could not send %s", mb->m.name,
+                      brim_op_name(req->op));
+    }
+    brim_buf_destroy(&f);
+}
+
+static void
+peer_connected(struct brim_peer *p, int status)
+{
+    struct coord_member *mb = p->data;
+
+    if (status == 0) {
+        member_sync(mb);
+    }
+}
+
+/* Connect to MB, say HELLO, and send the pending proposal if it owes one. */
+static void
+member_sync(struct coord_member *mb)
+{
+    struct coord   *co = mb->coord;
+    struct brim_req req;
+    char            err[BRIM_ERRBUF_LEN];
+
+    if (mb->removed) {
+        return;
+    }
+    if (mb->peer.state == BRIM_PEER_IDLE) {
+        mb->peer.on_connect = peer_connected;
+        if (brim_peer_connect(&mb->peer, mb->m.addr, err) != 0) {
+            brim_log_warn("member %s: connect %s: %s", mb->m.name, mb->m.addr,
+                          err);
+        }
+        return;
+    }
+    if (mb->peer.state != BRIM_PEER_OPEN) {
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.epoch = co->st.committed.map.epoch;
+    if (!mb->hello_sent) {
+        req.op = BRIM_OP_HELLO;
+        req.hello.version = BRIM_WIRE_VERSION;
+        req.hello.role = BRIM_ROLE_COORD;
+        req.hello.cluster_id = co->st.settings.cluster_id;
+        req.hello.name = "coord";
+        req.hello.name_len = 5;
+        member_call(mb, &req, hello_reply, NULL);
+        mb->hello_sent = 1;
+    }
+    if (mb->need_ack && co->st.has_pending) {
+        req.op = BRIM_OP_EPOCH_PROPOSE;
+        req.topo = &co->st.pending;
+        member_call(mb, &req, propose_reply,
+                    (void *) (uintptr_t) co->st.pending.map.epoch);
+    }
+}
+
+/* Send EPOCH_COMMIT or EPOCH_ABORT of EPOCH to MB if connected. */
+static void
+member_notify(struct coord_member *mb, uint32_t op, uint64_t epoch)
+{
+    struct brim_req req;
+
+    if (mb->peer.state != BRIM_PEER_OPEN) {
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.op = op;
+    req.epoch = mb->coord->st.committed.map.epoch;
+    req.arg_epoch = epoch;
+    member_call(mb, &req, ignore_reply, NULL);
+}
+
+/* ---- changes ---- */
+
+static int
+member_active(const struct coord_member *mb)
+{
+    return !mb->removed && !mb->leaving && mb->m.state != BRIM_MEMBER_DEAD;
+}
+
+static int
+cmp_member(const void *a, const void *b)
+{
+    return strcmp(((const struct brim_member *) a)->name,
+                  ((const struct brim_member *) b)->name);
+}
+
+/* True when the active members are exactly the committed ones. */
+static int
+same_membership(struct coord *co, uint32_t n, const struct brim_member *m)
+{
+    const struct brim_topo *t = &co->st.committed;
+    uint32_t                i;
+
+    if (n != t->nmembers) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (strcmp(m[i].name, t->members[i].name) != 0
+            || strcmp(m[i].addr, t->members[i].addr) != 0
+            || m[i].weight_ppm != t->members[i].weight_ppm
+            || m[i].incarnation != t->members[i].incarnation)
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* NT's map from the committed one; counts of moves in *ARC, *CAP. */
+static int
+place(struct coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap,
+      char *err)
+{
+    const struct brim_topo *ot = &co->st.committed;
+    struct brim_ring        oring, nring;
+    uint32_t                P = nt->map.npartitions, i;
+    uint64_t               *pos;
+    uint8_t                *reason;
+    int                     rc;
+
+    *arc = *cap = 0;
+    if (nt->nmembers == 0) {
+        for (i = 0; i < P; i++) {
+            nt->map.owner[i] = BRIM_NODE_NONE;
+        }
+        return 0;
+    }
+    pos = brim_malloc((size_t) P * sizeof(*pos));
+    reason = brim_malloc(P);
+    if (pos == NULL || reason == NULL) {
+        brim_free(pos);
+        brim_free(reason);
+        return BRIM_ENOMEM;
+    }
+    brim_map_positions(nt->seed, P, pos);
+    rc = brim_topo_ring(nt, &nring, 1, err);
+    if (rc == 0 && ot->nmembers == 0) {
+        rc = brim_place_replace(&nring, nt->eps_ppm, pos, P, nt->map.owner,
+                                err);
+        *arc = P;
+    } else if (rc == 0) {
+        rc = brim_topo_ring(ot, &oring, 1, err);
+        if (rc == 0) {
+            rc = brim_place_rebalance(&oring, ot->map.owner, &nring,
+                                      nt->eps_ppm, pos, P, nt->map.owner,
+                                      reason, err);
+            for (i = 0; rc == 0 && i < P; i++) {
+                *arc += reason[i] == BRIM_MOVE_ARC;
+                *cap += reason[i] == BRIM_MOVE_CAP;
+            }
+            brim_ring_destroy(&oring);
+        }
+    }
+    if (rc == 0 || nring.nnodes > 0) {
+        brim_ring_destroy(&nring);
+    }
+    brim_free(pos);
+    brim_free(reason);
+    return rc;
+}
+
+/* Start a change if the membership differs from the committed map. */
+static void
+change_start(struct coord *co)
+{
+    struct brim_coord_settings *s = &co->st.settings;
+    struct coord_member        *mb;
+    struct brim_topo            nt;
+    uint32_t                    n = 0, arc, cap;
+    char                        err[BRIM_ERRBUF_LEN] = "";
+
+    co->dirty = 0;
+    co->join_since_ms = 0;
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        n += member_active(mb);
+    }
+    if (brim_topo_init(&nt, s->cluster_id, s->seed, s->partitions,
+                       s->tokens_per_node, s->eps_ppm, co->st.next_epoch) != 0
+        || (n > 0 && (nt.members = brim_calloc(n, sizeof(*nt.members)))
+                         == NULL))
+    {
+        brim_topo_destroy(&nt);
+        co->dirty = 1;
+        return;
+    }
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (member_active(mb)) {
+            nt.members[nt.nmembers] = mb->m;
+            nt.members[nt.nmembers++].state = BRIM_MEMBER_UP;
+        }
+    }
+    qsort(nt.members, n, sizeof(*nt.members), cmp_member);
+    if (same_membership(co, n, nt.members)) {
+        brim_topo_destroy(&nt);
+        return;
+    }
+    if (place(co, &nt, &arc, &cap, err) != 0) {
+        brim_log_error("placement failed: %s", err);
+        brim_topo_destroy(&nt);
+        return;
+    }
+    co->st.pending = nt;
+    co->st.has_pending = 1;
+    co->st.next_epoch = nt.map.epoch + 1;
+    if (coord_save(co) != 0) {
+        brim_topo_destroy(&co->st.pending);
+        co->st.has_pending = 0;
+        co->retry_at_ms = uv_now(co->loop) + 1000;
+        co->dirty = 1;
+        return;
+    }
+    brim_log_info("epoch %" PRIu64 " proposed: %" PRIu32 " members, moved "
+                  "arc %" PRIu32 " cap %" PRIu32, nt.map.epoch, n, arc, cap);
+    co->acks_left = 0;
+    co->pending_since_ms = uv_now(co->loop);
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        mb->need_ack = !mb->removed && mb->m.state != BRIM_MEMBER_DEAD
+                       && (member_active(mb)
+                           || in_topo(&co->st.committed, mb->m.name));
+        co->acks_left += (uint32_t) mb->need_ack;
+    }
+    if (co->acks_left == 0) {
+        change_commit(co);
+        return;
+    }
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->need_ack) {
+            member_sync(mb);
+        }
+    }
+}
+
+static void
+subscribers_answer(struct coord *co, int all)
+{
+    struct brim_conn  *c;
+    struct coord_conn *cc;
+    uint64_t           now = uv_now(co->loop);
+
+    for (c = co->srv.conns; c != NULL; c = c->next) {
+        cc = c->data;
+        if (cc == NULL || cc->sub_deadline == 0
+            || (!all && now < cc->sub_deadline
+                && co->st.committed.map.epoch <= cc->sub_known))
+        {
+            continue;
+        }
+        cc->sub_deadline = 0;
+        coord_reply_topo(c, BRIM_OP_SUBSCRIBE, cc->sub_id, &co->st.committed);
+        brim_conn_flush(c);
+    }
+}
+
+static void
+change_commit(struct coord *co)
+{
+    struct coord_member *mb;
+    uint64_t             epoch = co->st.pending.map.epoch;
+    struct brim_topo     old = co->st.committed;
+
+    co->st.committed = co->st.pending;
+    memset(&co->st.pending, 0, sizeof(co->st.pending));
+    co->st.has_pending = 0;
+    if (coord_save(co) != 0) {
+        /* Not durable: undo and abort, as if unacknowledged. */
+        co->st.pending = co->st.committed;
+        co->st.committed = old;
+        co->st.has_pending = 1;
+        change_abort(co, "the commit could not be persisted");
+        return;
+    }
+    brim_topo_destroy(&old);
+    brim_log_info("epoch %" PRIu64 " committed: %" PRIu32 " members",
+                  epoch, co->st.committed.nmembers);
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->removed) {
+            continue;
+        }
+        member_notify(mb, BRIM_OP_EPOCH_COMMIT, epoch);
+        mb->need_ack = 0;
+        if (in_topo(&co->st.committed, mb->m.name)) {
+            mb->m.state = BRIM_MEMBER_UP;
+        } else if (mb->leaving || mb->m.state == BRIM_MEMBER_DEAD) {
+            coord_member_remove(mb);
+        } else {
+            co->dirty = 1;              /* joined while this change was pending */
+        }
+    }
+    subscribers_answer(co, 0);
+}
+
+static void
+change_abort(struct coord *co, const char *why)
+{
+    struct coord_member *mb;
+    uint64_t             epoch = co->st.pending.map.epoch;
+
+    brim_topo_destroy(&co->st.pending);
+    co->st.has_pending = 0;
+    (void) coord_save(co);
+    brim_log_warn("epoch %" PRIu64 " aborted: %s", epoch, why);
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->need_ack || in_topo(&co->st.committed, mb->m.name)
+            || member_active(mb))
+        {
+            member_notify(mb, BRIM_OP_EPOCH_ABORT, epoch);
+        }
+        mb->need_ack = 0;
+    }
+    co->dirty = 1;
+    co->retry_at_ms = uv_now(co->loop) + co->cfg.join_window_ms;
+}
+
+void
+coord_tick(struct coord *co)
+{
+    struct coord_member **pp, *mb;
+    uint64_t              now = uv_now(co->loop);
+    const struct brim_coord_settings *s = &co->st.settings;
+
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (!mb->removed && mb->m.state != BRIM_MEMBER_DEAD
+            && now - mb->last_hb_ms > s->dead_after_ms)
+        {
+            brim_log_warn("member %s: no heartbeat for %" PRIu64 " ms: dead",
+                          mb->m.name, now - mb->last_hb_ms);
+            mb->m.state = BRIM_MEMBER_DEAD;
+            co->dirty = 1;
+            co->retry_at_ms = 0;
+            if (co->st.has_pending && mb->need_ack) {
+                change_abort(co, "a member died");
+                co->retry_at_ms = 0;
+            }
+            if (!in_topo(&co->st.committed, mb->m.name)) {
+                coord_member_remove(mb);
+            }
+        }
+        if (mb->need_ack && mb->peer.state == BRIM_PEER_IDLE) {
+            member_sync(mb);
+        }
+    }
+    if (co->st.has_pending
+        && now - co->pending_since_ms >= s->pending_timeout_ms)
+    {
+        change_abort(co, "not acknowledged within pending-timeout-ms");
+    }
+    if (!co->st.has_pending && now >= co->retry_at_ms
+        && (co->dirty || (co->join_since_ms != 0
+                      && now - co->join_since_ms >= co->cfg.join_window_ms)))
+    {
+        change_start(co);
+    }
+    subscribers_answer(co, 0);
+    /* Free removed members once their connection to us is idle. */
+    for (pp = &co->members; (mb = *pp) != NULL;) {
+        if (mb->removed && mb->peer.state == BRIM_PEER_OPEN
+            && mb->peer.ncalls == 0)
+        {
+            brim_peer_close(&mb->peer);
+        }
+        if (mb->removed && mb->peer.state == BRIM_PEER_IDLE) {
+            *pp = mb->next;
+            brim_peer_destroy(&mb->peer);
+            brim_free(mb);
+            continue;
+        }
+        pp = &mb->next;
+    }
+}

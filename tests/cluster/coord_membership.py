@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""tests/cluster/coord_membership.py - brim-coord against fake nodes
+written in Python (PROTOCOL.md section 10). Each fake node listens for the
+coordinator's connection (answers HELLO, EPOCH_PROPOSE/COMMIT/ABORT) and
+connects to the coordinator to JOIN and HEARTBEAT.
+
+    coord_membership.py --list
+    coord_membership.py --coord PATH CASE
+"""
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import brimwire as bw  # noqa: E402
+
+ROLE_NODE, ROLE_COORD, ROLE_ADMIN = 2, 3, 4
+OPS = {"JOIN": 32, "LEAVE": 33, "HEARTBEAT": 34, "EPOCH_PROPOSE": 35,
+       "EPOCH_COMMIT": 37, "EPOCH_ABORT": 38, "MAP_FETCH": 39,
+       "SUBSCRIBE": 40, "MEMBERS": 42, "CLUSTER_STATS": 46}
+EEXISTS, EDENIED = None, None
+
+
+def topo_decode(t):
+    members = [m[0] if isinstance(m[0], str) else m[0].decode()
+               for m in t[7]]
+    owner = struct.unpack("<%dH" % t[4], t[8])
+    return {"epoch": t[3], "P": t[4], "members": members, "owner": owner}
+
+
+class FakeNode:
+    """Listens for the coordinator; ACK decides whether it acknowledges."""
+
+    def __init__(self, name, coord_port, ack=True):
+        self.name, self.ack, self.coord_port = name, ack, coord_port
+        self.inc = int.from_bytes(os.urandom(6), "little") + 1
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(4)
+        self.lsock.settimeout(0.2)
+        self.port = self.lsock.getsockname()[1]
+        self.seen = []              # (op name, epoch) received
+        self.stop = False
+        self.beat = True
+        self.t = threading.Thread(target=self._serve, daemon=True)
+        self.t.start()
+        self.conn = None
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                s, _ = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._peer, args=(s,), daemon=True).start()
+
+    def _peer(self, s):
+        s.settimeout(0.2)
+        buf = bytearray()
+        while not self.stop:
+            try:
+                chunk = s.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            while len(buf) >= 4:
+                n = struct.unpack_from(">I", buf)[0]
+                if len(buf) < 4 + n:
+                    break
+                m = bw.unpack(bytes(buf[4:4 + n]))
+                del buf[:4 + n]
+                op, rid = m[0], m[1]
+                if op == 1:
+                    rep = [0, rid, 1, 0, 2, self.inc, 0, self.name, 250,
+                           1 << 20, (1 << 20) + 65536, 1024]
+                elif op == OPS["EPOCH_PROPOSE"]:
+                    self.seen.append(("PROPOSE", m[3][3]))
+                    if not self.ack:
+                        continue
+                    rep = [0, rid]
+                else:
+                    self.seen.append(({37: "COMMIT", 38: "ABORT"}.get(op, op),
+                                      m[3] if len(m) > 3 else None))
+                    rep = [0, rid]
+                s.sendall(bw.frame(bw.pack(rep)))
+
+    def join(self):
+        self.conn = bw.Conn(self.coord_port, role=ROLE_NODE)
+        return self.conn.call(OPS["JOIN"], 2, self.name,
+                              "127.0.0.1:%d" % self.port, 1000000, self.inc)
+
+    def heartbeat(self):
+        return self.conn.call(OPS["HEARTBEAT"], 3, self.name, self.inc)
+
+    def close(self):
+        self.stop = True
+        if self.conn:
+            self.conn.close()
+        self.lsock.close()
+
+
+class Coord:
+    def __init__(self, binary, ddir, *args):
+        self.port = bw.free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="brim-coord-",
+                                               suffix=".log", delete=False)
+        self.cmd = [binary, "--listen", "127.0.0.1:%d" % self.port,
+                    "--data-dir", ddir, "--partitions", "256",
+                    "--tokens", "16"] + [str(a) for a in args]
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError("brim-coord exited: %s" % self.output())
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "coord did not start"
+                time.sleep(0.05)
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+            self.proc.wait(timeout=10)
+        os.unlink(self.log.name) if os.path.exists(self.log.name) else None
+
+    def conn(self, role=bw.ROLE_CLIENT):
+        return bw.Conn(self.port, role=role)
+
+
+def fetch(c, rid=50):
+    rep = c.call(OPS["MAP_FETCH"], rid)
+    assert rep[0] == 0, rep
+    return topo_decode(rep[2])
+
+
+def wait_epoch(co, pred, timeout=8.0):
+    c = co.conn()
+    deadline = time.monotonic() + timeout
+    try:
+        for _ in range(int(timeout / 0.05) + 1):
+            t = fetch(c)
+            if pred(t):
+                return t
+            assert time.monotonic() < deadline, "timed out; last %r" % (
+                {k: t[k] for k in ("epoch", "members")},)
+            time.sleep(0.05)
+    finally:
+        c.close()
+    raise AssertionError("unreachable")
+
+
+def cluster_of(binary, order, *args, d=None):
+    d = d or tempfile.mkdtemp(prefix="brim-coord-")
+    co = Coord(binary, d, *args)
+    nodes = []
+    try:
+        for name in order:
+            n = FakeNode(name, co.port)
+            nodes.append(n)
+            rep = n.join()
+            assert rep[0] == 0, rep
+        t = wait_epoch(co, lambda t: len(t["members"]) == len(order))
+        return co, nodes, d, t
+    except BaseException:
+        co.kill()
+        for n in nodes:
+            n.close()
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+
+
+def teardown(co, nodes, d):
+    co.kill()
+    for n in nodes:
+        n.close()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def case_join_order(binary):
+    # The same new cluster (cluster id and seed) twice: create it, copy
+    # its state file before any join.
+    base = tempfile.mkdtemp(prefix="brim-coord-")
+    Coord(binary, base).kill(signal.SIGTERM)
+    owners = []
+    for order in (["a", "b", "c"], ["c", "a", "b"]):
+        d = tempfile.mkdtemp(prefix="brim-coord-")
+        shutil.copy(os.path.join(base, "state"), d)
+        co, nodes, d, t = cluster_of(binary, order, d=d)
+        try:
+            assert t["members"] == ["a", "b", "c"], t["members"]
+            assert all(o < 3 for o in t["owner"]), "unowned partition"
+            for n in nodes:
+                for _ in range(40):         # the COMMIT may trail MAP_FETCH
+                    if ("COMMIT", t["epoch"]) in n.seen:
+                        break
+                    time.sleep(0.05)
+                assert ("COMMIT", t["epoch"]) in n.seen, n.seen
+            owners.append(t["owner"])
+        finally:
+            teardown(co, nodes, d)
+    shutil.rmtree(base, ignore_errors=True)
+    assert owners[0] == owners[1], "join order changed the map"
+
+
+def case_pending_timeout(binary):
+    d = tempfile.mkdtemp(prefix="brim-coord-")
+    co = Coord(binary, d, "--pending-timeout-ms", "500")
+    n = FakeNode("mute", co.port, ack=False)
+    try:
+        assert n.join()[0] == 0
+        deadline = time.monotonic() + 5
+        while not [s for s in n.seen if s[0] == "ABORT"]:
+            assert time.monotonic() < deadline, n.seen
+            n.heartbeat()
+            time.sleep(0.1)
+        while len([s for s in n.seen if s[0] == "PROPOSE"]) < 2:
+            assert time.monotonic() < deadline + 3, n.seen
+            n.heartbeat()
+            time.sleep(0.1)
+        props = [s[1] for s in n.seen if s[0] == "PROPOSE"]
+        assert props[1] > props[0], "epoch number reused: %r" % props
+        c = co.conn()
+        assert fetch(c)["epoch"] == 0
+        c.close()
+    finally:
+        teardown(co, [n], d)
+
+
+def case_dead_member(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b"], "--dead-after-ms",
+                                 "1000")
+    try:
+        start = time.monotonic()
+        deadline = start + 2.0
+        while time.monotonic() < deadline:
+            nodes[0].heartbeat()            # b stays silent
+            time.sleep(0.1)
+            c = co.conn()
+            t = fetch(c)
+            c.close()
+            if t["members"] == ["a"]:
+                break
+        assert t["members"] == ["a"], t
+        assert all(o == 0 for o in t["owner"]), "partition without owner"
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_leave_last(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b"])
+    try:
+        adm = co.conn(ROLE_ADMIN)
+        rep = adm.call(OPS["LEAVE"], 7, "b", 0)
+        assert rep[0] == 0, rep
+        t2 = wait_epoch(co, lambda x: x["members"] == ["a"])
+        moved = [p for p in range(t["P"]) if t["owner"][p] == 0]
+        assert all(t2["owner"][p] == 0 for p in moved), "a's partitions moved"
+        rep = adm.call(OPS["LEAVE"], 8, "a", 0)
+        assert rep[0] != 0 and b"lost" in bytes(rep[2], "utf8") \
+            if isinstance(rep[2], str) else b"lost" in rep[2], rep
+        rep = adm.call(OPS["LEAVE"], 9, "a", 1)
+        assert rep[0] == 0, rep
+        t3 = wait_epoch(co, lambda x: x["members"] == [])
+        assert all(o == 0xffff for o in t3["owner"])
+        adm.close()
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_duplicate_name(binary):
+    co, nodes, d, t = cluster_of(binary, ["a"])
+    try:
+        b = FakeNode("a", co.port)
+        nodes.append(b)
+        rep = b.join()
+        assert rep[0] != 0 and "a" in str(rep[2]), rep
+        nodes[0].conn.close()
+        nodes[0].conn = None
+        time.sleep(0.2)
+        rep = b.join()
+        assert rep[0] == 0, rep
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_restart(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b"])
+    try:
+        co.kill()
+        co = Coord(binary, d)
+        c = co.conn()
+        t2 = fetch(c)
+        c.close()
+        assert t2["epoch"] == t["epoch"] and t2["owner"] == t["owner"]
+        co.kill(signal.SIGTERM)
+        with open(os.path.join(d, "state"), "r+b") as f:
+            f.seek(40)
+            b = f.read(1)
+            f.seek(40)
+            f.write(bytes([b[0] ^ 0xff]))
+        p = subprocess.run([binary, "--listen", "127.0.0.1:%d" %
+                            bw.free_port(), "--data-dir", d],
+                           capture_output=True, timeout=10)
+        assert p.returncode != 0, p
+        assert b"refusing" in p.stderr, p.stderr
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_bad_settings(binary):
+    for args, word in ((["--tokens", "0"], b"V"),
+                       (["--partitions", "1000"], b"power of two"),
+                       (["--eps", "-1"], b"eps")):
+        d = tempfile.mkdtemp(prefix="brim-coord-")
+        p = subprocess.run([binary, "--listen", "127.0.0.1:1",
+                            "--data-dir", d] + args, capture_output=True,
+                           timeout=10)
+        shutil.rmtree(d, ignore_errors=True)
+        assert p.returncode != 0 and word in p.stderr, (args, p.stderr)
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return 0
+    binary, case = sys.argv[2], sys.argv[3]
+    CASES[case](binary)
+    print("ok", case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
