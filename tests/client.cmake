@@ -82,3 +82,20 @@ add_test(NAME lint.client_install
           ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER} "${_client_san}"
           ${PROJECT_SOURCE_DIR}/docs/client.md "${_client_install_node}")
 set_tests_properties(lint.client_install PROPERTIES LABELS lint TIMEOUT 120)
+
+# libbrim in cluster mode against a real brim-coord and three brim-nodes
+# (tests/cluster/client_coord.py drives client_coord_tool and brimctl).
+if(TARGET brim-node AND TARGET brim-coord)
+  add_executable(client_coord_tool cluster/client_coord_tool.c)
+  target_link_libraries(client_coord_tool PRIVATE brim_static)
+  foreach(tc load mload spread brimctl stale leave_last)
+    add_test(NAME client.coord.${tc}
+      COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_coord.py
+              --coord $<TARGET_FILE:brim-coord>
+              --node $<TARGET_FILE:brim-node>
+              --ctl $<TARGET_FILE:brimctl>
+              --tool $<TARGET_FILE:client_coord_tool> ${tc})
+    set_tests_properties(client.coord.${tc} PROPERTIES LABELS cluster
+      TIMEOUT 120)
+  endforeach()
+endif()

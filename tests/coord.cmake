@@ -27,3 +27,32 @@ if(Python3_Interpreter_FOUND AND TARGET brim-coord)
     set_tests_properties(coord.${_case} PROPERTIES LABELS cluster TIMEOUT 120)
   endforeach()
 endif()
+
+# SIGTERM's graceful leave with real brim-coord and brim-node processes,
+# one CTest test per case of tests/cluster/coord_sigterm.py (--list).
+if(Python3_Interpreter_FOUND AND TARGET brim-coord AND TARGET brim-node)
+  set(_sigterm_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/coord_sigterm.py)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+    ${_sigterm_script})
+  execute_process(COMMAND ${Python3_EXECUTABLE} ${_sigterm_script} --list
+    OUTPUT_VARIABLE _sigterm_out RESULT_VARIABLE _sigterm_rc
+    OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _sigterm_rc EQUAL 0 OR _sigterm_out STREQUAL "")
+    message(FATAL_ERROR "coord_sigterm.py --list failed (${_sigterm_rc})")
+  endif()
+  string(REPLACE "\n" ";" _sigterm_cases "${_sigterm_out}")
+  foreach(_case IN LISTS _sigterm_cases)
+    add_test(NAME coord.${_case}
+      COMMAND ${Python3_EXECUTABLE} ${_sigterm_script}
+              --bin $<TARGET_FILE_DIR:brim-node> ${_case})
+    set_tests_properties(coord.${_case} PROPERTIES LABELS cluster TIMEOUT 60)
+  endforeach()
+
+  # deploy/brim-cluster end to end.
+  add_test(NAME coord.cluster_launcher
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/cluster_launcher.sh
+            ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
+            $<TARGET_FILE_DIR:brim-node>)
+  set_tests_properties(coord.cluster_launcher PROPERTIES LABELS cluster
+    TIMEOUT 120)
+endif()

@@ -70,3 +70,23 @@ foreach(_case IN LISTS _cl_cases)
   set_tests_properties(node.cluster_${_case} PROPERTIES LABELS cluster
     TIMEOUT 120)
 endforeach()
+
+# Issue 4: partition migration between real processes (brim-coord and
+# brim-nodes): tests/cluster/migrate_basic.py, one test per case,
+# migrate.<case>; the case list comes from the script (--list).
+set(_mig_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/migrate_basic.py)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_mig_script})
+execute_process(COMMAND ${Python3_EXECUTABLE} ${_mig_script} --list
+  OUTPUT_VARIABLE _mig_out RESULT_VARIABLE _mig_rc
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _mig_rc EQUAL 0 OR _mig_out STREQUAL "")
+  message(FATAL_ERROR "tests/cluster/migrate_basic.py --list failed (${_mig_rc})")
+endif()
+string(REPLACE "\n" ";" _mig_cases "${_mig_out}")
+foreach(_case IN LISTS _mig_cases)
+  add_test(NAME migrate.${_case}
+    COMMAND ${Python3_EXECUTABLE} ${_mig_script}
+            --bin $<TARGET_FILE_DIR:brim-node> ${_case})
+  set_tests_properties(migrate.${_case} PROPERTIES LABELS cluster
+    TIMEOUT 180)
+endforeach()

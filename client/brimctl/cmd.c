@@ -15,6 +15,10 @@
 
 #include <brim.h>
 
+#include "client/lib/coord.h"
+#include "proto/ops.h"
+#include "proto/topo.h"
+
 /* Stdin is read in pieces of this many bytes. */
 #define CMD_READ_CHUNK (64u << 10)
 
@@ -57,6 +61,10 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
         fprintf(stderr, "brimctl: %s: %s\n(see brimctl --help)\n", what,
                 detail[0] != '\0' ? detail : brim_strerror(rc));
         return BRIM_CTL_EXIT_USAGE;
+    case BRIM_ENONODES:
+        fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
+                detail);
+        return BRIM_CTL_EXIT_NONODES;
     case BRIM_ETIMEDOUT:
     case BRIM_ECONNREFUSED:
     case BRIM_ECLOSED:
@@ -64,7 +72,7 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
     case BRIM_EUNKNOWN:
     case BRIM_EBADREPLY:
         fprintf(stderr, "brimctl: %s: %s: server %s (%s)\n", what,
-                brim_strerror(rc), ctl->server, detail);
+                brim_strerror(rc), brim_ctl_addr(ctl), detail);
         return BRIM_CTL_EXIT_CONN;
     default:
         if (detail[0] != '\0') {
@@ -382,6 +390,8 @@ cmd_stats_print(const struct cmd_stats *cs)
     }
 }
 
+static int cmd_cluster_stats(struct brim_ctl *ctl);
+
 static int
 cmd_stats(struct brim_ctl *ctl)
 {
@@ -391,6 +401,9 @@ cmd_stats(struct brim_ctl *ctl)
     size_t           i;
     int              rc;
 
+    if (ctl->coord != NULL) {
+        return cmd_cluster_stats(ctl);
+    }
     memset(&cs, 0, sizeof(cs));
     if (ctl->json) {
         cs.nodes = json_array();
@@ -432,6 +445,384 @@ cmd_stats(struct brim_ctl *ctl)
     return rc;
 }
 
+/* ---- cluster commands (the coordinator) ---- */
+
+const char *
+brim_ctl_addr(const struct brim_ctl *ctl)
+{
+    return ctl->coord != NULL ? ctl->coord : ctl->server;
+}
+
+/* The msgpack object O as a new JSON value (NULL when out of memory). */
+static json_t *
+cmd_json_of(const msgpack_object *o)
+{
+    json_t  *j, *v;
+    uint32_t i;
+    char     key[256];
+
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL:
+        return json_null();
+    case MSGPACK_OBJECT_BOOLEAN:
+        return json_boolean(o->via.boolean);
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        if (o->via.u64 > (uint64_t) INT64_MAX) {
+            /* As node stats: above 2^63-1 (an incarnation) as text. */
+            snprintf(key, sizeof(key), "%" PRIu64, o->via.u64);
+            return json_string(key);
+        }
+        return json_integer((json_int_t) o->via.u64);
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return json_integer((json_int_t) o->via.i64);
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        return json_real(o->via.f64);
+    case MSGPACK_OBJECT_STR:
+        return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
+    case MSGPACK_OBJECT_BIN:
+        return json_stringn_nocheck(o->via.bin.ptr, o->via.bin.size);
+    case MSGPACK_OBJECT_ARRAY:
+        j = json_array();
+        for (i = 0; j != NULL && i < o->via.array.size; i++) {
+            v = cmd_json_of(&o->via.array.ptr[i]);
+            if (v == NULL || json_array_append_new(j, v) != 0) {
+                json_decref(j);
+                return NULL;
+            }
+        }
+        return j;
+    case MSGPACK_OBJECT_MAP:
+        j = json_object();
+        for (i = 0; j != NULL && i < o->via.map.size; i++) {
+            const msgpack_object *k = &o->via.map.ptr[i].key;
+
+            if (k->type == MSGPACK_OBJECT_STR) {
+                snprintf(key, sizeof(key), "%.*s",
+                         (int) (k->via.str.size < 255 ? k->via.str.size
+                                                      : 255),
+                         k->via.str.ptr);
+            } else if (k->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                snprintf(key, sizeof(key), "%" PRIu64, k->via.u64);
+            } else {
+                snprintf(key, sizeof(key), "?%" PRIu32, i);
+            }
+            v = cmd_json_of(&o->via.map.ptr[i].val);
+            if (v == NULL || json_object_set_new(j, key, v) != 0) {
+                json_decref(j);
+                return NULL;
+            }
+        }
+        return j;
+    default:
+        return json_null();
+    }
+}
+
+/* Callback of brim_coord_call(): keep the reply as JSON in *ARG. */
+static int
+cmd_coord_keep(const msgpack_object *obj, uint64_t epoch, void *arg)
+{
+    json_t **out = arg;
+
+    *out = obj != NULL ? cmd_json_of(obj) : json_integer((json_int_t) epoch);
+    return *out != NULL ? 0 : BRIM_ENOMEM;
+}
+
+/* Print J as indented JSON. */
+static int
+cmd_print_json(const json_t *j)
+{
+    char *out;
+
+    out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER
+                            | JSON_ENCODE_ANY);
+    if (out == NULL) {
+        fprintf(stderr, "brimctl: cannot format JSON\n");
+        return BRIM_CTL_EXIT_NO;
+    }
+    printf("%s\n", out);
+    free(out);
+    return BRIM_CTL_EXIT_OK;
+}
+
+/* The text of a scalar JSON value into BUF. */
+static const char *
+cmd_json_text(const json_t *v, char *buf, size_t len)
+{
+    if (json_is_string(v)) {
+        return json_string_value(v);
+    }
+    if (json_is_integer(v)) {
+        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    } else if (json_is_real(v)) {
+        snprintf(buf, len, "%.4g", json_real_value(v));
+    } else if (json_is_true(v) || json_is_false(v)) {
+        snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
+    } else if (json_is_null(v)) {
+        snprintf(buf, len, "-");
+    } else {
+        char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+        snprintf(buf, len, "%s", d != NULL ? d : "?");
+        free(d);
+    }
+    return buf;
+}
+
+/* An array of objects as an aligned table, columns in the first row's
+ * order. */
+static void
+cmd_print_table(const json_t *rows, const char *indent)
+{
+    const json_t *row, *v;
+    const char   *k;
+    size_t        i, c, ncols, w[32];
+    const char   *cols[32];
+    char          buf[128];
+
+    row = json_array_get(rows, 0);
+    if (!json_is_object(row)) {
+        return;
+    }
+    ncols = 0;
+    json_object_foreach((json_t *) row, k, v) {
+        if (ncols < 32) {
+            cols[ncols] = k;
+            w[ncols] = strlen(k);
+            ncols++;
+        }
+    }
+    json_array_foreach(rows, i, row) {
+        for (c = 0; c < ncols; c++) {
+            v = json_object_get(row, cols[c]);
+            if (v != NULL) {
+                size_t l = strlen(cmd_json_text(v, buf, sizeof(buf)));
+
+                w[c] = l > w[c] ? l : w[c];
+            }
+        }
+    }
+    printf("%s", indent);
+    for (c = 0; c < ncols; c++) {
+        printf("%-*s%s", c + 1 < ncols ? (int) w[c] : 0, cols[c],
+               c + 1 < ncols ? "  " : "\n");
+    }
+    json_array_foreach(rows, i, row) {
+        printf("%s", indent);
+        for (c = 0; c < ncols; c++) {
+            v = json_object_get(row, cols[c]);
+            printf("%-*s%s", c + 1 < ncols ? (int) w[c] : 0,
+                   v != NULL ? cmd_json_text(v, buf, sizeof(buf)) : "-",
+                   c + 1 < ncols ? "  " : "\n");
+        }
+    }
+}
+
+/* An object as aligned "name value" lines; nested objects as
+ * prefix.name, arrays of objects as tables. */
+static void
+cmd_print_obj(const json_t *obj, const char *prefix)
+{
+    const json_t *v;
+    const char   *k;
+    char          name[256], buf[128];
+    size_t        w;
+
+    w = 0;
+    json_object_foreach((json_t *) obj, k, v) {
+        size_t l = strlen(prefix) + strlen(k);
+
+        w = l > w ? l : w;
+    }
+    json_object_foreach((json_t *) obj, k, v) {
+        snprintf(name, sizeof(name), "%s%s", prefix, k);
+        if (json_is_object(v)) {
+            snprintf(name, sizeof(name), "%s%s.", prefix, k);
+            cmd_print_obj(v, name);
+        } else if (json_is_array(v) && json_is_object(json_array_get(v, 0))) {
+            printf("%s:\n", name);
+            cmd_print_table(v, "  ");
+        } else {
+            printf("%-*s  %s\n", (int) w, name,
+                   cmd_json_text(v, buf, sizeof(buf)));
+        }
+    }
+}
+
+/* A command that needs the coordinator: 0, or usage exit after a message. */
+static int
+cmd_need_coord(const struct brim_ctl *ctl, const char *name)
+{
+    if (ctl->coord != NULL) {
+        return 0;
+    }
+    fprintf(stderr, "brimctl: %s: needs --coordinator HOST:PORT (or "
+            "$BRIM_COORDINATOR)\n", name);
+    return BRIM_CTL_EXIT_USAGE;
+}
+
+static const char *
+cmd_state_name(json_int_t s)
+{
+    switch (s) {
+    case BRIM_MEMBER_JOINING:
+        return "joining";
+    case BRIM_MEMBER_UP:
+        return "up";
+    case BRIM_MEMBER_LEAVING:
+        return "leaving";
+    case BRIM_MEMBER_DEAD:
+        return "dead";
+    default:
+        return "unknown";
+    }
+}
+
+static int
+cmd_nodes(struct brim_ctl *ctl)
+{
+    json_t *rep, *out, *m, *o;
+    size_t  i;
+    int     rc;
+
+    rc = cmd_need_coord(ctl, "nodes");
+    if (rc != 0) {
+        return rc;
+    }
+    rep = NULL;
+    rc = brim_coord_call(ctl->client, BRIM_OP_MEMBERS, NULL, 0, 0,
+                         cmd_coord_keep, &rep);
+    if (rc != 0) {
+        json_decref(rep);
+        return brim_ctl_fail(ctl, "nodes", rc);
+    }
+    if (!json_is_array(rep)) {
+        fprintf(stderr, "brimctl: nodes: the coordinator's MEMBERS reply "
+                "is not an array\n");
+        json_decref(rep);
+        return BRIM_CTL_EXIT_NO;
+    }
+    out = json_array();
+    json_array_foreach(rep, i, m) {
+        /* [name, addr, state, weight_ppm, partitions, heartbeat ago] */
+        o = json_object();
+        json_object_set(o, "name", json_array_get(m, 0));
+        json_object_set(o, "addr", json_array_get(m, 1));
+        json_object_set_new(o, "state", json_string(cmd_state_name(
+            json_integer_value(json_array_get(m, 2)))));
+        json_object_set_new(o, "weight", json_real(
+            (double) json_integer_value(json_array_get(m, 3)) / 1e6));
+        json_object_set(o, "partitions", json_array_get(m, 4));
+        json_object_set(o, "last_heartbeat_ms_ago", json_array_get(m, 5));
+        json_array_append_new(out, o);
+    }
+    json_decref(rep);
+    if (ctl->json) {
+        rc = cmd_print_json(out);
+    } else if (json_array_size(out) == 0) {
+        printf("no nodes\n");
+    } else {
+        cmd_print_table(out, "");
+    }
+    json_decref(out);
+    return rc;
+}
+
+static int
+cmd_leave(struct brim_ctl *ctl)
+{
+    json_t *rep;
+    char    what[128];
+    int     rc;
+
+    rc = cmd_need_coord(ctl, "leave");
+    if (rc != 0) {
+        return rc;
+    }
+    rep = NULL;
+    snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
+    rc = brim_coord_call(ctl->client, BRIM_OP_LEAVE, ctl->argv[0],
+                         ctl->force ? 1 : 0, 0, cmd_coord_keep, &rep);
+    if (rc != 0) {
+        json_decref(rep);
+        return brim_ctl_fail(ctl, what, rc);
+    }
+    printf("%s: leaving at epoch %" JSON_INTEGER_FORMAT "\n", ctl->argv[0],
+           json_integer_value(rep));
+    json_decref(rep);
+    return BRIM_CTL_EXIT_OK;
+}
+
+static int
+cmd_plan(struct brim_ctl *ctl)
+{
+    json_t  *rep;
+    char     what[128];
+    uint32_t kind;
+    int      rc;
+
+    rc = cmd_need_coord(ctl, "plan");
+    if (rc != 0) {
+        return rc;
+    }
+    if (strcmp(ctl->argv[0], "join") == 0) {
+        kind = 1;
+    } else if (strcmp(ctl->argv[0], "leave") == 0) {
+        kind = 2;
+        if (ctl->weight_ppm != 0) {
+            fprintf(stderr, "brimctl: plan leave: --weight is for join\n");
+            return BRIM_CTL_EXIT_USAGE;
+        }
+    } else {
+        fprintf(stderr, "brimctl: plan: \"%s\": want join or leave\n",
+                ctl->argv[0]);
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    rep = NULL;
+    snprintf(what, sizeof(what), "plan %s %.64s", ctl->argv[0], ctl->argv[1]);
+    rc = brim_coord_call(ctl->client, BRIM_OP_PLAN, ctl->argv[1], kind,
+                         ctl->weight_ppm, cmd_coord_keep, &rep);
+    if (rc != 0) {
+        json_decref(rep);
+        return brim_ctl_fail(ctl, what, rc);
+    }
+    if (ctl->json || !json_is_object(rep)) {
+        rc = cmd_print_json(rep);
+    } else {
+        cmd_print_obj(rep, "");
+    }
+    json_decref(rep);
+    return rc;
+}
+
+/* stats in cluster mode: the coordinator's CLUSTER_STATS. */
+static int
+cmd_cluster_stats(struct brim_ctl *ctl)
+{
+    json_t *rep;
+    int     rc;
+
+    if (ctl->argc > 0) {
+        fprintf(stderr, "brimctl: stats: no SECTION with --coordinator\n");
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    rep = NULL;
+    rc = brim_coord_call(ctl->client, BRIM_OP_CLUSTER_STATS, NULL, 0, 0,
+                         cmd_coord_keep, &rep);
+    if (rc != 0) {
+        json_decref(rep);
+        return brim_ctl_fail(ctl, "stats", rc);
+    }
+    if (ctl->json || !json_is_object(rep)) {
+        rc = cmd_print_json(rep);
+    } else {
+        cmd_print_obj(rep, "");
+    }
+    json_decref(rep);
+    return rc;
+}
+
 const struct brim_ctl_cmd brim_ctl_cmds[] = {
     { "get", "KEY", "write the value under KEY to stdout, raw",
       "A missing key exits 1 with a message on stderr.\n", 1, 1, 0, 0,
@@ -442,11 +833,24 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
       "with '-'.\n", 2, 2, BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS, 0, cmd_set },
     { "del", "KEY", "delete KEY", "A missing key exits 1.\n", 1, 1, 0, 0,
       cmd_del },
-    { "stats", "[SECTION]", "print the node's statistics",
+    { "stats", "[SECTION]", "print the node's (or the cluster's) statistics",
       "Aligned name/value lines, nested sections as section.name; with\n"
       "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n",
       0, 1, BRIM_CTL_OPT_JSON, 0, cmd_stats },
     { "ping", "", "one round trip to the node", NULL, 0, 0, 0, 0, cmd_ping },
+    { "nodes", "", "list the cluster's members (--coordinator)",
+      "Name, address, state, weight, partitions and heartbeat age; --json\n"
+      "prints an array of objects with those fields.\n", 0, 0,
+      BRIM_CTL_OPT_JSON, 0, cmd_nodes },
+    { "leave", "NAME", "drain node NAME out of the cluster (--coordinator)",
+      "--force is needed for the last node. Exits 1 with the coordinator's\n"
+      "message when it refuses (not a member, the last node).\n", 1, 1,
+      BRIM_CTL_OPT_FORCE, 1, cmd_leave },
+    { "plan", "join|leave NAME", "what a join or leave would move "
+      "(--coordinator)",
+      "plan join NAME [--weight W], plan leave NAME: the coordinator's\n"
+      "estimate, nothing moves.\n", 2, 2,
+      BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, cmd_plan },
     { "flush", "", "drop every item of the node (admin)", NULL, 0, 0,
       BRIM_CTL_OPT_DELAY, 1, cmd_flush },
     { NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL }

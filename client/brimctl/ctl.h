@@ -18,6 +18,8 @@
 #define BRIM_CTL_EXIT_OK 0          /* done */
 #define BRIM_CTL_EXIT_NO 1          /* the server said no: not found, ... */
 #define BRIM_CTL_EXIT_CONN 2        /* could not talk to the server */
+#define BRIM_CTL_EXIT_NONODES 3     /* cluster mode: the key's partition
+                                     * has no node (no nodes in the cluster) */
 #define BRIM_CTL_EXIT_USAGE 64      /* bad command line (EX_USAGE) */
 
 /* Default node address when neither --server nor BRIM_SERVER says one. */
@@ -28,12 +30,18 @@ enum brim_ctl_opt {
     BRIM_CTL_OPT_TTL = 1u << 0,     /* --ttl S */
     BRIM_CTL_OPT_FLAGS = 1u << 1,   /* --flags F */
     BRIM_CTL_OPT_JSON = 1u << 2,    /* --json */
-    BRIM_CTL_OPT_DELAY = 1u << 3    /* --delay S */
+    BRIM_CTL_OPT_DELAY = 1u << 3,   /* --delay S */
+    BRIM_CTL_OPT_FORCE = 1u << 4,   /* --force */
+    BRIM_CTL_OPT_WEIGHT = 1u << 5   /* --weight W */
 };
 
 /* What the command line said, and the connection once made. */
 struct brim_ctl {
     const char         *server;        /* --server or BRIM_SERVER */
+    const char         *coord;         /* --coordinator or BRIM_COORDINATOR:
+                                          cluster mode when set */
+    int                 force;         /* --force */
+    uint32_t            weight_ppm;    /* --weight, millionths; 0: 1.0 */
     uint32_t            timeout_ms;    /* --timeout-ms; 0: libbrim's */
     uint32_t            ttl_s;         /* --ttl */
     uint32_t            flags;         /* --flags */
@@ -68,5 +76,8 @@ extern const struct brim_ctl_cmd brim_ctl_cmds[];
  * BRIM_CTL_EXIT_NO for the server's answers.
  */
 int brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc);
+
+/* The address brimctl talks to: the coordinator's or the node's. */
+const char *brim_ctl_addr(const struct brim_ctl *ctl);
 
 #endif /* BRIM_CLIENT_BRIMCTL_CTL_H */

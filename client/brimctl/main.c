@@ -28,6 +28,9 @@ static const struct ctl_opt ctl_opts[] = {
     { "--server", "HOST:PORT", 0,
       "the node to talk to (default $BRIM_SERVER, else "
       BRIM_CTL_DEFAULT_SERVER ")" },
+    { "--coordinator", "HOST:PORT", 0,
+      "cluster mode: the brim-coord to ask for the map (default "
+      "$BRIM_COORDINATOR); keys go to their owner nodes" },
     { "--timeout-ms", "MS", 0,
       "connect and request timeout in milliseconds (default 1000 / 5000)" },
     { "--ttl", "S", BRIM_CTL_OPT_TTL,
@@ -35,6 +38,10 @@ static const struct ctl_opt ctl_opts[] = {
     { "--flags", "F", BRIM_CTL_OPT_FLAGS, "32-bit client flags" },
     { "--json", NULL, BRIM_CTL_OPT_JSON, "print JSON" },
     { "--delay", "S", BRIM_CTL_OPT_DELAY, "flush after S seconds" },
+    { "--force", NULL, BRIM_CTL_OPT_FORCE,
+      "leave: also the last node (the cluster then has none)" },
+    { "--weight", "W", BRIM_CTL_OPT_WEIGHT,
+      "plan join: the node's weight, 0.001 to 1000 (default 1)" },
 };
 
 #define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
@@ -69,6 +76,11 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
 {
     if (strcmp(o->name, "--server") == 0) {
         ctl->server = text;
+        ctl->coord = NULL;          /* the last of the two given wins */
+        return 0;
+    }
+    if (strcmp(o->name, "--coordinator") == 0) {
+        ctl->coord = text;
         return 0;
     }
     if (strcmp(o->name, "--timeout-ms") == 0) {
@@ -82,6 +94,25 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         return ctl_parse_u32(o->name, text, 0, &ctl->flags);
     case BRIM_CTL_OPT_DELAY:
         return ctl_parse_u32(o->name, text, 0, &ctl->delay_s);
+    case BRIM_CTL_OPT_FORCE:
+        ctl->force = 1;
+        return 0;
+    case BRIM_CTL_OPT_WEIGHT: {
+        char  *end;
+        double w;
+
+        errno = 0;
+        w = strtod(text, &end);
+        if (end == text || *end != '\0' || errno != 0 || !(w >= 0.001)
+            || !(w <= 1000.0))
+        {
+            fprintf(stderr, "brimctl: --weight: \"%s\" is not a number "
+                    "0.001 .. 1000\n", text);
+            return -1;
+        }
+        ctl->weight_ppm = (uint32_t) (w * 1e6 + 0.5);
+        return 0;
+    }
     default:
         ctl->json = 1;
         return 0;
@@ -144,8 +175,9 @@ ctl_usage(FILE *f)
     const struct brim_ctl_cmd *cmd;
     char                       left[64];
 
-    fprintf(f, "usage: brimctl [--server HOST:PORT] [--timeout-ms MS] "
-            "COMMAND [ARGS...]\n\ncommands:\n");
+    fprintf(f, "usage: brimctl [--server HOST:PORT | --coordinator HOST:PORT] "
+            "[--timeout-ms MS]\n               COMMAND [ARGS...]\n\n"
+            "commands:\n");
     for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
         snprintf(left, sizeof(left), "%s %s", cmd->name, cmd->args);
         fprintf(f, "  %-20s %s\n", left, cmd->summary);
@@ -156,8 +188,9 @@ ctl_usage(FILE *f)
             "that command's");
     fprintf(f, "\nexit status: 0 done, 1 the server said no (not found, "
             "not stored, ...),\n2 the server could not be reached or did "
-            "not answer, 64 bad usage (a key\nof 0 bytes or over the "
-            "node's limit too).\n");
+            "not answer, 3 no nodes in the cluster (cluster mode: the key's "
+            "partition\nhas no owner), 64 bad usage (a key of 0 bytes or "
+            "over the node's limit too).\n");
 }
 
 static void
@@ -288,6 +321,10 @@ main(int argc, char **argv)
     if (ctl.server == NULL || ctl.server[0] == '\0') {
         ctl.server = BRIM_CTL_DEFAULT_SERVER;
     }
+    ctl.coord = getenv("BRIM_COORDINATOR");
+    if (ctl.coord != NULL && ctl.coord[0] == '\0') {
+        ctl.coord = NULL;
+    }
     rc = ctl_parse(argc, argv, &ctl, &cmd);
     if (rc >= 0) {
         free(ctl.argv);
@@ -303,14 +340,19 @@ main(int argc, char **argv)
         return BRIM_CTL_EXIT_USAGE;
     }
     memset(&opts, 0, sizeof(opts));
-    opts.server_addr = ctl.server;
+    if (ctl.coord != NULL) {
+        opts.coord_addr = ctl.coord;
+    } else {
+        opts.server_addr = ctl.server;
+    }
     opts.connect_timeout_ms = ctl.timeout_ms;
     opts.request_timeout_ms = ctl.timeout_ms;
     opts.admin = cmd->admin;
     rc = brim_connect(&opts, &ctl.client, err);
     if (rc != 0) {
         /* ERRBUF names the address and the reason. */
-        fprintf(stderr, "brimctl: cannot reach %s: %s (%s)\n", ctl.server,
+        fprintf(stderr, "brimctl: cannot reach %s: %s (%s)\n",
+                brim_ctl_addr(&ctl),
                 brim_strerror(rc), err);
         free(ctl.argv);
         return rc == BRIM_EINVAL ? BRIM_CTL_EXIT_USAGE : BRIM_CTL_EXIT_CONN;

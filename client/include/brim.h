@@ -34,7 +34,7 @@ struct brim_client;             /* opaque */
  */
 struct brim_opts {
     const char *server_addr;        /* "host:port" of one node (standalone) */
-    const char *coord_addr;         /* "host:port" of brim-coord; NULL now */
+    const char *coord_addr;         /* "host:port" of brim-coord (cluster) */
     uint32_t    connect_timeout_ms; /* per connection attempt; 0: 1000 */
     uint32_t    request_timeout_ms; /* per call, retries included; 0: 5000 */
     int         admin;              /* non-zero: HELLO as role admin, which
@@ -44,8 +44,11 @@ struct brim_opts {
 /*
  * Connect to the node at OPTS->server_addr ("host:port", "[v6addr]:port")
  * and greet it with HELLO. On success *OUT is a new client; free it with
- * brim_close(). Exactly one of server_addr and coord_addr must be set, and
- * coord_addr is refused until the cluster mode exists (issue 4).
+ * brim_close(). Exactly one of server_addr and coord_addr must be set.
+ * With coord_addr, HELLO goes to the coordinator, the topology is fetched
+ * (MAP_FETCH) and each key is routed to its partition's owner node;
+ * BRIM_ENONODES is then returned by calls on a key whose partition has no
+ * owner (docs/client.md, "Cluster mode").
  * Returns 0, BRIM_EINVAL (bad address or options), BRIM_ECONNREFUSED,
  * BRIM_ETIMEDOUT (no connection or no HELLO reply within
  * connect_timeout_ms), BRIM_ESYS (name resolution or socket error),

@@ -15,6 +15,8 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/hash.h"
+#include "common/ring.h"
 #include "proto/ops.h"
 
 #define CLIENT_CONNECT_TIMEOUT_MS 1000  /* opts.connect_timeout_ms 0 */
@@ -62,32 +64,15 @@ client_check_value(struct brim_client *c, const void *val, size_t val_len)
     return 0;
 }
 
-int
-brim_connect(const struct brim_opts *opts, struct brim_client **out,
-             char errbuf[BRIM_ERRBUF_LEN])
+/* A new handle with OPTS's timeouts and role; NULL when out of memory. */
+static struct brim_client *
+client_new(const struct brim_opts *opts)
 {
     struct brim_client *c;
-    char                host[BRIM_ADDR_MAX], port[6];
-    int                 rc;
 
-    if (opts == NULL || out == NULL) {
-        brim_errfmt(errbuf, "brim: connect: no options or no handle pointer");
-        return BRIM_EINVAL;
-    }
-    if (opts->coord_addr != NULL) {
-        /* TODO(#4): fetch the ring and the map from the coordinator. */
-        brim_errfmt(errbuf, "brim: %.64s: coordinator mode is not "
-                    "supported yet; give server_addr", opts->coord_addr);
-        return BRIM_EINVAL;
-    }
-    rc = brim_net_split(opts->server_addr, host, sizeof(host), port, errbuf);
-    if (rc != 0) {
-        return rc;
-    }
     c = brim_calloc(1, sizeof(*c));
     if (c == NULL) {
-        brim_errfmt(errbuf, "brim: out of memory");
-        return BRIM_ENOMEM;
+        return NULL;
     }
     c->connect_timeout_ms = opts->connect_timeout_ms != 0
                                 ? opts->connect_timeout_ms
@@ -96,6 +81,86 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
                                 ? opts->request_timeout_ms
                                 : CLIENT_REQUEST_TIMEOUT_MS;
     c->role = opts->admin ? BRIM_ROLE_ADMIN : BRIM_ROLE_CLIENT;
+    return c;
+}
+
+/*
+ * Cluster mode: HELLO at the coordinator, MAP_FETCH, and the topology as
+ * the routing map. Node connections open at their first call.
+ */
+static int
+client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
+                     char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_client *c;
+    char                host[BRIM_LIB_ADDR_MAX], port[6];
+    int64_t             deadline;
+    int                 rc;
+
+    rc = brim_net_split(opts->coord_addr, host, sizeof(host), port, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    c = client_new(opts);
+    if (c == NULL) {
+        brim_errfmt(errbuf, "brim: out of memory");
+        return BRIM_ENOMEM;
+    }
+    c->coord = brim_pool_get(c, opts->coord_addr);
+    if (c->coord == NULL) {
+        brim_close(c);
+        brim_errfmt(errbuf, "brim: out of memory");
+        return BRIM_ENOMEM;
+    }
+    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
+    c->coord->frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
+                          + 200u * BRIM_NODES_MAX;
+    c->home = c->coord;
+    rc = brim_pool_ready(c, c->coord, INT64_MAX);
+    if (rc == 0) {
+        c->cluster_id = c->coord->cluster_id;
+        deadline = brim_net_now_ms() + c->connect_timeout_ms;
+        rc = brim_coord_refresh(c, deadline);
+    }
+    if (rc != 0) {
+        brim_errfmt(errbuf, "brim: %s", c->errmsg);
+        brim_close(c);
+        return rc;
+    }
+    c->errmsg[0] = '\0';
+    *out = c;
+    return 0;
+}
+
+int
+brim_connect(const struct brim_opts *opts, struct brim_client **out,
+             char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_client *c;
+    char                host[BRIM_LIB_ADDR_MAX], port[6];
+    int                 rc;
+
+    if (opts == NULL || out == NULL) {
+        brim_errfmt(errbuf, "brim: connect: no options or no handle pointer");
+        return BRIM_EINVAL;
+    }
+    if ((opts->coord_addr != NULL) == (opts->server_addr != NULL)) {
+        brim_errfmt(errbuf, "brim: connect: give exactly one of "
+                    "server_addr and coord_addr");
+        return BRIM_EINVAL;
+    }
+    if (opts->coord_addr != NULL) {
+        return client_connect_coord(opts, out, errbuf);
+    }
+    rc = brim_net_split(opts->server_addr, host, sizeof(host), port, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    c = client_new(opts);
+    if (c == NULL) {
+        brim_errfmt(errbuf, "brim: out of memory");
+        return BRIM_ENOMEM;
+    }
     c->server_addr = brim_strndup(opts->server_addr,
                                   strlen(opts->server_addr));
     c->home = c->server_addr != NULL ? brim_pool_get(c, c->server_addr)
@@ -126,6 +191,7 @@ brim_close(struct brim_client *c)
         return;
     }
     brim_pool_free(c);
+    brim_coord_free(c);
     brim_free(c->server_addr);
     brim_free(c);
 }

@@ -15,10 +15,11 @@
 #include <brim.h>
 
 #include "proto/buf.h"
+#include "proto/topo.h"
 #include "proto/wire.h"
 
 /* Longest "host:port" we keep: a DNS name, brackets, colon, port, NUL. */
-#define BRIM_ADDR_MAX 264
+#define BRIM_LIB_ADDR_MAX 264
 
 /* Backoff after RETRY or BUSY, or a repeated lost connection, ms: doubling
  * from MIN to MAX (PROTOCOL.md 5.1). */
@@ -46,6 +47,9 @@ struct brim_pool_node {
     uint64_t                incarnation; /* the node process, from HELLO */
     uint64_t                epoch;       /* the node's epoch at HELLO */
     uint64_t                cluster_id;  /* the node's cluster, from HELLO */
+    uint32_t                frame_min;   /* max_frame_bytes at least this
+                                          * after HELLO (the coordinator's
+                                          * topology replies); 0: none */
     struct brim_pool_node  *next;        /* next node of the pool */
 };
 
@@ -83,6 +87,7 @@ struct brim_call {
     size_t                    start;       /* its frame's offset in OUT */
     uint64_t                  rep_epoch;   /* MOVED, RETRY: the epoch */
     uint64_t                  moved_epoch; /* epoch of the last redirect */
+    int                       redirected;  /* followed a MOVED already */
     char                     *redirect;    /* MOVED: owner address, owned */
 };
 
@@ -93,12 +98,22 @@ struct brim_client {
     uint32_t               request_timeout_ms; /* per call, retries too */
     uint32_t               role;               /* enum brim_role, HELLO */
     uint64_t               next_id;            /* last request id used */
-    uint64_t               epoch;              /* newest learned; 0 none */
+    uint64_t               epoch;              /* newest learned (cluster
+                                                * mode: the map's); 0 none */
     uint64_t               cluster_id;         /* stated in HELLO; 0: none
-                                                * (standalone). TODO(#4):
-                                                * the coordinator's */
+                                                * (standalone), else the
+                                                * coordinator's */
     struct brim_pool_node *nodes;              /* the pool */
-    struct brim_pool_node *home;               /* the standalone node */
+    struct brim_pool_node *home;               /* the standalone node, or
+                                                * the coordinator */
+    /* Cluster mode (brim_opts.coord_addr): */
+    struct brim_pool_node *coord;              /* the coordinator, or NULL */
+    struct brim_topo       topo;               /* the newest map fetched */
+    struct brim_pool_node **members;           /* topo.nmembers pool nodes,
+                                                * NULL: no address */
+    uint64_t               nmoved;             /* MOVED answers followed */
+    uint64_t               nretry;             /* RETRY/BUSY answers */
+    uint64_t               nrefresh;           /* map fetches */
     char                   errmsg[BRIM_ERRBUF_LEN]; /* last failure */
 };
 
@@ -176,7 +191,8 @@ int brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
 
 /*
  * The node a call for KEY (KEY_LEN bytes) goes to: in standalone mode the
- * one node. TODO(#4): owner[partition(brim_hash_key(seed, key))].
+ * one node; in cluster mode owner[partition(brim_hash_key(seed, key))] of
+ * the map, or NULL when that partition has no owner (BRIM_ENONODES).
  */
 struct brim_pool_node *brim_route_key(struct brim_client *c, const void *key,
                                  size_t key_len);
@@ -200,6 +216,19 @@ int64_t brim_route_deadline(const struct brim_client *c);
 
 /* Free what the calls' runs left behind (redirect addresses). */
 void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
+
+/* ---- coord.c ---- */
+
+/*
+ * Fetch the committed topology from the coordinator (MAP_FETCH) by
+ * DEADLINE_MS and make it the routing map when it is not older than the
+ * one held. Returns 0 or the error (C->errmsg says why); the old map stays
+ * on error.
+ */
+int brim_coord_refresh(struct brim_client *c, int64_t deadline_ms);
+
+/* Free the topology and the member table. */
+void brim_coord_free(struct brim_client *c);
 
 /* ---- client.c ---- */
 

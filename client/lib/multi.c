@@ -216,6 +216,10 @@ multi_mget_round(struct brim_client *c, const struct brim_key *keys,
     }
     for (i = 0; i < nkeys; i++) {
         knode[i] = brim_route_key(c, keys[i].key, keys[i].key_len);
+        if (knode[i] == NULL && results[i].status == MULTI_PENDING) {
+            results[i].status = BRIM_ENONODES;  /* no owner */
+            brim_lib_errmsg(c, "no nodes in the cluster");
+        }
     }
     ncalls = multi_plan(c, keys, nkeys, results, knode, bk, idx, calls,
                         parts);
@@ -224,13 +228,25 @@ multi_mget_round(struct brim_client *c, const struct brim_key *keys,
      * frame) gives its status to each of its keys. */
     for (i = 0; i < ncalls; i++) {
         for (j = 0; j < parts[i].n; j++) {
-            if (results[parts[i].idx[j]].status == MULTI_PENDING) {
-                results[parts[i].idx[j]].status =
-                    calls[i].status != 0 ? calls[i].status : BRIM_EBADREPLY;
+            if (results[parts[i].idx[j]].status != MULTI_PENDING) {
+                continue;
             }
+            if (c->coord != NULL && !calls[i].answered
+                && calls[i].status != BRIM_ETIMEDOUT)
+            {
+                /* Cluster mode: the node may have left; each key is
+                 * asked again through the map. */
+                results[parts[i].idx[j]].status = MULTI_AGAIN;
+                continue;
+            }
+            results[parts[i].idx[j]].status =
+                calls[i].status != 0 ? calls[i].status : BRIM_EBADREPLY;
         }
     }
     brim_route_calls_destroy(calls, ncalls);
+    if (c->coord != NULL && rc != 0 && rc != BRIM_ETIMEDOUT) {
+        rc = 0;
+    }
     if (rc == 0) {
         rc = multi_again(c, keys, nkeys, results, calls, deadline_ms);
     }

@@ -183,7 +183,7 @@ brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
                  char errbuf[BRIM_ERRBUF_LEN])
 {
     struct addrinfo  hints, *res, *ai;
-    char             host[BRIM_ADDR_MAX], port[6];
+    char             host[BRIM_LIB_ADDR_MAX], port[6];
     int              s, rc, err, one;
 
     rc = brim_net_split(addr, host, sizeof(host), port, errbuf);

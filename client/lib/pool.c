@@ -147,7 +147,7 @@ pool_note_error(struct brim_client *c, struct brim_pool_node *n,
     if (rep->status == BRIM_EMOVED) {
         brim_free(call->redirect);
         call->redirect = NULL;
-        if (rep->owner_len == 0 || rep->owner_len >= BRIM_ADDR_MAX
+        if (rep->owner_len == 0 || rep->owner_len >= BRIM_LIB_ADDR_MAX
             || memchr(rep->owner, '\0', rep->owner_len) != NULL)
         {
             brim_lib_errmsg(c, "%s: MOVED names a bad owner address",
@@ -420,6 +420,9 @@ pool_hello_reply(struct brim_call *call, const struct brim_rep *rep)
         return BRIM_EBADREPLY;
     }
     n->limits = rep->limits;
+    if (n->limits.max_frame_bytes < n->frame_min) {
+        n->limits.max_frame_bytes = n->frame_min;
+    }
     n->incarnation = rep->hello.incarnation;
     n->cluster_id = rep->hello.cluster_id;
     n->epoch = rep->epoch;

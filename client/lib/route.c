@@ -12,14 +12,27 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/hash.h"
 #include "proto/ops.h"
 
 struct brim_pool_node *
 brim_route_key(struct brim_client *c, const void *key, size_t key_len)
 {
-    (void) key;
-    (void) key_len;
-    return c->home;
+    uint32_t p, o;
+
+    if (c->coord == NULL) {
+        return c->home;
+    }
+    if (c->members == NULL || c->topo.map.npartitions == 0) {
+        return NULL;
+    }
+    p = brim_partition_of(brim_hash_key(c->topo.seed, key, key_len),
+                          c->topo.map.npartitions);
+    o = c->topo.map.owner[p];
+    if (o >= c->topo.nmembers) {
+        return NULL;                /* BRIM_NODE_NONE: no owner */
+    }
+    return c->members[o];
 }
 
 int64_t
@@ -69,13 +82,31 @@ route_done(struct brim_call *call, int status)
  * that points back and forth would otherwise bounce it until the timeout).
  */
 static void
-route_moved(struct brim_client *c, struct brim_call *call)
+route_moved(struct brim_client *c, struct brim_call *call, uint64_t *want)
 {
-    struct brim_pool_node *owner;
+    struct brim_pool_node     *owner;
+    const struct brim_op_info *info;
 
-    if (call->redirect == NULL
-        || (call->moved_epoch != 0 && call->rep_epoch <= call->moved_epoch))
+    c->nmoved++;
+    if (call->redirected && call->rep_epoch <= call->moved_epoch) {
+        route_done(call, BRIM_EMOVED);
+        return;
+    }
+    info = brim_op_info(call->req.op);
+    if (c->coord != NULL && call->rep_epoch > c->epoch && info != NULL
+        && (info->flags & BRIM_OPF_KEY) != 0)
     {
+        /* A newer epoch: refresh the map, then route by it (the run
+         * falls back to REDIRECT if the coordinator lags). */
+        call->redirected = 1;
+        call->moved_epoch = call->rep_epoch;
+        call->target = NULL;
+        if (call->rep_epoch > *want) {
+            *want = call->rep_epoch;
+        }
+        return;
+    }
+    if (call->redirect == NULL || call->redirect[0] == '\0') {
         route_done(call, BRIM_EMOVED);
         return;
     }
@@ -84,8 +115,9 @@ route_moved(struct brim_client *c, struct brim_call *call)
         route_done(call, BRIM_ENOMEM);
         return;
     }
+    call->redirected = 1;
     call->moved_epoch = call->rep_epoch;
-    if (call->rep_epoch > c->epoch) {
+    if (c->coord == NULL && call->rep_epoch > c->epoch) {
         c->epoch = call->rep_epoch;
     }
     call->target = owner;
@@ -96,18 +128,31 @@ route_moved(struct brim_client *c, struct brim_call *call)
  * the call is to be sent again after a pause, else 0.
  */
 static int
-route_settle(struct brim_client *c, struct brim_call *call, int rc)
+route_settle(struct brim_client *c, struct brim_call *call, int rc,
+             uint64_t *want)
 {
     const struct brim_op_info *info;
 
     if (call->answered) {
         if (call->status == BRIM_EMOVED) {
-            route_moved(c, call);
+            route_moved(c, call, want);
             return 0;
         }
         if (call->status == BRIM_ERETRY || call->status == BRIM_EBUSY) {
-            /* Both prove the op did not run (PROTOCOL.md 5.1).
-             * TODO(#4): a RETRY carrying a newer epoch refreshes the map. */
+            /* Both prove the op did not run (PROTOCOL.md 5.1); a RETRY
+             * from a node at a newer epoch refreshes the map first. */
+            c->nretry++;
+            info = brim_op_info(call->req.op);
+            if (c->coord != NULL && call->status == BRIM_ERETRY
+                && call->rep_epoch > c->epoch)
+            {
+                if (call->rep_epoch > *want) {
+                    *want = call->rep_epoch;
+                }
+                if (info != NULL && (info->flags & BRIM_OPF_KEY) != 0) {
+                    call->target = NULL;    /* route by the new map */
+                }
+            }
             return 1;
         }
         route_done(call, call->status);
@@ -128,7 +173,11 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc)
         || (info != NULL && (info->flags & BRIM_OPF_IDEMPOTENT) != 0))
     {
         /* Send it again on a new connection: right away the first time
-         * (an idle connection the node dropped), with a pause after. */
+         * (an idle connection the node dropped), with a pause after; in
+         * cluster mode the node may have left: look at the map again. */
+        if (c->coord != NULL && call->tries > 1 && *want <= c->epoch) {
+            *want = c->epoch + 1;
+        }
         return call->tries > 1;
     }
     route_done(call, BRIM_EUNKNOWN);
@@ -154,6 +203,14 @@ route_batch(struct brim_client *c, struct brim_call *calls, size_t ncalls,
             continue;
         }
         n = route_node(c, &calls[i]);
+        if (n == NULL) {
+            route_done(&calls[i], BRIM_ENONODES);
+            calls[i].answered = 1;
+            brim_lib_errmsg(c, "no nodes in the cluster: the key's "
+                            "partition has no owner at epoch %llu",
+                            (unsigned long long) c->epoch);
+            continue;
+        }
         if (*node == NULL) {
             *node = n;
         }
@@ -162,6 +219,38 @@ route_batch(struct brim_client *c, struct brim_call *calls, size_t ncalls,
         }
     }
     return nb;
+}
+
+/*
+ * Cluster mode: fetch the map when a reply named an epoch WANT newer than
+ * ours (or WANT is ours + 1 after a lost node: fetch anyway), then send
+ * the calls that were redirected at an epoch the coordinator has not
+ * committed yet to the owner their MOVED named.
+ */
+static void
+route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
+              uint64_t want, int64_t deadline_ms)
+{
+    char   keep[BRIM_ERRBUF_LEN];
+    size_t i;
+
+    if (c->coord == NULL || want <= c->epoch
+        || brim_net_now_ms() >= deadline_ms)
+    {
+        return;
+    }
+    memcpy(keep, c->errmsg, sizeof(keep));
+    (void) brim_coord_refresh(c, deadline_ms);
+    memcpy(c->errmsg, keep, sizeof(keep));
+    for (i = 0; i < nb; i++) {
+        if (batch[i]->state == BRIM_CALL_PENDING && batch[i]->target == NULL
+            && batch[i]->status == BRIM_EMOVED
+            && batch[i]->rep_epoch > c->epoch && batch[i]->redirect != NULL
+            && batch[i]->redirect[0] != '\0')
+        {
+            batch[i]->target = brim_pool_get(c, batch[i]->redirect);
+        }
+    }
 }
 
 /* End every pending call: the deadline passed. */
@@ -194,6 +283,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
     struct brim_call       *one, **batch;
     size_t                  nb, i;
     int64_t                 backoff, left;
+    uint64_t                want;
     int                     rc, pause;
 
     batch = &one;
@@ -224,7 +314,22 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         }
         rc = brim_pool_ready(c, node, deadline_ms);
         if (rc != 0) {
-            /* TODO(#4): with a coordinator, refresh the map and retry. */
+            if (c->coord != NULL && node != c->coord
+                && rc != BRIM_ETIMEDOUT && rc != BRIM_ENOMEM)
+            {
+                /* In cluster mode a node that cannot be reached may have
+                 * left or died: nothing was sent, so look at the map
+                 * again and try until the deadline. */
+                for (i = 0; i < nb; i++) {
+                    batch[i]->status = rc;
+                    batch[i]->answered = 0;
+                }
+                route_refresh(c, batch, nb, c->epoch + 1, deadline_ms);
+                left = deadline_ms - brim_net_now_ms();
+                brim_net_sleep_ms(BRIM_MIN(backoff, left));
+                backoff = BRIM_MIN(backoff * 2, BRIM_BACKOFF_MAX_MS);
+                continue;
+            }
             for (i = 0; i < nb; i++) {
                 route_done(batch[i], rc);
                 batch[i]->answered = 0;
@@ -233,9 +338,11 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         }
         rc = brim_pool_exchange(c, node, batch, nb, deadline_ms);
         pause = 0;
+        want = 0;
         for (i = 0; i < nb; i++) {
-            pause |= route_settle(c, batch[i], rc);
+            pause |= route_settle(c, batch[i], rc, &want);
         }
+        route_refresh(c, batch, nb, want, deadline_ms);
         if (pause) {
             left = deadline_ms - brim_net_now_ms();
             brim_net_sleep_ms(BRIM_MIN(backoff, left));

@@ -1,16 +1,21 @@
 /*
  * server/coord/cmd.c - brim-coord's request handling: HELLO, JOIN,
- * HEARTBEAT, LEAVE, MAP_FETCH, SUBSCRIBE, MEMBERS and CLUSTER_STATS
+ * HEARTBEAT, LEAVE, MAP_FETCH, SUBSCRIBE, MEMBERS, PLAN and CLUSTER_STATS
  * (PROTOCOL.md section 10.2).
  */
 #include "server/coord/coord.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/map.h"
+#include "common/placement.h"
 #include "common/ring.h"
 #include "proto/frame.h"
 #include "server/log.h"
@@ -126,6 +131,44 @@ cmd_join(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
                             &co->st.committed);
 }
 
+/* Keep the stats a HEARTBEAT carries (unknown names and types ignored). */
+static void
+hb_stats(struct coord_member *mb, const msgpack_object *map)
+{
+    static const struct {
+        const char *name;
+        size_t      off;
+    } fields[] = {
+        {"keys", offsetof(struct coord_member, hb_keys)},
+        {"bytes", offsetof(struct coord_member, hb_bytes)},
+        {"partitions", offsetof(struct coord_member, hb_partitions)},
+        {"requests_per_sec", offsetof(struct coord_member, hb_rps)},
+    };
+    const msgpack_object_kv *kv;
+    uint32_t                 i, f;
+
+    if (map == NULL || map->type != MSGPACK_OBJECT_MAP) {
+        return;
+    }
+    for (i = 0; i < map->via.map.size; i++) {
+        kv = &map->via.map.ptr[i];
+        if (kv->key.type != MSGPACK_OBJECT_STR
+            || kv->val.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        {
+            continue;
+        }
+        for (f = 0; f < BRIM_ARRAY_LEN(fields); f++) {
+            if (kv->key.via.str.size == strlen(fields[f].name)
+                && memcmp(kv->key.via.str.ptr, fields[f].name,
+                          kv->key.via.str.size) == 0)
+            {
+                *(uint64_t *) ((char *) mb + fields[f].off) =
+                    kv->val.via.u64;
+            }
+        }
+    }
+}
+
 static int
 cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
               const struct brim_req *req)
@@ -140,6 +183,7 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
                          "heartbeat: not a member (or fenced): join again");
     }
     mb->last_hb_ms = uv_now(co->loop);
+    hb_stats(mb, req->obj);
     if (mb->conn == NULL) {
         mb->conn = c;
         cc->member = mb;
@@ -150,13 +194,23 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
 }
 
 static int
-cmd_leave(struct coord *co, struct brim_conn *c, const struct brim_req *req)
+cmd_leave(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
+          const struct brim_req *req)
 {
     struct coord_member *mb, *o;
     char                 msg[256];
     int                  others = 0;
+    uint32_t             force = req->arg_u32;
 
     mb = coord_member_find(co, req->name, req->name_len);
+    if (cc->role == BRIM_ROLE_NODE) {
+        /* A node may ask only its own leave (SIGTERM), never forced. */
+        if (cc->member == NULL || cc->member != mb) {
+            return reply_err(c, req->request_id, BRIM_EDENIED,
+                             "leave: a node may only ask its own leave");
+        }
+        force = 0;
+    }
     if (mb == NULL || mb->leaving) {
         return reply_err(c, req->request_id, BRIM_ENOTFOUND,
                          "leave: no such member");
@@ -166,14 +220,15 @@ cmd_leave(struct coord *co, struct brim_conn *c, const struct brim_req *req)
                   && o->m.state != BRIM_MEMBER_DEAD;
     }
     if (others == 0 && brim_topo_find(&co->st.committed, mb->m.name) >= 0
-        && req->arg_u32 == 0)
+        && force == 0)
     {
         snprintf(msg, sizeof(msg), "leave: %s is the last member: its keys "
                  "would be lost (use force)", mb->m.name);
         return reply_err(c, req->request_id, BRIM_EDENIED, msg);
     }
-    brim_log_info("member %s leaving%s", mb->m.name,
-                  req->arg_u32 != 0 ? " (forced)" : "");
+    brim_log_info("member %s leaving%s%s", mb->m.name,
+                  force != 0 ? " (forced)" : "",
+                  cc->role == BRIM_ROLE_NODE ? " (asked by itself)" : "");
     mb->leaving = 1;
     co->dirty = 1;
     co->retry_at_ms = 0;
@@ -234,27 +289,381 @@ cmd_members(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     return brim_frame_end(out, mark);
 }
 
+/* ---- CLUSTER_STATS and PLAN: maps built with a packer ---- */
+
+static int
+kv_key(msgpack_packer *pk, const char *name)
+{
+    return msgpack_pack_str_with_body(pk, name, strlen(name));
+}
+
+static int
+kv_u64(msgpack_packer *pk, const char *name, uint64_t v)
+{
+    return kv_key(pk, name) | msgpack_pack_uint64(pk, v);
+}
+
+static int
+kv_f64(msgpack_packer *pk, const char *name, double v)
+{
+    return kv_key(pk, name) | msgpack_pack_double(pk, v);
+}
+
+static int
+kv_str(msgpack_packer *pk, const char *name, const char *v)
+{
+    return kv_key(pk, name) | msgpack_pack_str_with_body(pk, v, strlen(v));
+}
+
+static int
+kv_bool(msgpack_packer *pk, const char *name, int v)
+{
+    return kv_key(pk, name)
+           | (v ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+}
+
+/* eps as text: "0.05", "1", "none". */
+static void
+eps_text(uint64_t eps_ppm, char *buf, size_t len)
+{
+    size_t n;
+
+    if (eps_ppm == BRIM_EPS_NONE) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    snprintf(buf, len, "%" PRIu64 ".%06" PRIu64, eps_ppm / 1000000,
+             eps_ppm % 1000000);
+    n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '0') {
+        buf[--n] = '\0';
+    }
+    if (n > 0 && buf[n - 1] == '.') {
+        buf[--n] = '\0';
+    }
+}
+
+/* The cap at weight 1 of P partitions over T's members; 0 with none. */
+static uint64_t
+cap_one(const struct brim_topo *t)
+{
+    uint64_t sum = 0;
+    uint32_t i;
+
+    for (i = 0; i < t->nmembers; i++) {
+        sum += t->members[i].weight_ppm;
+    }
+    if (sum == 0) {
+        return 0;
+    }
+    return brim_cap(t->map.npartitions, t->eps_ppm, BRIM_WEIGHT_PPM_ONE, sum);
+}
+
+static const char *
+state_name(const struct coord_member *mb)
+{
+    if (mb->leaving) {
+        return "leaving";
+    }
+    switch (mb->m.state) {
+    case BRIM_MEMBER_JOINING:
+        return "joining";
+    case BRIM_MEMBER_UP:
+        return "up";
+    case BRIM_MEMBER_DEAD:
+        return "dead";
+    default:
+        return "leaving";
+    }
+}
+
+/* Per member of the committed map T: partitions, displaced, cap. Arrays of
+ * T->nmembers entries (caller's). Returns 0 or BRIM_ENOMEM/EINVAL. */
+static int
+committed_counts(const struct brim_topo *t, uint64_t *count,
+                 uint64_t *displaced, uint64_t *caps)
+{
+    struct brim_ring ring;
+    uint64_t        *pos;
+    uint32_t         P = t->map.npartitions, i, o;
+    char             err[BRIM_ERRBUF_LEN];
+    int              rc;
+
+    if (t->nmembers == 0) {
+        return 0;
+    }
+    memset(count, 0, t->nmembers * sizeof(*count));
+    memset(displaced, 0, t->nmembers * sizeof(*displaced));
+    pos = brim_malloc((size_t) P * sizeof(*pos));
+    if (pos == NULL) {
+        return BRIM_ENOMEM;
+    }
+    rc = brim_topo_ring(t, &ring, 1, err);
+    if (rc != 0) {
+        brim_free(pos);
+        return rc;
+    }
+    brim_map_positions(t->seed, P, pos);
+    brim_ring_caps(&ring, P, t->eps_ppm, caps);
+    for (i = 0; i < P; i++) {
+        o = t->map.owner[i];
+        if (o >= t->nmembers) {
+            continue;
+        }
+        count[o]++;
+        displaced[o] += brim_ring_owner(&ring, pos[i]) != o;
+    }
+    brim_ring_destroy(&ring);
+    brim_free(pos);
+    return 0;
+}
+
 static int
 cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
 {
-    struct brim_buf *out = brim_conn_out(c);
-    const struct brim_coord_settings *s = &co->st.settings;
-    size_t           mark;
-    int              err;
+    struct brim_buf        *out = brim_conn_out(c);
+    const struct brim_topo *t = &co->st.committed;
+    struct coord_member    *mb;
+    msgpack_packer          pk;
+    uint64_t               *count, *disp, *caps, keys_sum = 0, keys_max = 0;
+    uint64_t                pmax = 0, pmin = 0, bytes_sum = 0, rps_sum = 0;
+    uint32_t                N = t->nmembers, nnodes = 0, i, moved;
+    double                  pmean, kmean;
+    int32_t                 idx;
+    int                     err = 0, within = 1;
+    size_t                  mark;
+    char                    eps[32];
+    uint64_t                P = t->map.npartitions;
 
-    if (brim_wire_stats_begin(out, req->request_id, 7, &mark) != 0) {
+    count = brim_calloc(N + 1, sizeof(*count));
+    disp = brim_calloc(N + 1, sizeof(*disp));
+    caps = brim_calloc(N + 1, sizeof(*caps));
+    if (count == NULL || disp == NULL || caps == NULL
+        || committed_counts(t, count, disp, caps) != 0)
+    {
+        brim_free(count);
+        brim_free(disp);
+        brim_free(caps);
+        return reply_err(c, req->request_id, BRIM_ENOMEM,
+                         "cluster_stats: no memory");
+    }
+    for (i = 0; i < N; i++) {
+        disp[N] += disp[i];
+        within &= count[i] <= caps[i];
+        pmax = i == 0 || count[i] > pmax ? count[i] : pmax;
+        pmin = i == 0 || count[i] < pmin ? count[i] : pmin;
+    }
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->removed) {
+            continue;
+        }
+        nnodes++;
+        if (brim_topo_find(t, mb->m.name) >= 0) {
+            keys_sum += mb->hb_keys;
+            keys_max = BRIM_MAX(keys_max, mb->hb_keys);
+        }
+        bytes_sum += mb->hb_bytes;
+        rps_sum += mb->hb_rps;
+    }
+    pmean = N > 0 ? (double) P / N : 0.0;
+    kmean = N > 0 ? (double) keys_sum / N : 0.0;
+    eps_text(t->eps_ppm, eps, sizeof(eps));
+    moved = co->last_arc + co->last_cap;
+
+    if (brim_wire_stats_begin(out, req->request_id, 18, &mark) != 0) {
+        brim_free(count);
+        brim_free(disp);
+        brim_free(caps);
         return BRIM_ENOMEM;
     }
-    err = brim_wire_stats_u64(out, "epoch", co->st.committed.map.epoch);
-    err |= brim_wire_stats_f64(out, "eps", s->eps_ppm == BRIM_EPS_NONE
-                                               ? -1.0
-                                               : (double) s->eps_ppm / 1e6);
-    err |= brim_wire_stats_u64(out, "partitions", s->partitions);
-    err |= brim_wire_stats_u64(out, "tokens", s->tokens_per_node);
-    err |= brim_wire_stats_u64(out, "members", co->st.committed.nmembers);
-    err |= brim_wire_stats_u64(out, "pending", (uint64_t) co->st.has_pending);
-    err |= brim_wire_stats_u64(out, "next_epoch", co->st.next_epoch);
+    brim_wire_packer_init(&pk, out);
+    err |= kv_u64(&pk, "epoch", t->map.epoch);
+    err |= kv_str(&pk, "eps", eps);
+    err |= kv_u64(&pk, "partitions", P);
+    err |= kv_u64(&pk, "tokens", co->st.settings.tokens_per_node);
+    err |= kv_u64(&pk, "members", N);
+    err |= kv_u64(&pk, "pending", (uint64_t) co->st.has_pending);
+    err |= kv_u64(&pk, "next_epoch", co->st.next_epoch);
+    err |= kv_u64(&pk, "cap", cap_one(t));
+    err |= kv_bool(&pk, "within_cap", within);
+    err |= kv_f64(&pk, "max_mean_partitions", pmean > 0 ? pmax / pmean : 0);
+    err |= kv_f64(&pk, "min_mean_partitions", pmean > 0 ? pmin / pmean : 0);
+    err |= kv_f64(&pk, "max_mean_keys", kmean > 0 ? keys_max / kmean : 0);
+    err |= kv_u64(&pk, "keys", keys_sum);
+    err |= kv_u64(&pk, "bytes", bytes_sum);
+    err |= kv_u64(&pk, "requests_per_sec", rps_sum);
+    err |= kv_u64(&pk, "displaced", disp[N]);
+    err |= kv_key(&pk, "nodes");
+    err |= msgpack_pack_array(&pk, nnodes);
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->removed) {
+            continue;
+        }
+        idx = brim_topo_find(t, mb->m.name);
+        err |= msgpack_pack_map(&pk, 12);
+        err |= kv_str(&pk, "name", mb->m.name);
+        err |= kv_str(&pk, "addr", mb->m.addr);
+        err |= kv_str(&pk, "state", state_name(mb));
+        err |= kv_f64(&pk, "weight", mb->m.weight_ppm / 1e6);
+        err |= kv_u64(&pk, "partitions", idx >= 0 ? count[idx] : 0);
+        err |= kv_u64(&pk, "displaced", idx >= 0 ? disp[idx] : 0);
+        err |= kv_u64(&pk, "cap", idx >= 0 ? caps[idx] : 0);
+        err |= kv_f64(&pk, "load", idx >= 0 && pmean > 0
+                                   ? count[idx] / pmean : 0.0);
+        err |= kv_u64(&pk, "keys", mb->hb_keys);
+        err |= kv_u64(&pk, "bytes", mb->hb_bytes);
+        err |= kv_u64(&pk, "requests_per_sec", mb->hb_rps);
+        err |= kv_u64(&pk, "last_heartbeat_ms_ago",
+                      uv_now(co->loop) - mb->last_hb_ms);
+    }
+    err |= kv_key(&pk, "migration");
+    err |= msgpack_pack_map(&pk, 6);
+    err |= kv_bool(&pk, "active", 0);
+    err |= kv_u64(&pk, "partitions_total", moved);
+    err |= kv_u64(&pk, "partitions_done", moved);
+    err |= kv_u64(&pk, "moved_arc", co->last_arc);
+    err |= kv_u64(&pk, "moved_cap", co->last_cap);
+    err |= kv_u64(&pk, "keys_moved", 0);
+    brim_free(count);
+    brim_free(disp);
+    brim_free(caps);
     if (err != 0) {
+        brim_frame_abort(out, mark);
+        return BRIM_ENOMEM;
+    }
+    return brim_frame_end(out, mark);
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+    return strcmp(((const struct brim_member *) a)->name,
+                  ((const struct brim_member *) b)->name);
+}
+
+/* PLAN: the next map a join or a leave would give, from the committed one,
+ * computed and counted without changing anything (PROTOCOL.md 10.2). */
+static int
+cmd_plan(struct coord *co, struct brim_conn *c, const struct brim_req *req)
+{
+    const struct brim_topo *ot = &co->st.committed;
+    struct brim_buf        *out = brim_conn_out(c);
+    struct coord_member    *mb;
+    struct brim_topo        nt;
+    struct brim_member     *m;
+    msgpack_packer          pk;
+    char                    name[BRIM_NAME_MAX + 1], msg[256];
+    char                    err[BRIM_ERRBUF_LEN] = "";
+    uint32_t                kind = req->arg_u32, w = req->weight_ppm;
+    uint32_t                P = ot->map.npartitions, N = ot->nmembers;
+    uint32_t                i, arc = 0, cap = 0, moved = 0, own;
+    int32_t                 idx = -1;
+    double                  ideal, keys = 0.0;
+    uint64_t                cap_before;
+    size_t                  mark;
+    int                     rc, e = 0;
+
+    if (kind != 1 && kind != 2) {
+        return reply_err(c, req->request_id, BRIM_EINVAL,
+                         "plan: kind is 1 (join) or 2 (leave)");
+    }
+    if (w == 0) {
+        w = BRIM_WEIGHT_PPM_ONE;
+    }
+    if (!brim_ring_name_valid(req->name, req->name_len)
+        || (kind == 1 && (w < BRIM_WEIGHT_PPM_MIN || w > BRIM_WEIGHT_PPM_MAX)))
+    {
+        return reply_err(c, req->request_id, BRIM_EINVAL,
+                         "plan: bad name or weight_ppm");
+    }
+    memcpy(name, req->name, req->name_len);
+    name[req->name_len] = '\0';
+    idx = brim_topo_find(ot, name);
+    if (kind == 1 && idx >= 0) {
+        snprintf(msg, sizeof(msg), "plan: %s is already a member", name);
+        return reply_err(c, req->request_id, BRIM_EEXISTS, msg);
+    }
+    if (kind == 2 && idx < 0) {
+        snprintf(msg, sizeof(msg), "plan: %s is not a member of epoch %"
+                 PRIu64, name, ot->map.epoch);
+        return reply_err(c, req->request_id, BRIM_ENOTFOUND, msg);
+    }
+    if (kind == 2 && N == 1) {
+        snprintf(msg, sizeof(msg), "plan: %s is the last member: its keys "
+                 "would be lost", name);
+        return reply_err(c, req->request_id, BRIM_EDENIED, msg);
+    }
+    if (brim_topo_init(&nt, ot->cluster_id, ot->seed, P, ot->tokens_per_node,
+                       ot->eps_ppm, co->st.next_epoch) != 0
+        || (nt.members = brim_calloc(N + 1, sizeof(*nt.members))) == NULL)
+    {
+        brim_topo_destroy(&nt);
+        return reply_err(c, req->request_id, BRIM_ENOMEM, "plan: no memory");
+    }
+    /* The committed members, less the leaver or plus the newcomer,
+     * sorted by name as every topology is. */
+    for (i = 0; i < N; i++) {
+        if (kind != 2 || (int32_t) i != idx) {
+            nt.members[nt.nmembers] = ot->members[i];
+            nt.members[nt.nmembers++].state = BRIM_MEMBER_UP;
+        }
+    }
+    if (kind == 1) {
+        m = &nt.members[nt.nmembers++];
+        memset(m, 0, sizeof(*m));
+        memcpy(m->name, name, req->name_len + 1);
+        m->weight_ppm = w;
+        m->state = BRIM_MEMBER_UP;
+        qsort(nt.members, nt.nmembers, sizeof(*nt.members), cmp_name);
+    }
+    rc = coord_place(co, &nt, &arc, &cap, err);
+    if (rc != 0) {
+        brim_topo_destroy(&nt);
+        snprintf(msg, sizeof(msg), "plan: placement failed: %s", err);
+        return reply_err(c, req->request_id, rc, msg);
+    }
+    /* Moved partitions, compared by owner name, and the keys they hold by
+     * their owners' last heartbeats. */
+    for (i = 0; i < P; i++) {
+        uint16_t    o = ot->map.owner[i], n = nt.map.owner[i];
+        const char *on = o < N ? ot->members[o].name : "";
+        const char *nn = n < nt.nmembers ? nt.members[n].name : "";
+
+        if (strcmp(on, nn) == 0) {
+            continue;
+        }
+        moved++;
+        if (o < N) {
+            mb = coord_member_find(co, on, strlen(on));
+            own = owned(ot, on);
+            if (mb != NULL && own > 0) {
+                keys += (double) mb->hb_keys / own;
+            }
+        }
+    }
+    cap_before = cap_one(ot);
+    if (kind == 1) {
+        ideal = (double) P / (N + 1);
+    } else {
+        ideal = (double) owned(ot, name);
+    }
+    if (brim_wire_stats_begin(out, req->request_id, 10, &mark) != 0) {
+        brim_topo_destroy(&nt);
+        return BRIM_ENOMEM;
+    }
+    brim_wire_packer_init(&pk, out);
+    e |= kv_str(&pk, "kind", kind == 1 ? "join" : "leave");
+    e |= kv_str(&pk, "name", name);
+    e |= kv_u64(&pk, "partitions_moved", moved);
+    e |= kv_u64(&pk, "moved_arc", arc);
+    e |= kv_u64(&pk, "moved_cap", cap);
+    e |= kv_f64(&pk, "ideal", ideal);
+    e |= kv_f64(&pk, "churn", ideal > 0 ? moved / ideal : 0.0);
+    e |= kv_u64(&pk, "cap_before", cap_before);
+    e |= kv_u64(&pk, "cap_after", cap_one(&nt));
+    e |= kv_u64(&pk, "keys_estimate", (uint64_t) (keys + 0.5));
+    brim_topo_destroy(&nt);
+    if (e != 0) {
         brim_frame_abort(out, mark);
         return BRIM_ENOMEM;
     }
@@ -278,7 +687,8 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         return reply_err(c, req->request_id, BRIM_EDENIED, "HELLO first");
     }
     if ((info->flags & BRIM_OPF_ADMIN) && cc->role != BRIM_ROLE_ADMIN
-        && cc->role != BRIM_ROLE_COORD)
+        && cc->role != BRIM_ROLE_COORD
+        && !(req->op == BRIM_OP_LEAVE && cc->role == BRIM_ROLE_NODE))
     {
         return reply_err(c, req->request_id, BRIM_EDENIED,
                          "an admin op: HELLO with role admin");
@@ -289,7 +699,7 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
     case BRIM_OP_HEARTBEAT:
         return cmd_heartbeat(co, c, cc, req);
     case BRIM_OP_LEAVE:
-        return cmd_leave(co, c, req);
+        return cmd_leave(co, c, cc, req);
     case BRIM_OP_MAP_FETCH:
         return coord_reply_topo(c, req->op, req->request_id,
                                 &co->st.committed);
@@ -306,6 +716,8 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         return cmd_members(co, c, req);
     case BRIM_OP_CLUSTER_STATS:
         return cmd_stats(co, c, req);
+    case BRIM_OP_PLAN:
+        return cmd_plan(co, c, req);
     default:
         return reply_err(c, req->request_id, BRIM_EUNKNOWNOP,
                          "not served by the coordinator");

@@ -44,6 +44,8 @@ struct coord_member {
     int                  need_ack;      /* awaited for the pending epoch */
     int                  removed;       /* gone: freed once PEER is idle */
     int                  leaving;       /* LEAVE asked */
+    /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
+    uint64_t             hb_keys, hb_bytes, hb_partitions, hb_rps;
 };
 
 /* Per-connection state (brim_conn data). */
@@ -69,6 +71,10 @@ struct coord {
     uint64_t                retry_at_ms;     /* no change before this */
     int                     stopping;
     int                     dirty;           /* a change is wanted */
+    uint32_t                pending_arc;     /* the pending epoch's moves */
+    uint32_t                pending_cap;
+    uint32_t                last_arc;        /* the last commit's moves */
+    uint32_t                last_cap;
     msgpack_zone            zone;            /* requests */
 };
 
@@ -85,6 +91,8 @@ struct coord_member *coord_member_find(struct coord *co, const char *name,
 struct coord_member *coord_member_new(struct coord *co, const char *name,
                                       size_t len);
 void coord_member_remove(struct coord_member *mb);
+int coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc,
+                uint32_t *cap, char *err);
 int coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
                      const struct brim_topo *t);
 

@@ -342,9 +342,10 @@ same_membership(struct coord *co, uint32_t n, const struct brim_member *m)
     return 1;
 }
 
-/* NT's map from the committed one; counts of moves in *ARC, *CAP. */
-static int
-place(struct coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap,
+/* NT's map from the committed one; counts of moves in *ARC, *CAP. Pure:
+ * changes nothing but NT (PLAN uses it for what-if maps). */
+int
+coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap,
       char *err)
 {
     const struct brim_topo *ot = &co->st.committed;
@@ -425,12 +426,14 @@ change_start(struct coord *co)
             nt.members[nt.nmembers++].state = BRIM_MEMBER_UP;
         }
     }
-    qsort(nt.members, n, sizeof(*nt.members), cmp_member);
+    if (n > 1) {                    /* qsort(NULL, 0) is undefined */
+        qsort(nt.members, n, sizeof(*nt.members), cmp_member);
+    }
     if (same_membership(co, n, nt.members)) {
         brim_topo_destroy(&nt);
         return;
     }
-    if (place(co, &nt, &arc, &cap, err) != 0) {
+    if (coord_place(co, &nt, &arc, &cap, err) != 0) {
         brim_log_error("placement failed: %s", err);
         brim_topo_destroy(&nt);
         return;
@@ -447,6 +450,8 @@ change_start(struct coord *co)
     }
     brim_log_info("epoch %" PRIu64 " proposed: %" PRIu32 " members, moved "
                   "arc %" PRIu32 " cap %" PRIu32, nt.map.epoch, n, arc, cap);
+    co->pending_arc = arc;
+    co->pending_cap = cap;
     co->acks_left = 0;
     co->pending_since_ms = uv_now(co->loop);
     for (mb = co->members; mb != NULL; mb = mb->next) {
@@ -506,6 +511,8 @@ change_commit(struct coord *co)
         return;
     }
     brim_topo_destroy(&old);
+    co->last_arc = co->pending_arc;
+    co->last_cap = co->pending_cap;
     brim_log_info("epoch %" PRIu64 " committed: %" PRIu32 " members",
                   epoch, co->st.committed.nmembers);
     for (mb = co->members; mb != NULL; mb = mb->next) {

@@ -103,6 +103,10 @@ cmd_mget(struct brim_node *node, struct brim_conn *c,
         brim_wire_req_key(req, i, &key, &key_len);
         h = brim_hash_key(brim_node_seed(node), key, key_len);
         route = brim_node_route(node, req->epoch, h, &rrep);
+        if (route == 0 && node->mig != NULL) {
+            brim_migrate_hit(node, brim_partition_of(h, node->cfg.partitions),
+                             h, key, key_len, BRIM_MIG_READ, 0);
+        }
         if (route != 0) {
             rc = brim_wire_mget_miss(out, route);   /* MOVED or RETRY */
         } else if (brim_store_get(node->store, h, key, key_len, now, &it)
@@ -155,23 +159,14 @@ node_flush_cb(uv_timer_t *t)
     brim_log_info("flush: every item removed (delayed flush)");
 }
 
-/*
- * Run one keyed data op; fills REP for the OK reply or returns the error
- * status for an error reply.
- */
+/* Run the keyed data op REQ on the key hashed to H (routed here). */
 static int
-cmd_data(struct brim_node *node, const struct brim_req *req,
-         struct brim_rep *rep, uint32_t now)
+cmd_data_op(struct brim_node *node, const struct brim_req *req,
+            struct brim_rep *rep, uint64_t h, uint32_t now)
 {
     const struct brim_item *it;
-    uint64_t                h;
     int                     rc;
 
-    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
-    rc = brim_node_route(node, req->epoch, h, rep);
-    if (rc != 0) {
-        return rc;                  /* MOVED or RETRY, details in REP */
-    }
     switch (req->op) {
     case BRIM_OP_GET:
     case BRIM_OP_GAT:
@@ -207,6 +202,38 @@ cmd_data(struct brim_node *node, const struct brim_req *req,
                               cmd_exptime(req->ttl_s, now), req->cas, now,
                               &rep->cas);
     }
+}
+
+/*
+ * Run one keyed data op; fills REP for the OK reply or returns the error
+ * status for an error reply.
+ */
+static int
+cmd_data(struct brim_node *node, const struct brim_req *req,
+         struct brim_rep *rep, uint32_t now)
+{
+    uint64_t                h;
+    int                     rc;
+
+    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
+    rc = brim_node_route(node, req->epoch, h, rep);
+    if (rc != 0) {
+        return rc;                  /* MOVED or RETRY, details in REP */
+    }
+    rc = cmd_data_op(node, req, rep, h, now);
+    if (node->mig != NULL) {
+        brim_migrate_hit(node, brim_partition_of(h, node->cfg.partitions), h,
+                         req->key, req->key_len,
+                         req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
+                         ? BRIM_MIG_READ
+                         : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
+                                                  : BRIM_MIG_WRITE, rc);
+        if (req->op == BRIM_OP_GAT && rc == 0) {
+            brim_migrate_hit(node, brim_partition_of(h, node->cfg.partitions),
+                             h, req->key, req->key_len, BRIM_MIG_WRITE, rc);
+        }
+    }
+    return rc;
 }
 
 static const char *
@@ -353,6 +380,12 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
     int               rc;
 
     errbuf[0] = '\0';
+    /* Stream ops (migrate.c, PROTOCOL.md 11) are decoded there. */
+    if (brim_migrate_is_stream_op(body, len)) {
+        node->st.requests++;
+        rc = brim_migrate_serve(node, c, body, len);
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
     /* Only the coordinator's connections may carry a topology. */
     rc = brim_wire_parse_req(body, len, conn_role(c) == BRIM_ROLE_COORD
                                         ? &node->coord_limits

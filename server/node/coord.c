@@ -7,22 +7,59 @@
  * same incarnation; a DENIED heartbeat means this incarnation is fenced,
  * and the node stops serving and exits non-zero (rejoining as a new
  * incarnation is not done yet).
+ *
+ * SIGTERM on a cluster node is a graceful leave (DESIGN.md section 5):
+ * brim_node_coord_leave() sends LEAVE for this node's own name on this
+ * connection, waits (at most $BRIM_LEAVE_TIMEOUT_MS, default 10000) for a
+ * committed epoch without it, lingers COORD_LINGER_MS answering MOVED, and
+ * stops with exit code 0 (1 when the wait timed out). The last member is
+ * refused (DENIED: its keys would be lost): the node logs so and keeps
+ * serving; a second SIGTERM (or SIGQUIT) exits at once.
  */
 #include "server/node/node.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/defs.h"
 #include "proto/frame.h"
 #include "server/log.h"
+#include "server/node/migrate.h"
 
 #define COORD_HEARTBEAT_MS 500      /* default interval */
 #define COORD_BACKOFF_MIN_MS 100    /* first reconnect delay */
 #define COORD_BACKOFF_MAX_MS 5000   /* longest reconnect delay */
 
+#define COORD_LEAVE_TIMEOUT_MS 10000 /* default bound on a graceful leave */
+#define COORD_LINGER_MS 500          /* answer MOVED this long, then exit */
+#define COORD_DRAIN_MAX_MS 60000     /* most a leave waits for its streams */
+#define COORD_LEAVE_POLL_MS 20       /* how often the leave is checked */
+
+/* The graceful leave in progress (one node per process). Kept here, not in
+ * struct brim_node, while node.h is being reworked for migration. */
+enum leave_state {
+    LEAVE_NONE = 0,
+    LEAVE_ASKED,            /* LEAVE sent, waiting for its reply */
+    LEAVE_WAITING,          /* accepted: waiting for the epoch without us */
+    LEAVE_DENIED,           /* the last member: serving on */
+    LEAVE_LINGER            /* out of the map: answering MOVED a while */
+};
+
+static struct {
+    int              was_member;    /* seen in a committed map */
+    enum leave_state state;
+    uv_timer_t       timer;
+    int              timer_init;
+    uint64_t         deadline_ms;   /* loop time: give up waiting */
+    uint64_t         linger_until;  /* loop time: exit */
+} leave;
+
 static void coord_connect(struct brim_node *node);
+static int leave_removed(struct brim_node *node);
+int brim_node_coord_leave(struct brim_node *node);    /* main.c calls it */
+static void leave_linger(struct brim_node *node, const char *why);
 
 /* Encode REQ and send it on the coordinator connection; CB gets the reply
  * body. Returns 0 or a BRIM_E* code (the connection is then closed). */
@@ -135,6 +172,17 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     {
         return;
     }
+    if (rep.status == BRIM_EDENIED
+        && (leave.state == LEAVE_ASKED || leave.state == LEAVE_WAITING
+            || leave.state == LEAVE_LINGER))
+    {
+        /* Removed by the epoch that we may not have seen committed yet. */
+        leave_linger(node, "the coordinator no longer knows this node");
+        return;
+    }
+    if (rep.status == BRIM_EDENIED && leave_removed(node)) {
+        return;                     /* an admin's leave: draining */
+    }
     if (rep.status == BRIM_EDENIED) {
         brim_log_error("coordinator %s fenced this node (incarnation "
                        "%016" PRIx64 "): %s; exiting",
@@ -202,6 +250,9 @@ coord_timer_cb(uv_timer_t *t)
     }
     if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined) {
         return;
+    }
+    if (leave_removed(node)) {
+        return;                     /* left: no more heartbeats */
     }
     coord_stats(node, kv, &map);
     memset(&req, 0, sizeof(req));
@@ -330,6 +381,16 @@ coord_close_cb(struct brim_peer *p, int status)
     if (node->stopping) {
         return;
     }
+    if (leave.state == LEAVE_ASKED || leave.state == LEAVE_WAITING
+        || leave.state == LEAVE_LINGER)
+    {
+        /* Leaving: a new JOIN would undo it. The leave timer bounds the
+         * wait for the epoch (which comes on the coordinator's own
+         * connection to us). */
+        brim_log_info("coordinator %s: connection closed while leaving",
+                      node->cfg.coordinator);
+        return;
+    }
     brim_log_info("coordinator %s: connection closed (%s); retrying in "
                   "%u ms", node->cfg.coordinator, brim_strerror(status),
                   node->cl.backoff_ms);
@@ -368,4 +429,203 @@ brim_node_coord_stop(struct brim_node *node)
 {
     brim_peer_close(&node->cl.coord);
     uv_close((uv_handle_t *) &node->cl.timer, NULL);
+    if (leave.timer_init) {
+        uv_close((uv_handle_t *) &leave.timer, NULL);
+        leave.timer_init = 0;
+    }
+}
+
+/* ---- graceful leave (SIGTERM) ---- */
+
+static uint64_t
+leave_timeout_ms(void)
+{
+    const char        *e = getenv("BRIM_LEAVE_TIMEOUT_MS");
+    char              *end;
+    unsigned long long v;
+
+    if (e == NULL || *e == '\0') {
+        return COORD_LEAVE_TIMEOUT_MS;
+    }
+    v = strtoull(e, &end, 10);
+    return *end == '\0' && v > 0 && v <= 3600000 ? v : COORD_LEAVE_TIMEOUT_MS;
+}
+
+static void
+leave_stop(struct brim_node *node, int code)
+{
+    node->exit_code = code;
+    brim_node_stop(node);
+}
+
+static void
+leave_linger(struct brim_node *node, const char *why)
+{
+    if (leave.state == LEAVE_LINGER) {
+        return;
+    }
+    brim_log_info("left the cluster (%s); answering MOVED for %u ms, then "
+                  "exiting", why, COORD_LINGER_MS);
+    leave.state = LEAVE_LINGER;
+    leave.linger_until = uv_now(node->loop) + COORD_LINGER_MS;
+}
+
+static void
+leave_timer_cb(uv_timer_t *t)
+{
+    struct brim_node          *node = t->data;
+    struct brim_migrate_stats  ms;
+    uint64_t                   now = uv_now(node->loop);
+    char                       why[64];
+
+    if (node->stopping) {
+        return;
+    }
+    if (leave.state == LEAVE_LINGER) {
+        /* DESIGN.md section 7 step 5: a leaving node exits only after its
+         * last partition has been streamed to its new owner, bounded by
+         * COORD_DRAIN_MAX_MS so a dead receiver cannot hold it forever. */
+        brim_migrate_get_stats(node, &ms);
+        if (now >= leave.linger_until && ms.partitions_out_pending == 0) {
+            leave_stop(node, 0);
+        } else if (now >= leave.linger_until + COORD_DRAIN_MAX_MS) {
+            brim_log_warn("leave: %u partitions still streaming after %u ms; "
+                          "exiting, their keys become misses",
+                          ms.partitions_out_pending, COORD_DRAIN_MAX_MS);
+            leave_stop(node, 1);
+        }
+        return;
+    }
+    if ((leave.state == LEAVE_WAITING || leave.state == LEAVE_ASKED)
+        && node->cl.committed.map.epoch > 0
+        && brim_topo_find(&node->cl.committed, node->cfg.name) < 0)
+    {
+        snprintf(why, sizeof(why), "epoch %" PRIu64 " committed without it",
+                 node->cl.committed.map.epoch);
+        leave_linger(node, why);
+        return;
+    }
+    if ((leave.state == LEAVE_WAITING || leave.state == LEAVE_ASKED)
+        && now >= leave.deadline_ms)
+    {
+        brim_log_warn("leave: no epoch without this node was committed "
+                      "within %" PRIu64 " ms; exiting anyway",
+                      leave_timeout_ms());
+        leave_stop(node, 1);
+    }
+}
+
+static void
+coord_leave_rep(struct brim_peer *p, int status, const char *body,
+                size_t len, void *arg)
+{
+    struct brim_node *node = arg;
+    struct brim_rep   rep;
+    char              why[256];
+
+    if (leave.state != LEAVE_ASKED) {
+        return;
+    }
+    if (status != 0 || coord_parse(node, BRIM_OP_LEAVE, body, len, &rep)
+        != 0)
+    {
+        brim_log_warn("leave: the coordinator connection failed; waiting "
+                      "for an epoch without this node until the timeout");
+        leave.state = LEAVE_WAITING;
+        return;
+    }
+    if (rep.status == 0) {
+        brim_log_info("leave accepted by coordinator %s (epoch %" PRIu64
+                      "); draining", node->cfg.coordinator, rep.epoch);
+        leave.state = LEAVE_WAITING;
+        return;
+    }
+    if (rep.status == BRIM_EDENIED) {
+        brim_log_warn("leave refused: %s; this is the last node and its "
+                      "keys would be lost: still serving; SIGTERM again to "
+                      "exit anyway", coord_why(&rep, why, sizeof(why)));
+        leave.state = LEAVE_DENIED;
+        return;
+    }
+    /* NOTFOUND (not a member, or already leaving) and the rest. */
+    brim_log_info("leave: %s; exiting", coord_why(&rep, why, sizeof(why)));
+    leave_stop(node, 0);
+}
+
+/* True (and the linger started) when this node was in a committed map and
+ * the committed map now leaves it out: an admin's LEAVE (brimctl leave)
+ * removed it, so it drains and exits 0 as after SIGTERM. */
+static int
+leave_removed(struct brim_node *node)
+{
+    char why[80];
+
+    if (node->cl.committed.map.epoch == 0) {
+        return 0;
+    }
+    if (brim_topo_find(&node->cl.committed, node->cfg.name) >= 0) {
+        leave.was_member = 1;
+        return 0;
+    }
+    if (!leave.was_member || node->cl.fenced) {
+        return 0;
+    }
+    if (leave.state == LEAVE_LINGER) {
+        return 1;
+    }
+    if (!leave.timer_init) {
+        uv_timer_init(node->loop, &leave.timer);
+        leave.timer.data = node;
+        leave.timer_init = 1;
+    }
+    snprintf(why, sizeof(why), "epoch %" PRIu64 " committed without it",
+             node->cl.committed.map.epoch);
+    leave_linger(node, why);
+    uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
+                   COORD_LEAVE_POLL_MS);
+    return 1;
+}
+
+/* SIGTERM: leave and drain. Returns 1 when a leave was started (or one is
+ * in progress and this signal should be ignored), 0 when the caller should
+ * simply stop, -1 when it should exit at once (a second SIGTERM). */
+int
+brim_node_coord_leave(struct brim_node *node)
+{
+    struct brim_req req;
+
+    if (leave.state == LEAVE_DENIED || leave.state == LEAVE_ASKED
+        || leave.state == LEAVE_WAITING || leave.state == LEAVE_LINGER)
+    {
+        return -1;
+    }
+    if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined
+        || node->cl.fenced)
+    {
+        brim_log_warn("leave: not connected to coordinator %s: stopping "
+                      "without a leave", node->cfg.coordinator);
+        return 0;
+    }
+    if (!leave.timer_init) {
+        uv_timer_init(node->loop, &leave.timer);
+        leave.timer.data = node;
+        leave.timer_init = 1;
+    }
+    leave.state = LEAVE_ASKED;
+    leave.deadline_ms = uv_now(node->loop) + leave_timeout_ms();
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_LEAVE;
+    req.name = node->cfg.name;
+    req.name_len = strlen(node->cfg.name);
+    req.arg_u32 = 0;
+    if (coord_send(node, &req, coord_leave_rep) != 0) {
+        leave.state = LEAVE_NONE;
+        return 0;
+    }
+    brim_log_info("leaving: asked coordinator %s to remove this node (at "
+                  "most %" PRIu64 " ms)", node->cfg.coordinator,
+                  leave_timeout_ms());
+    uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
+                   COORD_LEAVE_POLL_MS);
+    return 1;
 }

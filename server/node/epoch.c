@@ -2,14 +2,15 @@
  * server/node/epoch.c - a node's epochs in cluster mode (PROTOCOL.md 10.4,
  * DESIGN.md 7 steps 1-2): the committed topology it serves by, at most one
  * pending one, and the routing decision of every data op: serve, MOVED or
- * RETRY. Until migration exists a commit drops the partitions the node
- * lost, so moved keys become misses, never stale values. No I/O here.
+ * RETRY. A commit hands the partitions the node lost to migrate.c, which
+ * streams them to their new owners; the rest are dropped. No I/O here.
  */
 #include "server/node/node.h"
 
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
 #include "server/log.h"
@@ -177,38 +178,51 @@ int
 brim_node_commit(struct brim_node *node, uint64_t epoch)
 {
     struct brim_node_cluster *cl = &node->cl;
-    uint32_t                  p, dropped = 0;
+    struct brim_topo          old;
+    uint8_t                  *keep;
+    uint32_t                  p, dropped = 0, kept = 0;
     size_t                    keys = 0;
+    int32_t                   old_self;
     uint16_t                  self;
 
     if (!cl->has_pending || cl->pending.map.epoch != epoch) {
         return epoch != 0 && epoch == cl->committed.map.epoch
                    ? 0 : BRIM_ENOTFOUND;
     }
-    brim_topo_destroy(&cl->committed);
+    old = cl->committed;
+    old_self = cl->self;
     cl->committed = cl->pending;
     cl->self = cl->self_pending;
     memset(&cl->pending, 0, sizeof(cl->pending));
     cl->has_pending = 0;
     cl->self_pending = -1;
-    /* Without migration the keys of a lost partition have nowhere to go:
-     * drop them now, so a later map that gives the partition back starts
-     * it empty rather than with stale values. */
+    /* Partitions lost to a live member are streamed to it (migrate.c)
+     * and dropped once sent; the others are dropped now, so a later map
+     * that gives one back starts it empty rather than with stale values. */
+    keep = brim_calloc(cl->committed.map.npartitions, 1);
+    if (keep != NULL) {
+        brim_migrate_commit(node, &old, old_self, keep);
+    }
+    brim_topo_destroy(&old);
     self = cl->self >= 0 ? (uint16_t) cl->self : BRIM_NODE_NONE;
     for (p = 0; p < cl->committed.map.npartitions; p++) {
-        if (cl->committed.map.owner[p] != self
-            && brim_store_partition_items(node->store, p) > 0)
-        {
+        if (cl->committed.map.owner[p] == self) {
+            continue;
+        }
+        if (keep != NULL && keep[p]) {
+            kept++;
+        } else if (brim_store_partition_items(node->store, p) > 0) {
             keys += brim_store_drop_partition(node->store, p);
             dropped++;
-        } else if (cl->committed.map.owner[p] != self) {
+        } else {
             brim_store_drop_partition(node->store, p);  /* an empty table */
         }
     }
+    brim_free(keep);
     brim_log_info("epoch %" PRIu64 " committed: this node owns %u of %u "
-                  "partitions; dropped %u partitions (%zu keys) it lost",
+                  "partitions; streaming %u it lost, dropped %u (%zu keys)",
                   epoch, brim_node_owned(node), cl->committed.map.npartitions,
-                  dropped, keys);
+                  kept, dropped, keys);
     return 0;
 }
 

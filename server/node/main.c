@@ -3,7 +3,8 @@
  * optional config file, then one libuv loop serving the store. With
  * --standalone the node owns every partition; the cluster issue adds
  * --coordinator. SIGTERM or SIGINT stops it cleanly; a second one, or
- * SIGQUIT, exits at once.
+ * SIGQUIT, exits at once. On a cluster node SIGTERM is a graceful leave
+ * first (server/node/coord.c).
  */
 #include "server/node/node.h"
 
@@ -465,14 +466,29 @@ brim_node_stop(struct brim_node *node)
     uv_close((uv_handle_t *) &node->sig_quit, NULL);
 }
 
+/* server/node/coord.c: SIGTERM's graceful leave (declared here until
+ * node.h, being reworked for migration, takes it). */
+int brim_node_coord_leave(struct brim_node *node);
+
 static void
 node_signal_cb(uv_signal_t *s, int signum)
 {
     struct brim_node *node = s->data;
+    int               rc;
 
     if (signum == SIGQUIT || node->stopping) {
         brim_log_info("signal %d: exiting at once", signum);
         _exit(0);
+    }
+    if (signum == SIGTERM && !node->cfg.standalone) {
+        rc = brim_node_coord_leave(node);
+        if (rc > 0) {
+            return;             /* leaving: the drain stops the node */
+        }
+        if (rc < 0) {
+            brim_log_info("signal %d again: exiting at once", signum);
+            _exit(0);
+        }
     }
     brim_log_info("signal %d: closing connections and exiting", signum);
     brim_node_stop(node);

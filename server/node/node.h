@@ -19,6 +19,7 @@
 #include "server/conn.h"
 #include "server/peer.h"
 #include "server/node/store.h"
+#include "server/node/migrate.h"
 
 /* brim-node's settings: defaults in brim_node_config_default(). */
 struct brim_node_config {
@@ -88,6 +89,8 @@ struct brim_node {
     uv_signal_t             sig_quit;    /* SIGQUIT: exit at once */
     struct brim_node_stats  st;          /* counters */
     struct brim_node_cluster cl;         /* cluster mode state */
+    struct brim_migrate    *mig;         /* migration state (migrate.c);
+                                            NULL until first used */
     int                     stopping;    /* a signal asked to stop */
     int                     exit_code;   /* main()'s return value */
 };

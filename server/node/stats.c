@@ -2,7 +2,8 @@
  * server/node/stats.c - the node's STATS reply: store counters, listener
  * counters and per-op request counts, as one msgpack map (PROTOCOL.md,
  * "STATS"). A section name selects a subset: "node", "store", "conns",
- * "ops"; an empty section is all of them. docs/operations.md explains the
+ * "ops", "migration" (mig_* counters, migrate.c); an empty section is
+ * all of them. docs/operations.md explains the
  * names.
  */
 #include "server/node/node.h"
@@ -18,7 +19,8 @@
 #define SEC_STORE 0x2u
 #define SEC_CONNS 0x4u
 #define SEC_OPS   0x8u
-#define SEC_ALL   0xfu
+#define SEC_MIG   0x10u
+#define SEC_ALL   0x1fu
 
 /*
  * The pairs are written in two passes: the first (OUT NULL) only counts
@@ -100,6 +102,7 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
 {
     struct brim_store_stats   ss;
     struct brim_server_stats *cs = &node->srv.st;
+    struct brim_migrate_stats ms;
 
     brim_store_get_stats(node->store, &ss);
     emit_str(e, SEC_NODE, "name", node->cfg.name);
@@ -130,6 +133,26 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_CONNS, "connections_idle_closed", cs->conns_idle_closed);
     emit_u64(e, SEC_CONNS, "read_pauses", cs->pauses);
     emit_u64(e, SEC_CONNS, "bad_frames", cs->bad_frames);
+    brim_migrate_get_stats(node, &ms);
+    emit_u64(e, SEC_MIG, "mig_keys_in", ms.keys_in);
+    emit_u64(e, SEC_MIG, "mig_bytes_in", ms.bytes_in);
+    emit_u64(e, SEC_MIG, "mig_keys_out", ms.keys_out);
+    emit_u64(e, SEC_MIG, "mig_bytes_out", ms.bytes_out);
+    emit_u64(e, SEC_MIG, "mig_batches_in", ms.batches_in);
+    emit_u64(e, SEC_MIG, "mig_batches_out", ms.batches_out);
+    emit_u64(e, SEC_MIG, "mig_partitions_in_flight", ms.partitions_in_flight);
+    emit_u64(e, SEC_MIG, "mig_partitions_out_pending",
+             ms.partitions_out_pending);
+    emit_u64(e, SEC_MIG, "mig_partitions_in_done", ms.partitions_in_done);
+    emit_u64(e, SEC_MIG, "mig_partitions_out_done", ms.partitions_out_done);
+    emit_u64(e, SEC_MIG, "mig_partitions_out_dropped",
+             ms.partitions_out_dropped);
+    emit_u64(e, SEC_MIG, "mig_entries_skipped", ms.entries_skipped);
+    emit_u64(e, SEC_MIG, "mig_reads_in_flight", ms.reads_in_flight);
+    emit_u64(e, SEC_MIG, "mig_writes_in_flight", ms.writes_in_flight);
+    emit_u64(e, SEC_MIG, "mig_deletes_in_flight", ms.deletes_in_flight);
+    emit_u64(e, SEC_MIG, "mig_tombstones", ms.tombstones);
+    emit_u64(e, SEC_MIG, "mig_stream_delay_ms", ms.delay_ms);
     emit_ops(e, node);
 }
 
@@ -141,7 +164,7 @@ brim_node_stats_sections(const char *section, size_t len, uint32_t *out)
         uint32_t    bits;
     } names[] = {
         {"node", SEC_NODE}, {"store", SEC_STORE}, {"conns", SEC_CONNS},
-        {"ops", SEC_OPS}
+        {"ops", SEC_OPS}, {"migration", SEC_MIG}
     };
     size_t i;
 

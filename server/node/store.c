@@ -622,6 +622,94 @@ brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
     return looked;
 }
 
+int
+brim_store_insert_cold(struct brim_store *s, uint64_t hash, const void *key,
+                       size_t key_len, const void *val, size_t val_len,
+                       uint32_t flags, uint32_t exptime, uint64_t cas,
+                       uint32_t now)
+{
+    struct store_part *part;
+    struct brim_item  *it;
+    size_t             size;
+    int                rc;
+
+    if (key_len == 0 || key_len > STORE_KEY_MAX) {
+        return BRIM_EINVAL;
+    }
+    if (store_find_live(s, hash, key, key_len, now) != NULL) {
+        return BRIM_EEXISTS;
+    }
+    if (key_len + val_len > s->cfg.max_item_bytes || val_len > UINT32_MAX
+        || (s->cfg.max_value_bytes != 0 && val_len > s->cfg.max_value_bytes))
+    {
+        return BRIM_ETOOBIG;
+    }
+    size = item_size(key_len, val_len);
+    if (s->cfg.mem_limit_bytes != 0 && size > s->cfg.mem_limit_bytes) {
+        return BRIM_ETOOBIG;
+    }
+    rc = store_make_room(s, size, NULL);
+    if (rc != 0) {
+        return rc;
+    }
+    part = &s->parts[store_part_of(s, hash)];
+    if (part->nbuckets == 0) {
+        table_grow(s, part);
+        if (part->nbuckets == 0) {
+            return BRIM_ENOMEM;
+        }
+    }
+    it = brim_malloc(size);
+    if (it == NULL) {
+        return BRIM_ENOMEM;
+    }
+    memset(it, 0, sizeof(*it));
+    it->hash = hash;
+    it->exptime = exptime;
+    it->flags = flags;
+    it->cas = cas;
+    it->key_len = (uint8_t) key_len;
+    it->val_len = (uint32_t) val_len;
+    memcpy(it->data, key, key_len);
+    if (val_len > 0) {
+        memcpy(it->data + key_len, val, val_len);
+    }
+    store_link(s, it);
+    /* Move it from the head to the cold end: evicted first. */
+    queue_unlink(s, it);
+    it->prev = s->tail;
+    it->next = NULL;
+    if (s->tail != NULL) {
+        s->tail->next = it;
+    }
+    s->tail = it;
+    if (s->head == NULL) {
+        s->head = it;
+    }
+    (void) store_make_room(s, 0, it);
+    return 0;
+}
+
+int
+brim_store_scan(struct brim_store *s, uint32_t partition, uint32_t *cursor,
+                uint32_t max_buckets, brim_store_scan_cb cb, void *arg)
+{
+    struct store_part *part = &s->parts[partition];
+    struct brim_item  *it, *next;
+    uint32_t           done = 0;
+    int                stop = 0;
+
+    while (!stop && *cursor < part->nbuckets && done < max_buckets) {
+        for (it = part->buckets[*cursor]; it != NULL; it = next) {
+            next = it->hnext;
+            stop |= cb(it, arg) != 0;
+        }
+        (*cursor)++;
+        done++;
+    }
+    return *cursor >= part->nbuckets;
+}
+
 void
 brim_store_get_stats(const struct brim_store *s, struct brim_store_stats *out)
 {

@@ -197,6 +197,39 @@ size_t brim_store_partition_items(const struct brim_store *store,
 size_t brim_store_reclaim(struct brim_store *store, uint32_t now,
                           size_t budget);
 
+/*
+ * Migration (DESIGN.md 7, step 3): insert an item streamed from the
+ * partition's old owner. Stored only when KEY is absent (or expired)
+ * here, so a write made here wins over the stream; kept with its CAS
+ * value CAS and absolute EXPTIME (0 never), and linked at the cold end of
+ * the eviction order (evicted first). Returns 0, BRIM_EEXISTS (a live
+ * item is present: nothing changes), BRIM_EINVAL (KEY_LEN 0 or above
+ * 250), BRIM_ETOOBIG or BRIM_ENOMEM. Counts neither a set nor a miss.
+ */
+int brim_store_insert_cold(struct brim_store *store, uint64_t hash,
+                           const void *key, size_t key_len, const void *val,
+                           size_t val_len, uint32_t flags, uint32_t exptime,
+                           uint64_t cas, uint32_t now);
+
+/*
+ * Called by brim_store_scan() for each item; ARG is the caller's. Return 0
+ * to go on, non-zero to stop once the current bucket is done.
+ */
+typedef int (*brim_store_scan_cb)(const struct brim_item *it, void *arg);
+
+/*
+ * Visit the items of PARTITION in bounded slices, for streaming it: from
+ * bucket *CURSOR (start at 0), at most MAX_BUCKETS buckets, every item of
+ * a bucket at once, stopping early when CB asks; *CURSOR moves past the
+ * buckets done. The table must not grow between slices (nothing is
+ * inserted into a partition being streamed out); removals are fine.
+ * Returns 1 when the whole partition has been visited, else 0. Expired
+ * items are passed too (CB decides).
+ */
+int brim_store_scan(struct brim_store *store, uint32_t partition,
+                    uint32_t *cursor, uint32_t max_buckets,
+                    brim_store_scan_cb cb, void *arg);
+
 /* Copy the counters into *OUT. */
 void brim_store_get_stats(const struct brim_store *store,
                           struct brim_store_stats *out);

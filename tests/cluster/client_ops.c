@@ -486,7 +486,7 @@ START_TEST(client_connect_refused)
     opts.server_addr = NULL;
     ck_assert_int_eq(brim_connect(&opts, &c, err), BRIM_EINVAL);
     opts.server_addr = node.addr;
-    opts.coord_addr = "127.0.0.1:1";    /* not supported before issue 4 */
+    opts.coord_addr = "127.0.0.1:1";    /* both: refused */
     ck_assert_int_eq(brim_connect(&opts, &c, err), BRIM_EINVAL);
     ck_assert_ptr_null(c);
 }

@@ -24,7 +24,7 @@ import brimwire as bw  # noqa: E402
 ROLE_NODE, ROLE_COORD, ROLE_ADMIN = 2, 3, 4
 OPS = {"JOIN": 32, "LEAVE": 33, "HEARTBEAT": 34, "EPOCH_PROPOSE": 35,
        "EPOCH_COMMIT": 37, "EPOCH_ABORT": 38, "MAP_FETCH": 39,
-       "SUBSCRIBE": 40, "MEMBERS": 42, "CLUSTER_STATS": 46}
+       "SUBSCRIBE": 40, "MEMBERS": 42, "PLAN": 43, "CLUSTER_STATS": 46}
 EEXISTS, EDENIED = None, None
 
 
@@ -102,8 +102,10 @@ class FakeNode:
         return self.conn.call(OPS["JOIN"], 2, self.name,
                               "127.0.0.1:%d" % self.port, 1000000, self.inc)
 
-    def heartbeat(self):
-        return self.conn.call(OPS["HEARTBEAT"], 3, self.name, self.inc)
+    def heartbeat(self, stats=None):
+        if stats is None:
+            return self.conn.call(OPS["HEARTBEAT"], 3, self.name, self.inc)
+        return self.conn.call(OPS["HEARTBEAT"], 3, self.name, self.inc, stats)
 
     def close(self):
         self.stop = True
@@ -337,6 +339,194 @@ def case_bad_settings(binary):
                            timeout=10)
         shutil.rmtree(d, ignore_errors=True)
         assert p.returncode != 0 and word in p.stderr, (args, p.stderr)
+
+
+def _text(v):
+    return v.decode() if isinstance(v, (bytes, bytearray)) else v
+
+
+def _map(m):
+    """A decoded reply map with text keys (nested maps and lists too)."""
+    if isinstance(m, dict):
+        return {_text(k): _map(v) for k, v in m.items()}
+    if isinstance(m, list):
+        return [_map(v) for v in m]
+    return _text(m)
+
+
+def plan(adm, kind, name, weight=0, rid=60):
+    args = (kind, name, weight) if kind == 1 else (kind, name)
+    rep = adm.call(OPS["PLAN"], rid, *args)
+    return rep[0], (_map(rep[2]) if rep[0] == 0 else rep[2:])
+
+
+def cluster_stats(c, rid=61):
+    rep = c.call(OPS["CLUSTER_STATS"], rid)
+    assert rep[0] == 0, rep
+    return _map(rep[2])
+
+
+def diff(t1, t2):
+    """Partitions whose owner (by name) differs between two topologies."""
+    def name(t, o):
+        return t["members"][o] if o < len(t["members"]) else None
+    return [p for p in range(t1["P"])
+            if name(t1, t1["owner"][p]) != name(t2, t2["owner"][p])]
+
+
+PLAN_KEYS = ("partitions_moved", "moved_arc", "moved_cap", "ideal", "churn",
+             "cap_before", "cap_after", "keys_estimate")
+
+
+def case_plan_join(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b", "c"])
+    try:
+        adm = co.conn(ROLE_ADMIN)
+        # Keys per node for the estimate: a holds 1000 keys.
+        nodes[0].heartbeat({"keys": 1000, "bytes": 5000, "partitions": 1,
+                            "requests_per_sec": 7})
+        st, p = plan(adm, 1, "d")
+        assert st == 0, p
+        for k in PLAN_KEYS:
+            assert k in p, (k, p)
+        assert p["ideal"] == t["P"] / 4, p
+        assert p["partitions_moved"] == p["moved_arc"] + p["moved_cap"], p
+        assert abs(p["churn"] - p["partitions_moved"] / p["ideal"]) < 1e-9
+        assert p["cap_after"] <= p["cap_before"], p
+        # Nothing changed: same epoch, same members.
+        assert fetch(adm)["epoch"] == t["epoch"]
+        assert plan(adm, 1, "a")[0] != 0, "join of a member planned"
+        # Now d joins for real: the committed diff is what PLAN said.
+        dn = FakeNode("d", co.port)
+        nodes.append(dn)
+        assert dn.join()[0] == 0
+        t2 = wait_epoch(co, lambda x: x["members"] == ["a", "b", "c", "d"])
+        moved = diff(t, t2)
+        assert len(moved) == p["partitions_moved"], (len(moved), p)
+        a_moved = len([q for q in moved if t["owner"][q] == 0])
+        a_own = len([q for q in range(t["P"]) if t["owner"][q] == 0])
+        want = round(1000 * a_moved / a_own)
+        assert abs(p["keys_estimate"] - want) <= 1, (p, want)
+        adm.close()
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_plan_leave(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b", "c"])
+    try:
+        adm = co.conn(ROLE_ADMIN)
+        st, p = plan(adm, 2, "b")
+        assert st == 0, p
+        b_own = len([q for q in range(t["P"]) if t["owner"][q] == 1])
+        assert p["partitions_moved"] == b_own, (p, b_own)
+        assert p["ideal"] == b_own and abs(p["churn"] - 1.0) < 1e-9, p
+        assert plan(adm, 2, "zz")[0] != 0, "leave of a non-member planned"
+        rep = adm.call(OPS["LEAVE"], 7, "b", 0)
+        assert rep[0] == 0, rep
+        t2 = wait_epoch(co, lambda x: x["members"] == ["a", "c"])
+        moved = diff(t, t2)
+        assert sorted(moved) == sorted(q for q in range(t["P"])
+                                       if t["owner"][q] == 1), "not b's"
+        assert len(moved) == p["partitions_moved"]
+        # The last member's leave is refused by PLAN.
+        assert adm.call(OPS["LEAVE"], 8, "c", 0)[0] == 0
+        wait_epoch(co, lambda x: x["members"] == ["a"])
+        st, why = plan(adm, 2, "a")
+        assert st != 0 and "lost" in str(why), why
+        adm.close()
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_cluster_stats(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b", "c"])
+    try:
+        c = co.conn()
+        for i, n in enumerate(nodes):
+            n.heartbeat({"keys": 100 * (i + 1), "bytes": 1000,
+                         "partitions": 5, "requests_per_sec": 3})
+        s = cluster_stats(c)
+        for k in ("epoch", "eps", "partitions", "tokens", "cap", "within_cap",
+                  "max_mean_partitions", "min_mean_partitions",
+                  "max_mean_keys", "nodes", "migration"):
+            assert k in s, (k, s)
+        assert s["eps"] == "0.05" and s["partitions"] == 256, s
+        assert s["epoch"] == t["epoch"] and s["within_cap"] is True, s
+        assert s["cap"] == -(-256 * 105 // 300), s      # ceil(1.05 P / N)
+        assert abs(s["max_mean_keys"] - 300 / 200) < 1e-9, s
+        assert s["min_mean_partitions"] <= 1 <= s["max_mean_partitions"]
+        assert len(s["nodes"]) == 3
+        tot = 0
+        for nd, n in zip(sorted(s["nodes"], key=lambda x: x["name"]), nodes):
+            for k in ("name", "addr", "state", "partitions", "displaced",
+                      "cap", "load", "keys", "bytes", "requests_per_sec"):
+                assert k in nd, (k, nd)
+            assert nd["state"] == "up" and nd["partitions"] <= nd["cap"], nd
+            assert nd["requests_per_sec"] == 3, nd
+            tot += nd["partitions"]
+        assert tot == 256
+        m = s["migration"]
+        for k in ("active", "partitions_total", "partitions_done",
+                  "moved_arc", "moved_cap", "keys_moved"):
+            assert k in m, (k, m)
+        # After a join and a leave, still within the cap, and the
+        # migration counters are the last change's.
+        adm = co.conn(ROLE_ADMIN)
+        st, p = plan(adm, 1, "d")
+        dn = FakeNode("d", co.port)
+        nodes.append(dn)
+        assert dn.join()[0] == 0
+        wait_epoch(co, lambda x: len(x["members"]) == 4)
+        s = cluster_stats(c)
+        assert s["within_cap"] is True, s
+        assert s["migration"]["moved_arc"] == p["moved_arc"], (s, p)
+        assert s["migration"]["moved_cap"] == p["moved_cap"], (s, p)
+        assert adm.call(OPS["LEAVE"], 9, "a", 0)[0] == 0
+        wait_epoch(co, lambda x: x["members"] == ["b", "c", "d"])
+        s = cluster_stats(c)
+        assert s["within_cap"] is True and len(s["nodes"]) == 3, s
+        adm.close()
+        c.close()
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_stats_empty(binary):
+    co, nodes, d, t = cluster_of(binary, ["a"])
+    try:
+        adm = co.conn(ROLE_ADMIN)
+        assert adm.call(OPS["LEAVE"], 7, "a", 1)[0] == 0
+        wait_epoch(co, lambda x: x["members"] == [])
+        s = cluster_stats(adm)
+        assert s["cap"] == 0 and s["nodes"] == [] or all(
+            n["partitions"] == 0 for n in s["nodes"]), s
+        assert s["max_mean_partitions"] == 0 and s["within_cap"] is True, s
+        # A join planned on an empty cluster: a fresh placement.
+        st, p = plan(adm, 1, "z")
+        assert st == 0 and p["partitions_moved"] == 256, p
+        assert p["ideal"] == 256 and p["cap_before"] == 0, p
+        assert co.proc.poll() is None, "coordinator died"
+        assert "division" not in co.output().lower()
+        adm.close()
+    finally:
+        teardown(co, nodes, d)
+
+
+def case_node_leave_self(binary):
+    co, nodes, d, t = cluster_of(binary, ["a", "b"])
+    try:
+        # A node may ask its own leave on its connection, not another's.
+        rep = nodes[0].conn.call(OPS["LEAVE"], 20, "b", 0)
+        assert rep[0] != 0, rep
+        rep = nodes[1].conn.call(OPS["LEAVE"], 21, "b", 0)
+        assert rep[0] == 0, rep
+        wait_epoch(co, lambda x: x["members"] == ["a"])
+        # The last one is refused, and force is ignored for a node.
+        rep = nodes[0].conn.call(OPS["LEAVE"], 22, "a", 1)
+        assert rep[0] != 0 and "lost" in str(rep[2:]), rep
+    finally:
+        teardown(co, nodes, d)
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}

@@ -830,6 +830,52 @@ START_TEST(store_flush)
 }
 END_TEST
 
+
+/* Migration: a streamed item keeps its CAS and expiry, enters at the cold
+ * end (evicted first), and never replaces a present key. */
+static int
+scan_count(const struct brim_item *it, void *arg)
+{
+    (void) it;
+    (*(uint32_t *) arg)++;
+    return 0;
+}
+
+START_TEST(store_insert_cold)
+{
+    struct brim_store      *s = mk_store(T_PARTS, 3 * T_UNIT,
+                                         BRIM_EVICT_LRU, mem_by_items);
+    const struct brim_item *it;
+    uint32_t                n = 0, cursor = 0, p;
+
+    g_store = s;
+    CK_RC(set(s, "hot1", "a"), 0);
+    CK_RC(set(s, "hot2", "b"), 0);
+    CK_RC(brim_store_insert_cold(s, kh("cold"), "cold", 4, "c", 1, 7,
+                                 T_NOW + 50, 0xabcdef, T_NOW), 0);
+    it = expect_val(s, "cold", "c", T_NOW);
+    ck_assert_uint_eq(it->cas, 0xabcdef);
+    ck_assert_uint_eq(it->flags, 7);
+    ck_assert_uint_eq(it->exptime, T_NOW + 50);
+    /* Present: the local item wins. */
+    CK_RC(brim_store_insert_cold(s, kh("hot1"), "hot1", 4, "z", 1, 0, 0, 1,
+                                 T_NOW), BRIM_EEXISTS);
+    expect_val(s, "hot1", "a", T_NOW);
+    /* A new cold item is the first evicted (LRU: the tail). */
+    CK_RC(brim_store_insert_cold(s, kh("cold2"), "cold2", 5, "d", 1, 0, 0,
+                                 9, T_NOW), 0);
+    CK_RC(set(s, "hot3", "e"), 0);
+    expect_absent(s, "cold2", T_NOW);
+    ck_assert(present(s, "hot3", T_NOW));
+    /* Scanning a partition visits each of its items once. */
+    p = (uint32_t) (kh("hot3") & (T_PARTS - 1));
+    while (!brim_store_scan(s, p, &cursor, 1, scan_count, &n)) {
+    }
+    ck_assert_uint_eq(n, brim_store_partition_items(s, p));
+    brim_store_free(s);
+}
+END_TEST
+
 /*
  * DESIGN.md section 3: every key of a partition shares the hash's low bits,
  * so a table indexed by them would put one partition's keys in one chain.
@@ -1008,6 +1054,10 @@ brim_test_suite(void)
 
     tc = tcase_create("flush");
     tcase_add_test(tc, store_flush);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("insert_cold");
+    tcase_add_test(tc, store_insert_cold);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("chain_length");

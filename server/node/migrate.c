@@ -1,0 +1,1006 @@
+/*
+ * server/node/migrate.c - streaming partitions to their new owners
+ * (DESIGN.md 7 steps 3-4, PROTOCOL.md section 11). The sender keeps a
+ * queue of jobs, one per partition lost in a commit, and runs them from a
+ * timer in bounded slices: at most MIG_ACTIVE partitions stream at once,
+ * each with one request in flight (the receiver's reply is the
+ * backpressure), each batch at most MIG_BATCH_ENTRIES entries or
+ * MIG_BATCH_BYTES bytes, each slice at most MIG_SCAN_BUCKETS buckets. The
+ * receiver keeps, per partition, the migration id (epoch) in flight and a
+ * tombstone set of the keys written or deleted here since, which a batch
+ * never overwrites. Handles are unreferenced so they never keep a
+ * stopping node's loop alive.
+ */
+#include "server/node/migrate.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/hash.h"
+#include "proto/frame.h"
+#include "proto/wire.h"
+#include "server/conn.h"
+#include "server/log.h"
+#include "server/node/node.h"
+
+#define MIG_BATCH_ENTRIES 512
+#define MIG_BATCH_BYTES   (256u << 10)
+#define MIG_ACTIVE        4
+#define MIG_SCAN_BUCKETS  4096
+#define MIG_BEGIN_RETRIES 50
+#define MIG_RETRY_MS      100
+/* Objects a STREAM_BATCH may hold: header, array, 6 per entry, slack. */
+#define MIG_MAX_OBJECTS   (32 + 6 * (2 * MIG_BATCH_ENTRIES))
+
+enum mig_in_state { IN_NONE = 0, IN_FLIGHT, IN_DONE };
+enum mig_out_state {
+    OUT_QUEUED = 0, OUT_BEGIN, OUT_READY, OUT_WAIT, OUT_END, OUT_DONE
+};
+
+struct mig_dest {
+    struct brim_peer   peer;
+    char               addr[128];
+    int                dead;        /* connection failed or closed */
+    uint64_t           next_id;
+    struct brim_migrate *m;
+    struct mig_dest    *next;
+};
+
+struct mig_job {
+    uint64_t         epoch;
+    uint32_t         p;
+    enum mig_out_state state;
+    struct mig_dest *dest;
+    uint32_t         cursor;        /* next bucket */
+    int              scan_done;
+    int              cancelled;     /* a later commit superseded it */
+    int              busy;          /* a request is in flight */
+    uint32_t         retries;
+    uint64_t         count;         /* entries sent */
+    uint64_t         not_before;    /* loop ms */
+};
+
+struct mig_tomb {
+    struct mig_tomb *hnext;         /* bucket chain */
+    struct mig_tomb *pnext;         /* same partition */
+    uint64_t         hash;
+    uint32_t         p;
+    uint8_t          key_len;
+    char             key[];
+};
+
+struct brim_migrate {
+    struct brim_node  *node;
+    uv_timer_t         pump;
+    int                pump_armed;
+    struct mig_dest   *dests;
+    struct mig_job   **jobs;
+    uint32_t           njobs, cap_jobs;
+    uint64_t          *in_epoch;    /* per partition */
+    uint8_t           *in_state;    /* enum mig_in_state per partition */
+    struct mig_tomb  **tomb_head;   /* per partition */
+    struct mig_tomb  **tbuckets;
+    uint32_t           ntbuckets;
+    struct brim_buf    scratch;     /* entries of the batch being built */
+    uint32_t           scratch_n;
+    uint32_t           now;         /* Unix seconds while scanning */
+    struct brim_migrate_stats st;
+};
+
+static void mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms);
+
+/* True when the committed map gives PARTITION to this node. */
+static int
+brim_migrate_owns(const struct brim_node *node, uint32_t partition)
+{
+    return node->cl.self >= 0
+           && node->cl.committed.map.owner[partition]
+              == (uint16_t) node->cl.self;
+}
+
+static struct brim_migrate *
+mig_get(struct brim_node *node)
+{
+    struct brim_migrate *m = node->mig;
+    const char          *env;
+    uint32_t             P = node->cfg.partitions;
+
+    if (m != NULL) {
+        return m;
+    }
+    m = brim_calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return NULL;
+    }
+    m->node = node;
+    m->in_epoch = brim_calloc(P, sizeof(*m->in_epoch));
+    m->in_state = brim_calloc(P, 1);
+    m->tomb_head = brim_calloc(P, sizeof(*m->tomb_head));
+    if (m->in_epoch == NULL || m->in_state == NULL || m->tomb_head == NULL) {
+        brim_free(m->in_epoch);
+        brim_free(m->in_state);
+        brim_free(m->tomb_head);
+        brim_free(m);
+        return NULL;
+    }
+    brim_buf_init(&m->scratch);
+    uv_timer_init(node->loop, &m->pump);
+    uv_unref((uv_handle_t *) &m->pump);
+    m->pump.data = m;
+    env = getenv("BRIM_TEST_STREAM_DELAY_MS");
+    if (env != NULL && *env != '\0') {
+        m->st.delay_ms = (uint32_t) strtoul(env, NULL, 10);
+        brim_log_warn("migrate: BRIM_TEST_STREAM_DELAY_MS=%u (test only): "
+                      "streaming is slowed per batch", m->st.delay_ms);
+    }
+    node->mig = m;
+    return m;
+}
+
+/* ---- tombstones ---- */
+
+static struct mig_tomb **
+tomb_slot(struct brim_migrate *m, uint64_t hash, const char *key,
+          size_t key_len)
+{
+    struct mig_tomb **slot;
+
+    if (m->ntbuckets == 0) {
+        return NULL;
+    }
+    slot = &m->tbuckets[(hash >> 32) & (m->ntbuckets - 1)];
+    for (; *slot != NULL; slot = &(*slot)->hnext) {
+        if ((*slot)->hash == hash && (*slot)->key_len == key_len
+            && memcmp((*slot)->key, key, key_len) == 0)
+        {
+            return slot;
+        }
+    }
+    return NULL;
+}
+
+static void
+tomb_grow(struct brim_migrate *m)
+{
+    struct mig_tomb **nb, *t, *next;
+    uint32_t          n = m->ntbuckets == 0 ? 64 : m->ntbuckets * 2, i, b;
+
+    nb = brim_calloc(n, sizeof(*nb));
+    if (nb == NULL) {
+        return;
+    }
+    for (i = 0; i < m->ntbuckets; i++) {
+        for (t = m->tbuckets[i]; t != NULL; t = next) {
+            next = t->hnext;
+            b = (uint32_t) (t->hash >> 32) & (n - 1);
+            t->hnext = nb[b];
+            nb[b] = t;
+        }
+    }
+    brim_free(m->tbuckets);
+    m->tbuckets = nb;
+    m->ntbuckets = n;
+}
+
+static void
+tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash, const char *key,
+         size_t key_len)
+{
+    struct mig_tomb *t;
+    uint32_t         b;
+
+    if (key_len == 0 || key_len > 255 || tomb_slot(m, hash, key, key_len)) {
+        return;
+    }
+    if (m->st.tombstones >= m->ntbuckets) {
+        tomb_grow(m);
+    }
+    if (m->ntbuckets == 0) {
+        return;
+    }
+    t = brim_malloc(sizeof(*t) + key_len);
+    if (t == NULL) {
+        return;                     /* XXX: the stream may then win */
+    }
+    t->hash = hash;
+    t->p = p;
+    t->key_len = (uint8_t) key_len;
+    memcpy(t->key, key, key_len);
+    b = (uint32_t) (hash >> 32) & (m->ntbuckets - 1);
+    t->hnext = m->tbuckets[b];
+    m->tbuckets[b] = t;
+    t->pnext = m->tomb_head[p];
+    m->tomb_head[p] = t;
+    m->st.tombstones++;
+}
+
+static void
+tomb_clear(struct brim_migrate *m, uint32_t p)
+{
+    struct mig_tomb *t, *next, **slot;
+
+    for (t = m->tomb_head[p]; t != NULL; t = next) {
+        next = t->pnext;
+        slot = tomb_slot(m, t->hash, t->key, t->key_len);
+        while (slot != NULL && *slot != t) {
+            slot = &(*slot)->hnext;     /* same key cannot repeat */
+        }
+        if (slot != NULL) {
+            *slot = t->hnext;
+        }
+        brim_free(t);
+        m->st.tombstones--;
+    }
+    m->tomb_head[p] = NULL;
+}
+
+/* ---- receiver state ---- */
+
+static void
+in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch)
+{
+    if (m->in_state[p] == IN_FLIGHT) {
+        tomb_clear(m, p);
+        m->st.partitions_in_flight--;
+    }
+    m->in_epoch[p] = epoch;
+    m->in_state[p] = IN_FLIGHT;
+    m->st.partitions_in_flight++;
+}
+
+static void
+in_finish(struct brim_migrate *m, uint32_t p)
+{
+    if (m->in_state[p] == IN_FLIGHT) {
+        tomb_clear(m, p);
+        m->st.partitions_in_flight--;
+        m->in_state[p] = IN_DONE;
+    }
+}
+
+/* ---- sender ---- */
+
+static void
+job_free(struct brim_migrate *m, struct mig_job *j)
+{
+    uint32_t i;
+
+    for (i = 0; i < m->njobs; i++) {
+        if (m->jobs[i] == j) {
+            m->jobs[i] = m->jobs[--m->njobs];
+            break;
+        }
+    }
+    brim_free(j);
+}
+
+/* The job ends: drop our copy of the partition (sent, or cannot be). */
+static void
+job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
+           const char *why)
+{
+    struct brim_node *node = m->node;
+    size_t            left = 0;
+
+    j->state = OUT_DONE;
+    if (m->st.partitions_out_pending > 0) {
+        m->st.partitions_out_pending--;
+    }
+    if (!j->cancelled && !brim_migrate_owns(node, j->p)) {
+        left = brim_store_drop_partition(node->store, j->p);
+    }
+    if (ok) {
+        m->st.partitions_out_done++;
+        brim_log_info("migrate: sent partition %u of epoch %" PRIu64
+                      " to %s: %" PRIu64 " keys", j->p, j->epoch,
+                      j->dest->addr, j->count);
+    } else {
+        m->st.partitions_out_dropped++;
+        brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s "
+                      "not completed (%s): %" PRIu64 " keys sent, %zu "
+                      "dropped", j->p, j->epoch, j->dest->addr, why,
+                      j->count, left);
+    }
+    if (!j->busy) {
+        job_free(m, j);
+    }
+    mig_pump_soon(m, 0);
+}
+
+/* HELLO's reply: a refusal shows in the stream ops' replies after it. */
+static void
+dest_hello_rep(struct brim_peer *p, int status, const char *body, size_t len,
+               void *arg)
+{
+    (void) p;
+    (void) status;
+    (void) body;
+    (void) len;
+    (void) arg;
+}
+
+static void
+dest_connect_cb(struct brim_peer *p, int status)
+{
+    struct mig_dest  *d = p->data;
+    struct brim_node *node = d->m->node;
+    struct brim_req   req;
+    struct brim_buf   buf;
+
+    if (status != 0) {
+        d->dead = 1;
+        brim_log_warn("migrate: connect to %s: %s", d->addr,
+                      brim_strerror(status));
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_HELLO;
+    req.request_id = ++d->next_id;
+    req.epoch = node->cl.committed.map.epoch;
+    req.hello.version = BRIM_WIRE_VERSION;
+    req.hello.cluster_id = node->cluster_id;
+    req.hello.role = BRIM_ROLE_NODE;
+    req.hello.incarnation = node->incarnation;
+    req.hello.name = node->cfg.name;
+    req.hello.name_len = strlen(node->cfg.name);
+    brim_buf_init(&buf);
+    /* Replies come in order: a refused HELLO fails the stream ops after
+     * it ("send HELLO first"), so its own reply needs no callback work. */
+    if (brim_wire_encode_req(&buf, &req) != 0
+        || brim_peer_call(&d->peer, &buf, dest_hello_rep, NULL) != 0)
+    {
+        brim_peer_close(&d->peer);
+    }
+    brim_buf_destroy(&buf);
+    mig_pump_soon(d->m, 0);
+}
+
+static void
+dest_close_cb(struct brim_peer *p, int status)
+{
+    struct mig_dest *d = p->data;
+
+    (void) status;
+    d->dead = 1;                    /* its jobs end at the next pump */
+    mig_pump_soon(d->m, 0);
+}
+
+static struct mig_dest *
+dest_get(struct brim_migrate *m, const char *addr)
+{
+    struct mig_dest *d;
+
+    for (d = m->dests; d != NULL; d = d->next) {
+        if (strcmp(d->addr, addr) == 0 && !d->dead) {
+            return d;
+        }
+    }
+    d = brim_calloc(1, sizeof(*d));
+    if (d == NULL) {
+        return NULL;
+    }
+    snprintf(d->addr, sizeof(d->addr), "%s", addr);
+    d->m = m;
+    brim_peer_init(&d->peer, m->node->loop,
+                   m->node->cfg.limits.max_frame_bytes, dest_connect_cb,
+                   dest_close_cb, d);
+    d->next = m->dests;
+    m->dests = d;
+    return d;
+}
+
+static int
+dest_ensure(struct mig_dest *d)
+{
+    char errbuf[BRIM_ERRBUF_LEN];
+
+    if (d->peer.state == BRIM_PEER_OPEN) {
+        return 1;
+    }
+    if (d->peer.state == BRIM_PEER_IDLE && !d->dead) {
+        if (brim_peer_connect(&d->peer, d->addr, errbuf) != 0) {
+            d->dead = 1;
+        } else {
+            uv_unref((uv_handle_t *) &d->peer.tcp);
+        }
+    }
+    return 0;
+}
+
+static void job_reply(struct brim_peer *p, int status, const char *body,
+                      size_t len, void *arg);
+
+/* Send a frame begun in FRAME for job J. */
+static void
+job_send(struct brim_migrate *m, struct mig_job *j, struct brim_buf *frame)
+{
+    if (brim_peer_call(&j->dest->peer, frame, job_reply, j) != 0) {
+        job_finish(m, j, 0, "send failed");
+        return;
+    }
+    j->busy = 1;
+}
+
+/* [op, id, epoch, e, p] and, for END, count; BATCH's entries follow. */
+static int
+job_frame(struct brim_migrate *m, struct mig_job *j, uint32_t op,
+          struct brim_buf *out, size_t *mark)
+{
+    msgpack_packer pk;
+    int            err;
+
+    if (brim_frame_begin(out, mark) != 0) {
+        return -1;
+    }
+    brim_wire_packer_init(&pk, out);
+    err = msgpack_pack_array(&pk, op == BRIM_MIG_OP_BEGIN ? 5 : 6);
+    err |= msgpack_pack_uint32(&pk, op);
+    err |= msgpack_pack_uint64(&pk, ++j->dest->next_id);
+    err |= msgpack_pack_uint64(&pk, m->node->cl.committed.map.epoch);
+    err |= msgpack_pack_uint64(&pk, j->epoch);
+    err |= msgpack_pack_uint32(&pk, j->p);
+    if (op == BRIM_MIG_OP_END) {
+        err |= msgpack_pack_uint64(&pk, j->count);
+    } else if (op == BRIM_MIG_OP_BATCH) {
+        err |= msgpack_pack_array(&pk, m->scratch_n);
+        err |= brim_buf_append(out, m->scratch.data, m->scratch.len);
+    }
+    if (err != 0) {
+        brim_frame_abort(out, *mark);
+        return -1;
+    }
+    return brim_frame_end(out, *mark) == 0 ? 0 : -1;
+}
+
+static void
+job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
+{
+    struct brim_buf buf;
+    size_t          mark;
+
+    brim_buf_init(&buf);
+    if (job_frame(m, j, op, &buf, &mark) != 0) {
+        brim_buf_destroy(&buf);
+        job_finish(m, j, 0, "out of memory");
+        return;
+    }
+    job_send(m, j, &buf);
+    brim_buf_destroy(&buf);
+}
+
+/* Scan callback: pack one live entry into the scratch batch. */
+static int
+scan_entry(const struct brim_item *it, void *arg)
+{
+    struct brim_migrate *m = arg;
+    msgpack_packer       pk;
+    uint32_t             ttl = 0;
+    int                  err;
+
+    if (it->exptime != 0) {
+        if (it->exptime <= m->now) {
+            return 0;               /* expired: skipped */
+        }
+        ttl = it->exptime - m->now;
+    }
+    brim_wire_packer_init(&pk, &m->scratch);
+    err = msgpack_pack_array(&pk, 5);
+    err |= msgpack_pack_bin(&pk, it->key_len);
+    err |= msgpack_pack_bin_body(&pk, brim_item_key(it), it->key_len);
+    err |= msgpack_pack_bin(&pk, it->val_len);
+    if (it->val_len > 0) {
+        err |= msgpack_pack_bin_body(&pk, brim_item_value(it), it->val_len);
+    }
+    err |= msgpack_pack_uint32(&pk, it->flags);
+    err |= msgpack_pack_uint64(&pk, it->cas);
+    err |= msgpack_pack_uint32(&pk, ttl);
+    if (err == 0) {
+        m->scratch_n++;
+        m->st.keys_out++;
+        m->st.bytes_out += (uint64_t) it->key_len + it->val_len;
+    }
+    return m->scratch_n >= MIG_BATCH_ENTRIES
+           || m->scratch.len >= MIG_BATCH_BYTES;
+}
+
+/* One step of job J: send its next request, if it may. */
+static void
+job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
+{
+    struct brim_node *node = m->node;
+
+    if (j->busy || j->state == OUT_DONE || now_ms < j->not_before) {
+        return;
+    }
+    if (j->cancelled) {
+        job_finish(m, j, 0, "superseded by a newer epoch");
+        return;
+    }
+    if (j->dest->dead) {
+        job_finish(m, j, 0, "new owner unreachable");
+        return;
+    }
+    if (!dest_ensure(j->dest)) {
+        return;                     /* connecting: the callback pumps */
+    }
+    switch (j->state) {
+    case OUT_QUEUED:
+    case OUT_BEGIN:
+        j->state = OUT_BEGIN;
+        job_send_op(m, j, BRIM_MIG_OP_BEGIN);
+        return;
+    case OUT_READY:
+        if (j->scan_done) {
+            j->state = OUT_END;
+            job_send_op(m, j, BRIM_MIG_OP_END);
+            return;
+        }
+        brim_buf_truncate(&m->scratch, 0);
+        m->scratch_n = 0;
+        m->now = (uint32_t) time(NULL);
+        j->scan_done = brim_store_scan(node->store, j->p, &j->cursor,
+                                       MIG_SCAN_BUCKETS, scan_entry, m);
+        if (m->scratch_n == 0) {
+            mig_pump_soon(m, 0);    /* nothing yet: next slice */
+            return;
+        }
+        j->count += m->scratch_n;
+        m->st.batches_out++;
+        j->state = OUT_WAIT;
+        job_send_op(m, j, BRIM_MIG_OP_BATCH);
+        return;
+    default:
+        return;
+    }
+}
+
+static void
+job_reply(struct brim_peer *p, int status, const char *body, size_t len,
+          void *arg)
+{
+    struct mig_job      *j = arg;
+    struct mig_dest     *d = p->data;
+    struct brim_migrate *m = d->m;
+    struct brim_rep      rep;
+    char                 errbuf[BRIM_ERRBUF_LEN];
+    uint64_t             now_ms = uv_now(m->node->loop);
+
+    j->busy = 0;
+    if (j->state == OUT_DONE) {
+        job_free(m, j);
+        return;
+    }
+    if (j->cancelled) {
+        job_finish(m, j, 0, "superseded by a newer epoch");
+        return;
+    }
+    if (status != 0) {
+        job_finish(m, j, 0, brim_strerror(status));
+        return;
+    }
+    if (brim_wire_parse_rep(body, len, BRIM_OP_PING, &m->node->cfg.limits,
+                            &m->node->zone, &rep, errbuf) != 0)
+    {
+        job_finish(m, j, 0, "malformed reply");
+        return;
+    }
+    if (rep.status == BRIM_ERETRY && j->state == OUT_BEGIN
+        && j->retries++ < MIG_BEGIN_RETRIES)
+    {
+        j->not_before = now_ms + MIG_RETRY_MS;  /* it has not committed */
+        mig_pump_soon(m, MIG_RETRY_MS);
+        return;
+    }
+    if (rep.status != 0) {
+        snprintf(errbuf, sizeof(errbuf), "%s: %.*s",
+                 brim_strerror(rep.status), (int) rep.message_len,
+                 rep.message != NULL ? rep.message : "");
+        job_finish(m, j, 0, errbuf);
+        return;
+    }
+    switch (j->state) {
+    case OUT_BEGIN:
+        j->state = OUT_READY;
+        break;
+    case OUT_WAIT:
+        j->state = OUT_READY;
+        j->not_before = now_ms + m->st.delay_ms;
+        break;
+    case OUT_END:
+        job_finish(m, j, 1, NULL);
+        break;
+    default:
+        break;
+    }
+    mig_pump_soon(m, m->st.delay_ms);
+}
+
+static void
+mig_pump_cb(uv_timer_t *t)
+{
+    struct brim_migrate *m = t->data;
+    uint64_t             now_ms = uv_now(m->node->loop), next = UINT64_MAX;
+    uint32_t             i, active = 0;
+    struct mig_job      *j;
+
+    m->pump_armed = 0;
+    if (m->node->stopping) {
+        return;
+    }
+    for (i = 0; i < m->njobs; i++) {
+        active += m->jobs[i]->state != OUT_QUEUED
+                  && m->jobs[i]->state != OUT_DONE;
+    }
+    /* Jobs may end (and leave the array) as they step; an ended job
+     * pumps again, so one skipped here is not forgotten. */
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->state == OUT_QUEUED) {
+            if (active >= MIG_ACTIVE && !j->cancelled) {
+                continue;
+            }
+            active++;
+        }
+        if (j->state != OUT_DONE) {
+            job_step(m, j, now_ms);
+        }
+        if (i < m->njobs && m->jobs[i] == j && j->state != OUT_DONE
+            && !j->busy && j->not_before > now_ms && j->not_before < next)
+        {
+            next = j->not_before;
+        }
+    }
+    if (next != UINT64_MAX) {
+        mig_pump_soon(m, next - now_ms);
+    }
+}
+
+static void
+mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms)
+{
+    if (m->pump_armed && delay_ms > 0) {
+        return;
+    }
+    uv_timer_start(&m->pump, mig_pump_cb, delay_ms, 0);
+    m->pump_armed = 1;
+}
+
+int
+brim_migrate_out_busy(struct brim_node *node, uint32_t partition)
+{
+    struct brim_migrate *m = node->mig;
+    uint32_t             i;
+
+    for (i = 0; m != NULL && i < m->njobs; i++) {
+        if (m->jobs[i]->p == partition && m->jobs[i]->state != OUT_DONE
+            && !m->jobs[i]->cancelled)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Member index in T of the member named NAME when it is alive, else -1. */
+static int32_t
+live_index(const struct brim_topo *t, const char *name)
+{
+    int32_t i = brim_topo_find(t, name);
+
+    if (i < 0 || t->members[i].state == BRIM_MEMBER_DEAD) {
+        return -1;
+    }
+    return i;
+}
+
+void
+brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
+                    int32_t old_self, uint8_t *keep)
+{
+    const struct brim_topo *cur = &node->cl.committed;
+    struct brim_migrate    *m;
+    struct mig_job         *j, **nj;
+    uint32_t                p, P = cur->map.npartitions, queued = 0;
+    uint32_t                gained = 0, i;
+    uint16_t                o, n;
+    int32_t                 src;
+
+    m = mig_get(node);
+    if (m == NULL) {
+        brim_log_error("migrate: out of memory: lost partitions dropped");
+        return;
+    }
+    /* Streams of an older epoch stop: their partition is dropped (this
+     * is a cache; TODO(#4): hand them on instead). */
+    for (i = 0; i < m->njobs; i++) {
+        m->jobs[i]->cancelled = 1;
+    }
+    if (old->map.epoch == 0 || old->map.npartitions != P) {
+        mig_pump_soon(m, 0);
+        return;
+    }
+    for (p = 0; p < P; p++) {
+        o = old->map.owner[p];
+        n = cur->map.owner[p];
+        if (old_self >= 0 && o == (uint16_t) old_self
+            && (node->cl.self < 0 || n != (uint16_t) node->cl.self)
+            && n < cur->nmembers && cur->members[n].state != BRIM_MEMBER_DEAD
+            && cur->members[n].addr[0] != '\0')
+        {
+            /* Lost to a live member: stream it under id (epoch, p). */
+            if (m->njobs == m->cap_jobs) {
+                uint32_t cap = m->cap_jobs == 0 ? 64 : 2 * m->cap_jobs;
+
+                nj = brim_calloc(cap, sizeof(*nj));
+                if (nj == NULL) {
+                    continue;
+                }
+                if (m->njobs > 0) {
+                    memcpy(nj, m->jobs, m->njobs * sizeof(*nj));
+                }
+                brim_free(m->jobs);
+                m->jobs = nj;
+                m->cap_jobs = cap;
+            }
+            j = brim_calloc(1, sizeof(*j));
+            if (j == NULL) {
+                continue;
+            }
+            j->epoch = cur->map.epoch;
+            j->p = p;
+            j->dest = dest_get(m, cur->members[n].addr);
+            if (j->dest == NULL) {
+                brim_free(j);
+                continue;
+            }
+            m->jobs[m->njobs++] = j;
+            m->st.partitions_out_pending++;
+            keep[p] = 1;
+            queued++;
+        } else if (node->cl.self >= 0 && n == (uint16_t) node->cl.self
+                   && (old_self < 0 || o != (uint16_t) old_self))
+        {
+            /* Gained: in flight when a live member had it. */
+            src = o < old->nmembers ? live_index(cur, old->members[o].name)
+                                    : -1;
+            if (src >= 0 && src != node->cl.self) {
+                brim_store_drop_partition(node->store, p);  /* stale */
+                in_start(m, p, cur->map.epoch);
+                gained++;
+            } else if (m->in_state[p] == IN_FLIGHT) {
+                in_finish(m, p);
+            }
+        } else if (m->in_state[p] == IN_FLIGHT
+                   && (node->cl.self < 0 || n != (uint16_t) node->cl.self))
+        {
+            in_finish(m, p);        /* lost while in flight */
+        }
+    }
+    if (queued > 0 || gained > 0) {
+        brim_log_info("migrate: epoch %" PRIu64 ": %u partitions to stream "
+                      "out, %u coming in", cur->map.epoch, queued, gained);
+    }
+    mig_pump_soon(m, 0);
+}
+
+/* ---- serving data ops ---- */
+
+void
+brim_migrate_hit(struct brim_node *node, uint32_t partition, uint64_t hash,
+                 const char *key, size_t key_len, enum brim_mig_hit kind,
+                 int rc)
+{
+    struct brim_migrate *m = node->mig;
+
+    if (m == NULL || m->in_state[partition] != IN_FLIGHT) {
+        return;
+    }
+    switch (kind) {
+    case BRIM_MIG_READ:
+        m->st.reads_in_flight++;
+        return;
+    case BRIM_MIG_WRITE:
+        m->st.writes_in_flight++;
+        if (rc != 0) {
+            return;
+        }
+        break;
+    default:
+        m->st.deletes_in_flight++;
+        break;
+    }
+    tomb_add(m, partition, hash, key, key_len);
+}
+
+/* ---- receiving ---- */
+
+int
+brim_migrate_is_stream_op(const char *body, size_t len)
+{
+    const unsigned char *b = (const unsigned char *) body;
+
+    /* [op, ...] with op a positive fixint: a fixarray's next byte. */
+    return len >= 2 && (b[0] & 0xf0) == 0x90
+           && b[1] >= BRIM_MIG_OP_BEGIN && b[1] <= BRIM_MIG_OP_END;
+}
+
+static int
+mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
+{
+    return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
+                                   msg != NULL ? strlen(msg) : 0);
+}
+
+static int
+get_u64(const msgpack_object *o, uint64_t *v)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        return 0;
+    }
+    *v = o->via.u64;
+    return 1;
+}
+
+static int
+get_bytes(const msgpack_object *o, const char **p, size_t *n)
+{
+    if (o->type == MSGPACK_OBJECT_BIN) {
+        *p = o->via.bin.ptr;
+        *n = o->via.bin.size;
+        return 1;
+    }
+    if (o->type == MSGPACK_OBJECT_STR) {
+        *p = o->via.str.ptr;
+        *n = o->via.str.size;
+        return 1;
+    }
+    return 0;
+}
+
+/* Insert the entries of one batch for partition P. */
+static int
+mig_batch(struct brim_migrate *m, uint32_t p, const msgpack_object *arr)
+{
+    struct brim_node     *node = m->node;
+    const msgpack_object *e;
+    const char           *key, *val;
+    size_t                klen, vlen;
+    uint64_t              flags, cas, ttl, h;
+    uint32_t              i, now = (uint32_t) time(NULL);
+    int                   rc;
+
+    if (arr->type != MSGPACK_OBJECT_ARRAY) {
+        return BRIM_EBADREQ;
+    }
+    for (i = 0; i < arr->via.array.size; i++) {
+        e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size < 5
+            || !get_bytes(&e->via.array.ptr[0], &key, &klen)
+            || !get_bytes(&e->via.array.ptr[1], &val, &vlen)
+            || !get_u64(&e->via.array.ptr[2], &flags) || flags > UINT32_MAX
+            || !get_u64(&e->via.array.ptr[3], &cas)
+            || !get_u64(&e->via.array.ptr[4], &ttl) || ttl > UINT32_MAX
+            || klen == 0 || klen > node->cfg.limits.max_key_bytes)
+        {
+            return BRIM_EBADREQ;
+        }
+        h = brim_hash_key(brim_node_seed(node), key, klen);
+        if (brim_partition_of(h, node->cfg.partitions) != p) {
+            return BRIM_EBADREQ;
+        }
+        if (tomb_slot(m, h, key, klen) != NULL) {
+            m->st.entries_skipped++;
+            continue;
+        }
+        rc = brim_store_insert_cold(node->store, h, key, klen, val, vlen,
+                                    (uint32_t) flags,
+                                    ttl == 0 ? 0 : now + (uint32_t) ttl, cas,
+                                    now);
+        if (rc == 0) {
+            m->st.keys_in++;
+            m->st.bytes_in += klen + vlen;
+        } else {
+            m->st.entries_skipped++;
+        }
+    }
+    return 0;
+}
+
+int
+brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
+                   const char *body, size_t len)
+{
+    struct brim_migrate  *m;
+    msgpack_object        obj;
+    const msgpack_object *a;
+    uint64_t              id = 0, op, req_epoch, e, p64, count = 0;
+    uint32_t              p, n;
+    int32_t               self;
+    int                   rc;
+
+    rc = brim_wire_unpack(body, len, MIG_MAX_OBJECTS, &node->zone, &obj);
+    if (rc == BRIM_ENOMEM) {
+        return rc;
+    }
+    if (rc != 0 || obj.type != MSGPACK_OBJECT_ARRAY
+        || obj.via.array.size < 5)
+    {
+        return mig_reply(c, 0, BRIM_EBADREQ, "stream: malformed request");
+    }
+    a = obj.via.array.ptr;
+    n = obj.via.array.size;
+    if (!get_u64(&a[1], &id) || !get_u64(&a[0], &op) || !get_u64(&a[2],
+        &req_epoch) || !get_u64(&a[3], &e) || !get_u64(&a[4], &p64)
+        || p64 >= node->cfg.partitions
+        || n != (op == BRIM_MIG_OP_BEGIN ? 5u : 6u)
+        || (op == BRIM_MIG_OP_END && !get_u64(&a[5], &count)))
+    {
+        return mig_reply(c, id, BRIM_EBADREQ, "stream: expected [op, id, "
+                         "epoch, migration epoch, partition, ...]");
+    }
+    node->st.ops[op]++;
+    if ((uint32_t) (uintptr_t) c->data != BRIM_ROLE_NODE
+        || node->cfg.standalone)
+    {
+        return mig_reply(c, id, BRIM_EDENIED,
+                         "stream: only a node connection may stream");
+    }
+    m = mig_get(node);
+    if (m == NULL) {
+        return mig_reply(c, id, BRIM_ENOMEM, "stream: out of memory");
+    }
+    p = (uint32_t) p64;
+    brim_node_epoch_seen(node, req_epoch);
+    self = node->cl.self;
+    if (op == BRIM_MIG_OP_BEGIN) {
+        if (node->cl.committed.map.epoch < e) {
+            return mig_reply(c, id, BRIM_ERETRY, "stream: epoch not "
+                             "committed here yet");
+        }
+        if (self < 0 || node->cl.committed.map.owner[p] != (uint16_t) self
+            || m->in_epoch[p] > e
+            || (m->in_epoch[p] == e && m->in_state[p] == IN_DONE))
+        {
+            return mig_reply(c, id, BRIM_EEXISTS, "stream: migration id "
+                             "superseded or complete");
+        }
+        if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
+            /* Not expected from our commit: start it now. Writes made
+             * here since the commit are kept (they win). */
+            in_start(m, p, e);
+        }
+        return mig_reply(c, id, 0, NULL);
+    }
+    if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
+        return mig_reply(c, id, BRIM_EEXISTS, "stream: migration id "
+                         "superseded or complete");
+    }
+    if (op == BRIM_MIG_OP_BATCH) {
+        m->st.batches_in++;
+        rc = mig_batch(m, p, &a[5]);
+        if (rc != 0) {
+            return mig_reply(c, id, rc, "stream: malformed entry");
+        }
+        return mig_reply(c, id, 0, NULL);
+    }
+    in_finish(m, p);
+    m->st.partitions_in_done++;
+    brim_log_info("migrate: received partition %u of epoch %" PRIu64
+                  " (%" PRIu64 " entries sent)", p, e, count);
+    return mig_reply(c, id, 0, NULL);
+}
+
+void
+brim_migrate_get_stats(struct brim_node *node, struct brim_migrate_stats *out)
+{
+    if (node->mig == NULL) {
+        memset(out, 0, sizeof(*out));
+        return;
+    }
+    *out = node->mig->st;
+}

@@ -1,0 +1,81 @@
+/*
+ * server/node/migrate.h - partition migration between nodes (DESIGN.md 7,
+ * steps 3 and 4; PROTOCOL.md section 11): the old owner streams each
+ * partition it lost to its new owner in bounded batches, one batch in
+ * flight per partition, a few partitions at a time; the new owner inserts
+ * streamed entries only where it has no key and no tombstone, at the cold
+ * end of the eviction order. Loop thread only.
+ */
+#ifndef BRIM_SERVER_NODE_MIGRATE_H
+#define BRIM_SERVER_NODE_MIGRATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "proto/topo.h"
+
+struct brim_node;
+struct brim_conn;
+
+/* Stream opcodes (the codes PROTOCOL.md section 7 reserves). */
+#define BRIM_MIG_OP_BEGIN 64
+#define BRIM_MIG_OP_BATCH 65
+#define BRIM_MIG_OP_END   66
+
+/* Kinds of data ops that hit a partition in flight (brim_migrate_hit). */
+enum brim_mig_hit {
+    BRIM_MIG_READ = 0,
+    BRIM_MIG_WRITE,
+    BRIM_MIG_DELETE
+};
+
+/* Migration counters, for STATS "migration". */
+struct brim_migrate_stats {
+    uint64_t keys_in, bytes_in, keys_out, bytes_out;
+    uint64_t batches_in, batches_out;
+    uint64_t partitions_in_done, partitions_out_done;
+    uint64_t partitions_out_dropped;  /* could not be sent: dropped */
+    uint64_t entries_skipped;         /* present here or tombstoned */
+    uint64_t reads_in_flight, writes_in_flight, deletes_in_flight;
+    uint64_t tombstones;              /* live tombstones now */
+    uint32_t partitions_in_flight;    /* incoming, BEGIN .. END */
+    uint32_t partitions_out_pending;  /* outgoing, queued or streaming */
+    uint32_t delay_ms;                /* BRIM_TEST_STREAM_DELAY_MS */
+};
+
+/*
+ * The committed topology changed from OLD (our index OLD_SELF, -1 when
+ * not a member) to the node's new committed one. Queues a stream for each
+ * partition we owned in OLD and lost to a live member, and marks the ones
+ * we gained from a live member as in flight. Sets KEEP[p] to 1 for each
+ * partition that must not be dropped now (it is queued for streaming).
+ */
+void brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
+                         int32_t old_self, uint8_t *keep);
+
+/* True when a partition of ours is queued or streaming out. */
+int brim_migrate_out_busy(struct brim_node *node, uint32_t partition);
+
+/*
+ * A data op of KIND on KEY (hash HASH) in PARTITION, served here. Counts it
+ * when the partition is in flight; a write or delete (RC 0, or any DEL)
+ * then leaves a tombstone so a later batch cannot bring an older value.
+ */
+void brim_migrate_hit(struct brim_node *node, uint32_t partition,
+                      uint64_t hash, const char *key, size_t key_len,
+                      enum brim_mig_hit kind, int rc);
+
+/* True when BODY (LEN bytes) is a stream op (STREAM_BEGIN .. END). */
+int brim_migrate_is_stream_op(const char *body, size_t len);
+
+/* Serve the stream op in BODY on C (role checked here). Returns 0 or
+ * BRIM_ENOMEM (the connection must close). */
+int brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
+                       const char *body, size_t len);
+
+/* Copy the counters. */
+void brim_migrate_get_stats(struct brim_node *node,
+                            struct brim_migrate_stats *out);
+
+#endif /* BRIM_SERVER_NODE_MIGRATE_H */

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""tests/cluster/client_coord.py - libbrim and brimctl in cluster mode
+against a real brim-coord and three real brim-nodes on free loopback ports
+(--partitions 1024, temp dir; every process stopped by PID).
+
+    client_coord.py --coord C --node N --ctl CTL --tool TOOL CASE
+
+Cases: load, mload, spread, brimctl, stale, leave_last.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import brimwire as bw  # noqa: E402
+
+MAP_FETCH = 39
+P = 1024
+
+
+class Proc:
+    def __init__(self, cmd, log):
+        self.cmd, self.log = cmd, log
+        self.f = open(log, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.f,
+                                     stderr=subprocess.STDOUT)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        self.f.close()
+
+    def output(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+
+def wait_port(port, proc, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.proc.poll() is not None:
+            raise AssertionError("%s exited: %s" % (proc.cmd[0],
+                                                    proc.output()))
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "%s did not listen" % (
+                proc.cmd,)
+            time.sleep(0.05)
+
+
+def topo(port):
+    c = bw.Conn(port)
+    try:
+        rep = c.call(MAP_FETCH, 7)
+    finally:
+        c.close()
+    assert rep[0] == 0, rep
+    t = rep[2]
+    members = [(m[0] if isinstance(m[0], str) else m[0].decode(), m[3])
+               for m in t[7]]
+    owner = struct.unpack("<%dH" % t[4], t[8])
+    return {"epoch": t[3], "members": members, "owner": owner}
+
+
+class Cluster:
+    def __init__(self, args, nnodes=3):
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix="brim-client-coord-")
+        self.port = bw.free_port()
+        self.addr = "127.0.0.1:%d" % self.port
+        self.nodes = {}
+        os.makedirs(os.path.join(self.dir, "coord"), exist_ok=True)
+        self.coord = Proc([args.coord, "--listen", self.addr, "--data-dir",
+                           os.path.join(self.dir, "coord"), "--partitions",
+                           str(P)], os.path.join(self.dir, "coord.log"))
+        try:
+            wait_port(self.port, self.coord)
+            for i in range(1, nnodes + 1):
+                self.add("node%d" % i)
+            self.wait(lambda t: self.settled(t, nnodes))
+        except BaseException:
+            self.close()
+            raise
+
+    def add(self, name):
+        port = bw.free_port()
+        p = Proc([self.args.node, "--name", name, "--coordinator", self.addr,
+                  "--listen", "127.0.0.1:%d" % port, "--partitions", str(P)],
+                 os.path.join(self.dir, name + ".log"))
+        self.nodes[name] = (p, port)
+        wait_port(port, p)
+        return port
+
+    @staticmethod
+    def settled(t, n):
+        return (t["epoch"] > 0 and len(t["members"]) == n
+                and all(s == 2 for _, s in t["members"])
+                and all(o < n for o in t["owner"]))
+
+    def wait(self, pred, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            t = topo(self.port)
+            if pred(t):
+                return t
+            assert time.monotonic() < deadline, "cluster did not settle: " \
+                "epoch %d members %r" % (t["epoch"], t["members"])
+            time.sleep(0.05)
+
+    def close(self):
+        for p, _ in self.nodes.values():
+            p.stop()
+        self.coord.stop()
+        if os.environ.get("BRIM_KEEP_DIR"):
+            print("kept", self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def logs(self):
+        out = ["--- coord\n" + self.coord.output()]
+        for name, (p, _) in self.nodes.items():
+            out.append("--- %s\n%s" % (name, p.output()[-3000:]))
+        return "\n".join(out)
+
+
+def run(cmd, want=0, env=None, inp=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                       env=env, input=inp)
+    if want is not None and r.returncode != want:
+        raise AssertionError("%s: exit %d, want %d\nstdout: %s\nstderr: %s"
+                             % (cmd, r.returncode, want, r.stdout, r.stderr))
+    return r
+
+
+def node_keys(port):
+    c = bw.Conn(port)
+    try:
+        st = bw.stats(c)
+    finally:
+        c.close()
+    if "keys" in st:
+        return st["keys"]
+    for v in st.values():
+        if isinstance(v, dict) and "keys" in v:
+            return v["keys"]
+    raise AssertionError("no keys in STATS: %r" % (st,))
+
+
+def case_load(cl, a):
+    r = run([a.tool, cl.addr, "load", "500"])
+    print(r.stdout.strip())
+
+
+def case_mload(cl, a):
+    r = run([a.tool, cl.addr, "mload", "2000"])
+    print(r.stdout.strip())
+
+
+def case_spread(cl, a):
+    run([a.tool, cl.addr, "load", "500"])
+    counts = {n: node_keys(port) for n, (_, port) in cl.nodes.items()}
+    print("keys per node:", counts)
+    assert sum(counts.values()) == 500, counts
+    assert all(v > 0 for v in counts.values()), counts
+
+
+def ctl(cl, a, *args, want=0, env_coord=False):
+    env = dict(os.environ)
+    env.pop("BRIM_SERVER", None)
+    cmd = [a.ctl]
+    if env_coord:
+        env["BRIM_COORDINATOR"] = cl.addr
+    else:
+        cmd += ["--coordinator", cl.addr]
+    return run(cmd + list(args), want=want, env=env)
+
+
+def case_brimctl(cl, a):
+    ctl(cl, a, "set", "alpha", "one")
+    ctl(cl, a, "set", "beta", "two", env_coord=True)
+    assert ctl(cl, a, "get", "alpha").stdout == "one"
+    assert ctl(cl, a, "get", "beta", env_coord=True).stdout == "two"
+    ctl(cl, a, "get", "missing", want=1)
+    nodes = json.loads(ctl(cl, a, "nodes", "--json").stdout)
+    assert isinstance(nodes, list) and len(nodes) == 3, nodes
+    for n in nodes:
+        for f in ("name", "addr", "state", "partitions"):
+            assert f in n, (f, n)
+    assert sorted(n["name"] for n in nodes) == ["node1", "node2", "node3"]
+    assert sum(n["partitions"] for n in nodes) == P, nodes
+    text = ctl(cl, a, "nodes").stdout
+    assert "node1" in text and "node3" in text, text
+    r = ctl(cl, a, "leave", "nosuch", want=1)
+    assert r.stderr.strip(), "no message for a leave of a non-member"
+    t0 = topo(cl.port)["epoch"]
+    ctl(cl, a, "leave", "node3")
+    t = cl.wait(lambda t: t["epoch"] > t0 and all(
+        o < len(t["members"]) and t["members"][o][0] != "node3"
+        for o in t["owner"]))
+    print("after leave: epoch %d members %r" % (t["epoch"], t["members"]))
+    ctl(cl, a, "set", "gamma", "three")
+    assert ctl(cl, a, "get", "gamma").stdout == "three"
+    st = ctl(cl, a, "stats", "--json")
+    json.loads(st.stdout)
+    print(ctl(cl, a, "stats").stdout)
+    print(ctl(cl, a, "nodes").stdout)
+    r = ctl(cl, a, "plan", "join", "node9", "--weight", "2", want=None)
+    print("plan join: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    assert r.returncode == 0 or r.stderr.strip(), r
+
+
+def case_stale(cl, a):
+    p = subprocess.Popen([a.tool, cl.addr, "stale", "500"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("ready"), (line, p.stderr.read())
+        t0 = topo(cl.port)["epoch"]
+        cl.add("node4")
+        cl.wait(lambda t: t["epoch"] > t0 and Cluster.settled(t, 4))
+        out, err = p.communicate("go\n", timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    print(out.strip(), err.strip())
+    assert p.returncode == 0, (out, err)
+
+
+def case_leave_last(cl, a):
+    for name in ("node1", "node2"):
+        t0 = topo(cl.port)["epoch"]
+        ctl(cl, a, "leave", name)
+        cl.wait(lambda t: t["epoch"] > t0 and all(
+            o < len(t["members"]) and t["members"][o][0] != name
+            for o in t["owner"]))
+    r = ctl(cl, a, "leave", "node3", want=1)
+    print("leave of the last node:", r.stderr.strip())
+    assert r.stderr.strip()
+    t0 = topo(cl.port)["epoch"]
+    ctl(cl, a, "leave", "node3", "--force")
+    cl.wait(lambda t: t["epoch"] > t0 and all(o >= len(t["members"])
+                                               for o in t["owner"]))
+    r = ctl(cl, a, "set", "k", "v", want=3)
+    assert "no nodes" in r.stderr, r.stderr
+    r = ctl(cl, a, "get", "k", want=3)
+    assert "no nodes" in r.stderr, r.stderr
+    r = run([a.tool, cl.addr, "nonodes"])
+    print(r.stdout.strip())
+
+
+CASES = {"load": case_load, "mload": case_mload, "spread": case_spread,
+         "brimctl": case_brimctl, "stale": case_stale,
+         "leave_last": case_leave_last}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for o in ("--coord", "--node", "--ctl", "--tool"):
+        ap.add_argument(o, required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    cl = Cluster(a)
+    try:
+        CASES[a.case](cl, a)
+    except BaseException:
+        print(cl.logs()[-8000:], file=sys.stderr)
+        raise
+    finally:
+        cl.close()
+    print("PASS", a.case)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+/*
+ * tests/cluster/client_coord_tool.c - libbrim in cluster mode, driven by
+ * tests/cluster/client_coord.py against a real brim-coord and brim-nodes:
+ *
+ *   client_coord_tool COORD load N     SET then GET N keys through the
+ *                                      coordinator's map; all must read back
+ *   client_coord_tool COORD mload N    the same with brim_mset/brim_mget
+ *   client_coord_tool COORD stale N    SET N keys, print "ready", wait for a
+ *                                      line on stdin (a node joined), then
+ *                                      SET and GET them again with the old
+ *                                      map: each call within the timeout,
+ *                                      MOVED followed, map fetched again
+ *   client_coord_tool COORD nonodes    SET and GET must fail BRIM_ENONODES
+ *
+ * Prints one line of counts; exit 0 on success, 1 with a reason on stderr.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <brim.h>
+
+#include "client/lib/coord.h"
+#include "proto/topo.h"
+
+#define TIMEOUT_MS 3000
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+fail(const char *what, int rc, struct brim_client *c)
+{
+    fprintf(stderr, "client_coord_tool: %s: %s (%s)\n", what,
+            brim_err_name(rc), c != NULL ? brim_errmsg(c) : "");
+    return 1;
+}
+
+/* SET key<I> = PREFIX<I> for I in 0 .. N-1, each within the timeout. */
+static int
+set_all(struct brim_client *c, int n, const char *prefix, int64_t *worst)
+{
+    char    k[32], v[48];
+    int64_t t0, dt;
+    int     i, rc;
+
+    for (i = 0; i < n; i++) {
+        snprintf(k, sizeof(k), "key%d", i);
+        snprintf(v, sizeof(v), "%s%d", prefix, i);
+        t0 = now_ms();
+        rc = brim_set(c, k, strlen(k), v, strlen(v), 0, 0, NULL);
+        dt = now_ms() - t0;
+        if (dt > *worst) {
+            *worst = dt;
+        }
+        if (rc != 0) {
+            return fail(k, rc, c);
+        }
+    }
+    return 0;
+}
+
+static int
+get_all(struct brim_client *c, int n, const char *prefix)
+{
+    char   k[32], v[48];
+    void  *val;
+    size_t len;
+    int    i, rc;
+
+    for (i = 0; i < n; i++) {
+        snprintf(k, sizeof(k), "key%d", i);
+        snprintf(v, sizeof(v), "%s%d", prefix, i);
+        rc = brim_get(c, k, strlen(k), &val, &len);
+        if (rc != 0) {
+            return fail(k, rc, c);
+        }
+        if (len != strlen(v) || memcmp(val, v, len) != 0) {
+            fprintf(stderr, "client_coord_tool: %s: got %.*s, want %s\n", k,
+                    (int) len, (char *) val, v);
+            brim_free(val);
+            return 1;
+        }
+        brim_free(val);
+    }
+    return 0;
+}
+
+static int
+mload(struct brim_client *c, int n)
+{
+    struct brim_item        *items;
+    struct brim_key         *keys;
+    struct brim_mget_result *res;
+    char                   (*kb)[32];
+    int                      i, rc, bad;
+
+    items = calloc((size_t) n, sizeof(*items));
+    keys = calloc((size_t) n, sizeof(*keys));
+    res = calloc((size_t) n, sizeof(*res));
+    kb = calloc((size_t) n, sizeof(*kb));
+    if (items == NULL || keys == NULL || res == NULL || kb == NULL) {
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        snprintf(kb[i], sizeof(kb[i]), "mkey%d", i);
+        items[i].key = kb[i];
+        items[i].key_len = strlen(kb[i]);
+        items[i].val = kb[i];
+        items[i].val_len = strlen(kb[i]);
+        keys[i].key = kb[i];
+        keys[i].key_len = strlen(kb[i]);
+    }
+    bad = 0;
+    rc = brim_mset(c, items, (size_t) n);
+    if (rc != 0) {
+        bad = fail("mset", rc, c);
+    }
+    for (i = 0; i < n && !bad; i++) {
+        if (items[i].status != 0) {
+            bad = fail(kb[i], items[i].status, c);
+        }
+    }
+    if (!bad) {
+        rc = brim_mget(c, keys, (size_t) n, res);
+        if (rc != 0) {
+            bad = fail("mget", rc, c);
+        }
+        for (i = 0; i < n && !bad; i++) {
+            if (res[i].status != 0 || res[i].val_len != keys[i].key_len
+                || memcmp(res[i].val, kb[i], res[i].val_len) != 0)
+            {
+                bad = fail(kb[i], res[i].status, c);
+            }
+        }
+        brim_mget_free(res, (size_t) n);
+    }
+    free(items);
+    free(keys);
+    free(res);
+    free(kb);
+    return bad;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct brim_client *c;
+    struct brim_opts    opts;
+    char                err[BRIM_ERRBUF_LEN], line[64];
+    uint64_t            moved, retry, refresh, epoch0;
+    int64_t             worst;
+    int                 rc, n;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: client_coord_tool COORD MODE [N]\n");
+        return 2;
+    }
+    n = argc > 3 ? atoi(argv[3]) : 1;
+    memset(&opts, 0, sizeof(opts));
+    opts.coord_addr = argv[1];
+    opts.request_timeout_ms = TIMEOUT_MS;
+    rc = brim_connect(&opts, &c, err);
+    if (rc != 0) {
+        fprintf(stderr, "client_coord_tool: connect: %s: %s\n",
+                brim_err_name(rc), err);
+        return 1;
+    }
+    epoch0 = brim_coord_topo(c)->map.epoch;
+    worst = 0;
+    rc = 0;
+    if (strcmp(argv[2], "load") == 0) {
+        rc = set_all(c, n, "v", &worst) || get_all(c, n, "v");
+    } else if (strcmp(argv[2], "mload") == 0) {
+        rc = mload(c, n);
+    } else if (strcmp(argv[2], "stale") == 0) {
+        rc = set_all(c, n, "v", &worst);
+        if (rc == 0) {
+            printf("ready epoch=%" PRIu64 "\n", epoch0);
+            fflush(stdout);
+            if (fgets(line, sizeof(line), stdin) == NULL) {
+                rc = 1;
+            }
+        }
+        worst = 0;
+        rc = rc || set_all(c, n, "w", &worst) || get_all(c, n, "w");
+        brim_coord_counts(c, &moved, &retry, &refresh);
+        if (rc == 0 && (moved == 0 || brim_coord_topo(c)->map.epoch <= epoch0)) {
+            fprintf(stderr, "client_coord_tool: stale map never moved "
+                    "(moved=%" PRIu64 ", epoch %" PRIu64 ")\n", moved,
+                    brim_coord_topo(c)->map.epoch);
+            rc = 1;
+        }
+        if (worst > TIMEOUT_MS) {
+            fprintf(stderr, "client_coord_tool: a call took %" PRId64
+                    " ms\n", worst);
+            rc = 1;
+        }
+    } else if (strcmp(argv[2], "nonodes") == 0) {
+        void  *val;
+        size_t len;
+
+        rc = brim_set(c, "k", 1, "v", 1, 0, 0, NULL);
+        if (rc != BRIM_ENONODES) {
+            rc = fail("set: want ENONODES", rc, c);
+        } else {
+            printf("set: %s\n", brim_errmsg(c));
+            rc = brim_get(c, "k", 1, &val, &len);
+            rc = rc == BRIM_ENONODES ? 0 : fail("get: want ENONODES", rc, c);
+        }
+    } else {
+        fprintf(stderr, "client_coord_tool: unknown mode %s\n", argv[2]);
+        rc = 2;
+    }
+    brim_coord_counts(c, &moved, &retry, &refresh);
+    printf("%s n=%d epoch=%" PRIu64 " moved=%" PRIu64 " retry=%" PRIu64
+           " refresh=%" PRIu64 " worst_ms=%" PRId64 "\n",
+           rc == 0 ? "ok" : "FAILED", n, brim_coord_topo(c)->map.epoch,
+           moved, retry, refresh, worst);
+    brim_close(c);
+    return rc;
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tests/cluster/cluster_launcher.sh - deploy/brim-cluster end to end on
+# loopback: up (3 nodes), a second up refused, status, add-node,
+# remove-node (graceful: SIGTERM leave), the last node refused, down;
+# every process checked gone by its PID.
+#   cluster_launcher.sh SCRIPT BINDIR
+set -u
+SCRIPT=$1
+export BRIM_BIN=$2
+D=$(mktemp -d /tmp/brim-launcher.XXXXXX)
+fail() { echo "FAIL: $*"; tail -n 20 "$D"/*.log; "$SCRIPT" down --dir "$D" >/dev/null 2>&1; exit 1; }
+alive() {   # PID runs (a zombie not yet reaped counts as gone)
+    kill -0 "$1" 2>/dev/null || return 1
+    [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]
+}
+trap '"$SCRIPT" down --dir "$D" >/dev/null 2>&1; rm -rf "$D"' EXIT
+# A base port with 6 free ports after it.
+BASE=$(python3 -c 'import socket,random
+for _ in range(200):
+    b=random.randrange(20000,60000); ok=True
+    for p in range(b,b+7):
+        s=socket.socket()
+        try: s.bind(("127.0.0.1",p))
+        except OSError: ok=False
+        s.close()
+    if ok: print(b); break')
+
+"$SCRIPT" --help | grep -q "remove-node" || fail "--help"
+out=$("$SCRIPT" up --nodes 3 --dir "$D" --base-port "$BASE" --partitions 256) || fail "up: $out"
+echo "$out" | grep -q "epoch [0-9]* committed: 3 members" || fail "up output: $out"
+for f in coord node1 node2 node3; do
+    [ -s "$D/$f.pid" ] || fail "no $f.pid"
+    [ -f "$D/$f.log" ] || fail "no $f.log"
+done
+tr '\0' ' ' <"/proc/$(cat "$D/coord.pid")/cmdline" | grep -q -- "--listen 127.0.0.1:$BASE " \
+    || fail "coord port"
+"$SCRIPT" up --nodes 3 --dir "$D" --base-port "$BASE" >/dev/null 2>&1 && fail "second up accepted"
+"$SCRIPT" status --dir "$D" | grep -c running | grep -q 4 || fail "status"
+"$SCRIPT" add-node node4 --dir "$D" | grep -q "4 members" || fail "add-node"
+PIDS="$(cat "$D"/*.pid)"
+p2=$(cat "$D/node2.pid")
+"$SCRIPT" remove-node node2 --dir "$D" || fail "remove-node"
+alive "$p2" && fail "node2 still runs"
+[ -e "$D/node2.pid" ] && fail "node2.pid left"
+grep -q "left the cluster" "$D/node2.log" || fail "node2 did not leave gracefully"
+"$SCRIPT" status --dir "$D" | grep -q "3 members" || fail "status after remove"
+"$SCRIPT" down --dir "$D" >/dev/null || fail "down"
+for p in $PIDS; do
+    alive "$p" && fail "pid $p still runs after down"
+done
+ls "$D"/*.pid >/dev/null 2>&1 && fail "PID files left"
+echo "ok cluster_launcher"

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""tests/cluster/coord_sigterm.py - SIGTERM on a cluster node is a graceful
+leave (DESIGN.md section 5, server/node/coord.c): real brim-coord and
+brim-node processes on loopback, every one stopped by PID.
+
+    coord_sigterm.py --list
+    coord_sigterm.py --bin DIR CASE
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import brimwire as bw  # noqa: E402
+from coord_membership import OPS, fetch  # noqa: E402
+
+LEAVE_BOUND_S = 10.0
+
+
+class Cluster:
+    def __init__(self, bindir, n):
+        self.bindir = bindir
+        self.d = tempfile.mkdtemp(prefix="brim-sigterm-")
+        self.port = bw.free_port()
+        self.procs = {}
+        self._start("coord", [os.path.join(bindir, "brim-coord"),
+                              "--listen", "127.0.0.1:%d" % self.port,
+                              "--data-dir", self.d, "--partitions", "1024"])
+        self._wait_port(self.port, "coord")
+        for i in range(1, n + 1):
+            name = "node%d" % i
+            self._start(name, [os.path.join(bindir, "brim-node"), "--name",
+                               name, "--coordinator",
+                               "127.0.0.1:%d" % self.port, "--listen",
+                               "127.0.0.1:%d" % bw.free_port(),
+                               "--partitions", "1024"])
+        self.wait(lambda t: len(t["members"]) == n)
+
+    def _start(self, name, cmd):
+        log = open(os.path.join(self.d, name + ".log"), "wb")
+        self.procs[name] = subprocess.Popen(cmd, stdout=log,
+                                            stderr=subprocess.STDOUT)
+
+    def _wait_port(self, port, name):
+        deadline = time.monotonic() + 10
+        while True:
+            assert self.procs[name].poll() is None, self.log(name)
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "%s did not start" % name
+                time.sleep(0.05)
+
+    def log(self, name):
+        with open(os.path.join(self.d, name + ".log"), errors="replace") as f:
+            return f.read()
+
+    def wait(self, pred, timeout=15.0):
+        c = bw.Conn(self.port)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                t = fetch(c)
+                if pred(t):
+                    return t
+                assert time.monotonic() < deadline, t["members"]
+                time.sleep(0.05)
+        finally:
+            c.close()
+
+    def close(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+        shutil.rmtree(self.d, ignore_errors=True)
+
+
+def case_sigterm_leaves(bindir):
+    cl = Cluster(bindir, 3)
+    try:
+        t = cl.wait(lambda t: True)
+        p = cl.procs["node2"]
+        start = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        t2 = cl.wait(lambda x: x["members"] == ["node1", "node3"])
+        assert t2["epoch"] > t["epoch"]
+        rc = p.wait(timeout=LEAVE_BOUND_S + 2)
+        took = time.monotonic() - start
+        assert rc == 0, (rc, cl.log("node2"))
+        assert took < LEAVE_BOUND_S, took
+        assert "left the cluster" in cl.log("node2"), cl.log("node2")
+        assert all(o < 2 for o in t2["owner"]), "partition without owner"
+        assert cl.procs["node1"].poll() is None
+        assert cl.procs["node3"].poll() is None
+    finally:
+        cl.close()
+
+
+def case_sigterm_last_node(bindir):
+    cl = Cluster(bindir, 1)
+    try:
+        p = cl.procs["node1"]
+        p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while "keys would be lost" not in cl.log("node1"):
+            assert time.monotonic() < deadline, cl.log("node1")
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert p.poll() is None, "the last node left on one SIGTERM"
+        t = cl.wait(lambda t: True)
+        assert t["members"] == ["node1"], t
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=5) == 0
+    finally:
+        cl.close()
+
+
+def case_sigterm_quit(bindir):
+    # SIGQUIT exits at once, whatever is in progress.
+    cl = Cluster(bindir, 2)
+    try:
+        p = cl.procs["node1"]
+        p.send_signal(signal.SIGQUIT)
+        assert p.wait(timeout=5) == 0
+    finally:
+        cl.close()
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return 0
+    bindir, case = sys.argv[2], sys.argv[3]
+    CASES[case](bindir)
+    print("ok", case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
