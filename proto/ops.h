@@ -74,6 +74,10 @@ enum brim_rep_shape {
  *   E epoch argument u64                 F small u32 (force, kind)
  *   T a topology, one msgpack array, borrowed (brim_topo_decode() it)
  *   M a msgpack map, borrowed (HEARTBEAT's stats)
+ *   p partition u32 (below the receiver's partition count)
+ *   u count u64 (STREAM_END's entries sent)
+ *   B an array of 0..max_batch_entries stream entries (PROTOCOL.md 11),
+ *     each checked (brim_wire_entry_decode()), borrowed
  * KEY_ARG is the argument index of the routing key, -1 when there is none.
  * Codes are stable: never renumber or reuse one.
  */
@@ -114,25 +118,26 @@ enum brim_rep_shape {
     XX(MEMBERS, 42, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)      \
     XX(PLAN, 43, 2, 3, "FNW", -1, BRIM_REP_OBJECT,                           \
        BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
-    XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)
+    XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT) \
+    XX(STREAM_BEGIN, 64, 2, 2, "Ep", -1, BRIM_REP_EMPTY, 0)                  \
+    XX(STREAM_BATCH, 65, 3, 3, "EpB", -1, BRIM_REP_EMPTY, 0)                 \
+    XX(STREAM_END, 66, 3, 3, "Epu", -1, BRIM_REP_EMPTY, 0)                   \
+    XX(COMPLETE, 67, 2, 2, "Ep", -1, BRIM_REP_EMPTY, BRIM_OPF_IDEMPOTENT)    \
+    XX(FORWARD_GET, 68, 3, 3, "Epk", -1, BRIM_REP_VALUE,                     \
+       BRIM_OPF_IDEMPOTENT)                                                  \
+    XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)
 
 /*
  * XX(NAME, code): opcodes reserved for membership (issue 4) and migration
- * (issue 6) not defined yet (PROTOCOL.md section 10 defines the membership
- * ops above). Their arguments are defined by those issues; until then a
- * decoder answers them UNKNOWNOP, like any code it does not know.
+ * (issue 6) not defined yet (PROTOCOL.md sections 10 and 11 define the
+ * membership and migration ops above). Until they are, a decoder answers
+ * them UNKNOWNOP, like any code it does not know.
  */
 #define BRIM_OP_RESERVED_MAP(XX)                                             \
     XX(EPOCH_ACK, 36)                                                        \
     XX(MAP_PUSH, 41)                                                         \
     XX(LEASE_CONFIRM, 44)                                                    \
     XX(AUTH, 45)                                                             \
-    XX(STREAM_BEGIN, 64)                                                     \
-    XX(STREAM_BATCH, 65)                                                     \
-    XX(STREAM_END, 66)                                                       \
-    XX(COMPLETE, 67)                                                         \
-    XX(FORWARD_GET, 68)                                                      \
-    XX(PULL, 69)                                                             \
     XX(PROGRESS, 70)
 
 /* Every opcode is below this bound (the op table's length). */

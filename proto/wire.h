@@ -51,6 +51,10 @@ struct brim_topo;                   /* proto/topo.h */
 #define BRIM_WIRE_KEY_LIMIT 65535u             /* longest configurable key */
 #define BRIM_WIRE_VALUE_LIMIT (1u << 30)       /* largest configurable value */
 #define BRIM_WIRE_MGET_LIMIT 65536u            /* most configurable keys */
+#define BRIM_WIRE_BATCH_LIMIT 1024u            /* most entries of a batch */
+
+/* msgpack objects of one stream entry: its array and 5 fields. */
+#define BRIM_WIRE_ENTRY_OBJECTS 6u
 #define BRIM_WIRE_SECTION_MAX 64               /* STATS section name bytes */
 
 /* A TTL above this many seconds (30 days) is an absolute Unix time. */
@@ -71,6 +75,25 @@ struct brim_wire_limits {
                                        sent in HELLO. Raise it, and
                                        max_frame_bytes (PROTOCOL.md 10.1),
                                        on connections from the coordinator */
+    uint32_t max_batch_entries;     /* 0 .. BRIM_WIRE_BATCH_LIMIT: entries a
+                                       STREAM_BATCH may carry; 0 by default
+                                       (refused). Not sent in HELLO. Raised
+                                       on connections from other nodes */
+};
+
+/*
+ * One stream entry, [key, value, flags u32, cas u64, remaining_ttl_s u32]
+ * (PROTOCOL.md 11): STREAM_BATCH's entries and PULL's reply. Pointers
+ * borrow as in struct brim_req.
+ */
+struct brim_wire_entry {
+    const char *key;                /* 1 .. max_key_bytes */
+    size_t      key_len;
+    const char *value;              /* 0 .. max_value_bytes */
+    size_t      value_len;
+    uint32_t    flags;              /* client flags */
+    uint64_t    cas;                /* CAS value */
+    uint32_t    ttl_s;              /* remaining seconds; 0 = no expiry */
 };
 
 /* A byte string borrowed from its owner: PTR[0 .. LEN). */
@@ -130,6 +153,16 @@ struct brim_req {
                                           for T, a map for M); encoded when
                                           TOPO is NULL */
     const struct brim_topo *topo;      /* T: encode only, borrowed */
+    uint32_t              partition;   /* p: a partition number */
+    uint64_t              count;       /* u: STREAM_END's entries sent */
+    const msgpack_object *entries;     /* B: decoded entries (see
+                                          brim_wire_req_entry()) */
+    uint32_t              nentries;    /* B: 0 .. max_batch_entries */
+    const char           *entries_raw; /* B, encode only: NENTRIES entries
+                                          already packed (brim_wire_entry_
+                                          pack()); used when ENTRIES is
+                                          NULL */
+    size_t                entries_raw_len; /* bytes */
 };
 
 /*
@@ -283,6 +316,34 @@ int brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req);
 int brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id,
                           uint64_t epoch, const struct brim_bytes *keys,
                           uint32_t nkeys);
+
+/* ---- stream entries ---- */
+
+/*
+ * Decode the stream entry O into *E, checked against LIM: an array of
+ * exactly 5 elements, key bytes of 1 .. max_key_bytes, value bytes of at
+ * most max_value_bytes, flags u32, cas u64, ttl u32. Returns 0,
+ * BRIM_EBADREQ (shape or type), BRIM_EINVAL (key length) or BRIM_ETOOBIG.
+ */
+int brim_wire_entry_decode(const msgpack_object *o,
+                           const struct brim_wire_limits *lim,
+                           struct brim_wire_entry *e);
+
+/* Entry I (< REQ->nentries) of a decoded STREAM_BATCH (checked). */
+void brim_wire_req_entry(const struct brim_req *req, uint32_t i,
+                         struct brim_wire_entry *e);
+
+/* Append E as one msgpack array (not a frame) to OUT: 0 or BRIM_ENOMEM
+ * (OUT may then hold part of it: truncate it back). */
+int brim_wire_entry_pack(struct brim_buf *out,
+                         const struct brim_wire_entry *e);
+
+/*
+ * Append PULL's OK reply [0, REQUEST_ID, entry] as one frame to OUT.
+ * Returns 0 or BRIM_ENOMEM (OUT unchanged).
+ */
+int brim_wire_encode_entry_rep(struct brim_buf *out, uint64_t request_id,
+                               const struct brim_wire_entry *e);
 
 /* ---- replies ---- */
 

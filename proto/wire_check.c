@@ -266,6 +266,7 @@ brim_wire_limits_default(struct brim_wire_limits *lim)
     lim->max_frame_bytes = BRIM_WIRE_VALUE_MAX + BRIM_WIRE_FRAME_SLACK;
     lim->max_mget_keys = BRIM_WIRE_MGET_MAX;
     lim->max_members = 0;
+    lim->max_batch_entries = 0;
 }
 
 int
@@ -299,6 +300,12 @@ brim_wire_limits_check(const struct brim_wire_limits *lim,
                     "allowed 0 .. %d", lim->max_members, BRIM_NODES_MAX);
         return BRIM_EINVAL;
     }
+    if (lim->max_batch_entries > BRIM_WIRE_BATCH_LIMIT) {
+        brim_errfmt(errbuf, "wire: max batch entries is %" PRIu32 ", "
+                    "allowed 0 .. %u", lim->max_batch_entries,
+                    BRIM_WIRE_BATCH_LIMIT);
+        return BRIM_EINVAL;
+    }
     /* A SET of the longest key and the largest value must fit a frame. */
     need = (uint64_t) lim->max_value_bytes + lim->max_key_bytes + 1024;
     if (lim->max_frame_bytes < need) {
@@ -316,12 +323,16 @@ brim_wire_req_max_objects(const struct brim_wire_limits *lim)
     size_t extra;
 
     /* array, op, id, epoch, at most 8 arguments, and an MGET's key array
-     * or a topology (EPOCH_PROPOSE) */
+     * or a topology (EPOCH_PROPOSE) ... */
     extra = lim->max_mget_keys;
     if (lim->max_members > 0
         && BRIM_WIRE_TOPO_OBJECTS(lim->max_members) > extra)
     {
         extra = BRIM_WIRE_TOPO_OBJECTS(lim->max_members);
+    }
+    /* or a STREAM_BATCH's entries (node connections) */
+    if ((size_t) lim->max_batch_entries * BRIM_WIRE_ENTRY_OBJECTS > extra) {
+        extra = (size_t) lim->max_batch_entries * BRIM_WIRE_ENTRY_OBJECTS;
     }
     return 16 + extra;
 }

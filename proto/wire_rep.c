@@ -660,3 +660,25 @@ brim_wire_stats_map(struct brim_buf *out, const char *name, uint32_t npairs)
     }
     return 0;
 }
+
+int
+brim_wire_encode_entry_rep(struct brim_buf *out, uint64_t request_id,
+                           const struct brim_wire_entry *e)
+{
+    msgpack_packer pk;
+    size_t         mark;
+    int            err;
+
+    if (brim_frame_begin(out, &mark) != 0) {
+        return BRIM_ENOMEM;
+    }
+    wire_packer_init(&pk, out);
+    err = msgpack_pack_array(&pk, 3);
+    err |= msgpack_pack_uint32(&pk, 0);
+    err |= msgpack_pack_uint64(&pk, request_id);
+    if (err != 0 || brim_wire_entry_pack(out, e) != 0) {
+        brim_frame_abort(out, mark);
+        return BRIM_ENOMEM;
+    }
+    return brim_frame_end(out, mark);
+}

@@ -58,6 +58,12 @@ req_arg_name(char t)
         return "topology";
     case 'M':
         return "stats";
+    case 'p':
+        return "partition";
+    case 'u':
+        return "count";
+    case 'B':
+        return "entries";
     default:
         return "name";
     }
@@ -119,6 +125,80 @@ req_keys(struct brim_req *req, const msgpack_object *o,
     return 0;
 }
 
+int
+brim_wire_entry_decode(const msgpack_object *o,
+                       const struct brim_wire_limits *lim,
+                       struct brim_wire_entry *e)
+{
+    const msgpack_object *a;
+
+    memset(e, 0, sizeof(*e));
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 5) {
+        return BRIM_EBADREQ;
+    }
+    a = o->via.array.ptr;
+    if (!wire_get_bytes(&a[0], &e->key, &e->key_len)
+        || !wire_get_bytes(&a[1], &e->value, &e->value_len)
+        || !wire_get_u32(&a[2], &e->flags) || !wire_get_u64(&a[3], &e->cas)
+        || !wire_get_u32(&a[4], &e->ttl_s))
+    {
+        return BRIM_EBADREQ;
+    }
+    if (e->key_len == 0 || e->key_len > lim->max_key_bytes) {
+        return BRIM_EINVAL;
+    }
+    if (e->value_len > lim->max_value_bytes) {
+        return BRIM_ETOOBIG;
+    }
+    return 0;
+}
+
+void
+brim_wire_req_entry(const struct brim_req *req, uint32_t i,
+                    struct brim_wire_entry *e)
+{
+    static const struct brim_wire_limits any = {
+        .max_key_bytes = UINT32_MAX, .max_value_bytes = UINT32_MAX
+    };
+    int rc;
+
+    BRIM_ASSERT(req->entries != NULL && i < req->nentries);
+    rc = brim_wire_entry_decode(&req->entries[i], &any, e);
+    BRIM_ASSERT(rc == 0);           /* the decoder checked every entry */
+    (void) rc;
+}
+
+/* STREAM_BATCH's entries: an array of 0 .. max_batch_entries entries. */
+static int
+req_entries(struct brim_req *req, const msgpack_object *o,
+            const struct brim_wire_limits *lim, const char *op, char *errbuf)
+{
+    struct brim_wire_entry e;
+    uint32_t               i;
+    int                    rc;
+
+    if (o->type != MSGPACK_OBJECT_ARRAY) {
+        brim_errfmt(errbuf, "wire: %s: entries must be an array", op);
+        return BRIM_EBADREQ;
+    }
+    if (o->via.array.size > lim->max_batch_entries) {
+        brim_errfmt(errbuf, "wire: %s: %" PRIu32 " entries, max %" PRIu32,
+                    op, o->via.array.size, lim->max_batch_entries);
+        return BRIM_ETOOBIG;
+    }
+    for (i = 0; i < o->via.array.size; i++) {
+        rc = brim_wire_entry_decode(&o->via.array.ptr[i], lim, &e);
+        if (rc != 0) {
+            brim_errfmt(errbuf, "wire: %s: entry %" PRIu32 " is not [key, "
+                        "value, flags, cas, ttl] within the limits", op, i);
+            return rc;
+        }
+    }
+    req->entries = o->via.array.size > 0 ? o->via.array.ptr : NULL;
+    req->nentries = o->via.array.size;
+    return 0;
+}
+
 /* Bytes of at most MAX (a section or a name) into *P, *N. */
 static int
 req_short_bytes(const msgpack_object *o, size_t max, const char **p,
@@ -177,6 +257,12 @@ req_int(struct brim_req *req, char t, const msgpack_object *o)
     case 'E':
         ok = wire_get_u64(o, &req->arg_epoch);
         break;
+    case 'p':
+        ok = wire_get_u32(o, &req->partition);
+        break;
+    case 'u':
+        ok = wire_get_u64(o, &req->count);
+        break;
     default:                        /* 'I' */
         ok = wire_get_u64(o, &req->hello.incarnation);
         break;
@@ -194,6 +280,8 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
         return req_key(o, lim, &req->key, &req->key_len, op, errbuf);
     case 'K':
         return req_keys(req, o, lim, errbuf);
+    case 'B':
+        return req_entries(req, o, lim, op, errbuf);
     case 'v':
         if (!wire_get_bytes(o, &req->value, &req->value_len)) {
             brim_errfmt(errbuf, "wire: %s: value must be bin or str", op);
@@ -232,7 +320,7 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
     if (req_int(req, t, o) != 0) {
         brim_errfmt(errbuf, "wire: %s: %s must be an unsigned %d-bit integer",
                     op, req_arg_name(t),
-                    strchr("tfwPRWF", t) != NULL ? 32 : 64);
+                    strchr("tfwPRWFp", t) != NULL ? 32 : 64);
         return BRIM_EBADREQ;
     }
     if (t == 'R'
@@ -386,6 +474,45 @@ req_pack_keys(msgpack_packer *pk, const struct brim_req *req)
     return 0;
 }
 
+int
+brim_wire_entry_pack(struct brim_buf *out, const struct brim_wire_entry *e)
+{
+    msgpack_packer pk;
+    int            err;
+
+    wire_packer_init(&pk, out);
+    err = msgpack_pack_array(&pk, 5);
+    err |= wire_pack_bytes(&pk, e->key, e->key_len);
+    err |= wire_pack_bytes(&pk, e->value, e->value_len);
+    err |= msgpack_pack_uint32(&pk, e->flags);
+    err |= msgpack_pack_uint64(&pk, e->cas);
+    err |= msgpack_pack_uint32(&pk, e->ttl_s);
+    return err == 0 ? 0 : BRIM_ENOMEM;
+}
+
+/* Pack STREAM_BATCH's entries, from packed bytes or decoded objects. */
+static int
+req_pack_entries(msgpack_packer *pk, const struct brim_req *req)
+{
+    uint32_t i;
+
+    if (msgpack_pack_array(pk, req->nentries) != 0) {
+        return -1;
+    }
+    if (req->entries == NULL) {
+        return req->entries_raw_len == 0
+               ? 0
+               : brim_buf_append(pk->data, req->entries_raw,
+                                 req->entries_raw_len) == 0 ? 0 : -1;
+    }
+    for (i = 0; i < req->nentries; i++) {
+        if (msgpack_pack_object(pk, req->entries[i]) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Pack the argument of type T from REQ; 0 or -1. */
 static int
 req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
@@ -434,6 +561,12 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return msgpack_pack_object(pk, *req->obj);
     case 'M':
         return msgpack_pack_object(pk, *req->obj);
+    case 'p':
+        return msgpack_pack_uint32(pk, req->partition);
+    case 'u':
+        return msgpack_pack_uint64(pk, req->count);
+    case 'B':
+        return req_pack_entries(pk, req);
     default:                        /* 'I' */
         return msgpack_pack_uint64(pk, req->hello.incarnation);
     }
@@ -445,7 +578,7 @@ req_size_hint(const struct brim_req *req)
 {
     return 64 + req->key_len + req->value_len + req->section_len
            + req->hello.name_len + req->name_len + req->addr_len
-           + (size_t) req->nkeys * 8
+           + (size_t) req->nkeys * 8 + req->entries_raw_len
            + (req->topo != NULL ? 2 * (size_t) req->topo->map.npartitions
                                       + 128 * (size_t) req->topo->nmembers
                                 : 0);
@@ -463,7 +596,9 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
     if (info == NULL
         || (req->op == BRIM_OP_MGET && (req->keys == NULL || req->nkeys == 0))
         || (strchr(info->sig, 'T') != NULL && req->topo == NULL
-            && req->obj == NULL))
+            && req->obj == NULL)
+        || (strchr(info->sig, 'B') != NULL && req->entries == NULL
+            && req->nentries > 0 && req->entries_raw == NULL))
     {
         return BRIM_EINVAL;
     }

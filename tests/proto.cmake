@@ -18,7 +18,7 @@ brim_unit_test(wire LIBS brim_proto CASES
   long_names check_valid_objects check_huge_counts check_malformed
   check_depth check_object_budget stream_split_and_joined random_frames
   encode_nomem op_table membership_topology membership_budget
-  membership_args)
+  membership_args stream_args)
 # Count msgpack_unpack() calls: a refused body must never reach msgpack-c.
 target_link_options(test_wire PRIVATE -Wl,--wrap=msgpack_unpack)
 

@@ -24,6 +24,9 @@ struct brim_bench_opts {
     char     server[BRIM_BENCH_ADDR_MAX + 1]; /* --server HOST:PORT */
     char     host[BRIM_BENCH_ADDR_MAX + 1];   /* its host part */
     char     port[8];                         /* its port part */
+    char     coord[BRIM_BENCH_ADDR_MAX + 1];      /* --coordinator, or "" */
+    char     coord_host[BRIM_BENCH_ADDR_MAX + 1]; /* its host part */
+    char     coord_port[8];                       /* its port part */
     uint32_t connections; /* --connections, over all threads */
     uint32_t pipeline;    /* --pipeline: requests out per conn */
     uint32_t threads;     /* --threads: event loops */

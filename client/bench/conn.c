@@ -303,6 +303,12 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         if (req->kind == BRIM_BENCH_HELLO) {
             continue;
         }
+        if (t->route != NULL && req->kind == BRIM_BENCH_GET) {
+            /* A GET may run twice: it goes again (a node that left the
+             * map closes its connections once it has drained). */
+            brim_bench_engine_requeue(t, req, 0, 0, brim_bench_now_ns());
+            continue;
+        }
         t->cnt[t->phase].errors++;
         if (t->o->verify
             && (req->kind == BRIM_BENCH_SET || req->kind == BRIM_BENCH_DEL))
@@ -325,7 +331,9 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         c->pctx = NULL;
     }
     c->reconnect_ns = 0;
-    if (c->retries < BRIM_BENCH_RECONNECTS && !t->stopping) {
+    if (c->retries < BRIM_BENCH_RECONNECTS && !t->stopping
+        && (t->route == NULL || t->route->live[c->node]))
+    {
         c->reconnect_ns =
             brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
     }
@@ -354,6 +362,9 @@ brim_bench_conn_send(struct brim_bench_conn *c, const struct brim_bench_op *op,
     req->sent_ns = now;
     c->unstamped++;
     req->id = c->next_id++;
+    req->epoch = t->route != NULL ? t->route->epoch : 0;
+    req->tries = 0;
+    req->value_len = op->value_len;
     req->seq = 0;
     key_len = brim_bench_key_format(key, op->key, t->o->key_size);
     value = NULL;
@@ -382,6 +393,38 @@ brim_bench_conn_send(struct brim_bench_conn *c, const struct brim_bench_op *op,
         default:
             req->seq = brim_bench_verify_write_sent(&t->ver, local, 1, 0, now);
             break;
+        }
+    }
+    conn_encode(c, req, key, key_len, value, value_len);
+}
+
+void
+brim_bench_conn_resend(struct brim_bench_conn      *c,
+                       const struct brim_bench_req *old, uint64_t now)
+{
+    struct brim_bench_thread *t = c->t;
+    struct brim_bench_req    *req;
+    const char               *value;
+    char                      key[BRIM_BENCH_KEY_MAX];
+    size_t                    key_len, value_len;
+
+    req = conn_push(c);
+    *req = *old; /* start_ns kept: the latency counts the detour */
+    req->sent_ns = now;
+    c->unstamped++;
+    req->id = c->next_id++;
+    req->epoch = t->route != NULL ? t->route->epoch : 0;
+    req->tries++;
+    key_len = brim_bench_key_format(key, req->key, t->o->key_size);
+    value = NULL;
+    value_len = 0;
+    if (req->kind == BRIM_BENCH_SET) {
+        value = t->value;
+        value_len = req->value_len;
+        if (t->o->verify) {
+            value_len = brim_bench_value_build(t->value, req->value_len,
+                                               t->sh->run_id, req->key,
+                                               req->seq);
         }
     }
     conn_encode(c, req, key, key_len, value, value_len);
@@ -447,6 +490,15 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
                 brim_err_name(rep->status), (int) rep->message_len,
                 rep->message != NULL ? rep->message : "");
         }
+        return;
+    }
+    /* MOVED, RETRY and BUSY prove the op did not run (PROTOCOL.md 5.1):
+     * with --coordinator it goes again, to the owner of the newer map. */
+    if (t->route != NULL
+        && (rep->status == BRIM_EMOVED || rep->status == BRIM_ERETRY
+            || rep->status == BRIM_EBUSY))
+    {
+        brim_bench_engine_requeue(t, &req, rep->status, rep->epoch, now);
         return;
     }
     switch (req.kind) {

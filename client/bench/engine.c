@@ -17,8 +17,10 @@
 
 #include <sys/epoll.h>
 
+#include "client/bench/cluster.h"
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/hash.h"
 
 /* epoll events taken per wait. */
 #define ENGINE_EVENTS 128
@@ -70,16 +72,103 @@ brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
     va_end(ap);
 }
 
+/* How long a resend waits for the map of the epoch a node reported
+ * before it goes with the map it has, ns. */
+#define ENGINE_EPOCH_WAIT_NS 50000000ull
+/* RETRY backoff: 1 ms doubling to 100 ms (PROTOCOL.md 5.1), ns. */
+#define ENGINE_BACKOFF_NS 1000000ull
+#define ENGINE_BACKOFF_MAX_NS 100000000ull
+
 /*
- * The node that serves KEY. TODO(#4): with --coordinator, the owner of
- * brim_hash_partition(key) in the map fetched from the coordinator.
+ * The node that serves KEY: node 0 with --server; with --coordinator the
+ * owner of KEY's partition in T's route (brim_hash_key() under the
+ * cluster seed, then brim_partition_of(), as every node computes it).
  */
 static uint32_t
 engine_route(const struct brim_bench_thread *t, uint64_t key)
 {
-    (void) t;
-    (void) key;
-    return 0;
+    const struct brim_bench_route *r = t->route;
+    char                           buf[BRIM_BENCH_KEY_MAX];
+    size_t                         len;
+
+    if (r == NULL) {
+        return 0;
+    }
+    len = brim_bench_key_format(buf, key, t->o->key_size);
+    return r->owner[brim_partition_of(brim_hash_key(r->seed, buf, len),
+                                      r->partitions)];
+}
+
+/* Close C, a connection to a node that left the map, with nothing out. */
+static void
+engine_close_idle(struct brim_bench_conn *c)
+{
+    close(c->fd);
+    c->fd = -1;
+    c->reconnect_ns = 0;
+    c->n = c->head = 0;
+    c->hello = 0;
+    brim_buf_truncate(&c->in, 0);
+    brim_buf_truncate(&c->out, 0);
+    if (c->pctx != NULL) {
+        c->t->proto->close(c->pctx);
+        c->pctx = NULL;
+    }
+}
+
+/*
+ * --coordinator: take up the newest route. Nodes new to it get this
+ * thread's connections; connections to nodes no longer in the map close
+ * once nothing is in flight on them (engine_tick() looks again).
+ */
+static void
+engine_sync(struct brim_bench_thread *t)
+{
+    struct brim_bench_route *r;
+    struct brim_bench_conn  *c;
+    char                     errbuf[BRIM_ERRBUF_LEN];
+    uint32_t                 i;
+    int                      changed;
+
+    if (t->sh->cl == NULL) {
+        return;
+    }
+    r = atomic_load_explicit(&t->sh->route, memory_order_acquire);
+    if (r == t->route) {
+        return;
+    }
+    changed = 1;
+    t->route = r;
+    for (i = 0; i < t->nconns; i++) {
+        c = &t->conns[i];
+        if (c->node >= r->nnodes) {
+            break; /* grouped by node: the rest are unknown yet */
+        }
+        if (c->node >= t->opened && r->live[c->node] && c->fd < 0) {
+            if (c->fifo == NULL) {
+                c->fifo = brim_calloc(c->cap, sizeof(*c->fifo));
+                if (c->fifo == NULL) {
+                    brim_bench_engine_fatal(t, "out of memory");
+                    return;
+                }
+            }
+            if (brim_bench_conn_open(c, errbuf) != 0) {
+                brim_bench_engine_log(t, "connection %u: %s", c->index,
+                                      errbuf);
+                c->reconnect_ns = brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS;
+            }
+            changed = 1;
+        } else if (!r->live[c->node] && c->fd >= 0 && c->n == 0) {
+            engine_close_idle(c);
+            changed = 1;
+        }
+    }
+    if (r->nnodes > t->opened) {
+        t->opened = r->nnodes;
+    }
+    if (changed) {
+        brim_bench_engine_recount_room(t);
+    }
 }
 /* ---- connections ---- */
 
@@ -180,6 +269,110 @@ engine_place(struct brim_bench_thread *t, uint64_t key,
     return NULL;
 }
 
+/* Drop entry I of T's resend queue. */
+static void
+engine_rq_remove(struct brim_bench_thread *t, uint32_t i)
+{
+    t->rq[i] = t->rq[--t->nrq];
+}
+
+/* REQ, waiting to go again, cannot: it failed (timed out). */
+static void
+engine_rq_fail(struct brim_bench_thread *t, const struct brim_bench_req *req,
+               const char *why)
+{
+    t->cnt[t->phase].errors++;
+    brim_bench_engine_log(t, "key %llu: %s", (unsigned long long) req->key,
+                          why);
+    if (t->o->verify && req->kind != BRIM_BENCH_GET) {
+        brim_bench_verify_write_done(
+            &t->ver, brim_bench_mix_local(&t->mix, req->key), req->seq, 0);
+    }
+}
+
+void
+brim_bench_engine_requeue(struct brim_bench_thread    *t,
+                          const struct brim_bench_req *req, int status,
+                          uint64_t epoch, uint64_t now)
+{
+    struct brim_bench_counts *cnt = &t->cnt[t->phase];
+    struct brim_bench_retry  *e, *grown;
+    uint64_t                  timeout_ns, backoff, cur;
+    uint32_t                  cap;
+
+    if (status == BRIM_EMOVED) {
+        cnt->moved++;
+    } else if (status == BRIM_ERETRY || status == BRIM_EBUSY) {
+        cnt->retry++;
+    } else {
+        cnt->resent++;
+    }
+    timeout_ns = (uint64_t) t->o->timeout_ms * 1000000u;
+    if (now > req->start_ns && now - req->start_ns > timeout_ns) {
+        engine_rq_fail(t, req, "timed out while redirected or retried");
+        return;
+    }
+    if (t->nrq == t->rq_cap) {
+        cap = t->rq_cap == 0 ? 64 : t->rq_cap * 2;
+        grown = brim_realloc(t->rq, (size_t) cap * sizeof(*grown));
+        if (grown == NULL) {
+            engine_rq_fail(t, req, "out of memory to resend");
+            return;
+        }
+        t->rq = grown;
+        t->rq_cap = cap;
+    }
+    e = &t->rq[t->nrq++];
+    e->req = *req;
+    e->attempts = req->tries;
+    cur = t->route != NULL ? t->route->epoch : 0;
+    e->need_epoch = epoch > cur ? epoch : 0;
+    if (e->need_epoch != 0) {
+        brim_bench_cluster_want(t->sh, epoch);
+    }
+    backoff = 0;
+    if (status != BRIM_EMOVED || e->need_epoch == 0) {
+        backoff = ENGINE_BACKOFF_NS << BRIM_MIN(req->tries, 7u);
+        backoff = BRIM_MIN(backoff, ENGINE_BACKOFF_MAX_NS);
+    }
+    e->due_ns = now + backoff;
+}
+
+/* Send what waits in T's resend queue and may go at NOW. */
+static void
+engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
+{
+    struct brim_bench_retry *e;
+    struct brim_bench_conn  *c;
+    uint64_t                 timeout_ns;
+    uint32_t                 i;
+
+    timeout_ns = (uint64_t) t->o->timeout_ms * 1000000u;
+    i = 0;
+    while (i < t->nrq && !t->fatal) {
+        e = &t->rq[i];
+        if (now > e->req.start_ns && now - e->req.start_ns > timeout_ns) {
+            engine_rq_fail(t, &e->req, "timed out while redirected or retried");
+            engine_rq_remove(t, i);
+            continue;
+        }
+        if (now < e->due_ns
+            || (e->need_epoch > t->route->epoch
+                && now < e->due_ns + ENGINE_EPOCH_WAIT_NS))
+        {
+            i++;
+            continue;
+        }
+        c = engine_place(t, e->req.key, NULL);
+        if (c == NULL) {
+            i++;
+            continue;
+        }
+        brim_bench_conn_resend(c, &e->req, now);
+        engine_rq_remove(t, i);
+    }
+}
+
 /*
  * Send ops while T may: the op drawn earlier that found no room first,
  * then new ones. An op that finds its node's connections full waits as
@@ -192,6 +385,13 @@ brim_bench_engine_issue(struct brim_bench_thread *t,
 {
     struct brim_bench_conn *c;
 
+    if (t->nrq > 0) {
+        engine_issue_retries(t, now);
+        /* A closed loop's client waits for its redirected requests. */
+        if (t->nrq > 0 && t->rate_per_ns == 0) {
+            return;
+        }
+    }
     for (;;) {
         if (!t->has_blocked) {
             if (!engine_may_draw(t, now)) {
@@ -270,6 +470,15 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
         {
             brim_bench_conn_fail(c, "request timed out");
         }
+        if (t->route != NULL && c->node < t->route->nnodes
+            && !t->route->live[c->node])
+        {
+            c->reconnect_ns = 0; /* left the map */
+            if (c->fd >= 0 && c->n == 0) {
+                engine_close_idle(c);
+                brim_bench_engine_recount_room(t);
+            }
+        }
         if (c->fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns) {
             c->retries++;
             c->reconnect_ns = 0;
@@ -286,8 +495,14 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
         alive += c->fd >= 0;
         pending += c->fd < 0 && c->reconnect_ns != 0;
     }
-    if (alive == 0 && pending == 0) {
+    if (alive == 0 && pending == 0 && t->nrq == 0) {
         brim_bench_engine_fatal(t, "every connection failed");
+    }
+    if (t->stopping && now - t->stop_ns > timeout_ns) {
+        while (t->nrq > 0) {
+            engine_rq_fail(t, &t->rq[0].req, "not resent while draining");
+            engine_rq_remove(t, 0);
+        }
     }
     if (t->stopping && t->inflight > 0 && now - t->stop_ns > timeout_ns) {
         for (i = 0; i < t->nconns; i++) {
@@ -317,6 +532,9 @@ engine_wait_for(const struct brim_bench_thread *t, uint64_t now,
         if (t->rate_per_ns > 0 && !t->has_blocked) {
             wake = BRIM_MIN(wake, engine_intended(t, t->ol_sent));
         }
+    }
+    if (t->nrq > 0) {
+        wake = BRIM_MIN(wake, now + ENGINE_BACKOFF_NS);
     }
     wake = wake > now ? wake - now : 0;
     ts->tv_sec = (time_t) (wake / 1000000000u);
@@ -386,10 +604,11 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
     int                     n, i;
 
     now = brim_bench_now_ns();
+    engine_sync(t);
     engine_begin(t, phase, now);
     brim_bench_engine_issue(t, NULL, now);
     engine_flush_dirty(t);
-    while (!t->fatal && !(t->stopping && t->inflight == 0)) {
+    while (!t->fatal && !(t->stopping && t->inflight == 0 && t->nrq == 0)) {
         engine_wait_for(t, now, &ts);
         n = engine_wait(t, evs, &ts);
         if (n < 0 && errno != EINTR) {
@@ -406,6 +625,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
                 brim_bench_conn_flush(c);
             }
         }
+        engine_sync(t);
         now = brim_bench_now_ns();
         if (now >= t->next_tick_ns) {
             engine_tick(t, now);
@@ -483,7 +703,10 @@ brim_bench_thread_init(struct brim_bench_thread *t,
     t->value = brim_malloc(vcap);
     t->nroom = brim_calloc(sh->nnodes, sizeof(*t->nroom));
     t->rr = brim_calloc(sh->nnodes, sizeof(*t->rr));
+    /* --coordinator: slots for every node a run may meet, grouped by
+     * node; those of nodes not in the map yet stay closed. */
     t->nconns = nconns * sh->nnodes;
+    t->route = atomic_load(&sh->route);
     t->conns = brim_calloc(t->nconns, sizeof(*t->conns));
     if (t->value == NULL || t->nroom == NULL || t->rr == NULL
         || t->conns == NULL) {
@@ -508,6 +731,11 @@ brim_bench_thread_init(struct brim_bench_thread *t,
         c->node = i / nconns;
         c->next_id = 1; /* id 0 means "unknown" in error replies */
         c->cap = cap;
+        if (t->route != NULL
+            && (c->node >= t->route->nnodes || !t->route->live[c->node]))
+        {
+            continue; /* opened by engine_sync() if it joins */
+        }
         c->fifo = brim_calloc(cap, sizeof(*c->fifo));
         if (c->fifo == NULL) {
             brim_errfmt(errbuf, "out of memory");
@@ -517,6 +745,9 @@ brim_bench_thread_init(struct brim_bench_thread *t,
         if (rc != 0) {
             return rc;
         }
+    }
+    if (t->route != NULL) {
+        t->opened = t->route->nnodes;
     }
     return 0;
 }
@@ -543,6 +774,8 @@ brim_bench_thread_destroy(struct brim_bench_thread *t)
         close(t->ep);
     }
     brim_free(t->conns);
+    brim_free(t->rq);
+    t->rq = NULL;
     brim_free(t->nroom);
     brim_free(t->rr);
     brim_free(t->value);

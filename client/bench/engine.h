@@ -40,6 +40,28 @@ struct brim_bench_counts {
     uint64_t misses; /* GETs that found none */
     uint64_t errors; /* error replies, timeouts, lost conns */
     uint64_t unsent; /* --rate: due, unsent at the end */
+    uint64_t moved;  /* --coordinator: MOVED replies, resent */
+    uint64_t retry;  /* --coordinator: RETRY replies, resent */
+    uint64_t resent; /* --coordinator: GETs resent after a lost conn */
+};
+
+/* Nodes a --coordinator run can know at most (over all its epochs). */
+#define BRIM_BENCH_NODES_MAX 64
+
+/*
+ * --coordinator: one epoch's routing, built from the coordinator's
+ * topology by cluster.c. Immutable once published; older ones are kept
+ * until the run ends, so a thread may hold any of them.
+ */
+struct brim_bench_route {
+    uint64_t                 epoch;      /* the map's epoch */
+    uint64_t                 seed;       /* the cluster hash seed */
+    uint32_t                 partitions; /* P */
+    uint32_t                 nnodes;     /* sh->nodes[0 .. nnodes) known */
+    uint32_t                *owner;      /* P node indices (sh->nodes) */
+    uint8_t                  live[BRIM_BENCH_NODES_MAX]; /* in this map */
+    uint32_t                 nlive;      /* members in this map */
+    struct brim_bench_route *older;      /* the previous one, kept */
 };
 
 /* A server to send to, resolved once. */
@@ -54,7 +76,12 @@ struct brim_bench_node {
 struct brim_bench_shared {
     const struct brim_bench_opts *o;        /* the options */
     struct brim_bench_node       *nodes;    /* the servers */
-    uint32_t                      nnodes;   /* 1 until issue 4 */
+    uint32_t                      nnodes;   /* 1, or with --coordinator
+                                             * BRIM_BENCH_NODES_MAX slots
+                                             * (route->nnodes in use) */
+    uint32_t                      per_node; /* conns per node per thread */
+    _Atomic(struct brim_bench_route *) route; /* --coordinator, else NULL */
+    struct brim_bench_cluster    *cl;       /* --coordinator: refetches */
     uint32_t                      run_id;   /* in every --verify value */
     pthread_barrier_t             go;       /* threads + main: start */
     uint64_t                      start_ns; /* measuring starts; set
@@ -63,6 +90,16 @@ struct brim_bench_shared {
 };
 
 struct brim_bench_conn;
+struct brim_bench_cluster;
+
+/* --coordinator: a request answered MOVED or RETRY (or a GET whose
+ * connection was lost), waiting to be sent again. */
+struct brim_bench_retry {
+    struct brim_bench_req req;        /* as first sent: verifier state kept */
+    uint64_t              due_ns;     /* not before then (RETRY backoff) */
+    uint64_t              need_epoch; /* wait (a little) for this map */
+    uint32_t              attempts;   /* resends so far */
+};
 
 /* One load thread: its loop, connections, workload and results. */
 struct brim_bench_thread {
@@ -101,6 +138,13 @@ struct brim_bench_thread {
     struct brim_bench_op blocked;       /* drawn, waiting for room */
     int                  has_blocked;
     int                  stopping; /* no new ops; draining */
+
+    /* --coordinator: the route in use and the requests to resend. */
+    struct brim_bench_route *route;    /* the latest this thread saw */
+    uint32_t                 opened;   /* nodes whose conns it opened */
+    struct brim_bench_retry *rq;       /* requests waiting to go again */
+    uint32_t                 nrq;
+    uint32_t                 rq_cap;
 
     struct brim_bench_counts cnt[2];               /* per phase */
     atomic_uint_fast64_t     progress;             /* preload ops done */

@@ -81,6 +81,21 @@ int brim_bench_conn_open(struct brim_bench_conn *c,
  */
 void brim_bench_conn_fail(struct brim_bench_conn *c, const char *why);
 
+/*
+ * --coordinator: REQ came back with STATUS (BRIM_EMOVED, BRIM_ERETRY,
+ * BRIM_EBUSY, or 0 for a GET whose connection was lost) and the node's
+ * EPOCH: count it, ask for the newer map if EPOCH is one, and queue REQ
+ * to go again (after a backoff for RETRY), or fail it past its timeout.
+ */
+void brim_bench_engine_requeue(struct brim_bench_thread    *t,
+                               const struct brim_bench_req *req, int status,
+                               uint64_t epoch, uint64_t now);
+
+/* Send REQ again on C (which has room): same key, kind and verifier
+ * state, a new id and the current epoch. */
+void brim_bench_conn_resend(struct brim_bench_conn      *c,
+                            const struct brim_bench_req *req, uint64_t now);
+
 /* Write C's queued output, one send() when the socket takes it all. */
 void brim_bench_conn_flush(struct brim_bench_conn *c);
 

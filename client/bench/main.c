@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "client/bench/bench.h"
+#include "client/bench/cluster.h"
 #include "client/bench/engine.h"
 #include "client/bench/report.h"
 #include "client/bench/server.h"
@@ -138,6 +139,9 @@ main_merge(struct brim_bench_result *r, struct brim_bench_hist *h,
         dst->misses += src->misses;
         dst->errors += src->errors;
         dst->unsent += src->unsent;
+        dst->moved += src->moved;
+        dst->retry += src->retry;
+        dst->resent += src->resent;
     }
     brim_bench_hist_merge(h, &t->hist);
     if (t->o->verify) {
@@ -301,6 +305,18 @@ main_free_threads(struct brim_bench_thread *ts, uint32_t n)
     brim_free(ts);
 }
 
+/* --coordinator: stop the refresher, free the maps and the nodes. */
+static void
+main_cluster_close(struct brim_bench_shared *sh)
+{
+    if (sh->cl == NULL) {
+        return;
+    }
+    brim_bench_cluster_close(sh);
+    brim_free(sh->nodes);
+    sh->nodes = NULL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -310,6 +326,7 @@ main(int argc, char **argv)
     struct brim_bench_node        node;
     struct brim_bench_result      r;
     struct brim_bench_thread     *ts;
+    struct brim_bench_route      *route;
     char                          errbuf[BRIM_ERRBUF_LEN];
     char                          why[BRIM_ERRBUF_LEN];
     uint64_t                      ev0, ev1, seed;
@@ -326,24 +343,47 @@ main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (main_resolve(&node, &o, errbuf) != 0) {
-        fprintf(stderr, "brim-bench: %s\n", errbuf);
-        return 2;
+    memset(&sh, 0, sizeof(sh));
+    sh.o = &o;
+    atomic_init(&sh.route, NULL);
+    if (o.coord[0] != '\0') {
+        /* A cluster: the map says where every key goes. */
+        sh.nodes = brim_calloc(BRIM_BENCH_NODES_MAX, sizeof(*sh.nodes));
+        sh.nnodes = BRIM_BENCH_NODES_MAX;
+        if (sh.nodes == NULL
+            || brim_bench_cluster_open(&sh, &o, errbuf) != 0)
+        {
+            fprintf(stderr, "brim-bench: %s\n",
+                    sh.nodes == NULL ? "out of memory" : errbuf);
+            brim_bench_cluster_close(&sh);
+            brim_free(sh.nodes);
+            return 1;
+        }
+        route = atomic_load(&sh.route);
+        for (i = 0; !route->live[i]; i++) {
+        }
+        node = sh.nodes[i];
+        snprintf(o.server, sizeof(o.server), "%s", node.name);
+    } else {
+        if (main_resolve(&node, &o, errbuf) != 0) {
+            fprintf(stderr, "brim-bench: %s\n", errbuf);
+            return 2;
+        }
+        sh.nodes = &node;
+        sh.nnodes = 1;
     }
     status = main_check_limits(&o, &node);
     if (status != 0) {
+        main_cluster_close(&sh);
         return status;
     }
-    memset(&sh, 0, sizeof(sh));
-    sh.o = &o;
-    sh.nodes = &node;
-    sh.nnodes = 1;
     /* Values of an earlier run left in the server must not pass for
      * this run's: each run stamps its own id into its values. */
     seed = brim_bench_now_ns() ^ ((uint64_t) getpid() << 32);
     sh.run_id = (uint32_t) brim_splitmix64(&seed);
 
-    have_ev0 = o.verify && main_evictions(&sh, &ev0) == 0;
+    /* TODO(#4): sum the evictions of every node in cluster mode. */
+    have_ev0 = o.verify && sh.cl == NULL && main_evictions(&sh, &ev0) == 0;
     ts = brim_calloc(o.threads, sizeof(*ts));
     if (ts == NULL) {
         fprintf(stderr, "brim-bench: out of memory\n");
@@ -351,10 +391,17 @@ main(int argc, char **argv)
     }
     for (i = 0; i < o.threads; i++) {
         nconns = o.connections / o.threads + (i < o.connections % o.threads);
+        if (sh.cl != NULL) {
+            /* Spread over the nodes of the first map, one each at least. */
+            route = atomic_load(&sh.route);
+            nconns = BRIM_MAX(1u, (nconns + route->nlive - 1) / route->nlive);
+        }
+        sh.per_node = nconns;
         if (brim_bench_thread_init(&ts[i], &sh, i, nconns, errbuf) != 0) {
             fprintf(stderr, "brim-bench: %s\n", errbuf);
             /* Thread I holds what it set up before it failed. */
             main_free_threads(ts, i + 1);
+            main_cluster_close(&sh);
             return 1;
         }
     }
@@ -363,7 +410,16 @@ main(int argc, char **argv)
         main_free_threads(ts, o.threads);
         return 1;
     }
-    if (!o.quiet) {
+    if (!o.quiet && sh.cl != NULL) {
+        route = atomic_load(&sh.route);
+        fprintf(stderr,
+                "brim-bench: brim cluster at %s, epoch %llu, %u nodes, %u "
+                "connections per node per thread x pipeline %u, %u "
+                "thread(s), %llu keys\n",
+                o.coord, (unsigned long long) route->epoch, route->nlive,
+                sh.per_node, o.pipeline, o.threads,
+                (unsigned long long) o.keys);
+    } else if (!o.quiet) {
         fprintf(stderr,
                 "brim-bench: %s at %s, %u connections x pipeline "
                 "%u, %u thread(s), %llu keys\n",
@@ -373,7 +429,22 @@ main(int argc, char **argv)
 
     memset(&r, 0, sizeof(r));
     brim_bench_hist_reset(&hist);
+    if (sh.cl != NULL && brim_bench_cluster_start(&sh) != 0) {
+        fprintf(stderr, "brim-bench: cannot start the map refresher\n");
+        main_free_threads(ts, o.threads);
+        main_cluster_close(&sh);
+        return 1;
+    }
     main_run(&sh, ts, &r, &hist);
+    if (sh.cl != NULL) {
+        route = atomic_load(&sh.route);
+        r.cluster = 1;
+        r.epoch_first = brim_bench_cluster_first_epoch(&sh);
+        r.epoch_last = route->epoch;
+        r.nodes_seen = route->nnodes;
+        r.nodes_last = route->nlive;
+        r.refetches = brim_bench_cluster_refetches(&sh);
+    }
 
     if (have_ev0 && main_evictions(&sh, &ev1) == 0) {
         r.have_evictions = 1;
@@ -396,5 +467,6 @@ main(int argc, char **argv)
     status = brim_bench_result_failed(&r);
     pthread_barrier_destroy(&sh.go);
     main_free_threads(ts, o.threads);
+    main_cluster_close(&sh);
     return status ? 1 : 0;
 }

@@ -102,6 +102,10 @@ brim_bench_usage(FILE *f)
           "                     (RESP); default brim\n"
           "  --server HOST:PORT default 127.0.0.1 and the target's usual\n"
           "                     port: 11311, 11211 or 6379\n"
+          "  --coordinator HOST:PORT\n"
+          "                     brim cluster: fetch the map from this\n"
+          "                     coordinator and route each key to its\n"
+          "                     owner (C spread over the nodes, >= 1 each)\n"
           "  --connections C    connections in all (default 50)\n"
           "  --pipeline D       requests in flight per connection (1)\n"
           "  --threads T        event loops, C/T connections each (1)\n"
@@ -283,13 +287,29 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
     case O_SERVER:
         set[O_SERVER] = 1;
         return opts_addr(o, value, errbuf);
-    case O_COORD:
-        /* TODO(#4): fetch the map from the coordinator and route each
-         * key to its partition's owner (engine_route()). */
-        brim_errfmt(errbuf,
-                    "--coordinator: not supported yet (issue 4); "
-                    "use --server");
-        return BRIM_EINVAL;
+    case O_COORD: {
+        /* The coordinator's address, parsed like --server's. */
+        struct brim_bench_opts save = *o;
+        int                    rc;
+
+        rc = opts_addr(o, value, errbuf);
+        if (rc != 0) {
+            char tmp[BRIM_ERRBUF_LEN];
+
+            if (strncmp(errbuf, "--server", 8) == 0) {
+                snprintf(tmp, sizeof(tmp), "--coordinator%s", errbuf + 8);
+                snprintf(errbuf, BRIM_ERRBUF_LEN, "%s", tmp);
+            }
+            *o = save;
+            return rc;
+        }
+        snprintf(save.coord, sizeof(save.coord), "%s", o->server);
+        snprintf(save.coord_host, sizeof(save.coord_host), "%s", o->host);
+        snprintf(save.coord_port, sizeof(save.coord_port), "%s", o->port);
+        *o = save;
+        set[O_COORD] = 1;
+        return 0;
+    }
     case O_CONNS:
         return opts_u32("connections", value, 1, 65536, &o->connections,
                         errbuf);
@@ -362,6 +382,15 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
 {
     uint32_t need;
 
+    if (set[O_COORD] && set[O_SERVER]) {
+        brim_errfmt(errbuf, "--coordinator and --server: give one of them");
+        return BRIM_EINVAL;
+    }
+    if (set[O_COORD] && strcmp(o->proto->name, "brim") != 0) {
+        brim_errfmt(errbuf, "--coordinator needs --target brim (%s has no "
+                    "cluster)", o->proto->name);
+        return BRIM_EINVAL;
+    }
     if (!set[O_SERVER]) {
         snprintf(o->host, sizeof(o->host), "127.0.0.1");
         snprintf(o->port, sizeof(o->port), "%d", o->proto->default_port);

@@ -22,10 +22,13 @@ struct brim_bench_req {
     uint64_t                sent_ns;  /* when it was queued: for timeouts */
     uint64_t                key;      /* global key index */
     uint64_t                id;       /* brim: the request id */
+    uint64_t                epoch;    /* brim: the map epoch stamped */
     struct brim_bench_vread vread;    /* --verify GET: candidates at send */
     uint32_t                seq;      /* --verify SET, DEL: the write */
     uint32_t                ttl_s;    /* SET: TTL seconds, 0 for none */
+    uint32_t                value_len; /* SET: the value's drawn size */
     uint8_t                 kind;     /* enum brim_bench_kind */
+    uint8_t                 tries;    /* --coordinator: resends so far */
 };
 
 /* One parsed reply. Pointers borrow from the parsed bytes. */
@@ -36,6 +39,7 @@ struct brim_bench_rep {
     const char *message;         /* error reply text, may be NULL */
     size_t      message_len;     /* bytes */
     int64_t     evictions;       /* STATS: the counter, -1 if absent */
+    uint64_t    epoch;           /* brim MOVED, RETRY: the node's epoch */
     uint32_t    max_key_bytes;   /* HELLO OK: the node's limits; */
     uint32_t    max_value_bytes; /* 0 for a protocol without HELLO */
 };

@@ -89,6 +89,7 @@ brim_encode(struct brim_buf *out, void *ctx, const struct brim_bench_req *req,
     memset(&r, 0, sizeof(r));
     r.op = brim_op_of(req->kind);
     r.request_id = req->id;
+    r.epoch = req->epoch;
     switch (req->kind) {
     case BRIM_BENCH_SET:
         r.value = value;
@@ -172,6 +173,7 @@ brim_parse(void *ctx, const char *buf, size_t len,
     rep->status = r.status;
     rep->message = r.message;
     rep->message_len = r.message_len;
+    rep->epoch = r.epoch;
     if (r.status == 0) {
         switch (req->kind) {
         case BRIM_BENCH_GET:

@@ -79,6 +79,18 @@ brim_bench_report_text(FILE *f, const struct brim_bench_opts *o,
         fprintf(f, "server evictions during the run: %llu\n",
                 (unsigned long long) r->evictions);
     }
+    if (r->cluster) {
+        fprintf(f,
+                "cluster: epoch %llu -> %llu, %u nodes (%u seen), "
+                "moved=%llu retry=%llu refetch=%llu resent=%llu\n",
+                (unsigned long long) r->epoch_first,
+                (unsigned long long) r->epoch_last, r->nodes_last,
+                r->nodes_seen,
+                (unsigned long long) (r->pre.moved + c->moved),
+                (unsigned long long) (r->pre.retry + c->retry),
+                (unsigned long long) r->refetches,
+                (unsigned long long) (r->pre.resent + c->resent));
+    }
     if (o->verify) {
         fprintf(f,
                 "verify: %llu reads checked, %llu stale, %llu lost; "
@@ -177,6 +189,24 @@ brim_bench_report_json(FILE *f, const struct brim_bench_opts *o,
     }
     if (r->have_evictions) {
         report_set(j, "evictions", json_integer((json_int_t) r->evictions),
+                   &bad);
+    }
+    if (r->cluster) {
+        report_set(j, "coordinator", json_string(o->coord), &bad);
+        report_set(j, "epoch_first", json_integer((json_int_t) r->epoch_first),
+                   &bad);
+        report_set(j, "epoch_last", json_integer((json_int_t) r->epoch_last),
+                   &bad);
+        report_set(j, "nodes", json_integer(r->nodes_last), &bad);
+        report_set(j, "nodes_seen", json_integer(r->nodes_seen), &bad);
+        report_set(j, "moved",
+                   json_integer((json_int_t) (r->pre.moved + c->moved)), &bad);
+        report_set(j, "retry",
+                   json_integer((json_int_t) (r->pre.retry + c->retry)), &bad);
+        report_set(j, "refetch", json_integer((json_int_t) r->refetches),
+                   &bad);
+        report_set(j, "resent",
+                   json_integer((json_int_t) (r->pre.resent + c->resent)),
                    &bad);
     }
     if (o->verify) {

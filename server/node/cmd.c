@@ -349,6 +349,13 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
     case BRIM_OP_EPOCH_COMMIT:
     case BRIM_OP_EPOCH_ABORT:
         return cmd_epoch(node, c, req);
+    case BRIM_OP_STREAM_BEGIN:
+    case BRIM_OP_STREAM_BATCH:
+    case BRIM_OP_STREAM_END:
+    case BRIM_OP_COMPLETE:
+    case BRIM_OP_FORWARD_GET:
+    case BRIM_OP_PULL:
+        return brim_migrate_serve(node, c, req);
     default:
         if ((brim_op_info(req->op)->flags & BRIM_OPF_KEY) == 0) {
             return cmd_reply_error(c, req->request_id, BRIM_EUNKNOWNOP,
@@ -380,15 +387,12 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
     int               rc;
 
     errbuf[0] = '\0';
-    /* Stream ops (migrate.c, PROTOCOL.md 11) are decoded there. */
-    if (brim_migrate_is_stream_op(body, len)) {
-        node->st.requests++;
-        rc = brim_migrate_serve(node, c, body, len);
-        return rc == BRIM_ENOMEM ? rc : 0;
-    }
-    /* Only the coordinator's connections may carry a topology. */
+    /* Only the coordinator's connections may carry a topology, and only
+     * other nodes' a stream batch (PROTOCOL.md 11). */
     rc = brim_wire_parse_req(body, len, conn_role(c) == BRIM_ROLE_COORD
                                         ? &node->coord_limits
+                                        : conn_role(c) == BRIM_ROLE_NODE
+                                        ? &node->peer_limits
                                         : &node->cfg.limits,
                              &node->zone, &req, errbuf);
     node->st.requests++;

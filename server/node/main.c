@@ -519,6 +519,8 @@ node_start(struct brim_node *node)
     /* Connections from the coordinator carry topologies (PROTOCOL.md
      * 10.1): their frames may pass the data limit, and only they may hold
      * a member list. The listener's frame bound is the larger one. */
+    node->peer_limits = node->cfg.limits;
+    node->peer_limits.max_batch_entries = BRIM_WIRE_BATCH_LIMIT;
     node->coord_limits = node->cfg.limits;
     node->coord_limits.max_members = BRIM_NODES_MAX;
     node->coord_limits.max_frame_bytes = BRIM_MAX(

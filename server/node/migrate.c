@@ -34,12 +34,13 @@
 #define MIG_SCAN_BUCKETS  4096
 #define MIG_BEGIN_RETRIES 50
 #define MIG_RETRY_MS      100
-/* Objects a STREAM_BATCH may hold: header, array, 6 per entry, slack. */
-#define MIG_MAX_OBJECTS   (32 + 6 * (2 * MIG_BATCH_ENTRIES))
+#define MIG_COMPLETE_WAIT_MS 10000
 
 enum mig_in_state { IN_NONE = 0, IN_FLIGHT, IN_DONE };
 enum mig_out_state {
-    OUT_QUEUED = 0, OUT_BEGIN, OUT_READY, OUT_WAIT, OUT_END, OUT_DONE
+    OUT_QUEUED = 0, OUT_BEGIN, OUT_READY, OUT_WAIT, OUT_END,
+    OUT_COMPLETE_WAIT,              /* END acknowledged; awaiting COMPLETE */
+    OUT_DONE
 };
 
 struct mig_dest {
@@ -65,6 +66,15 @@ struct mig_job {
     uint64_t         not_before;    /* loop ms */
 };
 
+#define MIG_NO_SRC UINT16_MAX
+
+/* A COMPLETE to send to the old owner (its forwarding connection). */
+struct mig_cpend {
+    uint64_t         epoch;
+    uint32_t         p;
+    struct mig_dest *d;
+};
+
 struct mig_tomb {
     struct mig_tomb *hnext;         /* bucket chain */
     struct mig_tomb *pnext;         /* same partition */
@@ -83,6 +93,10 @@ struct brim_migrate {
     uint32_t           njobs, cap_jobs;
     uint64_t          *in_epoch;    /* per partition */
     uint8_t           *in_state;    /* enum mig_in_state per partition */
+    uint16_t          *in_src;      /* source's index in the committed
+                                       topology, or MIG_NO_SRC */
+    struct mig_cpend  *cpend;       /* COMPLETEs waiting to be sent */
+    uint32_t           ncpend, cap_cpend;
     struct mig_tomb  **tomb_head;   /* per partition */
     struct mig_tomb  **tbuckets;
     uint32_t           ntbuckets;
@@ -120,8 +134,12 @@ mig_get(struct brim_node *node)
     m->node = node;
     m->in_epoch = brim_calloc(P, sizeof(*m->in_epoch));
     m->in_state = brim_calloc(P, 1);
+    m->in_src = brim_calloc(P, sizeof(*m->in_src));
     m->tomb_head = brim_calloc(P, sizeof(*m->tomb_head));
-    if (m->in_epoch == NULL || m->in_state == NULL || m->tomb_head == NULL) {
+    if (m->in_epoch == NULL || m->in_state == NULL || m->tomb_head == NULL
+        || m->in_src == NULL)
+    {
+        brim_free(m->in_src);
         brim_free(m->in_epoch);
         brim_free(m->in_state);
         brim_free(m->tomb_head);
@@ -242,8 +260,9 @@ tomb_clear(struct brim_migrate *m, uint32_t p)
 /* ---- receiver state ---- */
 
 static void
-in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch)
+in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
 {
+    m->in_src[p] = src >= 0 ? (uint16_t) src : MIG_NO_SRC;
     if (m->in_state[p] == IN_FLIGHT) {
         tomb_clear(m, p);
         m->st.partitions_in_flight--;
@@ -263,6 +282,76 @@ in_finish(struct brim_migrate *m, uint32_t p)
     }
 }
 
+static struct mig_dest *dest_get(struct brim_migrate *m, const char *addr);
+
+/* STREAM_END of partition P came in: every key is here. Queue COMPLETE
+ * for the old owner; the pump sends it on the forwarding connection once
+ * no forward of P is unanswered (DESIGN.md 7 step 5). */
+static void
+in_end(struct brim_migrate *m, uint32_t p)
+{
+    const struct brim_topo *cur = &m->node->cl.committed;
+    struct mig_cpend       *nc;
+    struct mig_dest        *d;
+    uint16_t                src = m->in_src[p];
+
+    in_finish(m, p);
+    m->st.partitions_in_done++;
+    if (src == MIG_NO_SRC || src >= cur->nmembers
+        || cur->members[src].addr[0] == '\0')
+    {
+        return;                     /* the sender drops after a while */
+    }
+    d = dest_get(m, cur->members[src].addr);
+    if (d == NULL) {
+        return;
+    }
+    if (m->ncpend == m->cap_cpend) {
+        uint32_t cap = m->cap_cpend == 0 ? 64 : 2 * m->cap_cpend;
+
+        nc = brim_calloc(cap, sizeof(*nc));
+        if (nc == NULL) {
+            return;
+        }
+        if (m->ncpend > 0) {
+            memcpy(nc, m->cpend, m->ncpend * sizeof(*nc));
+        }
+        brim_free(m->cpend);
+        m->cpend = nc;
+        m->cap_cpend = cap;
+    }
+    m->cpend[m->ncpend].epoch = m->in_epoch[p];
+    m->cpend[m->ncpend].p = p;
+    m->cpend[m->ncpend].d = d;
+    m->ncpend++;
+    mig_pump_soon(m, 0);
+}
+
+/* Insert entry E of partition P (hash H) unless the key is here or
+ * tombstoned, at the cold end, as a batch does. */
+static void
+mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
+           const struct brim_wire_entry *e, uint32_t now)
+{
+    int rc;
+
+    (void) p;
+    if (tomb_slot(m, h, e->key, e->key_len) != NULL) {
+        m->st.entries_skipped++;
+        return;
+    }
+    rc = brim_store_insert_cold(m->node->store, h, e->key, e->key_len,
+                                e->value, e->value_len, e->flags,
+                                e->ttl_s == 0 ? 0 : now + e->ttl_s, e->cas,
+                                now);
+    if (rc == 0) {
+        m->st.keys_in++;
+        m->st.bytes_in += e->key_len + e->value_len;
+    } else {
+        m->st.entries_skipped++;
+    }
+}
+
 /* ---- sender ---- */
 
 static void
@@ -279,6 +368,22 @@ job_free(struct brim_migrate *m, struct mig_job *j)
     brim_free(j);
 }
 
+/* True when a live job other than J streams J's partition. */
+static int
+out_other_job(struct brim_migrate *m, const struct mig_job *j)
+{
+    uint32_t i;
+
+    for (i = 0; i < m->njobs; i++) {
+        if (m->jobs[i] != j && m->jobs[i]->p == j->p
+            && m->jobs[i]->state != OUT_DONE && !m->jobs[i]->cancelled)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The job ends: drop our copy of the partition (sent, or cannot be). */
 static void
 job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
@@ -291,7 +396,7 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
     if (m->st.partitions_out_pending > 0) {
         m->st.partitions_out_pending--;
     }
-    if (!j->cancelled && !brim_migrate_owns(node, j->p)) {
+    if (!brim_migrate_owns(node, j->p) && !out_other_job(m, j)) {
         left = brim_store_drop_partition(node->store, j->p);
     }
     if (ok) {
@@ -426,45 +531,35 @@ job_send(struct brim_migrate *m, struct mig_job *j, struct brim_buf *frame)
     j->busy = 1;
 }
 
-/* [op, id, epoch, e, p] and, for END, count; BATCH's entries follow. */
+/* STREAM_BEGIN, _BATCH (the scratch entries) or _END of job J. */
 static int
 job_frame(struct brim_migrate *m, struct mig_job *j, uint32_t op,
-          struct brim_buf *out, size_t *mark)
+          struct brim_buf *out)
 {
-    msgpack_packer pk;
-    int            err;
+    struct brim_req req;
 
-    if (brim_frame_begin(out, mark) != 0) {
-        return -1;
+    memset(&req, 0, sizeof(req));
+    req.op = op;
+    req.request_id = ++j->dest->next_id;
+    req.epoch = m->node->cl.committed.map.epoch;
+    req.arg_epoch = j->epoch;
+    req.partition = j->p;
+    req.count = j->count;
+    if (op == BRIM_OP_STREAM_BATCH) {
+        req.nentries = m->scratch_n;
+        req.entries_raw = m->scratch.data;
+        req.entries_raw_len = m->scratch.len;
     }
-    brim_wire_packer_init(&pk, out);
-    err = msgpack_pack_array(&pk, op == BRIM_MIG_OP_BEGIN ? 5 : 6);
-    err |= msgpack_pack_uint32(&pk, op);
-    err |= msgpack_pack_uint64(&pk, ++j->dest->next_id);
-    err |= msgpack_pack_uint64(&pk, m->node->cl.committed.map.epoch);
-    err |= msgpack_pack_uint64(&pk, j->epoch);
-    err |= msgpack_pack_uint32(&pk, j->p);
-    if (op == BRIM_MIG_OP_END) {
-        err |= msgpack_pack_uint64(&pk, j->count);
-    } else if (op == BRIM_MIG_OP_BATCH) {
-        err |= msgpack_pack_array(&pk, m->scratch_n);
-        err |= brim_buf_append(out, m->scratch.data, m->scratch.len);
-    }
-    if (err != 0) {
-        brim_frame_abort(out, *mark);
-        return -1;
-    }
-    return brim_frame_end(out, *mark) == 0 ? 0 : -1;
+    return brim_wire_encode_req(out, &req) == 0 ? 0 : -1;
 }
 
 static void
 job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
 {
     struct brim_buf buf;
-    size_t          mark;
 
     brim_buf_init(&buf);
-    if (job_frame(m, j, op, &buf, &mark) != 0) {
+    if (job_frame(m, j, op, &buf) != 0) {
         brim_buf_destroy(&buf);
         job_finish(m, j, 0, "out of memory");
         return;
@@ -473,14 +568,29 @@ job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
     brim_buf_destroy(&buf);
 }
 
+/* The stream entry of item IT with TTL seconds left. */
+static void
+item_entry(const struct brim_item *it, uint32_t ttl,
+           struct brim_wire_entry *e)
+{
+    e->key = brim_item_key(it);
+    e->key_len = it->key_len;
+    e->value = brim_item_value(it);
+    e->value_len = it->val_len;
+    e->flags = it->flags;
+    e->cas = it->cas;
+    e->ttl_s = ttl;
+}
+
 /* Scan callback: pack one live entry into the scratch batch. */
 static int
 scan_entry(const struct brim_item *it, void *arg)
 {
-    struct brim_migrate *m = arg;
-    msgpack_packer       pk;
-    uint32_t             ttl = 0;
-    int                  err;
+    struct brim_migrate   *m = arg;
+    struct brim_wire_entry e;
+    size_t                 mark;
+    uint32_t               ttl = 0;
+    int                    err;
 
     if (it->exptime != 0) {
         if (it->exptime <= m->now) {
@@ -488,18 +598,12 @@ scan_entry(const struct brim_item *it, void *arg)
         }
         ttl = it->exptime - m->now;
     }
-    brim_wire_packer_init(&pk, &m->scratch);
-    err = msgpack_pack_array(&pk, 5);
-    err |= msgpack_pack_bin(&pk, it->key_len);
-    err |= msgpack_pack_bin_body(&pk, brim_item_key(it), it->key_len);
-    err |= msgpack_pack_bin(&pk, it->val_len);
-    if (it->val_len > 0) {
-        err |= msgpack_pack_bin_body(&pk, brim_item_value(it), it->val_len);
-    }
-    err |= msgpack_pack_uint32(&pk, it->flags);
-    err |= msgpack_pack_uint64(&pk, it->cas);
-    err |= msgpack_pack_uint32(&pk, ttl);
-    if (err == 0) {
+    mark = m->scratch.len;
+    item_entry(it, ttl, &e);
+    err = brim_wire_entry_pack(&m->scratch, &e);
+    if (err != 0) {
+        brim_buf_truncate(&m->scratch, mark);
+    } else {
         m->scratch_n++;
         m->st.keys_out++;
         m->st.bytes_out += (uint64_t) it->key_len + it->val_len;
@@ -525,6 +629,10 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         job_finish(m, j, 0, "new owner unreachable");
         return;
     }
+    if (j->state == OUT_COMPLETE_WAIT) {
+        job_finish(m, j, 1, NULL);  /* no COMPLETE in time: drop anyway */
+        return;
+    }
     if (!dest_ensure(j->dest)) {
         return;                     /* connecting: the callback pumps */
     }
@@ -532,12 +640,12 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
     case OUT_QUEUED:
     case OUT_BEGIN:
         j->state = OUT_BEGIN;
-        job_send_op(m, j, BRIM_MIG_OP_BEGIN);
+        job_send_op(m, j, BRIM_OP_STREAM_BEGIN);
         return;
     case OUT_READY:
         if (j->scan_done) {
             j->state = OUT_END;
-            job_send_op(m, j, BRIM_MIG_OP_END);
+            job_send_op(m, j, BRIM_OP_STREAM_END);
             return;
         }
         brim_buf_truncate(&m->scratch, 0);
@@ -552,7 +660,7 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         j->count += m->scratch_n;
         m->st.batches_out++;
         j->state = OUT_WAIT;
-        job_send_op(m, j, BRIM_MIG_OP_BATCH);
+        job_send_op(m, j, BRIM_OP_STREAM_BATCH);
         return;
     default:
         return;
@@ -612,12 +720,66 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
         j->not_before = now_ms + m->st.delay_ms;
         break;
     case OUT_END:
-        job_finish(m, j, 1, NULL);
-        break;
+        if (m->node->cl.self < 0) {
+            /* Not in the epoch (leaving): nothing is forwarded here. */
+            job_finish(m, j, 1, NULL);
+            break;
+        }
+        /* The copy stays until the new owner's COMPLETE (it may still
+         * forward reads and pulls), or a while at most. */
+        j->state = OUT_COMPLETE_WAIT;
+        j->not_before = now_ms + MIG_COMPLETE_WAIT_MS;
+        mig_pump_soon(m, MIG_COMPLETE_WAIT_MS);
+        return;
     default:
         break;
     }
     mig_pump_soon(m, m->st.delay_ms);
+}
+
+static void
+complete_rep(struct brim_peer *p, int status, const char *body, size_t len,
+             void *arg)
+{
+    (void) p;
+    (void) status;
+    (void) body;
+    (void) len;
+    (void) arg;
+}
+
+/* Send the COMPLETEs whose connection is open; drop those whose old
+ * owner cannot be reached (it drops its copy after a while anyway). */
+static void
+mig_send_completes(struct brim_migrate *m)
+{
+    struct mig_cpend *cp;
+    struct brim_req   req;
+    struct brim_buf   buf;
+    uint32_t          i = 0;
+
+    while (i < m->ncpend) {
+        cp = &m->cpend[i];
+        if (!cp->d->dead && !dest_ensure(cp->d)) {
+            i++;                    /* connecting: the callback pumps */
+            continue;
+        }
+        if (!cp->d->dead) {
+            memset(&req, 0, sizeof(req));
+            req.op = BRIM_OP_COMPLETE;
+            req.request_id = ++cp->d->next_id;
+            req.epoch = m->node->cl.committed.map.epoch;
+            req.arg_epoch = cp->epoch;
+            req.partition = cp->p;
+            brim_buf_init(&buf);
+            if (brim_wire_encode_req(&buf, &req) == 0) {
+                (void) brim_peer_call(&cp->d->peer, &buf, complete_rep,
+                                      NULL);
+            }
+            brim_buf_destroy(&buf);
+        }
+        m->cpend[i] = m->cpend[--m->ncpend];
+    }
 }
 
 static void
@@ -632,9 +794,11 @@ mig_pump_cb(uv_timer_t *t)
     if (m->node->stopping) {
         return;
     }
+    mig_send_completes(m);
     for (i = 0; i < m->njobs; i++) {
         active += m->jobs[i]->state != OUT_QUEUED
-                  && m->jobs[i]->state != OUT_DONE;
+                  && m->jobs[i]->state != OUT_DONE
+                  && m->jobs[i]->state != OUT_COMPLETE_WAIT;
     }
     /* Jobs may end (and leave the array) as they step; an ended job
      * pumps again, so one skipped here is not forgotten. */
@@ -724,6 +888,24 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         mig_pump_soon(m, 0);
         return;
     }
+    /* Partitions in flight keep their source when it is still a live
+     * member; one whose source is gone completes at once with what it
+     * has (DESIGN.md 7 step 6). */
+    for (p = 0; p < P; p++) {
+        if (m->in_state[p] != IN_FLIGHT) {
+            continue;
+        }
+        src = m->in_src[p] < old->nmembers
+              ? live_index(cur, old->members[m->in_src[p]].name) : -1;
+        if (src < 0 || src == node->cl.self) {
+            brim_log_info("migrate: partition %u: its source is gone; "
+                          "complete with what is here", p);
+            in_finish(m, p);
+            m->st.partitions_in_done++;
+        } else {
+            m->in_src[p] = (uint16_t) src;
+        }
+    }
     for (p = 0; p < P; p++) {
         o = old->map.owner[p];
         n = cur->map.owner[p];
@@ -770,7 +952,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                                     : -1;
             if (src >= 0 && src != node->cl.self) {
                 brim_store_drop_partition(node->store, p);  /* stale */
-                in_start(m, p, cur->map.epoch);
+                in_start(m, p, cur->map.epoch, src);
                 gained++;
             } else if (m->in_state[p] == IN_FLIGHT) {
                 in_finish(m, p);
@@ -819,16 +1001,6 @@ brim_migrate_hit(struct brim_node *node, uint32_t partition, uint64_t hash,
 
 /* ---- receiving ---- */
 
-int
-brim_migrate_is_stream_op(const char *body, size_t len)
-{
-    const unsigned char *b = (const unsigned char *) body;
-
-    /* [op, ...] with op a positive fixint: a fixarray's next byte. */
-    return len >= 2 && (b[0] & 0xf0) == 0x90
-           && b[1] >= BRIM_MIG_OP_BEGIN && b[1] <= BRIM_MIG_OP_END;
-}
-
 static int
 mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
 {
@@ -836,128 +1008,143 @@ mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
                                    msg != NULL ? strlen(msg) : 0);
 }
 
+/* True when this node holds partition P: owns it, or streams it out. */
 static int
-get_u64(const msgpack_object *o, uint64_t *v)
+mig_holds(struct brim_migrate *m, uint32_t p)
 {
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        return 0;
-    }
-    *v = o->via.u64;
-    return 1;
-}
+    uint32_t i;
 
-static int
-get_bytes(const msgpack_object *o, const char **p, size_t *n)
-{
-    if (o->type == MSGPACK_OBJECT_BIN) {
-        *p = o->via.bin.ptr;
-        *n = o->via.bin.size;
+    if (brim_migrate_owns(m->node, p)) {
         return 1;
     }
-    if (o->type == MSGPACK_OBJECT_STR) {
-        *p = o->via.str.ptr;
-        *n = o->via.str.size;
-        return 1;
+    for (i = 0; i < m->njobs; i++) {
+        if (m->jobs[i]->p == p && m->jobs[i]->state != OUT_DONE) {
+            return 1;
+        }
     }
     return 0;
 }
 
-/* Insert the entries of one batch for partition P. */
+/*
+ * FORWARD_GET or PULL of a key of partition P at its old owner: answered
+ * from the copy it still holds (it no longer owns P), never touching the
+ * item's recency. RETRY when it holds no copy.
+ */
 static int
-mig_batch(struct brim_migrate *m, uint32_t p, const msgpack_object *arr)
+mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
+               const struct brim_req *req)
 {
-    struct brim_node     *node = m->node;
-    const msgpack_object *e;
-    const char           *key, *val;
-    size_t                klen, vlen;
-    uint64_t              flags, cas, ttl, h;
-    uint32_t              i, now = (uint32_t) time(NULL);
-    int                   rc;
+    struct brim_node       *node = m->node;
+    const struct brim_item *it;
+    struct brim_wire_entry  e;
+    struct brim_rep         rep;
+    uint32_t                now = (uint32_t) time(NULL), ttl = 0;
+    uint64_t                h;
 
-    if (arr->type != MSGPACK_OBJECT_ARRAY) {
-        return BRIM_EBADREQ;
+    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
+    if (brim_partition_of(h, node->cfg.partitions) != req->partition) {
+        return mig_reply(c, req->request_id, BRIM_EINVAL,
+                         "forward: key of another partition");
     }
-    for (i = 0; i < arr->via.array.size; i++) {
-        e = &arr->via.array.ptr[i];
-        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size < 5
-            || !get_bytes(&e->via.array.ptr[0], &key, &klen)
-            || !get_bytes(&e->via.array.ptr[1], &val, &vlen)
-            || !get_u64(&e->via.array.ptr[2], &flags) || flags > UINT32_MAX
-            || !get_u64(&e->via.array.ptr[3], &cas)
-            || !get_u64(&e->via.array.ptr[4], &ttl) || ttl > UINT32_MAX
-            || klen == 0 || klen > node->cfg.limits.max_key_bytes)
-        {
-            return BRIM_EBADREQ;
+    if (!mig_holds(m, req->partition)) {
+        return mig_reply(c, req->request_id, BRIM_ERETRY,
+                         "forward: this node holds no copy of the partition");
+    }
+    if (req->op == BRIM_OP_FORWARD_GET) {
+        m->st.forwards_served++;
+    } else {
+        m->st.pulls_served++;
+    }
+    it = brim_store_peek(node->store, h, req->key, req->key_len, now);
+    if (it == NULL) {
+        return mig_reply(c, req->request_id, BRIM_ENOTFOUND, "not found");
+    }
+    if (req->op == BRIM_OP_PULL) {
+        if (it->exptime != 0) {
+            ttl = it->exptime > now ? it->exptime - now : 1;
         }
-        h = brim_hash_key(brim_node_seed(node), key, klen);
+        item_entry(it, ttl, &e);
+        return brim_wire_encode_entry_rep(brim_conn_out(c), req->request_id,
+                                          &e);
+    }
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    rep.value = brim_item_value(it);
+    rep.value_len = it->val_len;
+    rep.flags = it->flags;
+    rep.cas = it->cas;
+    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_FORWARD_GET, &rep);
+}
+
+/* COMPLETE of (E, P) from the new owner: our copy may go. */
+static void
+mig_complete(struct brim_migrate *m, uint64_t e, uint32_t p)
+{
+    uint32_t        i;
+    struct mig_job *j;
+
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->p == p && j->epoch == e && j->state == OUT_COMPLETE_WAIT) {
+            job_finish(m, j, 1, NULL);
+            return;
+        }
+    }
+}
+
+/* Insert the entries of one batch (checked by the decoder) for P. */
+static int
+mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
+{
+    struct brim_node      *node = m->node;
+    struct brim_wire_entry e;
+    uint64_t               h;
+    uint32_t               i, now = (uint32_t) time(NULL);
+
+    for (i = 0; i < req->nentries; i++) {
+        brim_wire_req_entry(req, i, &e);
+        h = brim_hash_key(brim_node_seed(node), e.key, e.key_len);
         if (brim_partition_of(h, node->cfg.partitions) != p) {
             return BRIM_EBADREQ;
         }
-        if (tomb_slot(m, h, key, klen) != NULL) {
-            m->st.entries_skipped++;
-            continue;
-        }
-        rc = brim_store_insert_cold(node->store, h, key, klen, val, vlen,
-                                    (uint32_t) flags,
-                                    ttl == 0 ? 0 : now + (uint32_t) ttl, cas,
-                                    now);
-        if (rc == 0) {
-            m->st.keys_in++;
-            m->st.bytes_in += klen + vlen;
-        } else {
-            m->st.entries_skipped++;
-        }
+        mig_insert(m, p, h, &e, now);
     }
     return 0;
 }
 
 int
 brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
-                   const char *body, size_t len)
+                   const struct brim_req *req)
 {
-    struct brim_migrate  *m;
-    msgpack_object        obj;
-    const msgpack_object *a;
-    uint64_t              id = 0, op, req_epoch, e, p64, count = 0;
-    uint32_t              p, n;
-    int32_t               self;
-    int                   rc;
+    struct brim_migrate *m;
+    uint64_t             id = req->request_id, e = req->arg_epoch;
+    uint32_t             p = req->partition;
+    int32_t              self;
+    int                  rc;
 
-    rc = brim_wire_unpack(body, len, MIG_MAX_OBJECTS, &node->zone, &obj);
-    if (rc == BRIM_ENOMEM) {
-        return rc;
-    }
-    if (rc != 0 || obj.type != MSGPACK_OBJECT_ARRAY
-        || obj.via.array.size < 5)
-    {
-        return mig_reply(c, 0, BRIM_EBADREQ, "stream: malformed request");
-    }
-    a = obj.via.array.ptr;
-    n = obj.via.array.size;
-    if (!get_u64(&a[1], &id) || !get_u64(&a[0], &op) || !get_u64(&a[2],
-        &req_epoch) || !get_u64(&a[3], &e) || !get_u64(&a[4], &p64)
-        || p64 >= node->cfg.partitions
-        || n != (op == BRIM_MIG_OP_BEGIN ? 5u : 6u)
-        || (op == BRIM_MIG_OP_END && !get_u64(&a[5], &count)))
-    {
-        return mig_reply(c, id, BRIM_EBADREQ, "stream: expected [op, id, "
-                         "epoch, migration epoch, partition, ...]");
-    }
-    node->st.ops[op]++;
     if ((uint32_t) (uintptr_t) c->data != BRIM_ROLE_NODE
         || node->cfg.standalone)
     {
         return mig_reply(c, id, BRIM_EDENIED,
                          "stream: only a node connection may stream");
     }
+    if (p >= node->cfg.partitions) {
+        return mig_reply(c, id, BRIM_EINVAL, "stream: no such partition");
+    }
     m = mig_get(node);
     if (m == NULL) {
         return mig_reply(c, id, BRIM_ENOMEM, "stream: out of memory");
     }
-    p = (uint32_t) p64;
-    brim_node_epoch_seen(node, req_epoch);
+    brim_node_epoch_seen(node, req->epoch);
     self = node->cl.self;
-    if (op == BRIM_MIG_OP_BEGIN) {
+    if (req->op == BRIM_OP_FORWARD_GET || req->op == BRIM_OP_PULL) {
+        return mig_serve_copy(m, c, req);
+    }
+    if (req->op == BRIM_OP_COMPLETE) {
+        mig_complete(m, e, p);
+        return mig_reply(c, id, 0, NULL);
+    }
+    if (req->op == BRIM_OP_STREAM_BEGIN) {
         if (node->cl.committed.map.epoch < e) {
             return mig_reply(c, id, BRIM_ERETRY, "stream: epoch not "
                              "committed here yet");
@@ -972,7 +1159,7 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
         if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
             /* Not expected from our commit: start it now. Writes made
              * here since the commit are kept (they win). */
-            in_start(m, p, e);
+            in_start(m, p, e, -1);
         }
         return mig_reply(c, id, 0, NULL);
     }
@@ -980,18 +1167,18 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
         return mig_reply(c, id, BRIM_EEXISTS, "stream: migration id "
                          "superseded or complete");
     }
-    if (op == BRIM_MIG_OP_BATCH) {
+    if (req->op == BRIM_OP_STREAM_BATCH) {
         m->st.batches_in++;
-        rc = mig_batch(m, p, &a[5]);
+        rc = mig_batch(m, p, req);
         if (rc != 0) {
-            return mig_reply(c, id, rc, "stream: malformed entry");
+            return mig_reply(c, id, rc, "stream: an entry of another "
+                             "partition");
         }
         return mig_reply(c, id, 0, NULL);
     }
-    in_finish(m, p);
-    m->st.partitions_in_done++;
+    in_end(m, p);
     brim_log_info("migrate: received partition %u of epoch %" PRIu64
-                  " (%" PRIu64 " entries sent)", p, e, count);
+                  " (%" PRIu64 " entries sent)", p, e, req->count);
     return mig_reply(c, id, 0, NULL);
 }
 

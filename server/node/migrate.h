@@ -14,14 +14,10 @@
 
 #include "proto/buf.h"
 #include "proto/topo.h"
+#include "proto/wire.h"
 
 struct brim_node;
 struct brim_conn;
-
-/* Stream opcodes (the codes PROTOCOL.md section 7 reserves). */
-#define BRIM_MIG_OP_BEGIN 64
-#define BRIM_MIG_OP_BATCH 65
-#define BRIM_MIG_OP_END   66
 
 /* Kinds of data ops that hit a partition in flight (brim_migrate_hit). */
 enum brim_mig_hit {
@@ -39,6 +35,9 @@ struct brim_migrate_stats {
     uint64_t entries_skipped;         /* present here or tombstoned */
     uint64_t reads_in_flight, writes_in_flight, deletes_in_flight;
     uint64_t tombstones;              /* live tombstones now */
+    uint64_t forwards, forward_fails; /* reads forwarded to the old owner */
+    uint64_t pulls, pull_fails;       /* keys pulled from the old owner */
+    uint64_t forwards_served, pulls_served; /* as the old owner */
     uint32_t partitions_in_flight;    /* incoming, BEGIN .. END */
     uint32_t partitions_out_pending;  /* outgoing, queued or streaming */
     uint32_t delay_ms;                /* BRIM_TEST_STREAM_DELAY_MS */
@@ -66,13 +65,11 @@ void brim_migrate_hit(struct brim_node *node, uint32_t partition,
                       uint64_t hash, const char *key, size_t key_len,
                       enum brim_mig_hit kind, int rc);
 
-/* True when BODY (LEN bytes) is a stream op (STREAM_BEGIN .. END). */
-int brim_migrate_is_stream_op(const char *body, size_t len);
-
-/* Serve the stream op in BODY on C (role checked here). Returns 0 or
- * BRIM_ENOMEM (the connection must close). */
+/* Serve the decoded migration op REQ (STREAM_*, COMPLETE, FORWARD_GET,
+ * PULL) on C; only a node connection may send them (checked here).
+ * Returns 0 or an encoding error (BRIM_ENOMEM: the connection closes). */
 int brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
-                       const char *body, size_t len);
+                       const struct brim_req *req);
 
 /* Copy the counters. */
 void brim_migrate_get_stats(struct brim_node *node,

@@ -79,6 +79,8 @@ struct brim_node {
     msgpack_zone            zone;        /* reused to unpack requests */
     struct brim_wire_limits coord_limits; /* on coord connections: a
                                              topology's frame and members */
+    struct brim_wire_limits peer_limits; /* on node connections: a stream
+                                             batch's entries */
     uint64_t                incarnation; /* random, per process start */
     uint64_t                cluster_id;  /* standalone: random */
     uint64_t                start_unix;  /* Unix seconds at start */

@@ -22,7 +22,7 @@ Scenarios:
   refused   (brim) a node that answers a frame above its max_frame_bytes
             with [TOOBIG, 0, message] and closes: the status and message
             are reported, not "malformed reply"; exit 1, "ok" false
-  usage     --help, a bad flag, --coordinator, no server; no leak when the
+  usage     --help, a bad flag, --coordinator with redis, no server; no leak when the
             connections fail (under valgrind, when installed) (TARGET
             ignored)
 """
@@ -559,7 +559,8 @@ def scenario_usage(args):
                      (["--bogus"], "unknown option"),
                      (["--target", "mysql"], "--target"),
                      (["--value-size", "9-3"], "backwards"),
-                     (["--coordinator", "127.0.0.1:1"], "issue 4")):
+                     (["--target", "redis", "--coordinator", "127.0.0.1:1"],
+                      "--coordinator needs --target brim")):
         p = subprocess.run([args.bench] + bad, capture_output=True,
                            text=True, timeout=10)
         if p.returncode != 2 or msg not in p.stderr:

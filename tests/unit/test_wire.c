@@ -55,6 +55,7 @@ setup(void)
 {
     ck_assert(msgpack_zone_init(&zone, 2048));
     brim_wire_limits_default(&lim);
+    lim.max_batch_entries = 16;     /* as on a node-to-node connection */
     brim_buf_init(&out);
     unpack_calls = 0;
 }
@@ -137,6 +138,25 @@ static msgpack_object_kv sample_kv[1] = {
 };
 static msgpack_object    sample_map = {
     .type = MSGPACK_OBJECT_MAP, .via.map = { 1, sample_kv },
+};
+/* Two stream entries (STREAM_BATCH's B). */
+static msgpack_object    sample_entry_fields[2][5] = {
+    { { .type = MSGPACK_OBJECT_BIN, .via.bin = { 2, "k1" } },
+      { .type = MSGPACK_OBJECT_BIN, .via.bin = { 3, "v\0x" } },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 7 },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1ull << 40 },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0 } },
+    { { .type = MSGPACK_OBJECT_BIN, .via.bin = { 2, "k2" } },
+      { .type = MSGPACK_OBJECT_BIN, .via.bin = { 0, NULL } },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0 },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9 },
+      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 3600 } },
+};
+static msgpack_object    sample_entries[2] = {
+    { .type = MSGPACK_OBJECT_ARRAY,
+      .via.array = { 5, sample_entry_fields[0] } },
+    { .type = MSGPACK_OBJECT_ARRAY,
+      .via.array = { 5, sample_entry_fields[1] } },
 };
 
 /* True when the objects A and B (either may be NULL) are equal. */
@@ -230,6 +250,16 @@ sample_req(uint32_t op, struct brim_req *req)
         case 'M':
             req->obj = &sample_map;
             break;
+        case 'p':
+            req->partition = 1023;
+            break;
+        case 'u':
+            req->count = 1ull << 33;
+            break;
+        case 'B':
+            req->entries = sample_entries;
+            req->nentries = 2;
+            break;
         default:                    /* 'K': MGET is tested on its own */
             break;
         }
@@ -240,6 +270,8 @@ sample_req(uint32_t op, struct brim_req *req)
 static void
 assert_req_eq(const struct brim_req *a, const struct brim_req *b)
 {
+    uint32_t i;
+
     ck_assert_uint_eq(a->op, b->op);
     ck_assert_uint_eq(a->request_id, b->request_id);
     ck_assert_uint_eq(a->epoch, b->epoch);
@@ -264,6 +296,12 @@ assert_req_eq(const struct brim_req *a, const struct brim_req *b)
     ck_assert_uint_eq(a->arg_u32, b->arg_u32);
     ck_assert_uint_eq(a->arg_epoch, b->arg_epoch);
     ck_assert(same_obj(a->obj, b->obj));
+    ck_assert_uint_eq(a->partition, b->partition);
+    ck_assert_uint_eq(a->count, b->count);
+    ck_assert_uint_eq(a->nentries, b->nentries);
+    for (i = 0; i < a->nentries; i++) {
+        ck_assert(same_obj(&a->entries[i], &b->entries[i]));
+    }
 }
 
 /* Every scalar field of two replies. */
@@ -341,7 +379,7 @@ START_TEST(wire_req_round_trip_every_op)
         assert_reencodes_req(&got);
         n++;
     }
-    ck_assert_int_eq(n, 27);            /* every op of BRIM_OP_MAP but MGET */
+    ck_assert_int_eq(n, 33);            /* every op of BRIM_OP_MAP but MGET */
 }
 END_TEST
 
@@ -1318,11 +1356,14 @@ START_TEST(wire_op_table)
             ck_assert_int_eq(info->key_arg, -1);
         }
     }
-    ck_assert_int_eq(n, 28);
+    ck_assert_int_eq(n, 34);
     ck_assert_str_eq(brim_op_name(BRIM_OP_JOIN), "JOIN");
     ck_assert_str_eq(brim_op_name(BRIM_OP_STREAM_BATCH), "STREAM_BATCH");
     ck_assert_ptr_nonnull(brim_op_info(BRIM_OP_JOIN));
-    ck_assert_ptr_null(brim_op_info(BRIM_OP_STREAM_BATCH));
+    ck_assert_ptr_nonnull(brim_op_info(BRIM_OP_STREAM_BATCH));
+    ck_assert_str_eq(brim_op_name(BRIM_OP_PROGRESS), "PROGRESS");
+    ck_assert_ptr_null(brim_op_info(BRIM_OP_PROGRESS));
+    ck_assert(!(brim_op_info(BRIM_OP_FORWARD_GET)->flags & BRIM_OPF_DATA));
     ck_assert_str_eq(brim_op_name(BRIM_OP_EPOCH_ACK), "EPOCH_ACK");
     ck_assert_str_eq(brim_op_name(0), "UNKNOWN");
     ck_assert_str_eq(brim_op_name(UINT64_MAX), "UNKNOWN");
@@ -1485,6 +1526,110 @@ START_TEST(wire_membership_args)
 }
 END_TEST
 
+/* ---- migration ops (PROTOCOL.md section 11) ---- */
+
+START_TEST(wire_stream_args)
+{
+    static const struct {
+        const char *body;
+        size_t      len;
+        int         rc;
+    } cases[] = {
+        /* STREAM_BEGIN e=3 p=5 */
+        { BODY("\x95\x40\x01\x00\x03\x05"), 0 },
+        /* STREAM_BEGIN with a partition above 2^32 */
+        { BODY("\x95\x40\x01\x00\x03\xcf\x00\x00\x00\x01\x00\x00"
+               "\x00\x00"), BRIM_EBADREQ },
+        /* STREAM_BATCH of no entries */
+        { BODY("\x96\x41\x01\x00\x03\x05\x90"), 0 },
+        /* STREAM_BATCH of one good entry */
+        { BODY("\x96\x41\x01\x00\x03\x05\x91\x95\xa1k\xa1v\x00\x01"
+               "\x00"), 0 },
+        /* an entry of 4 fields */
+        { BODY("\x96\x41\x01\x00\x03\x05\x91\x94\xa1k\xa1v\x00\x01"),
+          BRIM_EBADREQ },
+        /* an entry with an empty key */
+        { BODY("\x96\x41\x01\x00\x03\x05\x91\x95\xa0\xa1v\x00\x01"
+               "\x00"), BRIM_EINVAL },
+        /* entries not an array */
+        { BODY("\x96\x41\x01\x00\x03\x05\x80"), BRIM_EBADREQ },
+        /* STREAM_END without its count */
+        { BODY("\x95\x42\x01\x00\x03\x05"), BRIM_EBADREQ },
+        /* FORWARD_GET e p key */
+        { BODY("\x96\x44\x01\x00\x03\x05\xa1k"), 0 },
+        /* PULL with an empty key */
+        { BODY("\x96\x45\x01\x00\x03\x05\xa0"), BRIM_EINVAL },
+        /* PROGRESS is still reserved */
+        { BODY("\x93\x46\x01\x00"), BRIM_EUNKNOWNOP },
+    };
+    struct brim_req        req;
+    struct brim_rep        rep;
+    struct brim_wire_entry e, back;
+    char                   raw[64];
+    size_t                 i;
+    int                    rc;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone,
+                                 &req, NULL);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: rc=%s", i,
+                      brim_err_name(rc));
+    }
+    /* Over max_batch_entries: TOOBIG. */
+    lim.max_batch_entries = 0;
+    ck_assert_int_eq(brim_wire_parse_req(cases[3].body, cases[3].len, &lim,
+                                         &zone, &req, NULL), BRIM_ETOOBIG);
+    lim.max_batch_entries = 16;
+    /* A batch from pre-packed entries, as the sender builds it. */
+    memset(&e, 0, sizeof(e));
+    e.key = "user:1";
+    e.key_len = 6;
+    e.value = "abc";
+    e.value_len = 3;
+    e.flags = 5;
+    e.cas = 77;
+    e.ttl_s = 60;
+    ck_assert_int_eq(brim_wire_entry_pack(&out, &e), 0);
+    ck_assert_uint_lt(out.len, sizeof(raw));
+    memcpy(raw, out.data, out.len);
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_STREAM_BATCH;
+    req.request_id = 4;
+    req.arg_epoch = 9;
+    req.partition = 2;
+    req.entries_raw = raw;
+    req.entries_raw_len = out.len;
+    req.nentries = 1;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
+    ck_assert_int_eq(parse_out_req(&req), 0);
+    ck_assert_uint_eq(req.nentries, 1);
+    ck_assert_uint_eq(req.partition, 2);
+    brim_wire_req_entry(&req, 0, &back);
+    ck_assert(same_bytes(back.key, back.key_len, e.key, e.key_len));
+    ck_assert(same_bytes(back.value, back.value_len, e.value, e.value_len));
+    ck_assert_uint_eq(back.flags, 5);
+    ck_assert_uint_eq(back.cas, 77);
+    ck_assert_uint_eq(back.ttl_s, 60);
+    /* PULL's reply carries one entry. */
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_entry_rep(&out, 11, &e), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_PULL, &rep), 0);
+    ck_assert_uint_eq(rep.request_id, 11);
+    ck_assert_ptr_nonnull(rep.obj);
+    ck_assert_int_eq(brim_wire_entry_decode(rep.obj, &lim, &back), 0);
+    ck_assert_uint_eq(back.cas, 77);
+    ck_assert_uint_eq(back.ttl_s, 60);
+    /* The node-connection budget covers a full batch. */
+    lim.max_batch_entries = BRIM_WIRE_BATCH_LIMIT;
+    ck_assert_uint_eq(brim_wire_req_max_objects(&lim),
+                      16 + BRIM_WIRE_ENTRY_OBJECTS * BRIM_WIRE_BATCH_LIMIT);
+    ck_assert_int_eq(brim_wire_limits_check(&lim, NULL), 0);
+    lim.max_batch_entries = BRIM_WIRE_BATCH_LIMIT + 1;
+    ck_assert_int_eq(brim_wire_limits_check(&lim, NULL), BRIM_EINVAL);
+}
+END_TEST
+
 /* Add the TCase TC holding the one test FN, with the fixture. */
 static void
 add_case(Suite *s, TCase *tc, const TTest *fn)
@@ -1522,6 +1667,7 @@ brim_test_suite(void)
     add_case(s, tcase_create("long_names"), wire_long_names);
     add_case(s, tcase_create("check_valid_objects"), wire_check_valid_objects);
     add_case(s, tcase_create("check_huge_counts"), wire_check_huge_counts);
+    add_case(s, tcase_create("stream_args"), wire_stream_args);
     add_case(s, tcase_create("check_malformed"), wire_check_malformed);
     add_case(s, tcase_create("check_depth"), wire_check_depth);
     add_case(s, tcase_create("check_object_budget"), wire_check_object_budget);

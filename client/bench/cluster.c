@@ -1,0 +1,524 @@
+/*
+ * client/bench/cluster.c - brim-bench --coordinator (cluster.h): a short
+ * blocking connection to the coordinator per fetch (HELLO role client,
+ * then MAP_FETCH, pipelined), brim_topo_decode() on the reply, and the
+ * route each load thread reads with one atomic load.
+ */
+#include "client/bench/cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/hash.h"
+#include "proto/frame.h"
+#include "proto/ops.h"
+#include "proto/topo.h"
+#include "proto/wire.h"
+
+/* Limit on one fetch, connect included, ms. */
+#define CLUSTER_FETCH_MS 3000
+/* Spacing of fetches while the coordinator is behind the epoch a node
+ * reported, or after a failed fetch, ns. */
+#define CLUSTER_SPACING_NS 20000000ull
+
+struct brim_bench_cluster {
+    pthread_mutex_t           mu;
+    pthread_cond_t            cv;
+    pthread_t                 tid;
+    int                       started;
+    int                       stop;        /* under mu */
+    atomic_uint_fast64_t      want;        /* newest epoch reported */
+    atomic_uint_fast64_t      refetches;   /* fetches after the first */
+    uint64_t                  first_epoch; /* of the first route */
+    uint32_t                  failures;    /* failed fetches logged */
+    struct brim_bench_shared *sh;
+    const struct brim_bench_opts *o;
+};
+
+/* Resolve "HOST:PORT" (ADDR) into NODE. */
+static int
+cluster_resolve(struct brim_bench_node *node, const char *addr,
+                char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct addrinfo hints, *res;
+    char            host[BRIM_BENCH_ADDR_MAX + 1];
+    const char     *colon;
+    size_t          hlen;
+    int             rc;
+
+    colon = strrchr(addr, ':');
+    if (colon == NULL || colon == addr
+        || (size_t) (colon - addr) > BRIM_BENCH_ADDR_MAX)
+    {
+        brim_errfmt(errbuf, "member address \"%s\": want HOST:PORT", addr);
+        return BRIM_EINVAL;
+    }
+    hlen = (size_t) (colon - addr);
+    if (addr[0] == '[' && colon[-1] == ']') {
+        addr++;
+        hlen -= 2;
+    }
+    memcpy(host, addr, hlen);
+    host[hlen] = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc != 0) {
+        brim_errfmt(errbuf, "%s: %s", addr, gai_strerror(rc));
+        return BRIM_EINVAL;
+    }
+    memset(node, 0, sizeof(*node));
+    memcpy(&node->addr, res->ai_addr, res->ai_addrlen);
+    node->addr_len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* Wait for EVENTS on FD until DEADLINE_NS. */
+static int
+cluster_wait(int fd, short events, uint64_t deadline_ns)
+{
+    struct pollfd pfd;
+    uint64_t      now;
+    int           rc;
+
+    for (;;) {
+        now = brim_bench_now_ns();
+        if (now >= deadline_ns) {
+            return BRIM_ETIMEDOUT;
+        }
+        pfd.fd = fd;
+        pfd.events = events;
+        pfd.revents = 0;
+        rc = poll(&pfd, 1, (int) ((deadline_ns - now) / 1000000u) + 1);
+        if (rc > 0) {
+            return 0;
+        }
+        if (rc < 0 && errno != EINTR) {
+            return BRIM_ESYS;
+        }
+    }
+}
+
+/* Read on FD into IN until it holds a whole frame; its body length. */
+static int
+cluster_read_frame(int fd, struct brim_buf *in, size_t max,
+                   uint32_t *body_len, uint64_t deadline_ns)
+{
+    ssize_t n;
+    int     rc;
+
+    for (;;) {
+        rc = brim_frame_peek(in->data, in->len, max, body_len);
+        if (rc == 0) {
+            return 0;
+        }
+        if (rc != BRIM_EAGAIN) {
+            return BRIM_EBADREPLY;
+        }
+        if (brim_buf_reserve(in, 64u << 10) != 0) {
+            return BRIM_ENOMEM;
+        }
+        n = read(fd, brim_buf_tail(in), in->cap - in->len);
+        if (n > 0) {
+            brim_buf_commit(in, (size_t) n);
+        } else if (n == 0) {
+            return BRIM_ECLOSED;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            return BRIM_ESYS;
+        } else if (cluster_wait(fd, POLLIN, deadline_ns) != 0) {
+            return BRIM_ETIMEDOUT;
+        }
+    }
+}
+
+/* Fetch the committed topology from O->coord into TOPO (uninitialised). */
+static int
+cluster_fetch(const struct brim_bench_opts *o, struct brim_topo *topo,
+              char errbuf[BRIM_ERRBUF_LEN])
+{
+    static const char       name[] = "brim-bench";
+    struct brim_bench_node  coord;
+    struct brim_wire_limits lim;
+    struct brim_req         req;
+    struct brim_rep         rep;
+    struct brim_buf         in, out;
+    msgpack_zone            zone;
+    uint64_t                deadline;
+    uint32_t                body;
+    size_t                  off;
+    ssize_t                 n;
+    socklen_t               len;
+    int                     fd, rc, err, i;
+    char                    why[BRIM_ERRBUF_LEN];
+
+    memset(topo, 0, sizeof(*topo));
+    rc = cluster_resolve(&coord, o->coord, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    deadline = brim_bench_now_ns() + (uint64_t) CLUSTER_FETCH_MS * 1000000u;
+    fd = socket(coord.addr.ss_family, SOCK_STREAM, 0);
+    if (fd < 0) {
+        brim_errfmt(errbuf, "socket: %s", strerror(errno));
+        return BRIM_ESYS;
+    }
+    (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    err = 0;
+    if (connect(fd, (const struct sockaddr *) &coord.addr, coord.addr_len)
+        != 0)
+    {
+        err = errno;
+        if (err == EINPROGRESS) {
+            len = sizeof(err);
+            if (cluster_wait(fd, POLLOUT, deadline) != 0) {
+                err = ETIMEDOUT;
+            } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            {
+                err = errno;
+            }
+        }
+    }
+    if (err != 0) {
+        close(fd);
+        brim_errfmt(errbuf, "coordinator %s: connect: %s", o->coord,
+                    strerror(err));
+        return err == ECONNREFUSED ? BRIM_ECONNREFUSED : BRIM_ESYS;
+    }
+    brim_buf_init(&in);
+    brim_buf_init(&out);
+    if (!msgpack_zone_init(&zone, 4096)) {
+        close(fd);
+        brim_errfmt(errbuf, "out of memory");
+        return BRIM_ENOMEM;
+    }
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_HELLO;
+    req.request_id = 1;
+    req.hello.version = BRIM_WIRE_VERSION;
+    req.hello.role = BRIM_ROLE_CLIENT;
+    req.hello.name = name;
+    req.hello.name_len = sizeof(name) - 1;
+    rc = brim_wire_encode_req(&out, &req);
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_MAP_FETCH;
+    req.request_id = 2;
+    rc = rc != 0 ? rc : brim_wire_encode_req(&out, &req);
+    if (rc != 0) {
+        rc = BRIM_ENOMEM;
+        brim_errfmt(errbuf, "out of memory");
+        goto out;
+    }
+    for (off = 0; off < out.len;) {
+        n = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t) n;
+        } else if ((n < 0 && errno != EAGAIN && errno != EINTR)
+                   || cluster_wait(fd, POLLOUT, deadline) != 0)
+        {
+            rc = BRIM_ESYS;
+            brim_errfmt(errbuf, "coordinator %s: send failed", o->coord);
+            goto out;
+        }
+    }
+    brim_wire_limits_default(&lim);
+    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
+    lim.max_frame_bytes = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
+        + 200u * BRIM_NODES_MAX;
+    for (i = 0; i < 2; i++) {
+        rc = cluster_read_frame(fd, &in, lim.max_frame_bytes, &body, deadline);
+        if (rc != 0) {
+            brim_errfmt(errbuf, "coordinator %s: %s", o->coord,
+                        rc == BRIM_ETIMEDOUT ? "no reply in time"
+                        : rc == BRIM_ECLOSED ? "closed the connection"
+                                             : "bad reply");
+            goto out;
+        }
+        why[0] = '\0';
+        rc = brim_wire_parse_rep(in.data + BRIM_FRAME_HDR, body,
+                                 i == 0 ? BRIM_OP_HELLO : BRIM_OP_MAP_FETCH,
+                                 &lim, &zone, &rep, why);
+        if (rc != 0 || rep.request_id != (uint64_t) (i + 1)) {
+            rc = BRIM_EBADREPLY;
+            brim_errfmt(errbuf, "coordinator %s: malformed reply %s", o->coord,
+                        why);
+            goto out;
+        }
+        if (rep.status != 0) {
+            rc = rep.status;
+            brim_errfmt(errbuf, "coordinator %s refused %s: %s: %.*s",
+                        o->coord, i == 0 ? "HELLO" : "MAP_FETCH",
+                        brim_err_name(rep.status), (int) rep.message_len,
+                        rep.message != NULL ? rep.message : "");
+            goto out;
+        }
+        if (i == 1) {
+            rc = rep.obj == NULL ? BRIM_EBADREPLY
+                                 : brim_topo_decode(rep.obj, topo, why);
+            if (rc != 0) {
+                brim_errfmt(errbuf, "coordinator %s: bad topology: %s",
+                            o->coord, why);
+                rc = rc == BRIM_ENOMEM ? rc : BRIM_EBADREPLY;
+                goto out;
+            }
+        }
+        brim_buf_consume(&in, BRIM_FRAME_HDR + body);
+    }
+    rc = 0;
+out:
+    close(fd);
+    msgpack_zone_destroy(&zone);
+    brim_buf_destroy(&in);
+    brim_buf_destroy(&out);
+    return rc;
+}
+
+/*
+ * Publish TOPO's routing in SH (unless SH's route is as new): known
+ * members keep their node index, new ones get the next free slot. Only
+ * the opener and then the refresher thread call this.
+ */
+static int
+cluster_install(struct brim_bench_shared *sh, const struct brim_topo *topo,
+                char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_bench_route *cur, *r;
+    const struct brim_member *m;
+    uint32_t                 *midx, i, j, nn, first, own;
+    int                       rc;
+
+    cur = atomic_load(&sh->route);
+    if (cur != NULL && topo->map.epoch <= cur->epoch) {
+        return 0;
+    }
+    r = brim_calloc(1, sizeof(*r));
+    midx = brim_calloc(topo->nmembers > 0 ? topo->nmembers : 1,
+                       sizeof(*midx));
+    if (r != NULL) {
+        r->owner = brim_calloc(topo->map.npartitions, sizeof(*r->owner));
+    }
+    if (r == NULL || midx == NULL || r->owner == NULL) {
+        if (r != NULL) {
+            brim_free(r->owner);
+        }
+        brim_free(r);
+        brim_free(midx);
+        brim_errfmt(errbuf, "out of memory for the map");
+        return BRIM_ENOMEM;
+    }
+    nn = cur != NULL ? cur->nnodes : 0;
+    first = UINT32_MAX;
+    for (i = 0; i < topo->nmembers; i++) {
+        m = &topo->members[i];
+        midx[i] = UINT32_MAX;
+        if (m->addr[0] == '\0' || m->state == BRIM_MEMBER_DEAD) {
+            continue;
+        }
+        for (j = 0; j < nn && strcmp(sh->nodes[j].name, m->addr) != 0; j++) {
+        }
+        if (j == nn) {
+            if (nn == BRIM_BENCH_NODES_MAX) {
+                continue; /* its keys go elsewhere and come back MOVED */
+            }
+            rc = cluster_resolve(&sh->nodes[nn], m->addr, errbuf);
+            if (rc != 0) {
+                continue;
+            }
+            snprintf(sh->nodes[nn].name, sizeof(sh->nodes[nn].name), "%s",
+                     m->addr);
+            nn++;
+        }
+        midx[i] = j;
+        r->live[j] = 1;
+        r->nlive++;
+        first = first == UINT32_MAX ? j : first;
+    }
+    if (first == UINT32_MAX) {
+        brim_free(r->owner);
+        brim_free(r);
+        brim_free(midx);
+        brim_errfmt(errbuf, "the map of epoch %llu has no live member",
+                    (unsigned long long) topo->map.epoch);
+        return BRIM_ENOTFOUND;
+    }
+    for (i = 0; i < topo->map.npartitions; i++) {
+        own = topo->map.owner[i];
+        r->owner[i] = own < topo->nmembers && midx[own] != UINT32_MAX
+            ? midx[own]
+            : first; /* no owner: that node answers MOVED or RETRY */
+    }
+    brim_free(midx);
+    r->epoch = topo->map.epoch;
+    r->seed = topo->seed;
+    r->partitions = topo->map.npartitions;
+    r->nnodes = nn;
+    r->older = cur;
+    atomic_store_explicit(&sh->route, r, memory_order_release);
+    return 0;
+}
+
+int
+brim_bench_cluster_open(struct brim_bench_shared     *sh,
+                        const struct brim_bench_opts *o,
+                        char                          errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_bench_cluster *cl;
+    struct brim_topo           topo;
+    int                        rc;
+
+    cl = brim_calloc(1, sizeof(*cl));
+    if (cl == NULL) {
+        brim_errfmt(errbuf, "out of memory");
+        return BRIM_ENOMEM;
+    }
+    pthread_mutex_init(&cl->mu, NULL);
+    pthread_cond_init(&cl->cv, NULL);
+    atomic_init(&cl->want, 0);
+    atomic_init(&cl->refetches, 0);
+    cl->sh = sh;
+    cl->o = o;
+    sh->cl = cl;
+    rc = cluster_fetch(o, &topo, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cluster_install(sh, &topo, errbuf);
+    brim_topo_destroy(&topo);
+    if (rc == 0) {
+        cl->first_epoch = atomic_load(&sh->route)->epoch;
+    }
+    return rc;
+}
+
+/* The refresher: fetch when a newer epoch was reported, one at a time. */
+static void *
+cluster_main(void *arg)
+{
+    struct brim_bench_cluster *cl = arg;
+    struct brim_bench_shared  *sh = cl->sh;
+    struct brim_topo           topo;
+    struct timespec            ts;
+    char                       errbuf[BRIM_ERRBUF_LEN];
+    uint64_t                   next_ok, now, want;
+    int                        rc;
+
+    next_ok = 0;
+    for (;;) {
+        pthread_mutex_lock(&cl->mu);
+        for (;;) {
+            if (cl->stop) {
+                pthread_mutex_unlock(&cl->mu);
+                return NULL;
+            }
+            now = brim_bench_now_ns();
+            want = atomic_load(&cl->want);
+            if (want > atomic_load(&sh->route)->epoch && now >= next_ok) {
+                break;
+            }
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 10000000; /* 10 ms: a bound, not a poll rate */
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            (void) pthread_cond_timedwait(&cl->cv, &cl->mu, &ts);
+        }
+        pthread_mutex_unlock(&cl->mu);
+        atomic_fetch_add(&cl->refetches, 1);
+        rc = cluster_fetch(cl->o, &topo, errbuf);
+        if (rc == 0) {
+            rc = cluster_install(sh, &topo, errbuf);
+            brim_topo_destroy(&topo);
+        }
+        if (rc != 0 && cl->failures++ < 5) {
+            fprintf(stderr, "brim-bench: map refresh: %s\n", errbuf);
+        }
+        /* Still behind what a node reported: the coordinator may not have
+         * committed it yet; ask again a little later, not at once. */
+        next_ok = atomic_load(&sh->route)->epoch < want
+            ? brim_bench_now_ns() + CLUSTER_SPACING_NS
+            : 0;
+    }
+}
+
+int
+brim_bench_cluster_start(struct brim_bench_shared *sh)
+{
+    struct brim_bench_cluster *cl = sh->cl;
+
+    if (pthread_create(&cl->tid, NULL, cluster_main, cl) != 0) {
+        return BRIM_ESYS;
+    }
+    cl->started = 1;
+    return 0;
+}
+
+void
+brim_bench_cluster_want(struct brim_bench_shared *sh, uint64_t epoch)
+{
+    struct brim_bench_cluster *cl = sh->cl;
+    uint_fast64_t              cur;
+
+    cur = atomic_load_explicit(&cl->want, memory_order_relaxed);
+    while (epoch > cur) {
+        if (atomic_compare_exchange_weak(&cl->want, &cur, epoch)) {
+            pthread_mutex_lock(&cl->mu);
+            pthread_cond_signal(&cl->cv);
+            pthread_mutex_unlock(&cl->mu);
+            return;
+        }
+    }
+}
+
+uint64_t
+brim_bench_cluster_refetches(const struct brim_bench_shared *sh)
+{
+    return sh->cl != NULL ? atomic_load(&sh->cl->refetches) : 0;
+}
+
+uint64_t
+brim_bench_cluster_first_epoch(const struct brim_bench_shared *sh)
+{
+    return sh->cl != NULL ? sh->cl->first_epoch : 0;
+}
+
+void
+brim_bench_cluster_close(struct brim_bench_shared *sh)
+{
+    struct brim_bench_cluster *cl = sh->cl;
+    struct brim_bench_route   *r, *older;
+
+    if (cl != NULL && cl->started) {
+        pthread_mutex_lock(&cl->mu);
+        cl->stop = 1;
+        pthread_cond_signal(&cl->cv);
+        pthread_mutex_unlock(&cl->mu);
+        pthread_join(cl->tid, NULL);
+    }
+    for (r = atomic_load(&sh->route); r != NULL; r = older) {
+        older = r->older;
+        brim_free(r->owner);
+        brim_free(r);
+    }
+    atomic_store(&sh->route, NULL);
+    if (cl != NULL) {
+        pthread_cond_destroy(&cl->cv);
+        pthread_mutex_destroy(&cl->mu);
+        brim_free(cl);
+    }
+    sh->cl = NULL;
+}

@@ -1,0 +1,44 @@
+/*
+ * client/bench/cluster.h - brim-bench --coordinator: the topology fetched
+ * from brim-coord (HELLO role client, MAP_FETCH; PROTOCOL.md 9 and 10),
+ * turned into a struct brim_bench_route (owner[partition] -> index in
+ * sh->nodes), and a refresher thread that fetches the map again when a
+ * node reports a newer epoch (MOVED, RETRY): one fetch in flight, at most
+ * one per new epoch reported, spaced when the coordinator is behind.
+ */
+#ifndef BRIM_CLIENT_BENCH_CLUSTER_H
+#define BRIM_CLIENT_BENCH_CLUSTER_H
+
+#include <stdint.h>
+
+#include <brim/status.h>
+
+#include "client/bench/engine.h"
+
+/*
+ * Fetch the topology from O->coord, resolve its members into SH->nodes
+ * (BRIM_BENCH_NODES_MAX slots, zeroed) and publish the first route in
+ * SH->route; SH->cl is set. Returns 0, or a BRIM_E* with ERRBUF set (SH
+ * then holds what brim_bench_cluster_close() frees).
+ */
+int brim_bench_cluster_open(struct brim_bench_shared     *sh,
+                            const struct brim_bench_opts *o,
+                            char                          errbuf[BRIM_ERRBUF_LEN]);
+
+/* Start the refresher thread of SH. Returns 0 or BRIM_ESYS. */
+int brim_bench_cluster_start(struct brim_bench_shared *sh);
+
+/* A node reported EPOCH: fetch the map again if it is newer than every
+ * epoch reported so far and the route's (called by the load threads). */
+void brim_bench_cluster_want(struct brim_bench_shared *sh, uint64_t epoch);
+
+/* Map fetches made after the first. */
+uint64_t brim_bench_cluster_refetches(const struct brim_bench_shared *sh);
+
+/* Epoch of the first route. */
+uint64_t brim_bench_cluster_first_epoch(const struct brim_bench_shared *sh);
+
+/* Stop the refresher (if started) and free the routes and SH->cl. */
+void brim_bench_cluster_close(struct brim_bench_shared *sh);
+
+#endif /* BRIM_CLIENT_BENCH_CLUSTER_H */

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""tests/cluster/bench_cluster.py - brim-bench --coordinator against a real
+local cluster (deploy/brim-cluster: one brim-coord, brim-nodes on loopback).
+
+    bench_cluster.py --list
+    bench_cluster.py --bench BIN --cluster SCRIPT --bin BUILD/bin CASE
+
+Cases (each its own CTest test, tests/bench.cmake):
+  static      three nodes, no change: every request goes straight to its
+              owner (moved == 0, retry == 0), lost=0 stale=0 errors=0
+  membership  three nodes; --verify with 8 connections for ~12 s on 20,000
+              keys; node4 joins at ~3 s, node1 leaves at ~8 s. Asserts
+              errors == 0 and stale == 0, that the bench followed the map
+              (epoch moved, MOVED or RETRY seen, maps fetched again), and
+              prints lost.
+
+Every process is stopped by PID (brim-cluster down, in a finally block);
+every wait is bounded.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def free_base(n=8):
+    """A base port with N free ports after it (bound and released)."""
+    for _ in range(200):
+        base = random.randint(20000, 60000 - n)
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    fail("no free port range")
+
+
+class Cluster:
+    def __init__(self, args, nodes):
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix="bench_cluster.")
+        self.base = free_base()
+        # A leave streams the leaver's partitions first: under load that
+        # can take longer than brim-cluster's default 20 s bound.
+        self.env = dict(os.environ, BRIM_BIN=args.bin,
+                        BRIM_CLUSTER_LEAVE_S="90")
+        self.nodes = nodes
+
+    def run(self, *cmd, timeout=120):
+        full = [self.args.cluster] + list(cmd) + ["--dir", self.dir]
+        print("$ " + " ".join(full), flush=True)
+        p = subprocess.run(full, env=self.env, capture_output=True,
+                           text=True, timeout=timeout)
+        sys.stdout.write(p.stdout + p.stderr)
+        if p.returncode != 0:
+            fail("%s exited %d" % (" ".join(cmd), p.returncode))
+
+    def up(self):
+        self.run("up", "--nodes", str(self.nodes), "--base-port",
+                 str(self.base))
+
+    def coord(self):
+        return "127.0.0.1:%d" % self.base
+
+    def down(self):
+        try:
+            subprocess.run([self.args.cluster, "down", "--dir", self.dir],
+                           env=self.env, capture_output=True, timeout=60)
+        finally:
+            if os.environ.get("BRIM_KEEP_DIR") is None:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            else:
+                print("kept " + self.dir)
+
+
+def bench(args, cl, duration, extra=()):
+    cmd = [args.bench, "--target", "brim", "--coordinator", cl.coord(),
+           "--verify", "--connections", "8", "--keys", "20000",
+           "--duration", str(duration), "--json", "--quiet"] + list(extra)
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def result(p, timeout):
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        fail("brim-bench did not finish in %d s" % timeout)
+    sys.stdout.write(out)
+    sys.stdout.write(err[-4000:])
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if not lines:
+        fail("no JSON from brim-bench (exit %d)" % p.returncode)
+    return json.loads(lines[-1]), p.returncode
+
+
+@case
+def static(args):
+    cl = Cluster(args, 3)
+    try:
+        cl.up()
+        r, rc = result(bench(args, cl, 3), 60)
+        if r["errors"] != 0 or r["lost"] != 0 or r["stale"] != 0:
+            fail("lost=%d stale=%d errors=%d" % (r["lost"], r["stale"],
+                                                 r["errors"]))
+        if r["moved"] != 0 or r["retry"] != 0:
+            fail("a still cluster redirected: moved=%d retry=%d"
+                 % (r["moved"], r["retry"]))
+        if r["nodes"] != 3 or r["ops"] == 0 or rc != 0:
+            fail("nodes=%d ops=%d exit %d" % (r["nodes"], r["ops"], rc))
+    finally:
+        cl.down()
+
+
+@case
+def membership(args):
+    cl = Cluster(args, 3)
+    try:
+        cl.up()
+        t0 = time.monotonic()
+        p = bench(args, cl, 12)
+        time.sleep(max(0, t0 + 3 - time.monotonic()))
+        cl.run("add-node", "node4")
+        print("node4 joined at %.1f s" % (time.monotonic() - t0))
+        time.sleep(max(0, t0 + 8 - time.monotonic()))
+        cl.run("remove-node", "node1")
+        print("node1 left at %.1f s" % (time.monotonic() - t0))
+        r, rc = result(p, 120)
+        print("lost=%d stale=%d errors=%d moved=%d retry=%d refetch=%d "
+              "resent=%d epochs %d -> %d ops/s %.0f"
+              % (r["lost"], r["stale"], r["errors"], r["moved"], r["retry"],
+                 r["refetch"], r["resent"], r["epoch_first"],
+                 r["epoch_last"], r["ops_per_sec"]))
+        if r["errors"] != 0:
+            fail("errors=%d" % r["errors"])
+        if r["stale"] != 0:
+            fail("stale=%d" % r["stale"])
+        # TODO(#4): forwarded reads. A read of a key whose partition is
+        # still being streamed to its new owner misses until its batch
+        # arrives (PROTOCOL.md 11), so lost is printed, not asserted.
+        if r["epoch_last"] < r["epoch_first"] + 2:
+            fail("the bench did not follow both changes: epoch %d -> %d"
+                 % (r["epoch_first"], r["epoch_last"]))
+        if r["moved"] + r["retry"] == 0 or r["refetch"] == 0:
+            fail("no redirect seen: moved=%d retry=%d refetch=%d"
+                 % (r["moved"], r["retry"], r["refetch"]))
+        if r["nodes"] != 3 or r["nodes_seen"] != 4:
+            fail("nodes=%d nodes_seen=%d" % (r["nodes"], r["nodes_seen"]))
+    finally:
+        cl.down()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--bench")
+    ap.add_argument("--cluster")
+    ap.add_argument("--bin")
+    ap.add_argument("case", nargs="?")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return
+    if args.case not in CASES:
+        fail("unknown case %r" % args.case)
+    for what in ("bench", "cluster"):
+        if not getattr(args, what) or not os.path.exists(getattr(args, what)):
+            print("skip: no %s" % what)
+            sys.exit(77)
+    CASES[args.case](args)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
