@@ -368,51 +368,42 @@ store_link(struct brim_store *s, struct brim_item *it)
     s->st.item_bytes += malloc_usable_size(it);
 }
 
-int
-brim_store_set(struct brim_store *s, enum brim_store_mode mode,
-               uint64_t hash, const void *key, size_t key_len,
-               const void *val, size_t val_len, uint32_t flags,
-               uint32_t exptime, uint64_t cas_in, uint32_t now,
-               uint64_t *cas_out)
+/*
+ * Allocate an item for KEY (copied into it) with room for VAL_LEN value
+ * bytes, after checking the size limits and making room under the memory
+ * limit (sparing PROTECT, which a caller may still read). The header is
+ * filled but for the CAS value; the caller copies the value and links it.
+ * Returns 0 with *OUT, BRIM_ETOOBIG or BRIM_ENOMEM; on error nothing is
+ * allocated (items evicted for room stay evicted).
+ */
+static int
+store_item_alloc(struct brim_store *s, uint64_t hash, const void *key,
+                 size_t key_len, size_t val_len, uint32_t flags,
+                 uint32_t exptime, const struct brim_item *protect,
+                 struct brim_item **out)
 {
-    struct brim_item **slot, *old, *it;
     struct store_part *part;
-    size_t             total_val, size;
-    char              *dst;
+    struct brim_item  *it;
+    size_t             size;
     int                rc;
 
-    if (key_len == 0 || key_len > STORE_KEY_MAX) {
-        return BRIM_EINVAL;
-    }
-    slot = store_find_live(s, hash, key, key_len, now);
-    old = slot != NULL ? *slot : NULL;
-    rc = store_mode_check(mode, old, cas_in);
-    if (rc != 0) {
-        return rc;
-    }
-    total_val = val_len;
-    if (mode == BRIM_STORE_APPEND || mode == BRIM_STORE_PREPEND) {
-        total_val += old->val_len;
-        flags = old->flags;
-        exptime = old->exptime;
-    }
     /* The value bound matters for APPEND and PREPEND: the wire checks
      * only the bytes added, and a value above the peers' max_value_bytes
      * could be stored but never read back. */
-    if (key_len + total_val > s->cfg.max_item_bytes || total_val > UINT32_MAX
-        || (s->cfg.max_value_bytes != 0 && total_val > s->cfg.max_value_bytes))
+    if (key_len + val_len > s->cfg.max_item_bytes || val_len > UINT32_MAX
+        || (s->cfg.max_value_bytes != 0 && val_len > s->cfg.max_value_bytes))
     {
         return BRIM_ETOOBIG;
     }
-    size = item_size(key_len, total_val);
+    size = item_size(key_len, val_len);
     /* An item larger than the whole limit can never fit: refuse it before
      * evicting anything for it. */
     if (s->cfg.mem_limit_bytes != 0 && size > s->cfg.mem_limit_bytes) {
         return BRIM_ETOOBIG;
     }
-    /* The old item is freed only after the new one is built, so make room
-     * for the whole new item, sparing the old (APPEND still reads it). */
-    rc = store_make_room(s, size, old);
+    /* An old item is freed only after the new one is built, so make room
+     * for the whole new item, sparing PROTECT (APPEND still reads it). */
+    rc = store_make_room(s, size, protect);
     if (rc != 0) {
         return rc;
     }
@@ -434,8 +425,44 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode,
     it->exptime = exptime;
     it->flags = flags;
     it->key_len = (uint8_t) key_len;
-    it->val_len = (uint32_t) total_val;
+    it->val_len = (uint32_t) val_len;
     memcpy(it->data, key, key_len);
+    *out = it;
+    return 0;
+}
+
+int
+brim_store_set(struct brim_store *s, enum brim_store_mode mode,
+               uint64_t hash, const void *key, size_t key_len,
+               const void *val, size_t val_len, uint32_t flags,
+               uint32_t exptime, uint64_t cas_in, uint32_t now,
+               uint64_t *cas_out)
+{
+    struct brim_item **slot, *old, *it;
+    size_t             total_val;
+    char              *dst;
+    int                rc;
+
+    if (key_len == 0 || key_len > STORE_KEY_MAX) {
+        return BRIM_EINVAL;
+    }
+    slot = store_find_live(s, hash, key, key_len, now);
+    old = slot != NULL ? *slot : NULL;
+    rc = store_mode_check(mode, old, cas_in);
+    if (rc != 0) {
+        return rc;
+    }
+    total_val = val_len;
+    if (mode == BRIM_STORE_APPEND || mode == BRIM_STORE_PREPEND) {
+        total_val += old->val_len;
+        flags = old->flags;
+        exptime = old->exptime;
+    }
+    rc = store_item_alloc(s, hash, key, key_len, total_val, flags, exptime,
+                          old, &it);
+    if (rc != 0) {
+        return rc;
+    }
     dst = it->data + key_len;
     if (mode == BRIM_STORE_APPEND) {
         memcpy(dst, brim_item_value(old), old->val_len);
@@ -628,10 +655,8 @@ brim_store_insert_cold(struct brim_store *s, uint64_t hash, const void *key,
                        uint32_t flags, uint32_t exptime, uint64_t cas,
                        uint32_t now)
 {
-    struct store_part *part;
-    struct brim_item  *it;
-    size_t             size;
-    int                rc;
+    struct brim_item *it;
+    int               rc;
 
     if (key_len == 0 || key_len > STORE_KEY_MAX) {
         return BRIM_EINVAL;
@@ -639,38 +664,12 @@ brim_store_insert_cold(struct brim_store *s, uint64_t hash, const void *key,
     if (store_find_live(s, hash, key, key_len, now) != NULL) {
         return BRIM_EEXISTS;
     }
-    if (key_len + val_len > s->cfg.max_item_bytes || val_len > UINT32_MAX
-        || (s->cfg.max_value_bytes != 0 && val_len > s->cfg.max_value_bytes))
-    {
-        return BRIM_ETOOBIG;
-    }
-    size = item_size(key_len, val_len);
-    if (s->cfg.mem_limit_bytes != 0 && size > s->cfg.mem_limit_bytes) {
-        return BRIM_ETOOBIG;
-    }
-    rc = store_make_room(s, size, NULL);
+    rc = store_item_alloc(s, hash, key, key_len, val_len, flags, exptime,
+                          NULL, &it);
     if (rc != 0) {
         return rc;
     }
-    part = &s->parts[store_part_of(s, hash)];
-    if (part->nbuckets == 0) {
-        table_grow(s, part);
-        if (part->nbuckets == 0) {
-            return BRIM_ENOMEM;
-        }
-    }
-    it = brim_malloc(size);
-    if (it == NULL) {
-        return BRIM_ENOMEM;
-    }
-    memset(it, 0, sizeof(*it));
-    it->hash = hash;
-    it->exptime = exptime;
-    it->flags = flags;
     it->cas = cas;
-    it->key_len = (uint8_t) key_len;
-    it->val_len = (uint32_t) val_len;
-    memcpy(it->data, key, key_len);
     if (val_len > 0) {
         memcpy(it->data + key_len, val, val_len);
     }
