@@ -19,6 +19,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include "client/bench/server.h"
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
@@ -87,32 +88,6 @@ cluster_resolve(struct brim_bench_node *node, const char *addr,
     return 0;
 }
 
-/* Wait for EVENTS on FD until DEADLINE_NS. */
-static int
-cluster_wait(int fd, short events, uint64_t deadline_ns)
-{
-    struct pollfd pfd;
-    uint64_t      now;
-    int           rc;
-
-    for (;;) {
-        now = brim_bench_now_ns();
-        if (now >= deadline_ns) {
-            return BRIM_ETIMEDOUT;
-        }
-        pfd.fd = fd;
-        pfd.events = events;
-        pfd.revents = 0;
-        rc = poll(&pfd, 1, (int) ((deadline_ns - now) / 1000000u) + 1);
-        if (rc > 0) {
-            return 0;
-        }
-        if (rc < 0 && errno != EINTR) {
-            return BRIM_ESYS;
-        }
-    }
-}
-
 /* Read on FD into IN until it holds a whole frame; its body length. */
 static int
 cluster_read_frame(int fd, struct brim_buf *in, size_t max,
@@ -139,7 +114,7 @@ cluster_read_frame(int fd, struct brim_buf *in, size_t max,
             return BRIM_ECLOSED;
         } else if (errno != EAGAIN && errno != EINTR) {
             return BRIM_ESYS;
-        } else if (cluster_wait(fd, POLLIN, deadline_ns) != 0) {
+        } else if (brim_bench_wait_fd(fd, POLLIN, deadline_ns) != 0) {
             return BRIM_ETIMEDOUT;
         }
     }
@@ -185,7 +160,7 @@ cluster_fetch(const struct brim_bench_opts *o, struct brim_topo *topo,
         err = errno;
         if (err == EINPROGRESS) {
             len = sizeof(err);
-            if (cluster_wait(fd, POLLOUT, deadline) != 0) {
+            if (brim_bench_wait_fd(fd, POLLOUT, deadline) != 0) {
                 err = ETIMEDOUT;
             } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
             {
@@ -228,7 +203,7 @@ cluster_fetch(const struct brim_bench_opts *o, struct brim_topo *topo,
         if (n > 0) {
             off += (size_t) n;
         } else if ((n < 0 && errno != EAGAIN && errno != EINTR)
-                   || cluster_wait(fd, POLLOUT, deadline) != 0)
+                   || brim_bench_wait_fd(fd, POLLOUT, deadline) != 0)
         {
             rc = BRIM_ESYS;
             brim_errfmt(errbuf, "coordinator %s: send failed", o->coord);

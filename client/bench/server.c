@@ -55,9 +55,8 @@ brim_bench_server_cpu(int64_t pid, double *cpu_s, char errbuf[BRIM_ERRBUF_LEN])
     return 0;
 }
 
-/* Wait until FD is ready for EVENTS or DEADLINE_NS passes. */
-static int
-server_wait(int fd, short events, uint64_t deadline_ns)
+int
+brim_bench_wait_fd(int fd, short events, uint64_t deadline_ns)
 {
     struct pollfd pfd;
     uint64_t      now;
@@ -101,7 +100,7 @@ server_connect(const struct brim_bench_node *node, uint64_t deadline_ns,
     {
         err = errno;
         if (err == EINPROGRESS) {
-            rc = server_wait(fd, POLLOUT, deadline_ns);
+            rc = brim_bench_wait_fd(fd, POLLOUT, deadline_ns);
             len = sizeof(err);
             if (rc != 0) {
                 err = ETIMEDOUT;
@@ -135,7 +134,7 @@ server_send(int fd, const struct brim_buf *out, uint64_t deadline_ns)
             off += (size_t) n;
         } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
             return BRIM_ESYS;
-        } else if (server_wait(fd, POLLOUT, deadline_ns) != 0) {
+        } else if (brim_bench_wait_fd(fd, POLLOUT, deadline_ns) != 0) {
             return BRIM_ETIMEDOUT;
         }
     }
@@ -171,7 +170,7 @@ server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
             return BRIM_ECLOSED;
         } else if (errno != EAGAIN && errno != EINTR) {
             return BRIM_ESYS;
-        } else if (server_wait(fd, POLLIN, deadline_ns) != 0) {
+        } else if (brim_bench_wait_fd(fd, POLLIN, deadline_ns) != 0) {
             return BRIM_ETIMEDOUT;
         }
     }

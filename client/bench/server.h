@@ -50,4 +50,10 @@ int brim_bench_server_limits(const struct brim_bench_node  *node,
                              uint32_t *max_value_bytes,
                              char errbuf[BRIM_ERRBUF_LEN]);
 
+/*
+ * Wait until FD is ready for EVENTS (poll(2) flags) or DEADLINE_NS (from
+ * brim_bench_now_ns()) passes. Returns 0, BRIM_ETIMEDOUT or BRIM_ESYS.
+ */
+int brim_bench_wait_fd(int fd, short events, uint64_t deadline_ns);
+
 #endif /* BRIM_CLIENT_BENCH_SERVER_H */
