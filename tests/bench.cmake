@@ -83,25 +83,10 @@ brim_bench_cluster_test(refused brim)
 # brim-bench --coordinator against deploy/brim-cluster: one test per case of
 # tests/cluster/bench_cluster.py (--list).
 if(TARGET brim-node AND TARGET brim-coord)
-  set(_bc_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/bench_cluster.py)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-    ${_bc_script})
-  execute_process(COMMAND ${Python3_EXECUTABLE} ${_bc_script} --list
-    OUTPUT_VARIABLE _bc_cases RESULT_VARIABLE _bc_rc
-    OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT _bc_rc EQUAL 0)
-    message(FATAL_ERROR "tests/cluster/bench_cluster.py --list failed")
-  endif()
-  string(REPLACE "\n" ";" _bc_cases "${_bc_cases}")
-  foreach(_case IN LISTS _bc_cases)
-    add_test(NAME cluster.bench_cluster.${_case}
-      COMMAND ${Python3_EXECUTABLE} ${_bc_script}
-        --bench $<TARGET_FILE:brim-bench>
-        --cluster ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
-        --bin $<TARGET_FILE_DIR:brim-node> ${_case})
-    set_tests_properties(cluster.bench_cluster.${_case} PROPERTIES
-      LABELS cluster TIMEOUT 300 SKIP_RETURN_CODE 77)
-  endforeach()
+  brim_script_tests(PREFIX cluster.bench_cluster. SCRIPT cluster/bench_cluster.py
+    TIMEOUT 300 SKIP_CODE 77 ARGS --bench $<TARGET_FILE:brim-bench>
+    --cluster ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
+    --bin $<TARGET_FILE_DIR:brim-node>)
 endif()
 
 # XXX TODO(#4): membership under load shows stale reads (3 to 11 keys in

@@ -10,43 +10,15 @@ brim_unit_test(persist LIBS brim_coord_core CASES
 # CTest test per case of tests/cluster/coord_membership.py (--list).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND AND TARGET brim-coord)
-  set(_coord_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/coord_membership.py)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-    ${_coord_script})
-  execute_process(COMMAND ${Python3_EXECUTABLE} ${_coord_script} --list
-    OUTPUT_VARIABLE _coord_out RESULT_VARIABLE _coord_rc
-    OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT _coord_rc EQUAL 0 OR _coord_out STREQUAL "")
-    message(FATAL_ERROR "coord_membership.py --list failed (${_coord_rc})")
-  endif()
-  string(REPLACE "\n" ";" _coord_cases "${_coord_out}")
-  foreach(_case IN LISTS _coord_cases)
-    add_test(NAME coord.${_case}
-      COMMAND ${Python3_EXECUTABLE} ${_coord_script}
-              --coord $<TARGET_FILE:brim-coord> ${_case})
-    set_tests_properties(coord.${_case} PROPERTIES LABELS cluster TIMEOUT 120)
-  endforeach()
+  brim_script_tests(PREFIX coord. SCRIPT cluster/coord_membership.py
+    TIMEOUT 120 ARGS --coord $<TARGET_FILE:brim-coord>)
 endif()
 
 # SIGTERM's graceful leave with real brim-coord and brim-node processes,
 # one CTest test per case of tests/cluster/coord_sigterm.py (--list).
 if(Python3_Interpreter_FOUND AND TARGET brim-coord AND TARGET brim-node)
-  set(_sigterm_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/coord_sigterm.py)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-    ${_sigterm_script})
-  execute_process(COMMAND ${Python3_EXECUTABLE} ${_sigterm_script} --list
-    OUTPUT_VARIABLE _sigterm_out RESULT_VARIABLE _sigterm_rc
-    OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(NOT _sigterm_rc EQUAL 0 OR _sigterm_out STREQUAL "")
-    message(FATAL_ERROR "coord_sigterm.py --list failed (${_sigterm_rc})")
-  endif()
-  string(REPLACE "\n" ";" _sigterm_cases "${_sigterm_out}")
-  foreach(_case IN LISTS _sigterm_cases)
-    add_test(NAME coord.${_case}
-      COMMAND ${Python3_EXECUTABLE} ${_sigterm_script}
-              --bin $<TARGET_FILE_DIR:brim-node> ${_case})
-    set_tests_properties(coord.${_case} PROPERTIES LABELS cluster TIMEOUT 60)
-  endforeach()
+  brim_script_tests(PREFIX coord. SCRIPT cluster/coord_sigterm.py
+    TIMEOUT 60 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
 
   # deploy/brim-cluster end to end.
   add_test(NAME coord.cluster_launcher

@@ -26,22 +26,8 @@ endif()
 
 # The case list comes from the script itself (node_wire.py --list), so a
 # case cannot be added without being registered.
-set(_node_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/node_wire.py)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-  ${_node_script} ${CMAKE_CURRENT_SOURCE_DIR}/cluster/brimwire.py)
-execute_process(COMMAND ${Python3_EXECUTABLE} ${_node_script} --list
-  OUTPUT_VARIABLE _node_out RESULT_VARIABLE _node_rc
-  OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT _node_rc EQUAL 0 OR _node_out STREQUAL "")
-  message(FATAL_ERROR "tests/cluster/node_wire.py --list failed (${_node_rc})")
-endif()
-string(REPLACE "\n" ";" _node_cases "${_node_out}")
-foreach(_case IN LISTS _node_cases)
-  add_test(NAME node.${_case}
-    COMMAND ${Python3_EXECUTABLE} ${_node_script}
-            --node $<TARGET_FILE:brim-node> ${_case})
-  set_tests_properties(node.${_case} PROPERTIES LABELS cluster TIMEOUT 120)
-endforeach()
+brim_script_tests(PREFIX node. SCRIPT cluster/node_wire.py TIMEOUT 120
+  ARGS --node $<TARGET_FILE:brim-node>)
 
 # Issue 3, acceptance 5: 50 connections of load beside a slow reader and a
 # garbage sender; the node keeps serving within its memory limit + 10%.
@@ -54,39 +40,11 @@ set_tests_properties(node.hostile_under_load PROPERTIES LABELS cluster
 # Issue 4: brim-node in cluster mode against a fake coordinator written in
 # Python (tests/cluster/node_cluster.py): one test per case,
 # node.cluster_<case>; the case list comes from the script (--list).
-set(_cl_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/node_cluster.py)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_cl_script})
-execute_process(COMMAND ${Python3_EXECUTABLE} ${_cl_script} --list
-  OUTPUT_VARIABLE _cl_out RESULT_VARIABLE _cl_rc
-  OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT _cl_rc EQUAL 0 OR _cl_out STREQUAL "")
-  message(FATAL_ERROR "tests/cluster/node_cluster.py --list failed (${_cl_rc})")
-endif()
-string(REPLACE "\n" ";" _cl_cases "${_cl_out}")
-foreach(_case IN LISTS _cl_cases)
-  add_test(NAME node.cluster_${_case}
-    COMMAND ${Python3_EXECUTABLE} ${_cl_script}
-            --node $<TARGET_FILE:brim-node> ${_case})
-  set_tests_properties(node.cluster_${_case} PROPERTIES LABELS cluster
-    TIMEOUT 120)
-endforeach()
+brim_script_tests(PREFIX node.cluster_ SCRIPT cluster/node_cluster.py
+  TIMEOUT 120 ARGS --node $<TARGET_FILE:brim-node>)
 
 # Issue 4: partition migration between real processes (brim-coord and
 # brim-nodes): tests/cluster/migrate_basic.py, one test per case,
 # migrate.<case>; the case list comes from the script (--list).
-set(_mig_script ${CMAKE_CURRENT_SOURCE_DIR}/cluster/migrate_basic.py)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_mig_script})
-execute_process(COMMAND ${Python3_EXECUTABLE} ${_mig_script} --list
-  OUTPUT_VARIABLE _mig_out RESULT_VARIABLE _mig_rc
-  OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT _mig_rc EQUAL 0 OR _mig_out STREQUAL "")
-  message(FATAL_ERROR "tests/cluster/migrate_basic.py --list failed (${_mig_rc})")
-endif()
-string(REPLACE "\n" ";" _mig_cases "${_mig_out}")
-foreach(_case IN LISTS _mig_cases)
-  add_test(NAME migrate.${_case}
-    COMMAND ${Python3_EXECUTABLE} ${_mig_script}
-            --bin $<TARGET_FILE_DIR:brim-node> ${_case})
-  set_tests_properties(migrate.${_case} PROPERTIES LABELS cluster
-    TIMEOUT 180)
-endforeach()
+brim_script_tests(PREFIX migrate. SCRIPT cluster/migrate_basic.py
+  TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
