@@ -17,7 +17,8 @@
 #include "proto/wire_int.h"
 
 /* Elements of the encoded topology array, and of one member. */
-#define TOPO_FIELDS 9
+#define TOPO_FIELDS_V1 9
+#define TOPO_FIELDS 10
 #define TOPO_MEMBER_FIELDS 5
 
 int
@@ -40,6 +41,7 @@ void
 brim_topo_destroy(struct brim_topo *topo)
 {
     brim_free(topo->members);
+    brim_free(topo->departed);
     brim_map_destroy(&topo->map);
     memset(topo, 0, sizeof(*topo));
 }
@@ -66,6 +68,17 @@ brim_topo_copy(struct brim_topo *dst, const struct brim_topo *src)
         memcpy(dst->members, src->members,
                (size_t) src->nmembers * sizeof(*dst->members));
         dst->nmembers = src->nmembers;
+    }
+    if (src->ndeparted > 0) {
+        dst->departed = brim_malloc((size_t) src->ndeparted
+                                    * sizeof(*dst->departed));
+        if (dst->departed == NULL) {
+            brim_topo_destroy(dst);
+            return BRIM_ENOMEM;
+        }
+        memcpy(dst->departed, src->departed,
+               (size_t) src->ndeparted * sizeof(*dst->departed));
+        dst->ndeparted = src->ndeparted;
     }
     return 0;
 }
@@ -120,6 +133,36 @@ brim_topo_find(const struct brim_topo *topo, const char *name)
     return -1;
 }
 
+int32_t
+brim_topo_find_source(const struct brim_topo *topo, const char *name)
+{
+    int32_t  i = brim_topo_find(topo, name);
+    uint32_t j;
+
+    if (i >= 0) {
+        return topo->members[i].state == BRIM_MEMBER_DEAD ? -1 : i;
+    }
+    for (j = 0; j < topo->ndeparted; j++) {
+        if (strcmp(topo->departed[j].name, name) == 0) {
+            return topo->departed[j].state == BRIM_MEMBER_LEAVING
+                   ? (int32_t) (topo->nmembers + j) : -1;
+        }
+    }
+    return -1;
+}
+
+const struct brim_member *
+brim_topo_source(const struct brim_topo *topo, uint32_t i)
+{
+    if (i < topo->nmembers) {
+        return &topo->members[i];
+    }
+    if (i - topo->nmembers < topo->ndeparted) {
+        return &topo->departed[i - topo->nmembers];
+    }
+    return NULL;
+}
+
 /* ---- encoding ---- */
 
 /* Pack member M as [name, addr, weight_ppm, state, incarnation]. */
@@ -170,8 +213,10 @@ brim_topo_encode(struct brim_buf *out, const struct brim_topo *topo)
 
     start = out->len;
     wire_packer_init(&pk, out);
-    err = msgpack_pack_array(&pk, TOPO_FIELDS);
-    err |= msgpack_pack_uint32(&pk, BRIM_TOPO_FORMAT);
+    err = msgpack_pack_array(&pk, topo->ndeparted > 0 ? TOPO_FIELDS
+                                                      : TOPO_FIELDS_V1);
+    err |= msgpack_pack_uint32(&pk, topo->ndeparted > 0 ? BRIM_TOPO_FORMAT
+                                                        : BRIM_TOPO_FORMAT_V1);
     err |= msgpack_pack_uint64(&pk, topo->cluster_id);
     err |= msgpack_pack_uint64(&pk, topo->seed);
     err |= msgpack_pack_uint64(&pk, topo->map.epoch);
@@ -185,6 +230,16 @@ brim_topo_encode(struct brim_buf *out, const struct brim_topo *topo)
     if (err != 0 || topo_pack_owners(&pk, out, &topo->map) != 0) {
         brim_buf_truncate(out, start);
         return BRIM_ENOMEM;
+    }
+    if (topo->ndeparted > 0) {
+        err = msgpack_pack_array(&pk, topo->ndeparted);
+        for (i = 0; i < topo->ndeparted && err == 0; i++) {
+            err |= topo_pack_member(&pk, &topo->departed[i]);
+        }
+        if (err != 0) {
+            brim_buf_truncate(out, start);
+            return BRIM_ENOMEM;
+        }
     }
     return 0;
 }
@@ -201,16 +256,29 @@ struct topo_head {
     uint64_t eps_ppm;               /* cap slack, or BRIM_EPS_NONE */
 };
 
-/* Read and range-check the scalar fields A[0 .. 7) into *H. */
+/* Read and range-check the scalar fields A[0 .. 7) of an array of
+ * NFIELDS into *H: format 1 has 9 fields, format 2 has 10. */
 static int
-topo_head(const msgpack_object *a, struct topo_head *h, char *errbuf)
+topo_head(const msgpack_object *a, uint32_t nfields, struct topo_head *h,
+          char *errbuf)
 {
     char     why[BRIM_ERRBUF_LEN];
     uint32_t format;
 
-    if (!wire_get_u32(&a[0], &format) || format != BRIM_TOPO_FORMAT) {
+    if (!wire_get_u32(&a[0], &format)
+        || (format != BRIM_TOPO_FORMAT && format != BRIM_TOPO_FORMAT_V1))
+    {
         brim_errfmt(errbuf, "topo: unknown format (this code reads "
-                    "format %d)", BRIM_TOPO_FORMAT);
+                    "formats %d and %d)", BRIM_TOPO_FORMAT_V1,
+                    BRIM_TOPO_FORMAT);
+        return BRIM_EBADREQ;
+    }
+    if (nfields != (format == BRIM_TOPO_FORMAT ? TOPO_FIELDS
+                                               : TOPO_FIELDS_V1))
+    {
+        brim_errfmt(errbuf, "topo: format %" PRIu32 " is an array of %d",
+                    format, format == BRIM_TOPO_FORMAT ? TOPO_FIELDS
+                                                       : TOPO_FIELDS_V1);
         return BRIM_EBADREQ;
     }
     if (!wire_get_u64(&a[1], &h->cluster_id)
@@ -319,41 +387,72 @@ topo_member(const msgpack_object *o, uint32_t i, const struct brim_member *prev,
     return 0;
 }
 
-/* The members array O into TOPO->members (allocated here). */
+/* The member array O (WHAT names it in errors) into *OUT and *N
+ * (allocated here; TOPO gives V). */
 static int
-topo_members(const msgpack_object *o, struct brim_topo *topo, char *errbuf)
+topo_member_list(const msgpack_object *o, const char *what,
+                 const struct brim_topo *topo, struct brim_member **out,
+                 uint32_t *count, char *errbuf)
 {
     uint32_t i, n;
     int      rc;
 
     if (o->type != MSGPACK_OBJECT_ARRAY) {
-        brim_errfmt(errbuf, "topo: members must be an array");
+        brim_errfmt(errbuf, "topo: %s must be an array", what);
         return BRIM_EBADREQ;
     }
     n = o->via.array.size;
     if (n > BRIM_NODES_MAX) {
-        brim_errfmt(errbuf, "topo: %" PRIu32 " members, max %d", n,
+        brim_errfmt(errbuf, "topo: %" PRIu32 " %s, max %d", n, what,
                     BRIM_NODES_MAX);
         return BRIM_EBADREQ;
     }
     if (n == 0) {
         return 0;
     }
-    topo->members = brim_malloc((size_t) n * sizeof(*topo->members));
-    if (topo->members == NULL) {
-        brim_errfmt(errbuf, "topo: out of memory for %" PRIu32 " members", n);
+    *out = brim_malloc((size_t) n * sizeof(**out));
+    if (*out == NULL) {
+        brim_errfmt(errbuf, "topo: out of memory for %" PRIu32 " %s", n,
+                    what);
         return BRIM_ENOMEM;
     }
     for (i = 0; i < n; i++) {
         rc = topo_member(&o->via.array.ptr[i], i,
-                         i > 0 ? &topo->members[i - 1] : NULL,
-                         topo->tokens_per_node, &topo->members[i], errbuf);
+                         i > 0 ? &(*out)[i - 1] : NULL,
+                         topo->tokens_per_node, &(*out)[i], errbuf);
         if (rc != 0) {
             return rc;
         }
-        topo->nmembers = i + 1;
+        *count = i + 1;
     }
     return 0;
+}
+
+/* The departed array O into TOPO->departed: each LEAVING or DEAD, and
+ * no name that is also a member's. */
+static int
+topo_departed(const msgpack_object *o, struct brim_topo *topo, char *errbuf)
+{
+    const struct brim_member *d;
+    uint32_t                  j;
+    int                       rc;
+
+    rc = topo_member_list(o, "departed members", topo, &topo->departed,
+                          &topo->ndeparted, errbuf);
+    for (j = 0; rc == 0 && j < topo->ndeparted; j++) {
+        d = &topo->departed[j];
+        if (d->state != BRIM_MEMBER_LEAVING && d->state != BRIM_MEMBER_DEAD) {
+            brim_errfmt(errbuf, "topo: departed member \"%s\" in state %"
+                        PRIu32 " (must be LEAVING or DEAD)", d->name,
+                        d->state);
+            rc = BRIM_EBADREQ;
+        } else if (brim_topo_find(topo, d->name) >= 0) {
+            brim_errfmt(errbuf, "topo: \"%s\" is both a member and "
+                        "departed", d->name);
+            rc = BRIM_EBADREQ;
+        }
+    }
+    return rc;
 }
 
 /* The owner bin O (2 x P little-endian bytes) into TOPO->map.owner; every
@@ -398,13 +497,15 @@ brim_topo_decode(const msgpack_object *obj, struct brim_topo *topo,
 
     memset(topo, 0, sizeof(*topo));
     if (obj->type != MSGPACK_OBJECT_ARRAY
-        || obj->via.array.size != TOPO_FIELDS)
+        || (obj->via.array.size != TOPO_FIELDS
+            && obj->via.array.size != TOPO_FIELDS_V1))
     {
-        brim_errfmt(errbuf, "topo: must be an array of %d", TOPO_FIELDS);
+        brim_errfmt(errbuf, "topo: must be an array of %d or %d",
+                    TOPO_FIELDS_V1, TOPO_FIELDS);
         return BRIM_EBADREQ;
     }
     a = obj->via.array.ptr;
-    rc = topo_head(a, &h, errbuf);
+    rc = topo_head(a, obj->via.array.size, &h, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -416,9 +517,13 @@ brim_topo_decode(const msgpack_object *obj, struct brim_topo *topo,
                     h.npartitions);
         return BRIM_ENOMEM;
     }
-    rc = topo_members(&a[7], topo, errbuf);
+    rc = topo_member_list(&a[7], "members", topo, &topo->members,
+                          &topo->nmembers, errbuf);
     if (rc == 0) {
         rc = topo_owners(&a[8], topo, errbuf);
+    }
+    if (rc == 0 && obj->via.array.size == TOPO_FIELDS) {
+        rc = topo_departed(&a[9], topo, errbuf);
     }
     if (rc != 0) {
         brim_topo_destroy(topo);

@@ -10,7 +10,8 @@
  *   [format=1, cluster_id u64, seed u64, epoch u64, partitions u32,
  *    tokens_per_node u32, eps_ppm u64 (BRIM_EPS_NONE for none),
  *    [[name str, addr str, weight_ppm u32, state u32, incarnation u64]...],
- *    owner bin (2 x partitions bytes, little-endian member indices)]
+ *    owner bin (2 x partitions bytes, little-endian member indices)
+ *    (format 2 only:) departed [[member]...]]
  */
 #ifndef BRIM_PROTO_TOPO_H
 #define BRIM_PROTO_TOPO_H
@@ -27,8 +28,10 @@
 #include "common/ring.h"
 #include "proto/buf.h"
 
-/* The topology encoding's format number. */
-#define BRIM_TOPO_FORMAT 1
+/* The topology encoding's format numbers: 2 adds the departed members;
+ * a decoder reads both, an encoder writes 1 when none departed. */
+#define BRIM_TOPO_FORMAT 2
+#define BRIM_TOPO_FORMAT_V1 1
 /* Longest member address "host:port" in bytes. */
 #define BRIM_ADDR_MAX 63
 
@@ -59,6 +62,16 @@ struct brim_topo {
     struct brim_member *members;         /* sorted by name (ring order);
                                             brim_malloc, owned */
     struct brim_map     map;             /* epoch, P, owner[P] */
+    uint32_t            ndeparted;       /* entries in departed */
+    struct brim_member *departed;        /* members of the previous epoch
+                                            that left it (state LEAVING)
+                                            or died (DEAD) in this one:
+                                            not on the ring, own nothing,
+                                            listed so new owners know
+                                            where their partitions come
+                                            from; sorted by name, no name
+                                            also in members; brim_malloc,
+                                            owned */
 };
 
 /*
@@ -90,6 +103,20 @@ int brim_topo_ring(const struct brim_topo *topo, struct brim_ring *ring,
 /* The index of member NAME (NUL-terminated) in TOPO, or -1. Binary
  * search: TOPO's members must be sorted by name. */
 int32_t brim_topo_find(const struct brim_topo *topo, const char *name);
+
+/*
+ * The source index of NAME in TOPO for a partition's migration: its member
+ * index when it is a member not DEAD; nmembers + j when it is departed
+ * entry j in state LEAVING (it still streams what it held); -1 otherwise
+ * (unknown or dead: no live source). Read the entry with
+ * brim_topo_source().
+ */
+int32_t brim_topo_find_source(const struct brim_topo *topo, const char *name);
+
+/* The member or departed entry at source index I (see
+ * brim_topo_find_source), borrowed from TOPO, or NULL when out of range. */
+const struct brim_member *brim_topo_source(const struct brim_topo *topo,
+                                           uint32_t i);
 
 /*
  * Append TOPO, encoded as above, to OUT as one msgpack object (not a

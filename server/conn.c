@@ -188,6 +188,48 @@ brim_conn_fail(struct brim_conn *c, int status, const char *message)
     conn_close(c);
 }
 
+void
+brim_conn_defer(struct brim_conn *c)
+{
+    BRIM_ASSERT(!c->deferred);
+    c->deferred = 1;
+    c->refs++;
+    if (c->state == BRIM_CONN_READING) {
+        conn_set_state(c, BRIM_CONN_PAUSED);    /* stops reading */
+    }
+}
+
+int
+brim_conn_closing(const struct brim_conn *c)
+{
+    return c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING;
+}
+
+static void conn_process_buffered(struct brim_conn *c);
+
+void
+brim_conn_resume(struct brim_conn *c)
+{
+    BRIM_ASSERT(c->deferred);
+    c->deferred = 0;
+    c->refs--;
+    if (brim_conn_closing(c)) {
+        conn_maybe_free(c);
+        return;
+    }
+    if (c->state == BRIM_CONN_PAUSED
+        && c->out.len + c->out_inflight < c->srv->cfg.out_high_water)
+    {
+        conn_set_state(c, BRIM_CONN_READING);
+        conn_process_buffered(c);           /* also flushes */
+        if (c->state == BRIM_CONN_READING && !c->deferred) {
+            conn_read_start(c);
+        }
+        return;
+    }
+    brim_conn_flush(c);     /* paused for output: the write callback goes on */
+}
+
 /*
  * Dispatch the whole frames in DATA[0 .. LEN), stopping early when the
  * output passes its high-water mark or the connection stops reading.
@@ -201,7 +243,7 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
     uint32_t            body;
     int                 rc;
 
-    while (c->state == BRIM_CONN_READING) {
+    while (c->state == BRIM_CONN_READING && !c->deferred) {
         if (c->out.len + c->out_inflight > srv->cfg.out_high_water) {
             conn_set_state(c, BRIM_CONN_PAUSED);
             break;
@@ -259,7 +301,7 @@ conn_write_cb(uv_write_t *req, int status)
         if (c->out_inflight == 0 && c->out.len == 0) {
             conn_close(c);
         }
-    } else if (c->state == BRIM_CONN_PAUSED
+    } else if (c->state == BRIM_CONN_PAUSED && !c->deferred
                && c->out.len + c->out_inflight < c->srv->cfg.out_low_water)
     {
         conn_set_state(c, BRIM_CONN_READING);

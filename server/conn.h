@@ -91,7 +91,10 @@ struct brim_conn {
     struct brim_buf       in;       /* bytes of an incomplete frame */
     struct brim_buf       out;      /* replies not yet handed to libuv */
     size_t                out_inflight; /* bytes handed to libuv, unsent */
-    uint32_t              refs;     /* the handle plus one per write */
+    uint32_t              refs;     /* the handle, one per write, one
+                                       while a reply is deferred */
+    int                   deferred; /* a reply is deferred: no frame is
+                                       dispatched or read until resumed */
     uint64_t              last_active_ms; /* loop time of the last read */
     void                 *data;     /* the daemon's per-connection state */
     char                  peer[64]; /* "host:port" of the peer, for logs */
@@ -131,6 +134,26 @@ struct brim_buf *brim_conn_out(struct brim_conn *c);
  * replies produced outside a read (timers, async completions).
  */
 void brim_conn_flush(struct brim_conn *c);
+
+/*
+ * From dispatch: the reply to the frame being dispatched comes later (an
+ * answer from another node). Until brim_conn_resume(C) the connection
+ * dispatches no further frame and reads nothing, so replies stay in
+ * request order. Takes a reference: C's memory stays valid until the
+ * resume even if the connection closes meanwhile. One at a time.
+ */
+void brim_conn_defer(struct brim_conn *c);
+
+/*
+ * End C's deferral: call it once, after appending the deferred reply to
+ * brim_conn_out(C) (skip that when brim_conn_closing(C)). Drops the
+ * reference (C may be freed here when it has closed), then dispatches the
+ * frames held meanwhile, resumes reading and sends the replies.
+ */
+void brim_conn_resume(struct brim_conn *c);
+
+/* True once C is closing or draining: a deferred reply is not wanted. */
+int brim_conn_closing(const struct brim_conn *c);
 
 /*
  * Close C after sending an error frame [STATUS, 0, MESSAGE] (STATUS a wire

@@ -89,12 +89,3 @@ if(TARGET brim-node AND TARGET brim-coord)
     --bin $<TARGET_FILE_DIR:brim-node>)
 endif()
 
-# XXX TODO(#4): membership under load shows stale reads (3 to 11 keys in
-# the runs of 2026-11-30; lost > 0 is expected until reads are forwarded
-# during migration). The test is right and the cluster is not yet: it is
-# registered but DISABLED, so ctest lists it as "Not Run (Disabled)" and
-# CI stays meaningful. Enable it again with the fix.
-if(TEST cluster.bench_cluster.membership)
-  set_tests_properties(cluster.bench_cluster.membership PROPERTIES
-    DISABLED TRUE)
-endif()

@@ -143,6 +143,10 @@ hb_stats(struct coord_member *mb, const msgpack_object *map)
         {"bytes", offsetof(struct coord_member, hb_bytes)},
         {"partitions", offsetof(struct coord_member, hb_partitions)},
         {"requests_per_sec", offsetof(struct coord_member, hb_rps)},
+        {"mig_in", offsetof(struct coord_member, hb_mig_in)},
+        {"mig_in_flight", offsetof(struct coord_member, hb_mig_in_flight)},
+        {"mig_out_pending",
+         offsetof(struct coord_member, hb_mig_out_pending)},
     };
     const msgpack_object_kv *kv;
     uint32_t                 i, f;
@@ -183,6 +187,7 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
                          "heartbeat: not a member (or fenced): join again");
     }
     mb->last_hb_ms = uv_now(co->loop);
+    mb->hb_epoch = req->epoch;
     hb_stats(mb, req->obj);
     if (mb->conn == NULL) {
         mb->conn = c;
@@ -418,6 +423,43 @@ committed_counts(const struct brim_topo *t, uint64_t *count,
     return 0;
 }
 
+/* The last change's migration as the members' heartbeats tell it. */
+struct mig_progress {
+    int      active;        /* a change pending, a member not yet heard
+                               at the committed epoch, or streams open */
+    uint64_t in_flight;     /* partitions still coming in, all members */
+    uint64_t keys_moved;    /* entries received since the last commit */
+};
+
+static void
+mig_progress(const struct coord *co, struct mig_progress *mp)
+{
+    const struct coord_member *mb;
+    uint64_t                   epoch = co->st.committed.map.epoch;
+    int                        unheard = 0;
+
+    memset(mp, 0, sizeof(*mp));
+    mp->active = co->st.has_pending;
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->removed || brim_topo_find(&co->st.committed, mb->m.name) < 0)
+        {
+            continue;
+        }
+        if (mb->hb_epoch < epoch) {
+            unheard = 1;            /* its streams are not counted yet */
+        }
+        mp->active |= mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0;
+        mp->in_flight += mb->hb_mig_in_flight;
+        if (mb->hb_mig_in > mb->mig_in_base) {
+            mp->keys_moved += mb->hb_mig_in - mb->mig_in_base;
+        }
+    }
+    if (unheard) {
+        mp->active = 1;
+        mp->in_flight = UINT64_MAX;     /* nothing known done */
+    }
+}
+
 static int
 cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
 {
@@ -431,6 +473,7 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     double                  pmean, kmean;
     int32_t                 idx;
     int                     err = 0, within = 1;
+    struct mig_progress     mp;
     size_t                  mark;
     char                    eps[32];
     uint64_t                P = t->map.npartitions;
@@ -516,14 +559,21 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
         err |= kv_u64(&pk, "last_heartbeat_ms_ago",
                       uv_now(co->loop) - mb->last_hb_ms);
     }
+    mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");
-    err |= msgpack_pack_map(&pk, 6);
-    err |= kv_bool(&pk, "active", 0);
+    err |= msgpack_pack_map(&pk, 10);
+    err |= kv_bool(&pk, "active", mp.active);
+    err |= kv_u64(&pk, "epoch", t->map.epoch);
     err |= kv_u64(&pk, "partitions_total", moved);
-    err |= kv_u64(&pk, "partitions_done", moved);
+    err |= kv_u64(&pk, "partitions_done",
+                  mp.active ? moved - BRIM_MIN(moved, mp.in_flight) : moved);
     err |= kv_u64(&pk, "moved_arc", co->last_arc);
     err |= kv_u64(&pk, "moved_cap", co->last_cap);
-    err |= kv_u64(&pk, "keys_moved", 0);
+    err |= kv_u64(&pk, "keys_moved", mp.keys_moved);
+    err |= kv_u64(&pk, "keys_at_commit", co->last_keys_total);
+    err |= kv_f64(&pk, "ideal_keys", co->last_ideal_keys);
+    err |= kv_f64(&pk, "churn", co->last_ideal_keys > 0
+                                ? mp.keys_moved / co->last_ideal_keys : 0.0);
     brim_free(count);
     brim_free(disp);
     brim_free(caps);

@@ -46,6 +46,12 @@ struct coord_member {
     int                  leaving;       /* LEAVE asked */
     /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
     uint64_t             hb_keys, hb_bytes, hb_partitions, hb_rps;
+    uint64_t             hb_epoch;      /* its committed epoch then */
+    uint64_t             hb_mig_in;     /* stream entries received, ever */
+    uint64_t             hb_mig_in_flight;   /* partitions coming in */
+    uint64_t             hb_mig_out_pending; /* partitions going out */
+    uint64_t             mig_in_base;   /* hb_mig_in when the last change
+                                           committed */
 };
 
 /* Per-connection state (brim_conn data). */
@@ -75,6 +81,11 @@ struct coord {
     uint32_t                pending_cap;
     uint32_t                last_arc;        /* the last commit's moves */
     uint32_t                last_cap;
+    double                  last_ideal_keys; /* keys the last change had to
+                                                move at least: the leavers'
+                                                keys plus the joiners'
+                                                share of the rest */
+    uint64_t                last_keys_total; /* keys held at that commit */
     msgpack_zone            zone;            /* requests */
 };
 

@@ -396,6 +396,43 @@ coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap
     return rc;
 }
 
+/*
+ * The committed members that NT no longer has go to NT->departed (PROTOCOL.md
+ * section 9): LEAVING when they asked to leave (they stream what they held
+ * to the new owners), DEAD otherwise (their partitions start empty).
+ */
+static int
+list_departed(struct coord *co, struct brim_topo *nt)
+{
+    const struct brim_topo *ot = &co->st.committed;
+    struct coord_member    *mb;
+    struct brim_member     *d;
+    uint32_t                i, n = 0;
+
+    for (i = 0; i < ot->nmembers; i++) {
+        n += brim_topo_find(nt, ot->members[i].name) < 0;
+    }
+    if (n == 0) {
+        return 0;
+    }
+    nt->departed = brim_calloc(n, sizeof(*nt->departed));
+    if (nt->departed == NULL) {
+        return BRIM_ENOMEM;
+    }
+    for (i = 0; i < ot->nmembers; i++) {
+        if (brim_topo_find(nt, ot->members[i].name) >= 0) {
+            continue;
+        }
+        d = &nt->departed[nt->ndeparted++];
+        *d = ot->members[i];
+        mb = coord_member_find(co, d->name, strlen(d->name));
+        d->state = mb != NULL && mb->leaving
+                           && mb->m.state != BRIM_MEMBER_DEAD
+                       ? BRIM_MEMBER_LEAVING : BRIM_MEMBER_DEAD;
+    }
+    return 0;
+}
+
 /* Start a change if the membership differs from the committed map. */
 static void
 change_start(struct coord *co)
@@ -431,6 +468,11 @@ change_start(struct coord *co)
     }
     if (same_membership(co, n, nt.members)) {
         brim_topo_destroy(&nt);
+        return;
+    }
+    if (list_departed(co, &nt) != 0) {
+        brim_topo_destroy(&nt);
+        co->dirty = 1;
         return;
     }
     if (coord_place(co, &nt, &arc, &cap, err) != 0) {
@@ -492,6 +534,39 @@ subscribers_answer(struct coord *co, int all)
     }
 }
 
+/*
+ * At the commit of the change from OLD to the committed topology: what the
+ * migration that follows starts from (CLUSTER_STATS "migration"). The keys
+ * it must move at least are the leavers' plus the joiners' share of the
+ * rest, from the members' last heartbeats.
+ */
+static void
+change_baseline(struct coord *co, const struct brim_topo *old)
+{
+    const struct brim_topo *t = &co->st.committed;
+    struct coord_member    *mb;
+    uint64_t                total = 0, left = 0;
+    uint32_t                joined = 0;
+    int                     before, after;
+
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        mb->mig_in_base = mb->hb_mig_in;
+        before = brim_topo_find(old, mb->m.name) >= 0;
+        after = brim_topo_find(t, mb->m.name) >= 0;
+        if (before) {
+            total += mb->hb_keys;
+            left += after ? 0 : mb->hb_keys;
+        }
+        joined += after && !before;
+    }
+    co->last_keys_total = total;
+    co->last_ideal_keys = (double) left;
+    if (t->nmembers > 0) {
+        co->last_ideal_keys += (double) (total - left) * joined
+                               / t->nmembers;
+    }
+}
+
 static void
 change_commit(struct coord *co)
 {
@@ -510,6 +585,7 @@ change_commit(struct coord *co)
         change_abort(co, "the commit could not be persisted");
         return;
     }
+    change_baseline(co, &old);
     brim_topo_destroy(&old);
     co->last_arc = co->pending_arc;
     co->last_cap = co->pending_cap;

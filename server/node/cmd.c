@@ -112,7 +112,12 @@ cmd_mget(struct brim_node *node, struct brim_conn *c,
         } else if (brim_store_get(node->store, h, key, key_len, now, &it)
                    != 0)
         {
-            rc = brim_wire_mget_miss(out, BRIM_ENOTFOUND);
+            /* A key in flight may be at the old owner: the client GETs
+             * it alone, and that GET is forwarded. */
+            rc = brim_wire_mget_miss(out, brim_migrate_unsettled(
+                                              node, h, key, key_len)
+                                              ? BRIM_ERETRY
+                                              : BRIM_ENOTFOUND);
         } else if (out->len - mark + it->val_len + 64
                    > node->cfg.limits.max_frame_bytes)
         {
@@ -204,13 +209,18 @@ cmd_data_op(struct brim_node *node, const struct brim_req *req,
     }
 }
 
+/* cmd_data(): the reply comes later (brim_migrate_fetch() deferred it). */
+#define CMD_DEFERRED 1
+
 /*
- * Run one keyed data op; fills REP for the OK reply or returns the error
- * status for an error reply.
+ * Run one keyed data op from C (frame body BODY[0 .. LEN)); fills REP for
+ * the OK reply, or returns the error status for an error reply, or
+ * CMD_DEFERRED.
  */
 static int
-cmd_data(struct brim_node *node, const struct brim_req *req,
-         struct brim_rep *rep, uint32_t now)
+cmd_data(struct brim_node *node, struct brim_conn *c,
+         const struct brim_req *req, struct brim_rep *rep, uint32_t now,
+         const char *body, size_t len)
 {
     uint64_t                h;
     int                     rc;
@@ -219,6 +229,13 @@ cmd_data(struct brim_node *node, const struct brim_req *req,
     rc = brim_node_route(node, req->epoch, h, rep);
     if (rc != 0) {
         return rc;                  /* MOVED or RETRY, details in REP */
+    }
+    if (node->mig != NULL) {
+        /* In flight and not here: the old owner is asked first. */
+        rc = brim_migrate_fetch(node, c, req, h, body, len);
+        if (rc != 0) {
+            return rc == 1 ? CMD_DEFERRED : rc;
+        }
     }
     rc = cmd_data_op(node, req, rep, h, now);
     if (node->mig != NULL) {
@@ -300,10 +317,11 @@ cmd_epoch(struct brim_node *node, struct brim_conn *c,
     return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
 }
 
-/* Serve the decoded request REQ on C. Returns 0 or an encoding error. */
+/* Serve the decoded request REQ (from frame body BODY[0 .. LEN)) on C.
+ * Returns 0 or an encoding error. */
 static int
 cmd_serve(struct brim_node *node, struct brim_conn *c,
-          const struct brim_req *req)
+          const struct brim_req *req, const char *body, size_t len)
 {
     struct brim_rep rep;
     uint32_t        now = unix_now(), sections;
@@ -362,7 +380,10 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
                                    "not served by a node (send it to the "
                                    "coordinator)");
         }
-        rc = cmd_data(node, req, &rep, now);
+        rc = cmd_data(node, c, req, &rep, now, body, len);
+        if (rc == CMD_DEFERRED) {
+            return 0;
+        }
         if (rc == BRIM_EMOVED || rc == BRIM_ERETRY) {
             rep.status = rc;
             rep.message = brim_strerror(rc);
@@ -412,6 +433,6 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
                              "send HELLO first");
         return rc == BRIM_ENOMEM ? rc : 0;
     }
-    rc = cmd_serve(node, c, &req);
+    rc = cmd_serve(node, c, &req, body, len);
     return rc == BRIM_ENOMEM ? rc : 0;
 }

@@ -36,6 +36,7 @@
 #define COORD_LINGER_MS 500          /* answer MOVED this long, then exit */
 #define COORD_DRAIN_MAX_MS 60000     /* most a leave waits for its streams */
 #define COORD_LEAVE_POLL_MS 20       /* how often the leave is checked */
+#define COORD_HB_STATS 7             /* stats a HEARTBEAT carries */
 
 /* The graceful leave in progress (one node per process). Kept here, not in
  * struct brim_node, while node.h is being reworked for migration. */
@@ -48,7 +49,6 @@ enum leave_state {
 };
 
 static struct {
-    int              was_member;    /* seen in a committed map */
     enum leave_state state;
     uv_timer_t       timer;
     int              timer_init;
@@ -213,18 +213,24 @@ static void
 coord_stats(struct brim_node *node, msgpack_object_kv *kv,
             msgpack_object *map)
 {
-    static const char *names[] = {"keys", "bytes", "partitions",
-                                  "requests_per_sec"};
-    struct brim_store_stats ss;
-    uint64_t                v[4];
-    uint32_t                i;
+    static const char *names[COORD_HB_STATS] = {
+        "keys", "bytes", "partitions", "requests_per_sec", "mig_in",
+        "mig_in_flight", "mig_out_pending"};
+    struct brim_store_stats   ss;
+    struct brim_migrate_stats ms;
+    uint64_t                  v[COORD_HB_STATS];
+    uint32_t                  i;
 
     brim_store_get_stats(node->store, &ss);
+    brim_migrate_get_stats(node, &ms);
     v[0] = ss.items;
     v[1] = ss.item_bytes;
     v[2] = brim_node_owned(node);
     v[3] = (uint64_t) (node->st.requests_per_sec + 0.5);
-    for (i = 0; i < 4; i++) {
+    v[4] = ms.keys_in + ms.entries_skipped;
+    v[5] = ms.partitions_in_flight;
+    v[6] = ms.partitions_out_pending;
+    for (i = 0; i < COORD_HB_STATS; i++) {
         kv[i].key.type = MSGPACK_OBJECT_STR;
         kv[i].key.via.str.ptr = names[i];
         kv[i].key.via.str.size = (uint32_t) strlen(names[i]);
@@ -232,7 +238,7 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv,
         kv[i].val.via.u64 = v[i];
     }
     map->type = MSGPACK_OBJECT_MAP;
-    map->via.map.size = 4;
+    map->via.map.size = COORD_HB_STATS;
     map->via.map.ptr = kv;
 }
 
@@ -241,7 +247,7 @@ coord_timer_cb(uv_timer_t *t)
 {
     struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node, cl.timer);
     struct brim_req   req;
-    msgpack_object_kv kv[4];
+    msgpack_object_kv kv[COORD_HB_STATS];
     msgpack_object    map;
 
     if (node->cl.coord.state == BRIM_PEER_IDLE) {
@@ -564,10 +570,9 @@ leave_removed(struct brim_node *node)
         return 0;
     }
     if (brim_topo_find(&node->cl.committed, node->cfg.name) >= 0) {
-        leave.was_member = 1;
         return 0;
     }
-    if (!leave.was_member || node->cl.fenced) {
+    if (!node->cl.was_member || node->cl.fenced) {
         return 0;
     }
     if (leave.state == LEAVE_LINGER) {

@@ -193,6 +193,7 @@ brim_node_commit(struct brim_node *node, uint64_t epoch)
     old_self = cl->self;
     cl->committed = cl->pending;
     cl->self = cl->self_pending;
+    cl->was_member |= cl->self >= 0;
     memset(&cl->pending, 0, sizeof(cl->pending));
     cl->has_pending = 0;
     cl->self_pending = -1;

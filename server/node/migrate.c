@@ -60,6 +60,7 @@ struct mig_job {
     uint32_t         cursor;        /* next bucket */
     int              scan_done;
     int              cancelled;     /* a later commit superseded it */
+    int              completed;     /* COMPLETE came before END's reply */
     int              busy;          /* a request is in flight */
     uint32_t         retries;
     uint64_t         count;         /* entries sent */
@@ -103,10 +104,13 @@ struct brim_migrate {
     struct brim_buf    scratch;     /* entries of the batch being built */
     uint32_t           scratch_n;
     uint32_t           now;         /* Unix seconds while scanning */
+    int                redispatch;  /* serving a fetched op: no fetch */
     struct brim_migrate_stats st;
 };
 
 static void mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms);
+static int mig_reply(struct brim_conn *c, uint64_t id, int status,
+                     const char *msg);
 
 /* True when the committed map gives PARTITION to this node. */
 static int
@@ -295,14 +299,15 @@ in_end(struct brim_migrate *m, uint32_t p)
     struct mig_dest        *d;
     uint16_t                src = m->in_src[p];
 
+    const struct brim_member *sm;
+
     in_finish(m, p);
     m->st.partitions_in_done++;
-    if (src == MIG_NO_SRC || src >= cur->nmembers
-        || cur->members[src].addr[0] == '\0')
-    {
+    sm = src == MIG_NO_SRC ? NULL : brim_topo_source(cur, src);
+    if (sm == NULL || sm->addr[0] == '\0') {
         return;                     /* the sender drops after a while */
     }
-    d = dest_get(m, cur->members[src].addr);
+    d = dest_get(m, sm->addr);
     if (d == NULL) {
         return;
     }
@@ -720,8 +725,7 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
         j->not_before = now_ms + m->st.delay_ms;
         break;
     case OUT_END:
-        if (m->node->cl.self < 0) {
-            /* Not in the epoch (leaving): nothing is forwarded here. */
+        if (j->completed) {
             job_finish(m, j, 1, NULL);
             break;
         }
@@ -850,16 +854,16 @@ brim_migrate_out_busy(struct brim_node *node, uint32_t partition)
     return 0;
 }
 
-/* Member index in T of the member named NAME when it is alive, else -1. */
-static int32_t
-live_index(const struct brim_topo *t, const char *name)
+/* True when the committed map gives J's partition to J's destination, a
+ * member that is not dead. */
+static int
+job_dest_owns(const struct brim_node *node, const struct mig_job *j)
 {
-    int32_t i = brim_topo_find(t, name);
+    const struct brim_topo *cur = &node->cl.committed;
+    uint16_t                n = cur->map.owner[j->p];
 
-    if (i < 0 || t->members[i].state == BRIM_MEMBER_DEAD) {
-        return -1;
-    }
-    return i;
+    return n < cur->nmembers && cur->members[n].state != BRIM_MEMBER_DEAD
+           && strcmp(cur->members[n].addr, j->dest->addr) == 0;
 }
 
 void
@@ -868,6 +872,8 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
 {
     const struct brim_topo *cur = &node->cl.committed;
     struct brim_migrate    *m;
+    const struct brim_member *sm;
+    struct mig_dest        *d;
     struct mig_job         *j, **nj;
     uint32_t                p, P = cur->map.npartitions, queued = 0;
     uint32_t                gained = 0, i;
@@ -879,10 +885,19 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         brim_log_error("migrate: out of memory: lost partitions dropped");
         return;
     }
-    /* Streams of an older epoch stop: their partition is dropped (this
-     * is a cache; TODO(#4): hand them on instead). */
+    /* A stream of an older epoch goes on while its destination still
+     * owns the partition (the receiver keeps the same migration id);
+     * otherwise it stops and its copy goes (this is a cache: the new
+     * owner starts from what the old destination streams it). */
     for (i = 0; i < m->njobs; i++) {
-        m->jobs[i]->cancelled = 1;
+        j = m->jobs[i];
+        if (j->state != OUT_DONE && !j->cancelled
+            && job_dest_owns(node, j))
+        {
+            keep[j->p] = 1;
+        } else {
+            j->cancelled = 1;
+        }
     }
     if (old->map.epoch == 0 || old->map.npartitions != P) {
         mig_pump_soon(m, 0);
@@ -895,8 +910,9 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         if (m->in_state[p] != IN_FLIGHT) {
             continue;
         }
-        src = m->in_src[p] < old->nmembers
-              ? live_index(cur, old->members[m->in_src[p]].name) : -1;
+        sm = m->in_src[p] == MIG_NO_SRC ? NULL
+                                        : brim_topo_source(old, m->in_src[p]);
+        src = sm != NULL ? brim_topo_find_source(cur, sm->name) : -1;
         if (src < 0 || src == node->cl.self) {
             brim_log_info("migrate: partition %u: its source is gone; "
                           "complete with what is here", p);
@@ -948,12 +964,19 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                    && (old_self < 0 || o != (uint16_t) old_self))
         {
             /* Gained: in flight when a live member had it. */
-            src = o < old->nmembers ? live_index(cur, old->members[o].name)
-                                    : -1;
+            src = o < old->nmembers
+                  ? brim_topo_find_source(cur, old->members[o].name) : -1;
             if (src >= 0 && src != node->cl.self) {
                 brim_store_drop_partition(node->store, p);  /* stale */
                 in_start(m, p, cur->map.epoch, src);
                 gained++;
+                /* Connect now: misses of P are forwarded to it. */
+                sm = brim_topo_source(cur, (uint32_t) src);
+                if (sm->addr[0] != '\0'
+                    && (d = dest_get(m, sm->addr)) != NULL)
+                {
+                    (void) dest_ensure(d);
+                }
             } else if (m->in_state[p] == IN_FLIGHT) {
                 in_finish(m, p);
             }
@@ -997,6 +1020,222 @@ brim_migrate_hit(struct brim_node *node, uint32_t partition, uint64_t hash,
         break;
     }
     tomb_add(m, partition, hash, key, key_len);
+}
+
+
+/* ---- forwarded reads and pulls at the new owner ---- */
+
+/* A client op waiting for the old owner's answer. */
+struct mig_fetch {
+    struct brim_migrate *m;
+    struct brim_conn    *c;         /* deferred; holds a reference */
+    uint64_t             request_id;
+    uint64_t             hash;
+    uint64_t             mig_epoch; /* the migration id asked under */
+    uint32_t             p;
+    uint32_t             op;        /* FORWARD_GET or PULL */
+    uint32_t             client_op; /* the client's op */
+    size_t               body_len;
+    char                 body[];    /* the client's frame body */
+};
+
+int
+brim_migrate_unsettled(struct brim_node *node, uint64_t h, const char *key,
+                       size_t key_len)
+{
+    struct brim_migrate *m = node->mig;
+    uint32_t             p;
+
+    if (m == NULL || m->redispatch) {
+        return 0;
+    }
+    p = brim_partition_of(h, node->cfg.partitions);
+    return m->in_state[p] == IN_FLIGHT && m->in_src[p] != MIG_NO_SRC
+           && tomb_slot(m, h, key, key_len) == NULL;
+}
+
+/* Partition P completes here with what it has: its source holds no copy
+ * any more, so no batch and no answer can bring more. */
+static void
+fetch_source_gone(struct brim_migrate *m, uint32_t p, uint64_t e)
+{
+    if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == e) {
+        brim_log_info("migrate: partition %u: the old owner holds no copy; "
+                      "complete with what is here", p);
+        in_finish(m, p);
+        m->st.partitions_in_done++;
+    }
+}
+
+/* Answer F's client from the FORWARD_GET reply REP. */
+static void
+fetch_answer_get(struct mig_fetch *f, const struct brim_rep *rep)
+{
+    struct brim_rep out;
+
+    memset(&out, 0, sizeof(out));
+    out.request_id = f->request_id;
+    if (rep->status != 0) {
+        (void) mig_reply(f->c, f->request_id, rep->status,
+                         rep->status == BRIM_ENOTFOUND ? "not found"
+                                                       : brim_strerror(
+                                                             rep->status));
+        return;
+    }
+    out.value = rep->value;
+    out.value_len = rep->value_len;
+    out.flags = rep->flags;
+    out.cas = rep->cas;
+    (void) brim_wire_encode_rep(brim_conn_out(f->c), BRIM_OP_GET, &out);
+}
+
+/* Store the PULL reply REP's entry for F's key, or tombstone the key when
+ * the old owner has none, so the op runs here on what it held. */
+static void
+fetch_apply_pull(struct mig_fetch *f, const struct brim_rep *rep)
+{
+    struct brim_migrate   *m = f->m;
+    struct brim_wire_entry e;
+    uint64_t               keys = m->st.keys_in;
+
+    if (rep->status == 0 && rep->obj != NULL
+        && brim_wire_entry_decode(rep->obj, &m->node->cfg.limits, &e) == 0
+        && brim_hash_key(brim_node_seed(m->node), e.key, e.key_len)
+               == f->hash)
+    {
+        mig_insert(m, f->p, f->hash, &e, (uint32_t) time(NULL));
+        if (m->st.keys_in == keys) {
+            tomb_add(m, f->p, f->hash, e.key, e.key_len);
+        }
+    }
+}
+
+static void
+fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
+            void *arg)
+{
+    struct mig_fetch    *f = arg;
+    struct brim_migrate *m = f->m;
+    struct brim_node    *node = m->node;
+    struct brim_rep      rep;
+    char                 errbuf[BRIM_ERRBUF_LEN];
+    const char          *why = "retry: the partition's old owner did not "
+                               "answer";
+    int                  ok;
+
+    (void) peer;
+    ok = status == 0
+         && brim_wire_parse_rep(body, len, f->op, &node->cfg.limits,
+                                &node->zone, &rep, errbuf) == 0
+         && (rep.status == 0 || rep.status == BRIM_ENOTFOUND
+             || rep.status == BRIM_ERETRY);
+    if (!ok) {
+        if (f->op == BRIM_OP_FORWARD_GET) {
+            m->st.forward_fails++;
+        } else {
+            m->st.pull_fails++;
+        }
+    }
+    if (ok && rep.status == BRIM_ERETRY) {
+        fetch_source_gone(m, f->p, f->mig_epoch);
+    }
+    if (brim_conn_closing(f->c) || node->stopping) {
+        /* nobody to answer */
+    } else if (!ok) {
+        /* A forward that fails gives RETRY, never NOTFOUND. */
+        memset(&rep, 0, sizeof(rep));
+        rep.status = BRIM_ERETRY;
+        rep.request_id = f->request_id;
+        rep.epoch = node->cl.committed.map.epoch;
+        rep.message = why;
+        rep.message_len = strlen(why);
+        (void) brim_wire_encode_rep(brim_conn_out(f->c), f->client_op, &rep);
+    } else if (f->op == BRIM_OP_FORWARD_GET && rep.status != BRIM_ERETRY) {
+        fetch_answer_get(f, &rep);
+    } else {
+        if (f->op == BRIM_OP_PULL) {
+            fetch_apply_pull(f, &rep);
+        }
+        /* Run the op here now, from what is here (and no new fetch). */
+        m->redispatch = 1;
+        (void) brim_node_dispatch(f->c, f->body, f->body_len);
+        m->redispatch = 0;
+    }
+    brim_conn_resume(f->c);
+    brim_free(f);
+}
+
+int
+brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
+                   const struct brim_req *req, uint64_t h, const char *body,
+                   size_t len)
+{
+    struct brim_migrate      *m = node->mig;
+    const struct brim_member *src;
+    struct mig_fetch         *f;
+    struct mig_dest          *d;
+    struct brim_req           fr;
+    struct brim_buf           buf;
+    uint32_t                  p;
+
+    if (req->op == BRIM_OP_SET
+        || !brim_migrate_unsettled(node, h, req->key, req->key_len)
+        || brim_store_peek(node->store, h, req->key, req->key_len,
+                           (uint32_t) time(NULL)) != NULL)
+    {
+        return 0;
+    }
+    p = brim_partition_of(h, node->cfg.partitions);
+    src = brim_topo_source(&node->cl.committed, m->in_src[p]);
+    if (src == NULL || src->addr[0] == '\0') {
+        return 0;
+    }
+    d = dest_get(m, src->addr);
+    if (d == NULL) {
+        return 0;                   /* out of memory: a miss, as before */
+    }
+    if (!dest_ensure(d)) {
+        return BRIM_ERETRY;         /* connecting, or cannot: ask again */
+    }
+    f = brim_malloc(sizeof(*f) + len);
+    if (f == NULL) {
+        return BRIM_ERETRY;
+    }
+    f->m = m;
+    f->c = c;
+    f->request_id = req->request_id;
+    f->hash = h;
+    f->p = p;
+    f->mig_epoch = m->in_epoch[p];
+    f->op = req->op == BRIM_OP_GET ? BRIM_OP_FORWARD_GET : BRIM_OP_PULL;
+    f->client_op = req->op;
+    f->body_len = len;
+    memcpy(f->body, body, len);
+    memset(&fr, 0, sizeof(fr));
+    fr.op = f->op;
+    fr.request_id = ++d->next_id;
+    fr.epoch = node->cl.committed.map.epoch;
+    fr.arg_epoch = f->mig_epoch;
+    fr.partition = p;
+    fr.key = req->key;
+    fr.key_len = req->key_len;
+    brim_buf_init(&buf);
+    if (brim_wire_encode_req(&buf, &fr) != 0
+        || brim_peer_call(&d->peer, &buf, fetch_reply, f) != 0)
+    {
+        brim_buf_destroy(&buf);
+        brim_free(f);
+        return BRIM_ERETRY;
+    }
+    brim_buf_destroy(&buf);
+    if (f->op == BRIM_OP_FORWARD_GET) {
+        m->st.forwards++;
+        m->st.reads_in_flight++;
+    } else {
+        m->st.pulls++;
+    }
+    brim_conn_defer(c);
+    return 1;
 }
 
 /* ---- receiving ---- */
@@ -1085,8 +1324,17 @@ mig_complete(struct brim_migrate *m, uint64_t e, uint32_t p)
 
     for (i = 0; i < m->njobs; i++) {
         j = m->jobs[i];
-        if (j->p == p && j->epoch == e && j->state == OUT_COMPLETE_WAIT) {
+        if (j->p != p || j->epoch != e) {
+            continue;
+        }
+        if (j->state == OUT_COMPLETE_WAIT) {
             job_finish(m, j, 1, NULL);
+            return;
+        }
+        if (j->state == OUT_END) {
+            /* COMPLETE came on its own connection before END's reply
+             * on the stream's: finish when that reply comes. */
+            j->completed = 1;
             return;
         }
     }
@@ -1157,9 +1405,11 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                              "superseded or complete");
         }
         if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
-            /* Not expected from our commit: start it now. Writes made
-             * here since the commit are kept (they win). */
-            in_start(m, p, e, -1);
+            /* Our commit did not expect it (its source is not a live
+             * member or leaver of our epoch): writes made here since
+             * were not tombstoned, so a stream could undo them. */
+            return mig_reply(c, id, BRIM_EEXISTS, "stream: this node "
+                             "expects no stream of that partition");
         }
         return mig_reply(c, id, 0, NULL);
     }

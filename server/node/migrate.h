@@ -65,6 +65,32 @@ void brim_migrate_hit(struct brim_node *node, uint32_t partition,
                       uint64_t hash, const char *key, size_t key_len,
                       enum brim_mig_hit kind, int rc);
 
+/*
+ * Before serving the keyed data op REQ (its frame body BODY[0 .. LEN),
+ * borrowed) from C on the key hashed to H, routed to this node: when the
+ * key's partition is in flight, the key is neither here nor tombstoned,
+ * and the op is not a SET, the old owner is asked (DESIGN.md 7 step 4). A
+ * GET is forwarded (FORWARD_GET) and the old owner's answer becomes the
+ * reply, never stored; any other op first pulls the key (PULL), stores it
+ * as a stream batch would (or tombstones it when the old owner has none),
+ * then runs here from a copy of BODY. Returns 0 (serve it here now), 1
+ * (C's reply is deferred: brim_conn_defer() was called, the reply comes
+ * with the old owner's answer) or BRIM_ERETRY (answer RETRY now: the old
+ * owner cannot be asked yet; it is being connected to).
+ */
+int brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
+                       const struct brim_req *req, uint64_t h,
+                       const char *body, size_t len);
+
+/*
+ * True when a miss of KEY (KEY_LEN bytes, hash H) here is not an answer
+ * yet: its partition is in flight and the key is not tombstoned, so the
+ * old owner may hold it. An MGET answers such a key RETRY (the client
+ * then GETs it alone, and that GET is forwarded).
+ */
+int brim_migrate_unsettled(struct brim_node *node, uint64_t h,
+                           const char *key, size_t key_len);
+
 /* Serve the decoded migration op REQ (STREAM_*, COMPLETE, FORWARD_GET,
  * PULL) on C; only a node connection may send them (checked here).
  * Returns 0 or an encoding error (BRIM_ENOMEM: the connection closes). */

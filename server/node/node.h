@@ -62,6 +62,7 @@ struct brim_node_cluster {
     int32_t          self;          /* our index in committed, or -1 */
     int32_t          self_pending;  /* our index in pending, or -1 */
     int              fenced;        /* the coordinator said DENIED */
+    int              was_member;    /* a committed map held this node */
     struct brim_peer coord;         /* our connection to the coordinator */
     uv_timer_t       timer;         /* heartbeat and reconnect */
     uint32_t         heartbeat_ms;  /* interval between heartbeats */

@@ -152,6 +152,12 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_writes_in_flight", ms.writes_in_flight);
     emit_u64(e, SEC_MIG, "mig_deletes_in_flight", ms.deletes_in_flight);
     emit_u64(e, SEC_MIG, "mig_tombstones", ms.tombstones);
+    emit_u64(e, SEC_MIG, "mig_forwards", ms.forwards);
+    emit_u64(e, SEC_MIG, "mig_forward_fails", ms.forward_fails);
+    emit_u64(e, SEC_MIG, "mig_pulls", ms.pulls);
+    emit_u64(e, SEC_MIG, "mig_pull_fails", ms.pull_fails);
+    emit_u64(e, SEC_MIG, "mig_forwards_served", ms.forwards_served);
+    emit_u64(e, SEC_MIG, "mig_pulls_served", ms.pulls_served);
     emit_u64(e, SEC_MIG, "mig_stream_delay_ms", ms.delay_ms);
     emit_ops(e, node);
 }

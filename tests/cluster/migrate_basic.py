@@ -290,14 +290,22 @@ def writes_win_in_window(bindir):
         wait_served(cl, "node4", kread)
         c4 = cl.conn("node4")
         call_ok(c4, "SET", 11, kset, b"new-value", 0, 77)
-        c4.call("DEL", 12, kdel)
-        c4.call("GET", 13, kread)
+        # Not streamed yet: the DEL pulls the key from the old owner first
+        # (so it is found), the GET is answered by the old owner.
+        rep = c4.call("DEL", 12, kdel)
+        assert rep[0] == 0, ("DEL of a key not yet streamed", rep)
+        rep = c4.call("GET", 13, kread)
+        i = keys.index(kread)
+        assert rep[0] == 0 and rep[2] == value_of(i), ("forwarded GET", rep)
         s4 = cl.stats("node4")
         assert s4["mig_partitions_in_flight"] > 0, s4
         assert s4["mig_writes_in_flight"] > 0, s4
         assert s4["mig_deletes_in_flight"] > 0, s4
         assert s4["mig_reads_in_flight"] > 0, s4
         assert s4["mig_stream_delay_ms"] == 150, s4
+        # The GET missed here and went to the old owner; the DEL pulled.
+        assert s4["mig_forwards"] > 0 and s4["mig_pulls"] > 0, s4
+        assert s4["mig_forward_fails"] == 0 and s4["mig_pull_fails"] == 0, s4
         st = cl.wait_streams_done()
         rep = c4.call("GET", 14, kset)
         assert rep[0] == 0 and rep[2] == b"new-value" and rep[3] == 77, rep

@@ -296,7 +296,7 @@ START_TEST(topo_refuses_format)
 {
     msgpack_object root;
 
-    refuse_field(0, BRIM_TOPO_FORMAT + 1, "format 2");
+    refuse_field(0, BRIM_TOPO_FORMAT + 1, "format 3");
     refuse_field(0, 0, "format 0");
     root = fresh();
     root.via.array.size = 8;
@@ -571,6 +571,89 @@ START_TEST(topo_find)
 }
 END_TEST
 
+/* The sample with two departed members: "a0" leaving, "zz" dead. */
+static void
+sample_departed(struct brim_topo *t)
+{
+    static const struct brim_member gone[] = {
+        { "a0", "127.0.0.1:7010", 1000000, BRIM_MEMBER_LEAVING, 21 },
+        { "zz", "127.0.0.1:7011", 1000000, BRIM_MEMBER_DEAD, 22 },
+    };
+
+    sample_topo(t);
+    t->departed = brim_malloc(sizeof(gone));
+    ck_assert_ptr_nonnull(t->departed);
+    memcpy(t->departed, gone, sizeof(gone));
+    t->ndeparted = 2;
+}
+
+START_TEST(topo_departed)
+{
+    struct brim_topo          t, back, c;
+    const struct brim_member *m;
+    msgpack_object            obj, root;
+    char                      errbuf[BRIM_ERRBUF_LEN] = "";
+    uint32_t                  dead_member;
+    int                       rc;
+
+    /* Format 2 carries them through encode, decode and copy. */
+    sample_departed(&t);
+    obj = encode_unpack(&t);
+    ck_assert_uint_eq(obj.via.array.size, 10);
+    ck_assert_uint_eq(obj.via.array.ptr[0].via.u64, BRIM_TOPO_FORMAT);
+    rc = brim_topo_decode(&obj, &back, errbuf);
+    ck_assert_msg(rc == 0, "decode: rc=%s (%s)", brim_err_name(rc), errbuf);
+    assert_topo_eq(&t, &back);
+    ck_assert_uint_eq(back.ndeparted, 2);
+    ck_assert_str_eq(back.departed[0].name, "a0");
+    ck_assert_uint_eq(back.departed[1].state, BRIM_MEMBER_DEAD);
+    ck_assert_int_eq(brim_topo_copy(&c, &back), 0);
+    ck_assert_uint_eq(c.ndeparted, 2);
+    ck_assert_str_eq(c.departed[1].name, "zz");
+
+    /* Sources: a live member is itself, a leaver is nmembers + j, the
+     * dead (member or departed) and the unknown are no source. */
+    ck_assert_int_eq(brim_topo_find_source(&c, "alpha"), 0);
+    ck_assert_int_eq(brim_topo_find_source(&c, "a0"), (int32_t) NSAMPLE);
+    m = brim_topo_source(&c, NSAMPLE);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(m->addr, "127.0.0.1:7010");
+    ck_assert_int_eq(brim_topo_find_source(&c, "zz"), -1);
+    dead_member = 5;                            /* "n11" is DEAD */
+    ck_assert_int_eq(brim_topo_find_source(&c, "n11"), -1);
+    ck_assert_str_eq(c.members[dead_member].name, "n11");
+    ck_assert_int_eq(brim_topo_find_source(&c, "nobody"), -1);
+    ck_assert_ptr_null(brim_topo_source(&c, NSAMPLE + 2));
+    brim_topo_destroy(&c);
+    brim_topo_destroy(&back);
+
+    /* A departed member that is UP, or also a member, is refused; so is
+     * format 1 with a tenth field and format 2 without one. */
+    root = encode_unpack(&t);
+    root.via.array.ptr[9].via.array.ptr[0].via.array.ptr[3].via.u64 =
+        BRIM_MEMBER_UP;
+    assert_refused(&root, "departed member UP");
+    root = encode_unpack(&t);
+    set_str(&root.via.array.ptr[9].via.array.ptr[0].via.array.ptr[0],
+            "alpha");
+    assert_refused(&root, "departed and member");
+    root = encode_unpack(&t);
+    root.via.array.ptr[0].via.u64 = BRIM_TOPO_FORMAT_V1;
+    assert_refused(&root, "format 1 with 10 fields");
+    root = encode_unpack(&t);
+    root.via.array.size = 9;
+    assert_refused(&root, "format 2 with 9 fields");
+    brim_topo_destroy(&t);
+
+    /* Without departed members the encoder writes format 1, 9 fields. */
+    sample_topo(&t);
+    obj = encode_unpack(&t);
+    ck_assert_uint_eq(obj.via.array.size, 9);
+    ck_assert_uint_eq(obj.via.array.ptr[0].via.u64, BRIM_TOPO_FORMAT_V1);
+    brim_topo_destroy(&t);
+}
+END_TEST
+
 /* Add the TCase TC holding the one test FN, with the fixture. */
 static void
 add_case(Suite *s, TCase *tc, const TTest *fn)
@@ -597,5 +680,6 @@ brim_test_suite(void)
     add_case(s, tcase_create("ring_equals_direct"), topo_ring_equals_direct);
     add_case(s, tcase_create("copy_independent"), topo_copy_independent);
     add_case(s, tcase_create("find"), topo_find);
+    add_case(s, tcase_create("departed"), topo_departed);
     return s;
 }
