@@ -99,3 +99,13 @@ if(TARGET brim-node AND TARGET brim-coord)
       TIMEOUT 120)
   endforeach()
 endif()
+
+# brimctl import, verify (also --loop), leave --wait and stats --watch
+# against a local cluster (deploy/brim-cluster); the cases come from
+# tests/cluster/brimctl_import.py --list.
+if(TARGET brim-node AND TARGET brim-coord)
+  brim_script_tests(PREFIX client.brimctl_import.
+    SCRIPT cluster/brimctl_import.py TIMEOUT 240
+    ARGS --cluster ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
+    --bin $<TARGET_FILE_DIR:brimctl>)
+endif()

@@ -40,6 +40,7 @@ enum {
     O_THREADS,
     O_KEYS,
     O_KEY_SIZE,
+    O_KEY_PREFIX,
     O_VALUE_SIZE,
     O_GET,
     O_DEL,
@@ -69,6 +70,7 @@ static const struct opts_flag opts_flags[] = {
     {"threads", OPTS_VALUE, O_THREADS},
     {"keys", OPTS_VALUE, O_KEYS},
     {"key-size", OPTS_VALUE, O_KEY_SIZE},
+    {"key-prefix", OPTS_VALUE, O_KEY_PREFIX},
     {"value-size", OPTS_VALUE, O_VALUE_SIZE},
     {"get-ratio", OPTS_VALUE, O_GET},
     {"del-ratio", OPTS_VALUE, O_DEL},
@@ -111,6 +113,8 @@ brim_bench_usage(FILE *f)
           "  --threads T        event loops, C/T connections each (1)\n"
           "  --keys K           key space (default 100000)\n"
           "  --key-size B       key bytes (default 32)\n"
+          "  --key-prefix STR   every key starts with STR (counted in\n"
+          "                     --key-size; default none)\n"
           "  --value-size B|MIN-MAX\n"
           "                     value bytes, fixed or uniform (default 100)\n"
           "  --get-ratio F      GETs among GETs and SETs (default 0.9)\n"
@@ -323,6 +327,8 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
     case O_KEY_SIZE:
         return opts_u32("key-size", value, 1, BRIM_BENCH_KEY_MAX, &o->key_size,
                         errbuf);
+    case O_KEY_PREFIX:
+        return brim_bench_key_prefix_set(value, errbuf);
     case O_VALUE_SIZE:
         return opts_range("value-size", value, 0, OPTS_VALUE_LIMIT,
                           &o->value_min, &o->value_max, errbuf);
@@ -419,9 +425,11 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
         return BRIM_EINVAL;
     }
     need = brim_bench_key_min_size(o->keys);
-    if (o->key_size < need) {
-        brim_errfmt(errbuf, "--key-size %u: %llu keys need %u bytes",
-                    o->key_size, (unsigned long long) o->keys, need);
+    if (o->key_size < need + brim_bench_key_prefix_len()) {
+        brim_errfmt(errbuf, "--key-size %u: %llu keys need %u bytes after "
+                    "the %zu of --key-prefix", o->key_size,
+                    (unsigned long long) o->keys, need,
+                    brim_bench_key_prefix_len());
         return BRIM_EINVAL;
     }
     return 0;
@@ -438,6 +446,7 @@ brim_bench_opts_parse(struct brim_bench_opts *o, int argc, char **argv,
 
     memset(o, 0, sizeof(*o));
     memset(set, 0, sizeof(set));
+    (void) brim_bench_key_prefix_set("", NULL);
     o->proto = &brim_bench_proto_brim;
     o->connections = 50;
     o->pipeline = 1;

@@ -9,6 +9,8 @@
 
 #include <brim/status.h>
 
+#include "common/defs.h"
+
 /* A ratio in [0, 1] as a threshold over 53-bit draws. */
 static uint64_t
 mix_threshold(double p)
@@ -124,8 +126,39 @@ brim_bench_key_min_size(uint64_t keys)
     return digits;
 }
 
+/*
+ * --key-prefix: set by brim_bench_key_prefix_set() while the options are
+ * parsed, before any thread starts; read-only afterwards, so the threads
+ * share it without a lock.
+ */
+static char   key_prefix[BRIM_BENCH_KEY_MAX];
+static size_t key_prefix_len;
+
+int
+brim_bench_key_prefix_set(const char *prefix, char errbuf[BRIM_ERRBUF_LEN])
+{
+    size_t len;
+
+    len = strlen(prefix);
+    if (len >= BRIM_BENCH_KEY_MAX) {
+        brim_errfmt(errbuf, "--key-prefix is %zu bytes: keys have at most %d",
+                    len, BRIM_BENCH_KEY_MAX);
+        return BRIM_EINVAL;
+    }
+    memcpy(key_prefix, prefix, len);
+    key_prefix_len = len;
+    return 0;
+}
+
 size_t
-brim_bench_key_format(char *buf, uint64_t key, uint32_t size)
+brim_bench_key_prefix_len(void)
+{
+    return key_prefix_len;
+}
+
+/* The index part of a key: brim_bench_key_format() without the prefix. */
+static void
+key_index(char *buf, uint64_t key, uint32_t size)
 {
     size_t i;
 
@@ -141,6 +174,18 @@ brim_bench_key_format(char *buf, uint64_t key, uint32_t size)
         buf[--i] = (char) ('0' + key % 10);
         key /= 10;
     } while (key != 0 && i > 0);
+}
+
+size_t
+brim_bench_key_format(char *buf, uint64_t key, uint32_t size)
+{
+    size_t plen;
+
+    /* SIZE counts the prefix; the index fills the bytes after it (the
+     * options refuse a prefix that leaves too few). */
+    plen = key_prefix_len < size ? key_prefix_len : 0;
+    memcpy(buf, key_prefix, plen);
+    key_index(buf + plen, key, size - (uint32_t) plen);
     return size;
 }
 

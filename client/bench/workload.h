@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <brim/status.h>
+
 #include "common/rng.h"
 #include "common/zipf.h"
 
@@ -103,11 +105,25 @@ uint32_t brim_bench_key_min_size(uint64_t keys);
 
 /*
  * Write the text of KEY (< BRIM_BENCH_KEYS_MAX) into BUF: exactly SIZE
- * bytes (>= the digits of KEY, <= BRIM_BENCH_KEY_MAX), the decimal index
- * padded with zeros on the left, behind "key:" when SIZE is 16 or more
- * (so --key-size 16 makes redis-benchmark -r's keys). Returns SIZE.
+ * bytes (>= the digits of KEY, <= BRIM_BENCH_KEY_MAX), the --key-prefix
+ * first when one is set (SIZE counts it), then the decimal index padded
+ * with zeros on the left, behind "key:" when SIZE is 16 or more and no
+ * prefix is set (so --key-size 16 makes redis-benchmark -r's keys).
+ * Returns SIZE.
  */
 size_t brim_bench_key_format(char *buf, uint64_t key, uint32_t size);
+
+/*
+ * --key-prefix: make every key start with PREFIX (NUL-terminated, copied;
+ * "" for none). Call it before any thread starts. Returns 0, or
+ * BRIM_EINVAL with the reason in ERRBUF when PREFIX has
+ * BRIM_BENCH_KEY_MAX bytes or more (no room left for the index).
+ */
+int brim_bench_key_prefix_set(const char *prefix,
+                              char errbuf[BRIM_ERRBUF_LEN]);
+
+/* The bytes of the --key-prefix (0: none). */
+size_t brim_bench_key_prefix_len(void);
 
 /*
  * Write a --verify value of LEN bytes into BUF (room for

@@ -1,7 +1,9 @@
 /*
  * client/brimctl/cmd.c - brimctl's commands over libbrim: get, set, del,
- * stats, ping, flush. Each returns an exit status (ctl.h); values travel
- * as raw bytes in both directions, so binary data survives a pipe.
+ * stats (also --watch), ping, flush, and the cluster's nodes, leave (also
+ * --wait), plan; import and verify are in import.c. Each returns an exit
+ * status (ctl.h); values travel as raw bytes in both directions, so binary
+ * data survives a pipe.
  */
 #include "client/brimctl/ctl.h"
 
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -22,29 +25,47 @@
 /* Stdin is read in pieces of this many bytes. */
 #define CMD_READ_CHUNK (64u << 10)
 
-/* Print at most this many bytes of a key in a message. */
-#define CMD_KEY_SHOWN 64
-
-/* KEY for a message: printable bytes as they are, others as '?'; the
- * empty key as "". */
-static const char *
-cmd_show_key(const char *key, char out[CMD_KEY_SHOWN + 4])
+const char *
+brim_ctl_show_key(const char *key, size_t len,
+                  char out[BRIM_CTL_KEY_SHOWN + 4])
 {
-    size_t i, n;
+    size_t i;
 
-    n = strlen(key);
-    if (n == 0) {
+    if (len == 0) {
         return "\"\"";
     }
-    for (i = 0; i < n && i < CMD_KEY_SHOWN; i++) {
+    for (i = 0; i < len && i < BRIM_CTL_KEY_SHOWN; i++) {
         out[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
     }
-    if (n > CMD_KEY_SHOWN) {
+    if (len > BRIM_CTL_KEY_SHOWN) {
         memcpy(&out[i], "...", 3);
         i += 3;
     }
     out[i] = '\0';
     return out;
+}
+
+/* KEY, a C string, for a message (brim_ctl_show_key()). */
+static const char *
+cmd_show_key(const char *key, char out[BRIM_CTL_KEY_SHOWN + 4])
+{
+    return brim_ctl_show_key(key, strlen(key), out);
+}
+
+int
+brim_ctl_conn_error(int rc)
+{
+    switch (rc) {
+    case BRIM_ETIMEDOUT:
+    case BRIM_ECONNREFUSED:
+    case BRIM_ECLOSED:
+    case BRIM_ESYS:
+    case BRIM_EUNKNOWN:
+    case BRIM_EBADREPLY:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 int
@@ -65,16 +86,12 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
         fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
                 detail);
         return BRIM_CTL_EXIT_NONODES;
-    case BRIM_ETIMEDOUT:
-    case BRIM_ECONNREFUSED:
-    case BRIM_ECLOSED:
-    case BRIM_ESYS:
-    case BRIM_EUNKNOWN:
-    case BRIM_EBADREPLY:
-        fprintf(stderr, "brimctl: %s: %s: server %s (%s)\n", what,
-                brim_strerror(rc), brim_ctl_addr(ctl), detail);
-        return BRIM_CTL_EXIT_CONN;
     default:
+        if (brim_ctl_conn_error(rc)) {
+            fprintf(stderr, "brimctl: %s: %s: server %s (%s)\n", what,
+                    brim_strerror(rc), brim_ctl_addr(ctl), detail);
+            return BRIM_CTL_EXIT_CONN;
+        }
         if (detail[0] != '\0') {
             fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
                     detail);
@@ -89,7 +106,7 @@ static int
 cmd_get(struct brim_ctl *ctl)
 {
     const char *key = ctl->argv[0];
-    char        shown[CMD_KEY_SHOWN + 4], what[CMD_KEY_SHOWN + 16];
+    char        shown[BRIM_CTL_KEY_SHOWN + 4], what[BRIM_CTL_KEY_SHOWN + 16];
     void       *val;
     size_t      len;
     int         rc;
@@ -163,7 +180,7 @@ static int
 cmd_set(struct brim_ctl *ctl)
 {
     const char *key = ctl->argv[0];
-    char        shown[CMD_KEY_SHOWN + 4], what[CMD_KEY_SHOWN + 16];
+    char        shown[BRIM_CTL_KEY_SHOWN + 4], what[BRIM_CTL_KEY_SHOWN + 16];
     char       *val, *owned;
     size_t      len, max;
     int         rc;
@@ -196,7 +213,7 @@ static int
 cmd_del(struct brim_ctl *ctl)
 {
     const char *key = ctl->argv[0];
-    char        shown[CMD_KEY_SHOWN + 4], what[CMD_KEY_SHOWN + 16];
+    char        shown[BRIM_CTL_KEY_SHOWN + 4], what[BRIM_CTL_KEY_SHOWN + 16];
     int         rc;
 
     snprintf(what, sizeof(what), "del %s", cmd_show_key(key, shown));
@@ -390,20 +407,18 @@ cmd_stats_print(const struct cmd_stats *cs)
     }
 }
 
-static int cmd_cluster_stats(struct brim_ctl *ctl);
+static int cmd_print_json(const json_t *j, int compact);
 
+/* One round of the node's STATS, printed; COMPACT: --json on one line.
+ * Returns the exit status. */
 static int
-cmd_stats(struct brim_ctl *ctl)
+cmd_node_stats(struct brim_ctl *ctl, int compact)
 {
     struct cmd_stats cs;
     json_t          *doc;
-    char            *out;
     size_t           i;
     int              rc;
 
-    if (ctl->coord != NULL) {
-        return cmd_cluster_stats(ctl);
-    }
     memset(&cs, 0, sizeof(cs));
     if (ctl->json) {
         cs.nodes = json_array();
@@ -421,17 +436,8 @@ cmd_stats(struct brim_ctl *ctl)
         rc = brim_ctl_fail(ctl, "stats", rc);
     } else if (ctl->json) {
         doc = json_pack("{s:O}", "nodes", cs.nodes);
-        out = doc != NULL ? json_dumps(doc, JSON_INDENT(2)
-                                                | JSON_PRESERVE_ORDER)
-                          : NULL;
+        rc = cmd_print_json(doc, compact);
         json_decref(doc);
-        if (out == NULL) {
-            fprintf(stderr, "brimctl: stats: cannot format JSON\n");
-            rc = BRIM_CTL_EXIT_NO;
-        } else {
-            printf("%s\n", out);
-            free(out);
-        }
     } else {
         cmd_stats_print(&cs);
     }
@@ -529,14 +535,17 @@ cmd_coord_keep(const msgpack_object *obj, uint64_t epoch, void *arg)
     return *out != NULL ? 0 : BRIM_ENOMEM;
 }
 
-/* Print J as indented JSON. */
+/* Print J as indented JSON, or on one line when COMPACT. A NULL J (out
+ * of memory) fails. */
 static int
-cmd_print_json(const json_t *j)
+cmd_print_json(const json_t *j, int compact)
 {
     char *out;
 
-    out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER
-                            | JSON_ENCODE_ANY);
+    out = j != NULL ? json_dumps(j, (compact ? JSON_COMPACT : JSON_INDENT(2))
+                                        | JSON_PRESERVE_ORDER
+                                        | JSON_ENCODE_ANY)
+                    : NULL;
     if (out == NULL) {
         fprintf(stderr, "brimctl: cannot format JSON\n");
         return BRIM_CTL_EXIT_NO;
@@ -719,7 +728,7 @@ cmd_nodes(struct brim_ctl *ctl)
     }
     json_decref(rep);
     if (ctl->json) {
-        rc = cmd_print_json(out);
+        rc = cmd_print_json(out, 0);
     } else if (json_array_size(out) == 0) {
         printf("no nodes\n");
     } else {
@@ -727,6 +736,118 @@ cmd_nodes(struct brim_ctl *ctl)
     }
     json_decref(out);
     return rc;
+}
+
+/* A CLUSTER_STATS reply as JSON into *REP (NULL on error); 0 or a status. */
+static int
+cmd_fetch_cluster_stats(struct brim_ctl *ctl, json_t **rep)
+{
+    int rc;
+
+    *rep = NULL;
+    rc = brim_coord_call(ctl->client, BRIM_OP_CLUSTER_STATS, NULL, 0, 0,
+                         cmd_coord_keep, rep);
+    if (rc == 0 && !json_is_object(*rep)) {
+        rc = BRIM_EBADREPLY;
+    }
+    if (rc != 0) {
+        json_decref(*rep);
+        *rep = NULL;
+    }
+    return rc;
+}
+
+/* Where the leave of one node stands, from CLUSTER_STATS. */
+struct cmd_leave_state {
+    int         listed;             /* the node is in "nodes" */
+    char        state[16];          /* its state ("leaving"), copied */
+    int         active;             /* migration.active */
+    json_int_t  done;               /* migration.partitions_done */
+    json_int_t  total;              /* migration.partitions_total */
+    json_int_t  keys;               /* migration.keys_moved */
+};
+
+/* Read the leave of NAME out of the CLUSTER_STATS reply REP into *LS. */
+static void
+cmd_leave_state(const json_t *rep, const char *name,
+                struct cmd_leave_state *ls)
+{
+    const json_t *m, *node;
+    size_t        i;
+
+    memset(ls, 0, sizeof(*ls));
+    json_array_foreach(json_object_get(rep, "nodes"), i, node) {
+        const char *n = json_string_value(json_object_get(node, "name"));
+
+        if (n != NULL && strcmp(n, name) == 0) {
+            n = json_string_value(json_object_get(node, "state"));
+            snprintf(ls->state, sizeof(ls->state), "%s", n != NULL ? n : "?");
+            ls->listed = 1;
+        }
+    }
+    m = json_object_get(rep, "migration");
+    ls->active = json_is_true(json_object_get(m, "active"));
+    ls->done = json_integer_value(json_object_get(m, "partitions_done"));
+    ls->total = json_integer_value(json_object_get(m, "partitions_total"));
+    ls->keys = json_integer_value(json_object_get(m, "keys_moved"));
+}
+
+/*
+ * leave --wait: poll CLUSTER_STATS every 200 ms, drawing the migration's
+ * progress, until NAME is no longer listed and no migration runs; exit 2
+ * after --timeout seconds. A failed poll is tried again until then.
+ */
+static int
+cmd_leave_wait(struct brim_ctl *ctl, const char *name)
+{
+    struct brim_ctl_progress prog;
+    struct cmd_leave_state   ls;
+    json_t                  *rep;
+    double                   limit, left;
+    int                      rc;
+
+    limit = ctl->timeout_s > 0 ? ctl->timeout_s : BRIM_CTL_DEFAULT_TIMEOUT_S;
+    brim_ctl_progress_init(&prog, ctl->progress, 1);
+    memset(&ls, 0, sizeof(ls));
+    ls.listed = 1;                  /* until a poll says otherwise */
+    snprintf(ls.state, sizeof(ls.state), "?");
+    for (;;) {
+        rc = cmd_fetch_cluster_stats(ctl, &rep);
+        if (rc == 0) {
+            cmd_leave_state(rep, name, &ls);
+            json_decref(rep);
+        }
+        if (rc == 0 && !ls.listed && !ls.active) {
+            break;
+        }
+        brim_ctl_progress_draw(
+            &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1,
+            0, "leave %s: %s, migration %" JSON_INTEGER_FORMAT "/%"
+            JSON_INTEGER_FORMAT " partitions, %" JSON_INTEGER_FORMAT
+            " keys moved, %.0f s", name,
+            ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
+            brim_ctl_progress_elapsed(&prog));
+        left = limit - brim_ctl_progress_elapsed(&prog);
+        if (left <= 0) {
+            brim_ctl_progress_clear(&prog);
+            fprintf(stderr, "brimctl: leave %s: not done after %g s: %s%s, "
+                    "migration %s %" JSON_INTEGER_FORMAT "/%"
+                    JSON_INTEGER_FORMAT " partitions%s%s\n", name, limit,
+                    ls.listed ? "still listed, state " : "not listed",
+                    ls.listed ? ls.state : "",
+                    ls.active ? "active" : "idle", ls.done, ls.total,
+                    rc != 0 ? "; last poll: " : "",
+                    rc != 0 ? brim_strerror(rc) : "");
+            return BRIM_CTL_EXIT_CONN;
+        }
+        brim_ctl_sleep(left < 0.2 ? left : 0.2);
+    }
+    brim_ctl_progress_draw(&prog, 1, 1, "leave %s: done", name);
+    printf("%s: left the cluster in %.1f s (migration %" JSON_INTEGER_FORMAT
+           "/%" JSON_INTEGER_FORMAT " partitions, %" JSON_INTEGER_FORMAT
+           " keys moved)\n", name, brim_ctl_progress_elapsed(&prog), ls.done,
+           ls.total, ls.keys);
+    return BRIM_CTL_EXIT_OK;
 }
 
 static int
@@ -740,6 +861,11 @@ cmd_leave(struct brim_ctl *ctl)
     if (rc != 0) {
         return rc;
     }
+    if (!ctl->wait && (ctl->timeout_s > 0 || ctl->progress)) {
+        fprintf(stderr, "brimctl: leave: --timeout and --progress are for "
+                "--wait\n");
+        return BRIM_CTL_EXIT_USAGE;
+    }
     rep = NULL;
     snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
     rc = brim_coord_call(ctl->client, BRIM_OP_LEAVE, ctl->argv[0],
@@ -751,7 +877,11 @@ cmd_leave(struct brim_ctl *ctl)
     printf("%s: leaving at epoch %" JSON_INTEGER_FORMAT "\n", ctl->argv[0],
            json_integer_value(rep));
     json_decref(rep);
-    return BRIM_CTL_EXIT_OK;
+    if (!ctl->wait) {
+        return BRIM_CTL_EXIT_OK;
+    }
+    fflush(stdout);
+    return cmd_leave_wait(ctl, ctl->argv[0]);
 }
 
 static int
@@ -788,7 +918,7 @@ cmd_plan(struct brim_ctl *ctl)
         return brim_ctl_fail(ctl, what, rc);
     }
     if (ctl->json || !json_is_object(rep)) {
-        rc = cmd_print_json(rep);
+        rc = cmd_print_json(rep, 0);
     } else {
         cmd_print_obj(rep, "");
     }
@@ -796,31 +926,115 @@ cmd_plan(struct brim_ctl *ctl)
     return rc;
 }
 
-/* stats in cluster mode: the coordinator's CLUSTER_STATS. */
-static int
-cmd_cluster_stats(struct brim_ctl *ctl)
+/*
+ * The migration map M of CLUSTER_STATS as one line into BUF: state,
+ * partitions done/total (by arc and by cap), keys moved, and the churn
+ * (keys streamed over the ideal, total keys / N) when the coordinator
+ * sends it.
+ */
+static void
+cmd_migration_text(const json_t *m, char *buf, size_t len)
 {
-    json_t *rep;
+    const json_t *churn;
+    int           n;
+
+    n = snprintf(buf, len, "%s, partitions %" JSON_INTEGER_FORMAT "/%"
+                 JSON_INTEGER_FORMAT " (arc %" JSON_INTEGER_FORMAT ", cap %"
+                 JSON_INTEGER_FORMAT "), keys moved %" JSON_INTEGER_FORMAT,
+                 json_is_true(json_object_get(m, "active")) ? "active"
+                                                            : "idle",
+                 json_integer_value(json_object_get(m, "partitions_done")),
+                 json_integer_value(json_object_get(m, "partitions_total")),
+                 json_integer_value(json_object_get(m, "moved_arc")),
+                 json_integer_value(json_object_get(m, "moved_cap")),
+                 json_integer_value(json_object_get(m, "keys_moved")));
+    churn = json_object_get(m, "churn");
+    if (json_is_number(churn) && n > 0 && (size_t) n < len) {
+        snprintf(buf + n, len - (size_t) n, ", churn %.2f of ideal",
+                 json_number_value(churn));
+    }
+}
+
+/* One round of the coordinator's CLUSTER_STATS, printed; COMPACT: --json
+ * on one line. Returns the exit status. */
+static int
+cmd_cluster_stats(struct brim_ctl *ctl, int compact)
+{
+    json_t *rep, *m;
+    char    line[256];
     int     rc;
 
-    if (ctl->argc > 0) {
-        fprintf(stderr, "brimctl: stats: no SECTION with --coordinator\n");
-        return BRIM_CTL_EXIT_USAGE;
-    }
-    rep = NULL;
-    rc = brim_coord_call(ctl->client, BRIM_OP_CLUSTER_STATS, NULL, 0, 0,
-                         cmd_coord_keep, &rep);
+    rc = cmd_fetch_cluster_stats(ctl, &rep);
     if (rc != 0) {
-        json_decref(rep);
         return brim_ctl_fail(ctl, "stats", rc);
     }
-    if (ctl->json || !json_is_object(rep)) {
-        rc = cmd_print_json(rep);
+    if (ctl->json) {
+        rc = cmd_print_json(rep, compact);
     } else {
+        /* The migration map as one line, in its place in the table. */
+        m = json_object_get(rep, "migration");
+        if (json_is_object(m)) {
+            cmd_migration_text(m, line, sizeof(line));
+            json_object_set_new(rep, "migration", json_string(line));
+        }
         cmd_print_obj(rep, "");
     }
     json_decref(rep);
     return rc;
+}
+
+/*
+ * stats --watch: a round every ctl->watch_s seconds until SIGINT or
+ * SIGTERM (exit 0). On a terminal the screen is cleared before each
+ * table; --json prints one object a line. A failed round is reported and
+ * the watch goes on.
+ */
+static int
+cmd_stats_watch(struct brim_ctl *ctl)
+{
+    struct tm tm;
+    time_t    now;
+    double    start;
+    char      when[32];
+    int       tty;
+
+    tty = !ctl->json && isatty(STDOUT_FILENO);
+    brim_ctl_catch_signals();
+    while (brim_ctl_stopped() == 0) {
+        start = brim_ctl_now();
+        if (!ctl->json) {
+            now = time(NULL);
+            localtime_r(&now, &tm);
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+            printf("%s%s stats of %s every %g s (Ctrl-C ends)\n\n",
+                   tty ? "\033[H\033[2J" : "", when, brim_ctl_addr(ctl),
+                   ctl->watch_s);
+        }
+        (void) (ctl->coord != NULL ? cmd_cluster_stats(ctl, 1)
+                                   : cmd_node_stats(ctl, 1));
+        if (!ctl->json && !tty) {
+            printf("\n");
+        }
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            break;                  /* the reader went away */
+        }
+        brim_ctl_sleep(ctl->watch_s - (brim_ctl_now() - start));
+    }
+    return BRIM_CTL_EXIT_OK;
+}
+
+static int
+cmd_stats(struct brim_ctl *ctl)
+{
+    if (ctl->coord != NULL && ctl->argc > 0) {
+        fprintf(stderr, "brimctl: stats: no SECTION with --coordinator\n");
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    if (ctl->watch_s > 0) {
+        return cmd_stats_watch(ctl);
+    }
+    return ctl->coord != NULL ? cmd_cluster_stats(ctl, 0)
+                              : cmd_node_stats(ctl, 0);
 }
 
 const struct brim_ctl_cmd brim_ctl_cmds[] = {
@@ -835,8 +1049,14 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
       cmd_del },
     { "stats", "[SECTION]", "print the node's (or the cluster's) statistics",
       "Aligned name/value lines, nested sections as section.name; with\n"
-      "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n",
-      0, 1, BRIM_CTL_OPT_JSON, 0, cmd_stats },
+      "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n"
+      "With --coordinator, the cluster's CLUSTER_STATS; its migration map on\n"
+      "one line: idle or active, partitions done/total (arc, cap), keys\n"
+      "moved, and \"churn X.XX of ideal\" when the coordinator sends churn.\n"
+      "--watch [S]: print again every S seconds (default 1) until SIGINT or\n"
+      "SIGTERM (exit 0), clearing the screen first when stdout is a\n"
+      "terminal; with --json one compact object a line.\n",
+      0, 1, BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WATCH, 0, cmd_stats },
     { "ping", "", "one round trip to the node", NULL, 0, 0, 0, 0, cmd_ping },
     { "nodes", "", "list the cluster's members (--coordinator)",
       "Name, address, state, weight, partitions and heartbeat age; --json\n"
@@ -844,8 +1064,13 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
       BRIM_CTL_OPT_JSON, 0, cmd_nodes },
     { "leave", "NAME", "drain node NAME out of the cluster (--coordinator)",
       "--force is needed for the last node. Exits 1 with the coordinator's\n"
-      "message when it refuses (not a member, the last node).\n", 1, 1,
-      BRIM_CTL_OPT_FORCE, 1, cmd_leave },
+      "message when it refuses (not a member, the last node).\n"
+      "--wait: then poll the cluster's stats every 200 ms, drawing the\n"
+      "migration's partitions done/total on stderr (a bar on a terminal,\n"
+      "else a line a second), until NAME is no longer listed and no\n"
+      "migration runs; after --timeout S seconds (default 120) exit 2.\n",
+      1, 1, BRIM_CTL_OPT_FORCE | BRIM_CTL_OPT_WAIT | BRIM_CTL_OPT_TIMEOUT
+                | BRIM_CTL_OPT_PROGRESS, 1, cmd_leave },
     { "plan", "join|leave NAME", "what a join or leave would move "
       "(--coordinator)",
       "plan join NAME [--weight W], plan leave NAME: the coordinator's\n"
@@ -853,5 +1078,48 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
       BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, cmd_plan },
     { "flush", "", "drop every item of the node (admin)", NULL, 0, 0,
       BRIM_CTL_OPT_DELAY, 1, cmd_flush },
+    { "import", "FILE|-", "store the records of FILE (-: stdin), batched",
+      "Each record goes under PREFIX + its key, pipelined in batches.\n"
+      "--format deb822 (default): Debian control records (apt-cache\n"
+      "dumpavail) separated by blank lines (empty, or only spaces, tabs and\n"
+      "CRs). The key is the text of the record's --key-field line (default\n"
+      "Package; the name matched ignoring case). The value is the record's\n"
+      "lines exactly as in the input, each with its trailing newline, and\n"
+      "without the blank lines that separate records (a last line with no\n"
+      "newline at the end of the input is stored without one).\n"
+      "--format jsonl: one object a line with string fields \"key\" and\n"
+      "\"value\"; the value stored is the decoded string.\n"
+      "--prefix: default \"pkg:\" for deb822, \"\" for jsonl.\n"
+      "A key that repeats: the later record wins, and is counted. Records\n"
+      "without a key, bad JSON lines, and keys or values over the node's\n"
+      "limits are reported on stderr (FILE:LINE) and skipped; the rest is\n"
+      "stored. Progress on stderr when it is a terminal (--progress: also\n"
+      "when not, a line a second): records, bytes read of the file's size,\n"
+      "records/s and MB/s. The last line on stdout:\n"
+      "  imported N records (M bytes) in S s: R records/s, X MB/s;\n"
+      "  repeated K, skipped J\n"
+      "(M: value bytes stored; MB = 10^6 bytes). Exit 0: all stored; 1: some\n"
+      "skipped; 2: the servers could not be reached; 64: bad usage, or FILE\n"
+      "cannot be opened. --ttl and --flags apply to every record.\n",
+      1, 1, BRIM_CTL_OPT_FORMAT | BRIM_CTL_OPT_KEY_FIELD
+                | BRIM_CTL_OPT_PREFIX | BRIM_CTL_OPT_PROGRESS
+                | BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS, 0, brim_ctl_import },
+    { "verify", "FILE|-", "read FILE's keys back and compare with its "
+      "records",
+      "FILE, --format, --key-field and --prefix as for import. Every\n"
+      "distinct key is read once and compared byte for byte with its record\n"
+      "(the later one of a repeated key); records import would skip are\n"
+      "reported and not checked. Prints \"verified N/N\" (N distinct keys),\n"
+      "or \"verified OK/N: X missing, Y different\" with the first 10 bad\n"
+      "keys on stderr, and exits 1. Progress as for import.\n"
+      "--loop: read random keys of FILE, at most --rate R a second (default\n"
+      "2000), for --duration S seconds or until SIGINT/SIGTERM, then print\n"
+      "  reads=N ok=N missing=N different=N errors=N\n"
+      "and exit 1 if missing, different or errors is not 0. MOVED and RETRY\n"
+      "are followed inside libbrim; a read that still fails is an error.\n",
+      1, 1, BRIM_CTL_OPT_FORMAT | BRIM_CTL_OPT_KEY_FIELD
+                | BRIM_CTL_OPT_PREFIX | BRIM_CTL_OPT_PROGRESS
+                | BRIM_CTL_OPT_LOOP | BRIM_CTL_OPT_DURATION
+                | BRIM_CTL_OPT_RATE, 0, brim_ctl_verify },
     { NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL }
 };

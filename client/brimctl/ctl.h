@@ -2,7 +2,9 @@
  * client/brimctl/ctl.h - brimctl's command table and shared state. main.c
  * parses the command line against the table (global options anywhere,
  * then each command's own options and arguments) and cmd.c runs the
- * commands over libbrim. A new command (issue 4: nodes, leave, plan) is one
+ * commands over libbrim (import.c: import and verify; records.c reads their
+ * input; progress.c draws progress and catches signals for the commands
+ * that run a while). A new command (issue 4: nodes, leave, plan) is one
  * row in brim_ctl_cmds[] and one function; a new option (--coordinator)
  * is one row in main.c's ctl_opts[] and, unless global, a bit in the
  * commands that accept it.
@@ -32,8 +34,31 @@ enum brim_ctl_opt {
     BRIM_CTL_OPT_JSON = 1u << 2,    /* --json */
     BRIM_CTL_OPT_DELAY = 1u << 3,   /* --delay S */
     BRIM_CTL_OPT_FORCE = 1u << 4,   /* --force */
-    BRIM_CTL_OPT_WEIGHT = 1u << 5   /* --weight W */
+    BRIM_CTL_OPT_WEIGHT = 1u << 5,  /* --weight W */
+    BRIM_CTL_OPT_FORMAT = 1u << 6,  /* --format deb822|jsonl */
+    BRIM_CTL_OPT_KEY_FIELD = 1u << 7, /* --key-field NAME */
+    BRIM_CTL_OPT_PREFIX = 1u << 8,  /* --prefix STR */
+    BRIM_CTL_OPT_PROGRESS = 1u << 9, /* --progress */
+    BRIM_CTL_OPT_LOOP = 1u << 10,   /* --loop */
+    BRIM_CTL_OPT_DURATION = 1u << 11, /* --duration S */
+    BRIM_CTL_OPT_RATE = 1u << 12,   /* --rate R */
+    BRIM_CTL_OPT_WAIT = 1u << 13,   /* --wait */
+    BRIM_CTL_OPT_TIMEOUT = 1u << 14, /* --timeout S */
+    BRIM_CTL_OPT_WATCH = 1u << 15   /* --watch [S] */
 };
+
+/* Input formats of import and verify (--format). */
+enum brim_ctl_format {
+    BRIM_CTL_FORMAT_DEB822 = 0,     /* Debian control records */
+    BRIM_CTL_FORMAT_JSONL           /* {"key": ..., "value": ...} a line */
+};
+
+/* Defaults of the options that have one. */
+#define BRIM_CTL_DEFAULT_KEY_FIELD "Package"  /* --key-field, deb822 */
+#define BRIM_CTL_DEFAULT_PREFIX "pkg:"        /* --prefix, deb822 */
+#define BRIM_CTL_DEFAULT_RATE 2000            /* --rate, reads/s */
+#define BRIM_CTL_DEFAULT_TIMEOUT_S 120        /* leave --timeout */
+#define BRIM_CTL_DEFAULT_WATCH_S 1.0          /* stats --watch */
 
 /* What the command line said, and the connection once made. */
 struct brim_ctl {
@@ -47,6 +72,17 @@ struct brim_ctl {
     uint32_t            flags;         /* --flags */
     uint32_t            delay_s;       /* --delay */
     int                 json;          /* --json */
+    int                 format;        /* --format: enum brim_ctl_format */
+    const char         *key_field;     /* --key-field, or NULL: default */
+    const char         *prefix;        /* --prefix, or NULL: the format's
+                                          default ("pkg:" or "") */
+    int                 progress;      /* --progress: even without a TTY */
+    int                 loop;          /* verify --loop */
+    double              duration_s;    /* --duration, 0: until a signal */
+    uint32_t            rate;          /* --rate, reads/s; 0: default */
+    int                 wait;          /* leave --wait */
+    double              timeout_s;     /* --timeout, 0: default */
+    double              watch_s;       /* stats --watch period, 0: off */
     int                 argc;          /* the command's arguments */
     char              **argv;          /* borrowed from main's argv */
     struct brim_client *client;        /* connected before run() */
@@ -77,7 +113,90 @@ extern const struct brim_ctl_cmd brim_ctl_cmds[];
  */
 int brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc);
 
+/*
+ * Non-zero when RC means the server could not be talked to (timed out,
+ * refused, closed, a malformed reply, an outcome unknown): what
+ * brim_ctl_fail() turns into BRIM_CTL_EXIT_CONN.
+ */
+int brim_ctl_conn_error(int rc);
+
 /* The address brimctl talks to: the coordinator's or the node's. */
 const char *brim_ctl_addr(const struct brim_ctl *ctl);
+
+/*
+ * KEY (LEN bytes, borrowed) for a message, into OUT (room for
+ * BRIM_CTL_KEY_SHOWN + 4 bytes): printable bytes as they are, others as
+ * '?', cut after BRIM_CTL_KEY_SHOWN bytes with "..."; "\"\"" for the empty
+ * key. Returns OUT, or a static string.
+ */
+#define BRIM_CTL_KEY_SHOWN 64
+const char *brim_ctl_show_key(const char *key, size_t len,
+                              char out[BRIM_CTL_KEY_SHOWN + 4]);
+
+/* The commands of import.c: exit statuses as for every run(). */
+int brim_ctl_import(struct brim_ctl *ctl);
+int brim_ctl_verify(struct brim_ctl *ctl);
+
+/* ---- progress.c: what commands that run a while share ---- */
+
+/* How progress is shown (brim_ctl_progress_init()). */
+enum brim_ctl_progress_mode {
+    BRIM_CTL_PROGRESS_OFF = 0,      /* not at all */
+    BRIM_CTL_PROGRESS_BAR,          /* one line redrawn, at most 10x/s */
+    BRIM_CTL_PROGRESS_LINES         /* a new line each second (no TTY) */
+};
+
+/* Progress on stderr of one long command. */
+struct brim_ctl_progress {
+    int    mode;                    /* enum brim_ctl_progress_mode */
+    double start_s;                 /* brim_ctl_now() at init */
+    double next_s;                  /* no drawing before this */
+    int    drawn;                   /* BAR: a line is on the screen */
+};
+
+/*
+ * Prepare P: a bar when stderr is a terminal; else a line a second when
+ * FORCE (--progress) or LINES_WITHOUT_TTY is set; else nothing.
+ */
+void brim_ctl_progress_init(struct brim_ctl_progress *p, int force,
+                            int lines_without_tty);
+
+/* Non-zero when brim_ctl_progress_draw() would draw now (cheap). */
+int brim_ctl_progress_due(const struct brim_ctl_progress *p);
+
+/*
+ * Draw "[#####.....]  45%  TEXT" (FRAC in [0, 1]; a negative FRAC draws
+ * no bar) with TEXT from printf FMT, when due: a bar at most every 0.1 s,
+ * a line at most every second. FINAL draws whatever the time and ends the
+ * bar's line.
+ */
+void brim_ctl_progress_draw(struct brim_ctl_progress *p, double frac,
+                            int final, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/*
+ * Take a bar off the screen before another message goes to stderr; it is
+ * drawn again at the next brim_ctl_progress_draw().
+ */
+void brim_ctl_progress_clear(struct brim_ctl_progress *p);
+
+/* Seconds since P began. */
+double brim_ctl_progress_elapsed(const struct brim_ctl_progress *p);
+
+/* A monotonic clock, in seconds. */
+double brim_ctl_now(void);
+
+/*
+ * Catch SIGINT and SIGTERM from now on: the first sets the flag that
+ * brim_ctl_stopped() reads (and interrupts brim_ctl_sleep()); the process
+ * is not ended by them. SIGPIPE is ignored too (stdout may be a pipe).
+ */
+void brim_ctl_catch_signals(void);
+
+/* The signal caught since brim_ctl_catch_signals(), or 0. */
+int brim_ctl_stopped(void);
+
+/* Sleep SECONDS (> 0), or less when a caught signal arrives. */
+void brim_ctl_sleep(double seconds);
 
 #endif /* BRIM_CLIENT_BRIMCTL_CTL_H */

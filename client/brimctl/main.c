@@ -42,6 +42,28 @@ static const struct ctl_opt ctl_opts[] = {
       "leave: also the last node (the cluster then has none)" },
     { "--weight", "W", BRIM_CTL_OPT_WEIGHT,
       "plan join: the node's weight, 0.001 to 1000 (default 1)" },
+    { "--format", "FMT", BRIM_CTL_OPT_FORMAT,
+      "import, verify: deb822 (default) or jsonl" },
+    { "--key-field", "NAME", BRIM_CTL_OPT_KEY_FIELD,
+      "deb822: the field whose text is the key (default "
+      BRIM_CTL_DEFAULT_KEY_FIELD ")" },
+    { "--prefix", "STR", BRIM_CTL_OPT_PREFIX,
+      "put STR before every key (default \"" BRIM_CTL_DEFAULT_PREFIX
+      "\" for deb822, \"\" for jsonl)" },
+    { "--progress", NULL, BRIM_CTL_OPT_PROGRESS,
+      "progress on stderr even when it is not a terminal (a line a second)" },
+    { "--loop", NULL, BRIM_CTL_OPT_LOOP,
+      "verify: read random keys until --duration or SIGINT/SIGTERM" },
+    { "--duration", "S", BRIM_CTL_OPT_DURATION,
+      "verify --loop: stop after S seconds (default: at a signal)" },
+    { "--rate", "R", BRIM_CTL_OPT_RATE,
+      "verify --loop: at most R reads a second (default 2000)" },
+    { "--wait", NULL, BRIM_CTL_OPT_WAIT,
+      "leave: wait until the node is gone and no migration runs" },
+    { "--timeout", "S", BRIM_CTL_OPT_TIMEOUT,
+      "leave --wait: give up after S seconds, exit 2 (default 120)" },
+    { "--watch", "[S]", BRIM_CTL_OPT_WATCH,
+      "stats: print again every S seconds (default 1) until SIGINT" },
 };
 
 #define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
@@ -70,10 +92,54 @@ ctl_parse_u32(const char *name, const char *text, uint32_t min,
     return 0;
 }
 
+/*
+ * Parse the decimal TEXT of option NAME into *OUT: a number MIN .. MAX
+ * (fractions allowed). 0, or -1 after a message that names the range.
+ */
+static int
+ctl_parse_num(const char *name, const char *text, double min, double max,
+              double *out)
+{
+    char  *end;
+    double v;
+
+    errno = 0;
+    v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !(v >= min)
+        || !(v <= max))
+    {
+        fprintf(stderr, "brimctl: %s: \"%s\" is not a number %g .. %g\n",
+                name, text, min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The int of CTL that the flag (valueless) option BIT sets. */
+static int *
+ctl_flag(struct brim_ctl *ctl, unsigned bit)
+{
+    switch (bit) {
+    case BRIM_CTL_OPT_FORCE:
+        return &ctl->force;
+    case BRIM_CTL_OPT_PROGRESS:
+        return &ctl->progress;
+    case BRIM_CTL_OPT_LOOP:
+        return &ctl->loop;
+    case BRIM_CTL_OPT_WAIT:
+        return &ctl->wait;
+    default:
+        return &ctl->json;
+    }
+}
+
 /* Store the value TEXT of option O into CTL; 0 or -1. */
 static int
 ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
 {
+    double w;
+
     if (strcmp(o->name, "--server") == 0) {
         ctl->server = text;
         ctl->coord = NULL;          /* the last of the two given wins */
@@ -87,6 +153,10 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         /* 0 would mean libbrim's defaults: not what was asked for. */
         return ctl_parse_u32(o->name, text, 1, &ctl->timeout_ms);
     }
+    if (o->arg == NULL) {
+        *ctl_flag(ctl, o->bit) = 1;
+        return 0;
+    }
     switch (o->bit) {
     case BRIM_CTL_OPT_TTL:
         return ctl_parse_u32(o->name, text, 0, &ctl->ttl_s);
@@ -94,27 +164,42 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         return ctl_parse_u32(o->name, text, 0, &ctl->flags);
     case BRIM_CTL_OPT_DELAY:
         return ctl_parse_u32(o->name, text, 0, &ctl->delay_s);
-    case BRIM_CTL_OPT_FORCE:
-        ctl->force = 1;
-        return 0;
-    case BRIM_CTL_OPT_WEIGHT: {
-        char  *end;
-        double w;
-
-        errno = 0;
-        w = strtod(text, &end);
-        if (end == text || *end != '\0' || errno != 0 || !(w >= 0.001)
-            || !(w <= 1000.0))
-        {
-            fprintf(stderr, "brimctl: --weight: \"%s\" is not a number "
-                    "0.001 .. 1000\n", text);
+    case BRIM_CTL_OPT_RATE:
+        return ctl_parse_u32(o->name, text, 1, &ctl->rate);
+    case BRIM_CTL_OPT_WEIGHT:
+        if (ctl_parse_num(o->name, text, 0.001, 1000.0, &w) != 0) {
             return -1;
         }
         ctl->weight_ppm = (uint32_t) (w * 1e6 + 0.5);
         return 0;
-    }
-    default:
-        ctl->json = 1;
+    case BRIM_CTL_OPT_DURATION:
+        return ctl_parse_num(o->name, text, 0.001, 1e7, &ctl->duration_s);
+    case BRIM_CTL_OPT_TIMEOUT:
+        return ctl_parse_num(o->name, text, 0.001, 1e7, &ctl->timeout_s);
+    case BRIM_CTL_OPT_WATCH:
+        ctl->watch_s = BRIM_CTL_DEFAULT_WATCH_S;
+        return text != NULL ? ctl_parse_num(o->name, text, 0.1, 1e7,
+                                            &ctl->watch_s)
+                            : 0;
+    case BRIM_CTL_OPT_FORMAT:
+        ctl->format = strcmp(text, "jsonl") == 0 ? BRIM_CTL_FORMAT_JSONL
+                                                 : BRIM_CTL_FORMAT_DEB822;
+        if (strcmp(text, "jsonl") != 0 && strcmp(text, "deb822") != 0) {
+            fprintf(stderr, "brimctl: --format: \"%s\": want deb822 or "
+                    "jsonl\n", text);
+            return -1;
+        }
+        return 0;
+    case BRIM_CTL_OPT_KEY_FIELD:
+        if (text[0] == '\0' || strpbrk(text, ": \t\n") != NULL) {
+            fprintf(stderr, "brimctl: --key-field: \"%s\" is not a field "
+                    "name\n", text);
+            return -1;
+        }
+        ctl->key_field = text;
+        return 0;
+    default:                        /* BRIM_CTL_OPT_PREFIX */
+        ctl->prefix = text;
         return 0;
     }
 }
@@ -186,6 +271,9 @@ ctl_usage(FILE *f)
     ctl_print_opts(f, 0);
     fprintf(f, "  %-20s %s\n", "--help, -h", "this text; after a command, "
             "that command's");
+    fprintf(f, "\ncommand options (brimctl COMMAND --help tells which "
+            "apply):\n");
+    ctl_print_opts(f, ~0u);
     fprintf(f, "\nexit status: 0 done, 1 the server said no (not found, "
             "not stored, ...),\n2 the server could not be reached or did "
             "not answer, 3 no nodes in the cluster (cluster mode: the key's "
@@ -255,6 +343,15 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
                 val = strchr(argv[i], '=') + 1;
                 if (o->arg == NULL) {
                     return ctl_bad_usage("option takes no value", o->name);
+                }
+            } else if (o->arg != NULL && o->arg[0] == '[') {
+                /* An optional value ("--watch [S]"): the next argument
+                 * when it is a number. */
+                if (i + 1 < argc && argv[i + 1][0] != '\0'
+                    && strspn(argv[i + 1], "0123456789.")
+                           == strlen(argv[i + 1]))
+                {
+                    val = argv[++i];
                 }
             } else if (o->arg != NULL) {
                 if (i + 1 >= argc) {
