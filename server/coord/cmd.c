@@ -168,6 +168,11 @@ hb_stats(struct coord_member *mb, const msgpack_object *map)
             {
                 *(uint64_t *) ((char *) mb + fields[f].off) =
                     kv->val.via.u64;
+                if (fields[f].off
+                    == offsetof(struct coord_member, hb_mig_in_flight))
+                {
+                    mb->hb_mig_reported = 1;
+                }
             }
         }
     }
@@ -445,7 +450,7 @@ mig_progress(const struct coord *co, struct mig_progress *mp)
         {
             continue;
         }
-        if (mb->hb_epoch < epoch) {
+        if (mb->hb_mig_reported && mb->hb_epoch < epoch) {
             unheard = 1;            /* its streams are not counted yet */
         }
         mp->active |= mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0;
@@ -458,6 +463,15 @@ mig_progress(const struct coord *co, struct mig_progress *mp)
         mp->active = 1;
         mp->in_flight = UINT64_MAX;     /* nothing known done */
     }
+}
+
+int
+coord_migration_active(const struct coord *co)
+{
+    struct mig_progress mp;
+
+    mig_progress(co, &mp);
+    return mp.active;
 }
 
 static int

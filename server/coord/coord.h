@@ -47,6 +47,8 @@ struct coord_member {
     /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
     uint64_t             hb_keys, hb_bytes, hb_partitions, hb_rps;
     uint64_t             hb_epoch;      /* its committed epoch then */
+    int                  hb_mig_reported; /* its heartbeats carry the
+                                           mig_* fields (brim-node's do) */
     uint64_t             hb_mig_in;     /* stream entries received, ever */
     uint64_t             hb_mig_in_flight;   /* partitions coming in */
     uint64_t             hb_mig_out_pending; /* partitions going out */
@@ -81,6 +83,7 @@ struct coord {
     uint32_t                pending_cap;
     uint32_t                last_arc;        /* the last commit's moves */
     uint32_t                last_cap;
+    uint64_t                last_commit_ms;  /* loop ms of the last commit */
     double                  last_ideal_keys; /* keys the last change had to
                                                 move at least: the leavers'
                                                 keys plus the joiners'
@@ -106,5 +109,9 @@ int coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc,
                 uint32_t *cap, char *err);
 int coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
                      const struct brim_topo *t);
+
+/* cmd.c: true while the last change's migration runs, as the members'
+ * heartbeats tell it (or a change is pending). */
+int coord_migration_active(const struct coord *co);
 
 #endif /* BRIM_SERVER_COORD_COORD_H */

@@ -20,6 +20,9 @@
 #include "proto/frame.h"
 #include "server/log.h"
 
+/* Most a join or a leave waits for the last change's migration, ms. */
+#define COORD_MIGRATION_WAIT_MS 60000
+
 static msgpack_zone rep_zone;
 
 static void change_commit(struct coord *co);
@@ -586,6 +589,7 @@ change_commit(struct coord *co)
         return;
     }
     change_baseline(co, &old);
+    co->last_commit_ms = uv_now(co->loop);
     brim_topo_destroy(&old);
     co->last_arc = co->pending_arc;
     co->last_cap = co->pending_cap;
@@ -630,6 +634,33 @@ change_abort(struct coord *co, const char *why)
     co->retry_at_ms = uv_now(co->loop) + co->cfg.join_window_ms;
 }
 
+/*
+ * A join or a leave waits (at most COORD_MIGRATION_WAIT_MS after the last
+ * commit) until the last change's migration is over, so a partition is
+ * never handed on while its stream still runs (a node that leaves right
+ * after joining would otherwise take keys it has not received yet). A
+ * death does not wait: its partitions need live owners now.
+ */
+static int
+change_must_wait(struct coord *co, uint64_t now)
+{
+    const struct brim_topo *t = &co->st.committed;
+    uint32_t                i;
+    struct coord_member    *mb;
+
+    if (now - co->last_commit_ms >= COORD_MIGRATION_WAIT_MS) {
+        return 0;
+    }
+    for (i = 0; i < t->nmembers; i++) {
+        mb = coord_member_find(co, t->members[i].name,
+                               strlen(t->members[i].name));
+        if (mb == NULL || mb->m.state == BRIM_MEMBER_DEAD) {
+            return 0;
+        }
+    }
+    return coord_migration_active(co);
+}
+
 void
 coord_tick(struct coord *co)
 {
@@ -665,7 +696,8 @@ coord_tick(struct coord *co)
     }
     if (!co->st.has_pending && now >= co->retry_at_ms
         && (co->dirty || (co->join_since_ms != 0
-                      && now - co->join_since_ms >= co->cfg.join_window_ms)))
+                      && now - co->join_since_ms >= co->cfg.join_window_ms))
+        && !change_must_wait(co, now))
     {
         change_start(co);
     }

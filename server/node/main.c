@@ -44,6 +44,7 @@ static const struct option node_longopts[] = {
     {"standalone", no_argument, NULL, 'S'},
     {"coordinator", required_argument, NULL, 'C'},
     {"weight", required_argument, NULL, 'w'},
+    {"migrate-mb-per-s", required_argument, NULL, 'M'},
     {"config", required_argument, NULL, 'f'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
@@ -78,6 +79,9 @@ node_usage(FILE *out)
 "                         (default 300; 0 never)\n"
 "  --output-limit-kb K    stop reading from a connection whose unsent\n"
 "                         replies pass K KiB (default 4096)\n"
+"  --migrate-mb-per-s R   cluster: stream partitions to their new owners\n"
+"                         at most R MB/s (10^6 bytes) in all, so clients\n"
+"                         keep their latency (default 48; 0 no limit)\n"
 "  --partitions P         partitions, a power of two 256..1048576\n"
 "                         (default 65536)\n"
 "  --seed S               cluster seed of the key hash (default 0)\n"
@@ -103,6 +107,7 @@ brim_node_config_default(struct brim_node_config *cfg)
     cfg->policy = BRIM_EVICT_SIEVE;
     cfg->log_level = BRIM_LOG_INFO;
     cfg->weight_ppm = 1000000;
+    cfg->migrate_mb_per_s = 48;
     brim_wire_limits_default(&cfg->limits);
 }
 
@@ -178,6 +183,12 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
             return -1;
         }
         cfg->max_conns = (uint32_t) v;
+        return 0;
+    case 'M':
+        if (parse_num(name, arg, 0, 100000, &v) != 0) {
+            return -1;
+        }
+        cfg->migrate_mb_per_s = (uint32_t) v;
         return 0;
     case 'i':
         if (parse_num(name, arg, 0, 86400 * 365, &v) != 0) {

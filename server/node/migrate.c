@@ -29,7 +29,7 @@
 #include "server/node/node.h"
 
 #define MIG_BATCH_ENTRIES 512
-#define MIG_BATCH_BYTES   (256u << 10)
+#define MIG_BATCH_BYTES   (64u << 10)
 #define MIG_ACTIVE        4
 #define MIG_SCAN_BUCKETS  4096
 #define MIG_BEGIN_RETRIES 50
@@ -105,6 +105,12 @@ struct brim_migrate {
     uint32_t           scratch_n;
     uint32_t           now;         /* Unix seconds while scanning */
     int                redispatch;  /* serving a fetched op: no fetch */
+    double             pace_next_ms; /* loop ms before which no batch
+                                        goes (--migrate-mb-per-s) */
+    uint64_t           in_since_ms; /* loop ms when partitions_in_flight
+                                       last left 0 */
+    uint64_t           in_since_bytes, in_since_keys; /* bytes_in, keys_in
+                                                         then */
     struct brim_migrate_stats st;
 };
 
@@ -266,6 +272,12 @@ tomb_clear(struct brim_migrate *m, uint32_t p)
 static void
 in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
 {
+    if (m->st.partitions_in_flight == 0) {
+        /* A migration into this node starts: time it (in_finish). */
+        m->in_since_ms = uv_now(m->node->loop);
+        m->in_since_bytes = m->st.bytes_in;
+        m->in_since_keys = m->st.keys_in;
+    }
     m->in_src[p] = src >= 0 ? (uint16_t) src : MIG_NO_SRC;
     if (m->in_state[p] == IN_FLIGHT) {
         tomb_clear(m, p);
@@ -279,10 +291,21 @@ in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
 static void
 in_finish(struct brim_migrate *m, uint32_t p)
 {
-    if (m->in_state[p] == IN_FLIGHT) {
-        tomb_clear(m, p);
-        m->st.partitions_in_flight--;
-        m->in_state[p] = IN_DONE;
+    uint64_t ms, bytes;
+
+    if (m->in_state[p] != IN_FLIGHT) {
+        return;
+    }
+    tomb_clear(m, p);
+    m->st.partitions_in_flight--;
+    m->in_state[p] = IN_DONE;
+    if (m->st.partitions_in_flight == 0) {
+        ms = uv_now(m->node->loop) - m->in_since_ms;
+        bytes = m->st.bytes_in - m->in_since_bytes;
+        brim_log_info("migrate: every incoming partition is complete: %"
+                      PRIu64 " keys, %" PRIu64 " bytes in %" PRIu64 " ms "
+                      "(%.1f MB/s)", m->st.keys_in - m->in_since_keys,
+                      bytes, ms, ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
     }
 }
 
@@ -653,6 +676,12 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
             job_send_op(m, j, BRIM_OP_STREAM_END);
             return;
         }
+        if (m->pace_next_ms > (double) now_ms) {
+            /* --migrate-mb-per-s: this node's streams wait their turn. */
+            j->not_before = (uint64_t) m->pace_next_ms + 1;
+            mig_pump_soon(m, j->not_before - now_ms);
+            return;
+        }
         brim_buf_truncate(&m->scratch, 0);
         m->scratch_n = 0;
         m->now = (uint32_t) time(NULL);
@@ -664,6 +693,12 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         }
         j->count += m->scratch_n;
         m->st.batches_out++;
+        if (node->cfg.migrate_mb_per_s > 0) {
+            m->pace_next_ms = (m->pace_next_ms > (double) now_ms
+                                   ? m->pace_next_ms : (double) now_ms)
+                              + (double) m->scratch.len
+                                    / (node->cfg.migrate_mb_per_s * 1e3);
+        }
         j->state = OUT_WAIT;
         job_send_op(m, j, BRIM_OP_STREAM_BATCH);
         return;
