@@ -33,43 +33,10 @@ step_done() {
     printf '==> done in %ds\n' "$((SECONDS - step_start))"
 }
 
-# The package list lives in one place, deploy/packages.txt.
-missing_packages() {
-    local pkg status
-    while read -r pkg; do
-        pkg=${pkg%%#*}
-        pkg=${pkg//[[:space:]]/}
-        [ -n "$pkg" ] || continue
-        status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null \
-                 || true)
-        if [ "${status:0:2}" != "ii" ]; then
-            printf '%s\n' "$pkg"
-        fi
-    done < deploy/packages.txt
-}
+. "$root/deploy/lib.sh"
 
 step "checking Debian packages (deploy/packages.txt)"
-[ -r deploy/packages.txt ] || { echo "deploy/packages.txt missing" >&2; exit 1; }
-if ! command -v dpkg-query > /dev/null 2>&1; then
-    echo "dpkg-query not found: not Debian; skipping the package check" \
-         "(install the equivalents of deploy/packages.txt yourself)"
-else
-    mapfile -t missing < <(missing_packages)
-    if [ "${#missing[@]}" -eq 0 ]; then
-        echo "all present"
-    elif [ "$(id -u)" -ne 0 ]; then
-        echo "missing: ${missing[*]}"
-        echo "run as root, or install them first:"
-        echo "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive" \
-             "apt-get install -y --no-install-recommends ${missing[*]}"
-        exit 1
-    else
-        echo "installing: ${missing[*]}"
-        apt-get update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y \
-            --no-install-recommends "${missing[@]}"
-    fi
-fi
+brim_install_packages "$root" || exit 1
 step_done
 
 step "configuring $build_dir/ ${cmake_extra[*]}"

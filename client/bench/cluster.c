@@ -389,6 +389,7 @@ cluster_main(void *arg)
     struct timespec            ts;
     char                       errbuf[BRIM_ERRBUF_LEN];
     uint64_t                   next_ok, now, want;
+    uint32_t                   behind = 0;
     int                        rc;
 
     next_ok = 0;
@@ -422,11 +423,16 @@ cluster_main(void *arg)
         if (rc != 0 && cl->failures++ < 5) {
             fprintf(stderr, "brim-bench: map refresh: %s\n", errbuf);
         }
-        /* Still behind what a node reported: the coordinator may not have
-         * committed it yet; ask again a little later, not at once. */
-        next_ok = atomic_load(&sh->route)->epoch < want
-            ? brim_bench_now_ns() + CLUSTER_SPACING_NS
-            : 0;
+        /* Still behind what a node reported (or what a lost connection
+         * hopes for): the coordinator may not have committed it yet; ask
+         * again a little later, each time later, up to 1 s apart. */
+        if (atomic_load(&sh->route)->epoch < want) {
+            behind = behind < 6 ? behind + 1 : behind;
+            next_ok = brim_bench_now_ns() + (CLUSTER_SPACING_NS << behind);
+        } else {
+            behind = 0;
+            next_ok = 0;
+        }
     }
 }
 

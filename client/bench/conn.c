@@ -18,6 +18,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+
+#include "client/bench/cluster.h"
 #include <sys/socket.h>
 
 #include "common/defs.h"
@@ -282,9 +284,11 @@ fail_errno:
 }
 
 /*
- * C failed (WHY): every request in flight on it counts as an error (a
- * write's outcome is unknown), the socket closes, and a reconnect is
- * scheduled while C has some left.
+ * C failed (WHY): the socket closes and a reconnect is scheduled while C
+ * has some left. With --coordinator the node may have died or left: a
+ * newer map is asked for, and every request in flight goes again through
+ * it (GET, SET and DEL may run twice: DESIGN.md section 5). Without, each
+ * counts as an error (a write's outcome is unknown).
  */
 void
 brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
@@ -303,10 +307,12 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         if (req->kind == BRIM_BENCH_HELLO) {
             continue;
         }
-        if (t->route != NULL && req->kind == BRIM_BENCH_GET) {
-            /* A GET may run twice: it goes again (a node that left the
-             * map closes its connections once it has drained). */
-            brim_bench_engine_requeue(t, req, 0, 0, brim_bench_now_ns());
+        if (t->route != NULL) {
+            /* It goes again once a newer map is in, or after a while
+             * to the same node (a restart, or a node that left the map
+             * and closed its connections once it had drained). */
+            brim_bench_engine_requeue(t, req, 0, t->route->epoch + 1,
+                                      brim_bench_now_ns());
             continue;
         }
         t->cnt[t->phase].errors++;
@@ -331,6 +337,9 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         c->pctx = NULL;
     }
     c->reconnect_ns = 0;
+    if (t->route != NULL) {
+        brim_bench_cluster_want(t->sh, t->route->epoch + 1);
+    }
     if (c->retries < BRIM_BENCH_RECONNECTS && !t->stopping
         && (t->route == NULL || t->route->live[c->node]))
     {

@@ -486,6 +486,10 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
                 brim_bench_engine_recount_room(t);
             } else {
                 brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
+                if (t->route != NULL) {
+                    /* Refused: the node may be dead; a newer map says. */
+                    brim_bench_cluster_want(t->sh, t->route->epoch + 1);
+                }
                 if (c->retries < BRIM_BENCH_RECONNECTS) {
                     c->reconnect_ns =
                         now + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
