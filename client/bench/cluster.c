@@ -425,9 +425,9 @@ cluster_main(void *arg)
         }
         /* Still behind what a node reported (or what a lost connection
          * hopes for): the coordinator may not have committed it yet; ask
-         * again a little later, each time later, up to 1 s apart. */
+         * again a little later, each time later, up to 320 ms apart. */
         if (atomic_load(&sh->route)->epoch < want) {
-            behind = behind < 6 ? behind + 1 : behind;
+            behind = behind < 4 ? behind + 1 : behind;
             next_ok = brim_bench_now_ns() + (CLUSTER_SPACING_NS << behind);
         } else {
             behind = 0;

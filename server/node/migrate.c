@@ -8,10 +8,11 @@
  * MIG_BATCH_BYTES bytes, each slice at most MIG_SCAN_BUCKETS buckets. The
  * receiver keeps, per partition, the migration id (epoch) in flight and a
  * tombstone set of the keys written or deleted here since, which a batch
- * never overwrites. Handles are unreferenced so they never keep a
- * stopping node's loop alive.
+ * never overwrites (migrate_read.c keeps those, and serves the reads
+ * and pulls of keys not streamed yet). Handles are unreferenced so they
+ * never keep a stopping node's loop alive.
  */
-#include "server/node/migrate.h"
+#include "server/node/migrate_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,104 +24,12 @@
 #include "common/defs.h"
 #include "common/hash.h"
 #include "proto/frame.h"
-#include "proto/wire.h"
-#include "server/conn.h"
 #include "server/log.h"
-#include "server/node/node.h"
-
-#define MIG_BATCH_ENTRIES 512
-#define MIG_BATCH_BYTES   (64u << 10)
-#define MIG_ACTIVE        4
-#define MIG_SCAN_BUCKETS  4096
-#define MIG_BEGIN_RETRIES 50
-#define MIG_RETRY_MS      100
-#define MIG_COMPLETE_WAIT_MS 10000
-
-enum mig_in_state { IN_NONE = 0, IN_FLIGHT, IN_DONE };
-enum mig_out_state {
-    OUT_QUEUED = 0, OUT_BEGIN, OUT_READY, OUT_WAIT, OUT_END,
-    OUT_COMPLETE_WAIT,              /* END acknowledged; awaiting COMPLETE */
-    OUT_DONE
-};
-
-struct mig_dest {
-    struct brim_peer   peer;
-    char               addr[128];
-    int                dead;        /* connection failed or closed */
-    uint64_t           next_id;
-    struct brim_migrate *m;
-    struct mig_dest    *next;
-};
-
-struct mig_job {
-    uint64_t         epoch;
-    uint32_t         p;
-    enum mig_out_state state;
-    struct mig_dest *dest;
-    uint32_t         cursor;        /* next bucket */
-    int              scan_done;
-    int              cancelled;     /* a later commit superseded it */
-    int              completed;     /* COMPLETE came before END's reply */
-    int              busy;          /* a request is in flight */
-    uint32_t         retries;
-    uint64_t         count;         /* entries sent */
-    uint64_t         not_before;    /* loop ms */
-};
-
-#define MIG_NO_SRC UINT16_MAX
-
-/* A COMPLETE to send to the old owner (its forwarding connection). */
-struct mig_cpend {
-    uint64_t         epoch;
-    uint32_t         p;
-    struct mig_dest *d;
-};
-
-struct mig_tomb {
-    struct mig_tomb *hnext;         /* bucket chain */
-    struct mig_tomb *pnext;         /* same partition */
-    uint64_t         hash;
-    uint32_t         p;
-    uint8_t          key_len;
-    char             key[];
-};
-
-struct brim_migrate {
-    struct brim_node  *node;
-    uv_timer_t         pump;
-    int                pump_armed;
-    struct mig_dest   *dests;
-    struct mig_job   **jobs;
-    uint32_t           njobs, cap_jobs;
-    uint64_t          *in_epoch;    /* per partition */
-    uint8_t           *in_state;    /* enum mig_in_state per partition */
-    uint16_t          *in_src;      /* source's index in the committed
-                                       topology, or MIG_NO_SRC */
-    struct mig_cpend  *cpend;       /* COMPLETEs waiting to be sent */
-    uint32_t           ncpend, cap_cpend;
-    struct mig_tomb  **tomb_head;   /* per partition */
-    struct mig_tomb  **tbuckets;
-    uint32_t           ntbuckets;
-    struct brim_buf    scratch;     /* entries of the batch being built */
-    uint32_t           scratch_n;
-    uint32_t           now;         /* Unix seconds while scanning */
-    int                redispatch;  /* serving a fetched op: no fetch */
-    double             pace_next_ms; /* loop ms before which no batch
-                                        goes (--migrate-mb-per-s) */
-    uint64_t           in_since_ms; /* loop ms when partitions_in_flight
-                                       last left 0 */
-    uint64_t           in_since_bytes, in_since_keys; /* bytes_in, keys_in
-                                                         then */
-    struct brim_migrate_stats st;
-};
 
 static void mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms);
-static int mig_reply(struct brim_conn *c, uint64_t id, int status,
-                     const char *msg);
 
-/* True when the committed map gives PARTITION to this node. */
-static int
-brim_migrate_owns(const struct brim_node *node, uint32_t partition)
+int
+mig_owns(const struct brim_node *node, uint32_t partition)
 {
     return node->cl.self >= 0
            && node->cl.committed.map.owner[partition]
@@ -170,117 +79,20 @@ mig_get(struct brim_node *node)
     return m;
 }
 
-/* ---- tombstones ---- */
-
-static struct mig_tomb **
-tomb_slot(struct brim_migrate *m, uint64_t hash, const char *key,
-          size_t key_len)
-{
-    struct mig_tomb **slot;
-
-    if (m->ntbuckets == 0) {
-        return NULL;
-    }
-    slot = &m->tbuckets[(hash >> 32) & (m->ntbuckets - 1)];
-    for (; *slot != NULL; slot = &(*slot)->hnext) {
-        if ((*slot)->hash == hash && (*slot)->key_len == key_len
-            && memcmp((*slot)->key, key, key_len) == 0)
-        {
-            return slot;
-        }
-    }
-    return NULL;
-}
-
-static void
-tomb_grow(struct brim_migrate *m)
-{
-    struct mig_tomb **nb, *t, *next;
-    uint32_t          n = m->ntbuckets == 0 ? 64 : m->ntbuckets * 2, i, b;
-
-    nb = brim_calloc(n, sizeof(*nb));
-    if (nb == NULL) {
-        return;
-    }
-    for (i = 0; i < m->ntbuckets; i++) {
-        for (t = m->tbuckets[i]; t != NULL; t = next) {
-            next = t->hnext;
-            b = (uint32_t) (t->hash >> 32) & (n - 1);
-            t->hnext = nb[b];
-            nb[b] = t;
-        }
-    }
-    brim_free(m->tbuckets);
-    m->tbuckets = nb;
-    m->ntbuckets = n;
-}
-
-static void
-tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash, const char *key,
-         size_t key_len)
-{
-    struct mig_tomb *t;
-    uint32_t         b;
-
-    if (key_len == 0 || key_len > 255 || tomb_slot(m, hash, key, key_len)) {
-        return;
-    }
-    if (m->st.tombstones >= m->ntbuckets) {
-        tomb_grow(m);
-    }
-    if (m->ntbuckets == 0) {
-        return;
-    }
-    t = brim_malloc(sizeof(*t) + key_len);
-    if (t == NULL) {
-        return;                     /* XXX: the stream may then win */
-    }
-    t->hash = hash;
-    t->p = p;
-    t->key_len = (uint8_t) key_len;
-    memcpy(t->key, key, key_len);
-    b = (uint32_t) (hash >> 32) & (m->ntbuckets - 1);
-    t->hnext = m->tbuckets[b];
-    m->tbuckets[b] = t;
-    t->pnext = m->tomb_head[p];
-    m->tomb_head[p] = t;
-    m->st.tombstones++;
-}
-
-static void
-tomb_clear(struct brim_migrate *m, uint32_t p)
-{
-    struct mig_tomb *t, *next, **slot;
-
-    for (t = m->tomb_head[p]; t != NULL; t = next) {
-        next = t->pnext;
-        slot = tomb_slot(m, t->hash, t->key, t->key_len);
-        while (slot != NULL && *slot != t) {
-            slot = &(*slot)->hnext;     /* same key cannot repeat */
-        }
-        if (slot != NULL) {
-            *slot = t->hnext;
-        }
-        brim_free(t);
-        m->st.tombstones--;
-    }
-    m->tomb_head[p] = NULL;
-}
-
 /* ---- receiver state ---- */
 
 static void
 in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
 {
     if (m->st.partitions_in_flight == 0) {
-        /* A migration into this node starts: time it (in_finish). */
+        /* A migration into this node starts: time it (mig_in_finish). */
         m->in_since_ms = uv_now(m->node->loop);
         m->in_since_bytes = m->st.bytes_in;
         m->in_since_keys = m->st.keys_in;
     }
     m->in_src[p] = src >= 0 ? (uint16_t) src : MIG_NO_SRC;
     if (m->in_state[p] == IN_FLIGHT) {
-        tomb_clear(m, p);
+        mig_tomb_clear(m, p);
         m->st.partitions_in_flight--;
     }
     m->in_epoch[p] = epoch;
@@ -288,15 +100,15 @@ in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
     m->st.partitions_in_flight++;
 }
 
-static void
-in_finish(struct brim_migrate *m, uint32_t p)
+void
+mig_in_finish(struct brim_migrate *m, uint32_t p)
 {
     uint64_t ms, bytes;
 
     if (m->in_state[p] != IN_FLIGHT) {
         return;
     }
-    tomb_clear(m, p);
+    mig_tomb_clear(m, p);
     m->st.partitions_in_flight--;
     m->in_state[p] = IN_DONE;
     if (m->st.partitions_in_flight == 0) {
@@ -308,8 +120,6 @@ in_finish(struct brim_migrate *m, uint32_t p)
                       bytes, ms, ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
     }
 }
-
-static struct mig_dest *dest_get(struct brim_migrate *m, const char *addr);
 
 /* STREAM_END of partition P came in: every key is here. Queue COMPLETE
  * for the old owner; the pump sends it on the forwarding connection once
@@ -324,13 +134,13 @@ in_end(struct brim_migrate *m, uint32_t p)
 
     const struct brim_member *sm;
 
-    in_finish(m, p);
+    mig_in_finish(m, p);
     m->st.partitions_in_done++;
     sm = src == MIG_NO_SRC ? NULL : brim_topo_source(cur, src);
     if (sm == NULL || sm->addr[0] == '\0') {
         return;                     /* the sender drops after a while */
     }
-    d = dest_get(m, sm->addr);
+    d = mig_dest_get(m, sm->addr);
     if (d == NULL) {
         return;
     }
@@ -357,14 +167,14 @@ in_end(struct brim_migrate *m, uint32_t p)
 
 /* Insert entry E of partition P (hash H) unless the key is here or
  * tombstoned, at the cold end, as a batch does. */
-static void
+void
 mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
            const struct brim_wire_entry *e, uint32_t now)
 {
     int rc;
 
     (void) p;
-    if (tomb_slot(m, h, e->key, e->key_len) != NULL) {
+    if (mig_tomb_slot(m, h, e->key, e->key_len) != NULL) {
         m->st.entries_skipped++;
         return;
     }
@@ -424,7 +234,7 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
     if (m->st.partitions_out_pending > 0) {
         m->st.partitions_out_pending--;
     }
-    if (!brim_migrate_owns(node, j->p) && !out_other_job(m, j)) {
+    if (!mig_owns(node, j->p) && !out_other_job(m, j)) {
         left = brim_store_drop_partition(node->store, j->p);
     }
     if (ok) {
@@ -503,8 +313,8 @@ dest_close_cb(struct brim_peer *p, int status)
     mig_pump_soon(d->m, 0);
 }
 
-static struct mig_dest *
-dest_get(struct brim_migrate *m, const char *addr)
+struct mig_dest *
+mig_dest_get(struct brim_migrate *m, const char *addr)
 {
     struct mig_dest *d;
 
@@ -527,8 +337,8 @@ dest_get(struct brim_migrate *m, const char *addr)
     return d;
 }
 
-static int
-dest_ensure(struct mig_dest *d)
+int
+mig_dest_ensure(struct mig_dest *d)
 {
     char errbuf[BRIM_ERRBUF_LEN];
 
@@ -597,9 +407,9 @@ job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
 }
 
 /* The stream entry of item IT with TTL seconds left. */
-static void
-item_entry(const struct brim_item *it, uint32_t ttl,
-           struct brim_wire_entry *e)
+void
+mig_item_entry(const struct brim_item *it, uint32_t ttl,
+               struct brim_wire_entry *e)
 {
     e->key = brim_item_key(it);
     e->key_len = it->key_len;
@@ -627,7 +437,7 @@ scan_entry(const struct brim_item *it, void *arg)
         ttl = it->exptime - m->now;
     }
     mark = m->scratch.len;
-    item_entry(it, ttl, &e);
+    mig_item_entry(it, ttl, &e);
     err = brim_wire_entry_pack(&m->scratch, &e);
     if (err != 0) {
         brim_buf_truncate(&m->scratch, mark);
@@ -661,7 +471,7 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         job_finish(m, j, 1, NULL);  /* no COMPLETE in time: drop anyway */
         return;
     }
-    if (!dest_ensure(j->dest)) {
+    if (!mig_dest_ensure(j->dest)) {
         return;                     /* connecting: the callback pumps */
     }
     switch (j->state) {
@@ -799,7 +609,7 @@ mig_send_completes(struct brim_migrate *m)
 
     while (i < m->ncpend) {
         cp = &m->cpend[i];
-        if (!cp->d->dead && !dest_ensure(cp->d)) {
+        if (!cp->d->dead && !mig_dest_ensure(cp->d)) {
             i++;                    /* connecting: the callback pumps */
             continue;
         }
@@ -951,7 +761,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         if (src < 0 || src == node->cl.self) {
             brim_log_info("migrate: partition %u: its source is gone; "
                           "complete with what is here", p);
-            in_finish(m, p);
+            mig_in_finish(m, p);
             m->st.partitions_in_done++;
         } else {
             m->in_src[p] = (uint16_t) src;
@@ -986,7 +796,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
             }
             j->epoch = cur->map.epoch;
             j->p = p;
-            j->dest = dest_get(m, cur->members[n].addr);
+            j->dest = mig_dest_get(m, cur->members[n].addr);
             if (j->dest == NULL) {
                 brim_free(j);
                 continue;
@@ -1008,17 +818,17 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                 /* Connect now: misses of P are forwarded to it. */
                 sm = brim_topo_source(cur, (uint32_t) src);
                 if (sm->addr[0] != '\0'
-                    && (d = dest_get(m, sm->addr)) != NULL)
+                    && (d = mig_dest_get(m, sm->addr)) != NULL)
                 {
-                    (void) dest_ensure(d);
+                    (void) mig_dest_ensure(d);
                 }
             } else if (m->in_state[p] == IN_FLIGHT) {
-                in_finish(m, p);
+                mig_in_finish(m, p);
             }
         } else if (m->in_state[p] == IN_FLIGHT
                    && (node->cl.self < 0 || n != (uint16_t) node->cl.self))
         {
-            in_finish(m, p);        /* lost while in flight */
+            mig_in_finish(m, p);        /* lost while in flight */
         }
     }
     if (queued > 0 || gained > 0) {
@@ -1054,228 +864,13 @@ brim_migrate_hit(struct brim_node *node, uint32_t partition, uint64_t hash,
         m->st.deletes_in_flight++;
         break;
     }
-    tomb_add(m, partition, hash, key, key_len);
+    mig_tomb_add(m, partition, hash, key, key_len);
 }
 
-
-/* ---- forwarded reads and pulls at the new owner ---- */
-
-/* A client op waiting for the old owner's answer. */
-struct mig_fetch {
-    struct brim_migrate *m;
-    struct brim_conn    *c;         /* deferred; holds a reference */
-    uint64_t             request_id;
-    uint64_t             hash;
-    uint64_t             mig_epoch; /* the migration id asked under */
-    uint32_t             p;
-    uint32_t             op;        /* FORWARD_GET or PULL */
-    uint32_t             client_op; /* the client's op */
-    size_t               body_len;
-    char                 body[];    /* the client's frame body */
-};
-
-int
-brim_migrate_unsettled(struct brim_node *node, uint64_t h, const char *key,
-                       size_t key_len)
-{
-    struct brim_migrate *m = node->mig;
-    uint32_t             p;
-
-    if (m == NULL || m->redispatch) {
-        return 0;
-    }
-    p = brim_partition_of(h, node->cfg.partitions);
-    return m->in_state[p] == IN_FLIGHT && m->in_src[p] != MIG_NO_SRC
-           && tomb_slot(m, h, key, key_len) == NULL;
-}
-
-/* Partition P completes here with what it has: its source holds no copy
- * any more, so no batch and no answer can bring more. */
-static void
-fetch_source_gone(struct brim_migrate *m, uint32_t p, uint64_t e)
-{
-    if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == e) {
-        brim_log_info("migrate: partition %u: the old owner holds no copy; "
-                      "complete with what is here", p);
-        in_finish(m, p);
-        m->st.partitions_in_done++;
-    }
-}
-
-/* Answer F's client from the FORWARD_GET reply REP. */
-static void
-fetch_answer_get(struct mig_fetch *f, const struct brim_rep *rep)
-{
-    struct brim_rep out;
-
-    memset(&out, 0, sizeof(out));
-    out.request_id = f->request_id;
-    if (rep->status != 0) {
-        (void) mig_reply(f->c, f->request_id, rep->status,
-                         rep->status == BRIM_ENOTFOUND ? "not found"
-                                                       : brim_strerror(
-                                                             rep->status));
-        return;
-    }
-    out.value = rep->value;
-    out.value_len = rep->value_len;
-    out.flags = rep->flags;
-    out.cas = rep->cas;
-    (void) brim_wire_encode_rep(brim_conn_out(f->c), BRIM_OP_GET, &out);
-}
-
-/* Store the PULL reply REP's entry for F's key, or tombstone the key when
- * the old owner has none, so the op runs here on what it held. */
-static void
-fetch_apply_pull(struct mig_fetch *f, const struct brim_rep *rep)
-{
-    struct brim_migrate   *m = f->m;
-    struct brim_wire_entry e;
-    uint64_t               keys = m->st.keys_in;
-
-    if (rep->status == 0 && rep->obj != NULL
-        && brim_wire_entry_decode(rep->obj, &m->node->cfg.limits, &e) == 0
-        && brim_hash_key(brim_node_seed(m->node), e.key, e.key_len)
-               == f->hash)
-    {
-        mig_insert(m, f->p, f->hash, &e, (uint32_t) time(NULL));
-        if (m->st.keys_in == keys) {
-            tomb_add(m, f->p, f->hash, e.key, e.key_len);
-        }
-    }
-}
-
-static void
-fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
-            void *arg)
-{
-    struct mig_fetch    *f = arg;
-    struct brim_migrate *m = f->m;
-    struct brim_node    *node = m->node;
-    struct brim_rep      rep;
-    char                 errbuf[BRIM_ERRBUF_LEN];
-    const char          *why = "retry: the partition's old owner did not "
-                               "answer";
-    int                  ok;
-
-    (void) peer;
-    ok = status == 0
-         && brim_wire_parse_rep(body, len, f->op, &node->cfg.limits,
-                                &node->zone, &rep, errbuf) == 0
-         && (rep.status == 0 || rep.status == BRIM_ENOTFOUND
-             || rep.status == BRIM_ERETRY);
-    if (!ok) {
-        if (f->op == BRIM_OP_FORWARD_GET) {
-            m->st.forward_fails++;
-        } else {
-            m->st.pull_fails++;
-        }
-    }
-    if (ok && rep.status == BRIM_ERETRY) {
-        fetch_source_gone(m, f->p, f->mig_epoch);
-    }
-    if (brim_conn_closing(f->c) || node->stopping) {
-        /* nobody to answer */
-    } else if (!ok) {
-        /* A forward that fails gives RETRY, never NOTFOUND. */
-        memset(&rep, 0, sizeof(rep));
-        rep.status = BRIM_ERETRY;
-        rep.request_id = f->request_id;
-        rep.epoch = node->cl.committed.map.epoch;
-        rep.message = why;
-        rep.message_len = strlen(why);
-        (void) brim_wire_encode_rep(brim_conn_out(f->c), f->client_op, &rep);
-    } else if (f->op == BRIM_OP_FORWARD_GET && rep.status != BRIM_ERETRY) {
-        fetch_answer_get(f, &rep);
-    } else {
-        if (f->op == BRIM_OP_PULL) {
-            fetch_apply_pull(f, &rep);
-        }
-        /* Run the op here now, from what is here (and no new fetch). */
-        m->redispatch = 1;
-        (void) brim_node_dispatch(f->c, f->body, f->body_len);
-        m->redispatch = 0;
-    }
-    brim_conn_resume(f->c);
-    brim_free(f);
-}
-
-int
-brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
-                   const struct brim_req *req, uint64_t h, const char *body,
-                   size_t len)
-{
-    struct brim_migrate      *m = node->mig;
-    const struct brim_member *src;
-    struct mig_fetch         *f;
-    struct mig_dest          *d;
-    struct brim_req           fr;
-    struct brim_buf           buf;
-    uint32_t                  p;
-
-    if (req->op == BRIM_OP_SET
-        || !brim_migrate_unsettled(node, h, req->key, req->key_len)
-        || brim_store_peek(node->store, h, req->key, req->key_len,
-                           (uint32_t) time(NULL)) != NULL)
-    {
-        return 0;
-    }
-    p = brim_partition_of(h, node->cfg.partitions);
-    src = brim_topo_source(&node->cl.committed, m->in_src[p]);
-    if (src == NULL || src->addr[0] == '\0') {
-        return 0;
-    }
-    d = dest_get(m, src->addr);
-    if (d == NULL) {
-        return 0;                   /* out of memory: a miss, as before */
-    }
-    if (!dest_ensure(d)) {
-        return BRIM_ERETRY;         /* connecting, or cannot: ask again */
-    }
-    f = brim_malloc(sizeof(*f) + len);
-    if (f == NULL) {
-        return BRIM_ERETRY;
-    }
-    f->m = m;
-    f->c = c;
-    f->request_id = req->request_id;
-    f->hash = h;
-    f->p = p;
-    f->mig_epoch = m->in_epoch[p];
-    f->op = req->op == BRIM_OP_GET ? BRIM_OP_FORWARD_GET : BRIM_OP_PULL;
-    f->client_op = req->op;
-    f->body_len = len;
-    memcpy(f->body, body, len);
-    memset(&fr, 0, sizeof(fr));
-    fr.op = f->op;
-    fr.request_id = ++d->next_id;
-    fr.epoch = node->cl.committed.map.epoch;
-    fr.arg_epoch = f->mig_epoch;
-    fr.partition = p;
-    fr.key = req->key;
-    fr.key_len = req->key_len;
-    brim_buf_init(&buf);
-    if (brim_wire_encode_req(&buf, &fr) != 0
-        || brim_peer_call(&d->peer, &buf, fetch_reply, f) != 0)
-    {
-        brim_buf_destroy(&buf);
-        brim_free(f);
-        return BRIM_ERETRY;
-    }
-    brim_buf_destroy(&buf);
-    if (f->op == BRIM_OP_FORWARD_GET) {
-        m->st.forwards++;
-        m->st.reads_in_flight++;
-    } else {
-        m->st.pulls++;
-    }
-    brim_conn_defer(c);
-    return 1;
-}
 
 /* ---- receiving ---- */
 
-static int
+int
 mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
 {
     return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
@@ -1283,12 +878,12 @@ mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
 }
 
 /* True when this node holds partition P: owns it, or streams it out. */
-static int
+int
 mig_holds(struct brim_migrate *m, uint32_t p)
 {
     uint32_t i;
 
-    if (brim_migrate_owns(m->node, p)) {
+    if (mig_owns(m->node, p)) {
         return 1;
     }
     for (i = 0; i < m->njobs; i++) {
@@ -1297,57 +892,6 @@ mig_holds(struct brim_migrate *m, uint32_t p)
         }
     }
     return 0;
-}
-
-/*
- * FORWARD_GET or PULL of a key of partition P at its old owner: answered
- * from the copy it still holds (it no longer owns P), never touching the
- * item's recency. RETRY when it holds no copy.
- */
-static int
-mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
-               const struct brim_req *req)
-{
-    struct brim_node       *node = m->node;
-    const struct brim_item *it;
-    struct brim_wire_entry  e;
-    struct brim_rep         rep;
-    uint32_t                now = (uint32_t) time(NULL), ttl = 0;
-    uint64_t                h;
-
-    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
-    if (brim_partition_of(h, node->cfg.partitions) != req->partition) {
-        return mig_reply(c, req->request_id, BRIM_EINVAL,
-                         "forward: key of another partition");
-    }
-    if (!mig_holds(m, req->partition)) {
-        return mig_reply(c, req->request_id, BRIM_ERETRY,
-                         "forward: this node holds no copy of the partition");
-    }
-    if (req->op == BRIM_OP_FORWARD_GET) {
-        m->st.forwards_served++;
-    } else {
-        m->st.pulls_served++;
-    }
-    it = brim_store_peek(node->store, h, req->key, req->key_len, now);
-    if (it == NULL) {
-        return mig_reply(c, req->request_id, BRIM_ENOTFOUND, "not found");
-    }
-    if (req->op == BRIM_OP_PULL) {
-        if (it->exptime != 0) {
-            ttl = it->exptime > now ? it->exptime - now : 1;
-        }
-        item_entry(it, ttl, &e);
-        return brim_wire_encode_entry_rep(brim_conn_out(c), req->request_id,
-                                          &e);
-    }
-    memset(&rep, 0, sizeof(rep));
-    rep.request_id = req->request_id;
-    rep.value = brim_item_value(it);
-    rep.value_len = it->val_len;
-    rep.flags = it->flags;
-    rep.cas = it->cas;
-    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_FORWARD_GET, &rep);
 }
 
 /* COMPLETE of (E, P) from the new owner: our copy may go. */

@@ -108,6 +108,10 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_str(e, SEC_NODE, "name", node->cfg.name);
     emit_str(e, SEC_NODE, "role", "node");
     emit_u64(e, SEC_NODE, "incarnation", node->incarnation);
+    emit_u64(e, SEC_NODE, "committed_epoch", node->cl.committed.map.epoch);
+    emit_u64(e, SEC_NODE, "pending_epoch",
+             node->cl.has_pending ? node->cl.pending.map.epoch : 0);
+    emit_u64(e, SEC_NODE, "partitions_owned", brim_node_owned(node));
     emit_u64(e, SEC_NODE, "uptime_s",
              (uint64_t) time(NULL) - node->start_unix);
     emit_u64(e, SEC_NODE, "requests", node->st.requests);

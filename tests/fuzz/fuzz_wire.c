@@ -200,6 +200,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t      off;
     int         rc;
 
+    /* Every limit set, the ones not named here to 0 (off), as on a
+     * client connection: an uninitialised one made the check fail. */
+    memset(&f.lim, 0, sizeof(f.lim));
     f.lim.max_key_bytes = 16;
     f.lim.max_value_bytes = 64;
     f.lim.max_frame_bytes = 2048;
