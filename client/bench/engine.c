@@ -308,7 +308,10 @@ brim_bench_engine_requeue(struct brim_bench_thread    *t,
         cnt->resent++;
     }
     timeout_ns = (uint64_t) t->o->timeout_ms * 1000000u;
-    if (now > req->start_ns && now - req->start_ns > timeout_ns) {
+    if (req->start_ns != 0 && now > req->start_ns
+        && now - req->start_ns > timeout_ns)
+    {
+        /* (start_ns 0: never flushed, so it starts now; see below.) */
         engine_rq_fail(t, req, "timed out while redirected or retried");
         return;
     }
@@ -324,6 +327,11 @@ brim_bench_engine_requeue(struct brim_bench_thread    *t,
     }
     e = &t->rq[t->nrq++];
     e->req = *req;
+    if (e->req.start_ns == 0) {
+        /* Queued on its connection but never written (conn_flush()
+         * stamps it): its wait starts now, not at the epoch of time 0. */
+        e->req.start_ns = now;
+    }
     e->attempts = req->tries;
     cur = t->route != NULL ? t->route->epoch : 0;
     e->need_epoch = epoch > cur ? epoch : 0;
