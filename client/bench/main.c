@@ -34,6 +34,9 @@
 #define MAIN_PROGRESS_NS 1000000000ull
 /* Limit on each probe of the server (limits, evictions), ms. */
 #define MAIN_STATS_MS 5000
+/* Servers whose evictions are counted (a cluster grows past its first
+ * map; nodes past this many are not counted). */
+#define MAIN_EV_NODES 256
 
 /* Resolve HOST:PORT into NODE. */
 static int
@@ -157,20 +160,51 @@ main_merge(struct brim_bench_result *r, struct brim_bench_hist *h,
     }
 }
 
-/* The server's evictions counter into *EV, with a warning if unreadable. */
+/*
+ * The evictions counter of every server into EV[i] (MAIN_EV_NODES
+ * entries; a node not in use, or past them, reads 0): the one server, or
+ * every live node of the newest map with --coordinator. A warning names a
+ * server whose counter is unreadable; returns 0 or -1 then.
+ */
 static int
-main_evictions(const struct brim_bench_shared *sh, uint64_t *ev)
+main_evictions(struct brim_bench_shared *sh, uint64_t *ev)
 {
-    char errbuf[BRIM_ERRBUF_LEN];
+    const struct brim_bench_route *route = NULL;
+    char                           errbuf[BRIM_ERRBUF_LEN];
+    uint32_t                       i, n = 1;
 
-    if (brim_bench_server_evictions(&sh->nodes[0], sh->o->proto, MAIN_STATS_MS,
-                                    ev, errbuf)
-        != 0)
-    {
-        fprintf(stderr, "brim-bench: warning: %s\n", errbuf);
-        return -1;
+    memset(ev, 0, MAIN_EV_NODES * sizeof(*ev));
+    if (sh->cl != NULL) {
+        route = atomic_load(&sh->route);
+        n = BRIM_MIN(route->nnodes, MAIN_EV_NODES);
+    }
+    for (i = 0; i < n; i++) {
+        if (route != NULL && !route->live[i]) {
+            continue;
+        }
+        if (brim_bench_server_evictions(&sh->nodes[i], sh->o->proto,
+                                        MAIN_STATS_MS, &ev[i], errbuf)
+            != 0)
+        {
+            fprintf(stderr, "brim-bench: warning: %s\n", errbuf);
+            return -1;
+        }
     }
     return 0;
+}
+
+/* Evictions during the run: per server, end minus start (a node that
+ * joined started at 0; one that left took its count with it). */
+static uint64_t
+main_evictions_during(const uint64_t *ev0, const uint64_t *ev1)
+{
+    uint64_t sum = 0;
+    uint32_t i;
+
+    for (i = 0; i < MAIN_EV_NODES; i++) {
+        sum += ev1[i] >= ev0[i] ? ev1[i] - ev0[i] : ev1[i];
+    }
+    return sum;
 }
 
 /* The server's CPU seconds into *CPU_S, with a warning if unreadable. */
@@ -329,7 +363,8 @@ main(int argc, char **argv)
     struct brim_bench_route      *route;
     char                          errbuf[BRIM_ERRBUF_LEN];
     char                          why[BRIM_ERRBUF_LEN];
-    uint64_t                      ev0, ev1, seed;
+    uint64_t                      ev0[MAIN_EV_NODES], ev1[MAIN_EV_NODES];
+    uint64_t                      seed;
     uint32_t                      i, nconns;
     int                           rc, have_ev0, status;
 
@@ -382,8 +417,7 @@ main(int argc, char **argv)
     seed = brim_bench_now_ns() ^ ((uint64_t) getpid() << 32);
     sh.run_id = (uint32_t) brim_splitmix64(&seed);
 
-    /* TODO(#4): sum the evictions of every node in cluster mode. */
-    have_ev0 = o.verify && sh.cl == NULL && main_evictions(&sh, &ev0) == 0;
+    have_ev0 = o.verify && main_evictions(&sh, ev0) == 0;
     ts = brim_calloc(o.threads, sizeof(*ts));
     if (ts == NULL) {
         fprintf(stderr, "brim-bench: out of memory\n");
@@ -446,9 +480,9 @@ main(int argc, char **argv)
         r.refetches = brim_bench_cluster_refetches(&sh);
     }
 
-    if (have_ev0 && main_evictions(&sh, &ev1) == 0) {
+    if (have_ev0 && main_evictions(&sh, ev1) == 0) {
         r.have_evictions = 1;
-        r.evictions = ev1 >= ev0 ? ev1 - ev0 : ev1;
+        r.evictions = main_evictions_during(ev0, ev1);
         if (r.evictions > 0 && r.failure == NULL) {
             /* An evicted key reads as lost: the run cannot judge. */
             snprintf(why, sizeof(why),
