@@ -48,7 +48,15 @@ struct brim_opts {
  * With coord_addr, HELLO goes to the coordinator, the topology is fetched
  * (MAP_FETCH) and each key is routed to its partition's owner node;
  * BRIM_ENONODES is then returned by calls on a key whose partition has no
- * owner (docs/client.md, "Cluster mode").
+ * owner (docs/client.md, "Cluster mode"). The client also subscribes to
+ * pushed epochs: a second connection to the coordinator keeps a SUBSCRIBE
+ * outstanding, and each newer map it brings is installed at the start of
+ * the client's next call (or by brim_epoch()), so a membership change is
+ * usually known before any node answers MOVED. libbrim has no thread of
+ * its own: that connection is only looked at inside calls, without
+ * waiting, and losing it (a coordinator restart) never fails a call; it
+ * is opened again after a backoff of 50 ms doubling to 2 s. A coordinator
+ * that refuses SUBSCRIBE (UNKNOWNOP, DENIED) is not asked again.
  * Returns 0, BRIM_EINVAL (bad address or options), BRIM_ECONNREFUSED,
  * BRIM_ETIMEDOUT (no connection or no HELLO reply within
  * connect_timeout_ms), BRIM_ESYS (name resolution or socket error),
@@ -82,6 +90,16 @@ BRIM_EXTERN const char *brim_errmsg(const struct brim_client *c);
  * max_value_bytes from HELLO; BRIM_VALUE_MAX until one is known).
  */
 BRIM_EXTERN size_t brim_value_max(const struct brim_client *c);
+
+/*
+ * The epoch of the map C routes with: in cluster mode the committed epoch
+ * of the newest topology C has (fetched, or pushed to its subscription),
+ * in standalone mode the newest a node's MOVED named; 0 when none is known
+ * or C is NULL. It first takes in a pushed topology that has already
+ * arrived, so polling it shows a membership change without any data
+ * call; it never waits and never fails. Returns the epoch.
+ */
+BRIM_EXTERN uint64_t brim_epoch(struct brim_client *c);
 
 /*
  * Errors every data call below may return, beside those it lists:

@@ -86,7 +86,8 @@ client_new(const struct brim_opts *opts)
 
 /*
  * Cluster mode: HELLO at the coordinator, MAP_FETCH, and the topology as
- * the routing map. Node connections open at their first call.
+ * the routing map; then the subscription to pushed epochs is begun. Node
+ * connections open at their first call.
  */
 static int
 client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
@@ -121,6 +122,12 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         c->cluster_id = c->coord->cluster_id;
         deadline = brim_net_now_ms() + c->connect_timeout_ms;
         rc = brim_coord_refresh(c, deadline);
+    }
+    if (rc == 0) {
+        rc = brim_coord_sub_start(c);   /* connects later, never waits */
+        if (rc != 0) {
+            brim_lib_errmsg(c, "out of memory");
+        }
     }
     if (rc != 0) {
         brim_errfmt(errbuf, "brim: %s", c->errmsg);
@@ -190,6 +197,7 @@ brim_close(struct brim_client *c)
     if (c == NULL) {
         return;
     }
+    brim_coord_sub_free(c);
     brim_pool_free(c);
     brim_coord_free(c);
     brim_free(c->server_addr);
@@ -200,6 +208,16 @@ const char *
 brim_errmsg(const struct brim_client *c)
 {
     return c != NULL ? c->errmsg : "no client";
+}
+
+uint64_t
+brim_epoch(struct brim_client *c)
+{
+    if (c == NULL) {
+        return 0;
+    }
+    brim_coord_sub_poll(c, 1);      /* a pushed map that has arrived */
+    return c->epoch;
 }
 
 size_t

@@ -2,7 +2,8 @@
  * client/lib/client_int.h - libbrim's private structures and the calls its
  * modules share: net.c (addresses, sockets, clocks), pool.c (one connection
  * per node, HELLO, the pipelined exchange of frames), route.c (which node a
- * call goes to, and the retry rules of DESIGN.md section 5). Not installed.
+ * call goes to, and the retry rules of DESIGN.md section 5), coord.c (the
+ * topology, and the SUBSCRIBE kept at the coordinator). Not installed.
  */
 #ifndef BRIM_CLIENT_LIB_CLIENT_INT_H
 #define BRIM_CLIENT_LIB_CLIENT_INT_H
@@ -25,6 +26,16 @@
  * from MIN to MAX (PROTOCOL.md 5.1). */
 #define BRIM_BACKOFF_MIN_MS 1
 #define BRIM_BACKOFF_MAX_MS 100
+
+/* The coordinator subscription (coord.c): how long the coordinator holds
+ * a SUBSCRIBE before it answers with the current map (PROTOCOL.md 10.2),
+ * plus the slack after which a silent connection is given up, ms; and the
+ * pause before a new connection after a failure, doubling from MIN to
+ * MAX. */
+#define BRIM_SUB_HOLD_MS 30000
+#define BRIM_SUB_SLACK_MS 5000
+#define BRIM_SUB_BACKOFF_MIN_MS 50
+#define BRIM_SUB_BACKOFF_MAX_MS 2000
 
 /* Bytes asked of recv() per read, and OUT kept between calls. */
 #define BRIM_READ_CHUNK (64u << 10)
@@ -91,6 +102,39 @@ struct brim_call {
     char                     *redirect;    /* MOVED: owner address, owned */
 };
 
+/* Where the coordinator subscription is. */
+enum brim_sub_state {
+    BRIM_SUB_OFF = 0,               /* standalone mode, or turned off */
+    BRIM_SUB_IDLE,                  /* no connection; next try at RETRY_AT */
+    BRIM_SUB_CONNECTING,            /* non-blocking connect() under way */
+    BRIM_SUB_WAITING                /* HELLO and SUBSCRIBE sent: replies
+                                     * awaited, the SUBSCRIBE's held back */
+};
+
+/*
+ * The SUBSCRIBE that cluster mode keeps outstanding at the coordinator, on
+ * a connection of its own (its reply is held back, PROTOCOL.md 10.1, so it
+ * cannot share the MAP_FETCH connection). libbrim has no thread and no
+ * loop of its own: this is moved on only from inside API calls, one
+ * non-blocking step at a time (brim_coord_sub_poll()), and never makes a
+ * call wait.
+ */
+struct brim_sub {
+    struct brim_pool_node *conn;        /* its connection, not in the pool;
+                                         * NULL: standalone mode */
+    int                    state;       /* enum brim_sub_state */
+    uint64_t               hello_id;    /* HELLO's request id; 0: answered */
+    uint64_t               sub_id;      /* the outstanding SUBSCRIBE's id */
+    int64_t                due_ms;      /* CONNECTING, WAITING: given up
+                                         * then (brim_net_now_ms() time) */
+    int64_t                retry_at_ms; /* IDLE: the next connect attempt */
+    int64_t                backoff_ms;  /* the pause after the next failure */
+    int64_t                looked_ms;   /* the last step: one per ms */
+    uint32_t               attempts;    /* connects since the last reply;
+                                         * picks the address to try */
+    uint64_t               npushed;     /* newer epochs installed from it */
+};
+
 /* The client handle of <brim.h>. */
 struct brim_client {
     char                  *server_addr;        /* standalone node, owned */
@@ -114,6 +158,7 @@ struct brim_client {
     uint64_t               nmoved;             /* MOVED answers followed */
     uint64_t               nretry;             /* RETRY/BUSY answers */
     uint64_t               nrefresh;           /* map fetches */
+    struct brim_sub        sub;                /* pushed epochs */
     char                   errmsg[BRIM_ERRBUF_LEN]; /* last failure */
 };
 
@@ -145,7 +190,34 @@ int brim_net_split(const char *addr, char *host, size_t host_size,
 int brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
                      char errbuf[BRIM_ERRBUF_LEN]);
 
+/*
+ * Start a TCP connection to ADDR without waiting for it: resolve ADDR
+ * (blocking, as above) and connect() a non-blocking socket to its address
+ * number ATTEMPT modulo their count, so that successive attempts try each
+ * address in turn. On success *FD is the socket, connected or still
+ * connecting (brim_net_connect_done() tells). Returns 0, BRIM_EINVAL,
+ * BRIM_ECONNREFUSED or BRIM_ESYS; ERRBUF (NULL allowed) gets
+ * "ADDR: reason".
+ */
+int brim_net_connect_start(const char *addr, uint32_t attempt, int *fd,
+                           char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Whether the connection FD of brim_net_connect_start() is made, without
+ * waiting. Returns 0 (connected; TCP_NODELAY set), BRIM_EAGAIN (still
+ * under way), or the connect error (BRIM_ECONNREFUSED, BRIM_ETIMEDOUT,
+ * BRIM_ESYS).
+ */
+int brim_net_connect_done(int fd);
+
 /* ---- pool.c ---- */
+
+/*
+ * A new node at ADDR (copied) with no connection, outside any pool: free
+ * it with brim_pool_node_free() (NULL allowed). NULL when out of memory.
+ */
+struct brim_pool_node *brim_pool_node_new(const char *addr);
+void brim_pool_node_free(struct brim_pool_node *n);
 
 /*
  * The node of the pool at ADDR (copied), added if new. Returns NULL only
@@ -158,6 +230,31 @@ void brim_pool_free(struct brim_client *c);
 
 /* Close N's connection (if open) and drop its buffered bytes. */
 void brim_pool_close(struct brim_pool_node *n);
+
+/*
+ * Called with each whole frame's body BODY[0 .. LEN) (borrowed from the
+ * connection's buffer). Returns 0 to go on, or an error that stops
+ * brim_pool_frames().
+ */
+typedef int (*brim_pool_frame_fn)(void *arg, const char *body, uint32_t len);
+
+/*
+ * Hand every whole frame buffered in N->in to FN(ARG, ...), in order, and
+ * drop those it took. Returns 0 (what is left is a partial frame), FN's
+ * error, or BRIM_EBADREPLY for a frame above N->limits.max_frame_bytes
+ * (C->errmsg says so).
+ */
+int brim_pool_frames(struct brim_client *c, struct brim_pool_node *n,
+                     brim_pool_frame_fn fn, void *arg);
+
+/*
+ * Write what N->out holds past N->out_off until the socket would block.
+ * Returns 0, BRIM_ECLOSED or BRIM_ESYS (C->errmsg says why).
+ */
+int brim_pool_write(struct brim_client *c, struct brim_pool_node *n);
+
+/* Fill the op and arguments of C's HELLO into REQ (zeroed by the caller). */
+void brim_pool_hello_req(const struct brim_client *c, struct brim_req *req);
 
 /*
  * Make sure N has a live connection that has said HELLO: an open one is
@@ -229,6 +326,29 @@ int brim_coord_refresh(struct brim_client *c, int64_t deadline_ms);
 
 /* Free the topology and the member table. */
 void brim_coord_free(struct brim_client *c);
+
+/*
+ * Start C's subscription to pushed epochs: a connection of its own to the
+ * coordinator, HELLO, then SUBSCRIBE with C's epoch, renewed after each
+ * reply. Nothing waits: the connect is only begun. Returns 0 or
+ * BRIM_ENOMEM.
+ */
+int brim_coord_sub_start(struct brim_client *c);
+
+/*
+ * Move C's subscription on by one non-blocking step: take in the replies
+ * that have arrived (installing a topology newer than C's map, as
+ * brim_coord_refresh() would), send what is due, (re)connect after the
+ * backoff, give up a connection silent past BRIM_SUB_HOLD_MS plus
+ * BRIM_SUB_SLACK_MS. Never waits and never fails: a failure closes the
+ * connection and a new one is tried after a backoff. Unless FORCE, does
+ * nothing when it already ran in this millisecond (data calls call it
+ * first thing). C->errmsg is left as it was.
+ */
+void brim_coord_sub_poll(struct brim_client *c, int force);
+
+/* Close and free C's subscription connection. */
+void brim_coord_sub_free(struct brim_client *c);
 
 /* ---- client.c ---- */
 

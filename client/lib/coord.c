@@ -1,36 +1,47 @@
 /*
  * client/lib/coord.c - cluster mode (DESIGN.md section 5, PROTOCOL.md 10):
- * the topology fetched from the coordinator with MAP_FETCH, the member
- * table that turns owner[partition] into a pooled connection, and the
- * generic request to the coordinator that brimctl uses (MEMBERS, LEAVE,
- * PLAN, CLUSTER_STATS).
+ * the topology fetched from the coordinator with MAP_FETCH or pushed to a
+ * held SUBSCRIBE, the member table that turns owner[partition] into a
+ * pooled connection, and the generic request to the coordinator that
+ * brimctl uses (MEMBERS, LEAVE, PLAN, CLUSTER_STATS).
+ *
+ * The subscription lives on a connection of its own and, libbrim being
+ * synchronous (every byte moves inside an API call), it is advanced one
+ * non-blocking step at the start of each call: a call never waits for it,
+ * and a coordinator that is gone costs a call nothing but a failed
+ * connect() now and then (backoff up to BRIM_SUB_BACKOFF_MAX_MS).
  */
 #include "client/lib/client_int.h"
 #include "client/lib/coord.h"
 
+#include <errno.h>
 #include <string.h>
+
+#include <sys/socket.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "proto/ops.h"
 
+/* Decode the topology of REP (MAP_FETCH or SUBSCRIBE) into T. */
+static int
+coord_topo_decode(const struct brim_rep *rep, struct brim_topo *t)
+{
+    int rc;
+
+    if (rep->obj == NULL) {
+        memset(t, 0, sizeof(*t));
+        return BRIM_EBADREPLY;
+    }
+    rc = brim_topo_decode(rep->obj, t, NULL);
+    return rc == BRIM_EBADREQ ? BRIM_EBADREPLY : rc;
+}
+
 /* ON_REPLY of MAP_FETCH: decode the topology into ARG. */
 static int
 coord_topo_reply(struct brim_call *call, const struct brim_rep *rep)
 {
-    struct brim_topo *t = call->arg;
-    char              err[BRIM_ERRBUF_LEN];
-    int               rc;
-
-    if (rep->obj == NULL) {
-        return BRIM_EBADREPLY;
-    }
-    err[0] = '\0';
-    rc = brim_topo_decode(rep->obj, t, err);
-    if (rc == BRIM_EBADREQ) {
-        return BRIM_EBADREPLY;
-    }
-    return rc;
+    return coord_topo_decode(rep, call->arg);
 }
 
 void
@@ -87,6 +98,34 @@ coord_install(struct brim_client *c, struct brim_topo *t)
     return 0;
 }
 
+/*
+ * Make T (taken over) C's routing map when it is of C's cluster and its
+ * epoch is at least MIN_EPOCH; else drop it. Returns 1 (installed), 0 (an
+ * older map: dropped), BRIM_EBADREPLY (another cluster) or BRIM_ENOMEM.
+ */
+static int
+coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
+{
+    int rc;
+
+    if (c->cluster_id != 0 && t->cluster_id != c->cluster_id) {
+        brim_lib_errmsg(c, "%s: topology of another cluster",
+                        c->coord->addr);
+        brim_topo_destroy(t);
+        return BRIM_EBADREPLY;
+    }
+    if (t->map.epoch < min_epoch) {
+        brim_topo_destroy(t);
+        return 0;
+    }
+    rc = coord_install(c, t);
+    if (rc != 0) {
+        brim_lib_errmsg(c, "out of memory for the topology");
+        return rc;
+    }
+    return 1;
+}
+
 int
 brim_coord_refresh(struct brim_client *c, int64_t deadline_ms)
 {
@@ -115,21 +154,259 @@ brim_coord_refresh(struct brim_client *c, int64_t deadline_ms)
         }
         return rc;
     }
-    if (c->cluster_id != 0 && t.cluster_id != c->cluster_id) {
-        brim_lib_errmsg(c, "%s: topology of another cluster",
-                        c->coord->addr);
-        brim_topo_destroy(&t);
+    /* An older map than ours is dropped (a lagging coordinator). */
+    rc = coord_adopt(c, &t, c->members != NULL ? c->topo.map.epoch : 0);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- the subscription ---- */
+
+/*
+ * Queue OP (HELLO or SUBSCRIBE with C's epoch) on the subscription's
+ * connection at NOW.
+ */
+static int
+sub_send(struct brim_client *c, uint32_t op, int64_t now)
+{
+    struct brim_sub       *s = &c->sub;
+    struct brim_pool_node *n = s->conn;
+    struct brim_req        req;
+
+    if (n->out_off == n->out.len) {
+        n->out.len = 0;             /* all written: start over */
+        n->out_off = 0;
+    }
+    memset(&req, 0, sizeof(req));
+    req.op = op;
+    req.request_id = ++c->next_id;
+    req.epoch = c->epoch;
+    if (op == BRIM_OP_HELLO) {
+        brim_pool_hello_req(c, &req);
+        s->hello_id = req.request_id;
+    } else {
+        req.arg_epoch = c->epoch;
+        s->sub_id = req.request_id;
+        s->due_ms = now + BRIM_SUB_HOLD_MS + BRIM_SUB_SLACK_MS;
+    }
+    return brim_wire_encode_req(&n->out, &req);
+}
+
+/*
+ * Handle the frame BODY[0 .. LEN) for the client ARG: HELLO's reply first,
+ * then each SUBSCRIBE's, which installs a newer map and sends the next
+ * SUBSCRIBE. Returns 0 or the error that ends the connection (a refusal's
+ * status).
+ */
+static int
+sub_reply(void *arg, const char *body, uint32_t len)
+{
+    struct brim_client    *c = arg;
+    struct brim_sub       *s = &c->sub;
+    struct brim_pool_node *n = s->conn;
+    struct brim_rep        rep;
+    struct brim_topo       t;
+    uint64_t               want;
+    uint32_t               op;
+    int                    rc;
+
+    op = s->hello_id != 0 ? BRIM_OP_HELLO : BRIM_OP_SUBSCRIBE;
+    want = s->hello_id != 0 ? s->hello_id : s->sub_id;
+    rc = brim_wire_parse_rep(body, len, op, &n->limits, &n->zone, &rep,
+                             NULL);
+    if (rc != 0) {
         return BRIM_EBADREPLY;
     }
-    if (c->members != NULL && t.map.epoch < c->topo.map.epoch) {
-        brim_topo_destroy(&t);      /* an older map: keep ours */
+    if (rep.request_id != want) {
+        /* An error with id 0 refuses the connection as a whole. */
+        return rep.request_id == 0 && rep.status != 0 ? rep.status
+                                                      : BRIM_EBADREPLY;
+    }
+    if (rep.status != 0) {
+        return rep.status;          /* DENIED (another cluster)... */
+    }
+    if (op == BRIM_OP_HELLO) {
+        s->hello_id = 0;
         return 0;
     }
-    rc = coord_install(c, &t);
-    if (rc != 0) {
-        brim_lib_errmsg(c, "out of memory for the topology");
+    rc = coord_topo_decode(&rep, &t);
+    if (rc == 0) {
+        /* Only a newer epoch counts: the same one comes back when the
+         * coordinator's hold runs out, or after a MAP_FETCH got it. */
+        rc = coord_adopt(c, &t, c->epoch + 1);
+        if (rc == 1) {
+            s->npushed++;
+        }
+    } else {
+        brim_topo_destroy(&t);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
+    s->attempts = 0;
+    return sub_send(c, BRIM_OP_SUBSCRIBE, s->looked_ms); /* this step */
+}
+
+/* Read what the subscription's socket holds, handling whole frames. */
+static int
+sub_read(struct brim_client *c)
+{
+    struct brim_pool_node *n = c->sub.conn;
+    ssize_t                r;
+    int                    rc;
+
+    for (;;) {
+        if (brim_buf_reserve(&n->in, BRIM_READ_CHUNK) != 0) {
+            return BRIM_ENOMEM;
+        }
+        r = recv(n->fd, brim_buf_tail(&n->in), n->in.cap - n->in.len,
+                 MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        }
+        if (r <= 0) {
+            return r == 0 ? BRIM_ECLOSED : BRIM_ESYS;
+        }
+        brim_buf_commit(&n->in, (size_t) r);
+        rc = brim_pool_frames(c, n, sub_reply, c);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (n->in.len == 0 && n->in.cap > BRIM_OUT_KEEP) {
+        brim_buf_destroy(&n->in);   /* a large topology's memory */
+    }
+    return 0;
+}
+
+/* One step of the subscription at NOW, from any state but OFF. */
+static int
+sub_step(struct brim_client *c, int64_t now)
+{
+    struct brim_sub *s = &c->sub;
+    int              rc;
+
+    if (s->state == BRIM_SUB_IDLE) {
+        rc = brim_net_connect_start(s->conn->addr, s->attempts++,
+                                    &s->conn->fd, NULL);
+        if (rc != 0) {
+            return rc;
+        }
+        s->state = BRIM_SUB_CONNECTING;
+        s->due_ms = now + c->connect_timeout_ms;
+    }
+    if (s->state == BRIM_SUB_CONNECTING) {
+        rc = brim_net_connect_done(s->conn->fd);
+        if (rc == BRIM_EAGAIN) {
+            return now >= s->due_ms ? BRIM_ETIMEDOUT : 0;
+        }
+        if (rc == 0) {
+            /* Pipelined: the coordinator answers in order, HELLO first. */
+            rc = sub_send(c, BRIM_OP_HELLO, now);
+        }
+        if (rc == 0) {
+            rc = sub_send(c, BRIM_OP_SUBSCRIBE, now);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        s->state = BRIM_SUB_WAITING;
+    }
+    /* Replies first: one that arrived while C was idle is not a timeout. */
+    rc = sub_read(c);
+    if (rc == 0) {
+        rc = brim_pool_write(c, s->conn);
+    }
+    if (rc == 0 && now >= s->due_ms) {
+        rc = BRIM_ETIMEDOUT;
     }
     return rc;
+}
+
+int
+brim_coord_sub_start(struct brim_client *c)
+{
+    struct brim_sub *s = &c->sub;
+
+    s->conn = brim_pool_node_new(c->coord->addr);
+    if (s->conn == NULL) {
+        return BRIM_ENOMEM;
+    }
+    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
+    s->conn->limits.max_frame_bytes = BRIM_MAX(
+        s->conn->limits.max_frame_bytes, c->coord->frame_min);
+    s->state = BRIM_SUB_IDLE;
+    s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
+    s->retry_at_ms = 0;
+    brim_coord_sub_poll(c, 1);
+    return 0;
+}
+
+void
+brim_coord_sub_poll(struct brim_client *c, int force)
+{
+    struct brim_sub *s = &c->sub;
+    char             keep[BRIM_ERRBUF_LEN];
+    int64_t          now;
+    int              rc;
+
+    if (s->state == BRIM_SUB_OFF) {
+        return;
+    }
+    now = brim_net_now_ms();
+    if ((force == 0 && now == s->looked_ms)
+        || (s->state == BRIM_SUB_IDLE && now < s->retry_at_ms))
+    {
+        return;
+    }
+    s->looked_ms = now;
+    /* Its failures are not the call's: keep the call's message. */
+    memcpy(keep, c->errmsg, sizeof(keep));
+    rc = sub_step(c, now);
+    memcpy(c->errmsg, keep, sizeof(keep));
+    if (rc == 0) {
+        return;
+    }
+    brim_pool_close(s->conn);
+    s->hello_id = 0;
+    if (rc == BRIM_EUNKNOWNOP || rc == BRIM_EDENIED) {
+        /* A coordinator without SUBSCRIBE, or one that wants a proof this
+         * client cannot give (PROTOCOL.md 12.3): asking again would only
+         * be refused again. MOVED and RETRY still move the map. */
+        s->state = BRIM_SUB_OFF;
+        return;
+    }
+    s->state = BRIM_SUB_IDLE;
+    s->retry_at_ms = now + s->backoff_ms;
+    s->backoff_ms = BRIM_MIN(s->backoff_ms * 2, BRIM_SUB_BACKOFF_MAX_MS);
+}
+
+void
+brim_coord_sub_free(struct brim_client *c)
+{
+    brim_pool_node_free(c->sub.conn);
+    memset(&c->sub, 0, sizeof(c->sub));
+}
+
+void
+brim_coord_subscribe(struct brim_client *c, int on)
+{
+    if (c == NULL || c->sub.conn == NULL) {
+        return;
+    }
+    brim_pool_close(c->sub.conn);
+    c->sub.hello_id = 0;
+    c->sub.state = on ? BRIM_SUB_IDLE : BRIM_SUB_OFF;
+    c->sub.retry_at_ms = 0;
+}
+
+uint64_t
+brim_coord_pushed(const struct brim_client *c)
+{
+    return c != NULL ? c->sub.npushed : 0;
 }
 
 /* What brim_coord_call() hands its callback. */

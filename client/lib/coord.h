@@ -42,4 +42,18 @@ const struct brim_topo *brim_coord_topo(const struct brim_client *c);
 void brim_coord_counts(const struct brim_client *c, uint64_t *moved,
                        uint64_t *retry, uint64_t *refresh);
 
+/*
+ * Epochs pushed to C: the times a SUBSCRIBE reply carried a map newer than
+ * C's and it was installed (0 in standalone mode).
+ */
+uint64_t brim_coord_pushed(const struct brim_client *c);
+
+/*
+ * Turn C's subscription to pushed epochs off (ON 0: its connection is
+ * closed, and the map moves only on MOVED, RETRY or an unreachable node,
+ * as a test of those paths wants) or on again (ON 1: a new connection at
+ * the next call). Nothing in standalone mode.
+ */
+void brim_coord_subscribe(struct brim_client *c, int on);
+
 #endif /* BRIM_CLIENT_LIB_COORD_H */

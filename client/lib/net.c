@@ -1,8 +1,9 @@
 /*
  * client/lib/net.c - libbrim's sockets: "host:port" parsing, a TCP connect
  * bounded by a deadline (non-blocking connect plus poll), and the monotonic
- * clock every timeout is measured on. Blocking DNS is the one exception to
- * the deadline (see brim_net_connect()).
+ * clock every timeout is measured on; and a connect that does not wait at
+ * all, for the coordinator subscription (coord.c). Blocking DNS is the one
+ * exception to the deadline (see brim_net_connect()).
  */
 #include "client/lib/client_int.h"
 
@@ -115,6 +116,21 @@ net_err(int err)
     }
 }
 
+/* The pending error of socket FD (SO_ERROR): 0 or an errno value. */
+static int
+net_so_error(int fd)
+{
+    socklen_t len;
+    int       err;
+
+    err = 0;
+    len = sizeof(err);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        return errno;
+    }
+    return err;
+}
+
 /*
  * Connect FD to SA, waiting in poll() until DEADLINE_MS. Returns 0 or an
  * errno value (ETIMEDOUT when the deadline passed).
@@ -124,9 +140,8 @@ net_connect_one(int fd, const struct sockaddr *sa, socklen_t salen,
                 int64_t deadline_ms)
 {
     struct pollfd pfd;
-    socklen_t     len;
     int64_t       wait;
-    int           err, rc;
+    int           rc;
 
     if (connect(fd, sa, salen) == 0) {
         return 0;
@@ -150,12 +165,7 @@ net_connect_one(int fd, const struct sockaddr *sa, socklen_t salen,
             break;
         }
     }
-    err = 0;
-    len = sizeof(err);
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-        return errno;
-    }
-    return err;
+    return net_so_error(fd);
 }
 
 /* A non-blocking, close-on-exec TCP socket of FAMILY, or -1 (errno). */
@@ -178,13 +188,14 @@ net_socket(int family)
     return fd;
 }
 
-int
-brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
-                 char errbuf[BRIM_ERRBUF_LEN])
+/* Resolve ADDR into *RES (free it with freeaddrinfo()). Blocking. */
+static int
+net_resolve(const char *addr, struct addrinfo **res,
+            char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct addrinfo  hints, *res, *ai;
-    char             host[BRIM_LIB_ADDR_MAX], port[6];
-    int              s, rc, err, one;
+    struct addrinfo hints;
+    char            host[BRIM_LIB_ADDR_MAX], port[6];
+    int             rc;
 
     rc = brim_net_split(addr, host, sizeof(host), port, errbuf);
     if (rc != 0) {
@@ -194,11 +205,46 @@ brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
-    rc = getaddrinfo(host, port, &hints, &res);
+    rc = getaddrinfo(host, port, &hints, res);
     if (rc != 0) {
         brim_errfmt(errbuf, "%s: cannot resolve \"%s\": %s", addr, host,
                     gai_strerror(rc));
         return BRIM_ESYS;
+    }
+    return 0;
+}
+
+/* Report the connect error ERR on ADDR; returns its brim code. */
+static int
+net_connect_err(const char *addr, int err, char errbuf[BRIM_ERRBUF_LEN])
+{
+    if (err == ETIMEDOUT) {
+        brim_errfmt(errbuf, "%s: connect timed out", addr);
+    } else {
+        brim_errfmt(errbuf, "%s: connect: %s", addr, strerror(err));
+    }
+    return net_err(err);
+}
+
+/* Set the options of a connected socket FD. */
+static void
+net_connected(int fd)
+{
+    int one = 1;
+
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int
+brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
+                 char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct addrinfo *res, *ai;
+    int              s, rc, err;
+
+    rc = net_resolve(addr, &res, errbuf);
+    if (rc != 0) {
+        return rc;
     }
     err = ENOENT;
     s = -1;
@@ -220,15 +266,68 @@ brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
     }
     freeaddrinfo(res);
     if (s < 0) {
-        if (err == ETIMEDOUT) {
-            brim_errfmt(errbuf, "%s: connect timed out", addr);
-        } else {
-            brim_errfmt(errbuf, "%s: connect: %s", addr, strerror(err));
-        }
+        return net_connect_err(addr, err, errbuf);
+    }
+    net_connected(s);
+    *fd = s;
+    return 0;
+}
+
+int
+brim_net_connect_start(const char *addr, uint32_t attempt, int *fd,
+                       char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct addrinfo *res, *ai;
+    uint32_t         n;
+    int              s, rc, err;
+
+    rc = net_resolve(addr, &res, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
+    /* Attempt k takes address k mod count: one that refuses (::1 for a
+     * server on 127.0.0.1) does not hide the others. */
+    for (n = 0, ai = res; ai != NULL; ai = ai->ai_next) {
+        n++;
+    }
+    for (ai = res, n = attempt % n; n > 0; n--) {
+        ai = ai->ai_next;
+    }
+    err = 0;
+    s = net_socket(ai->ai_family);
+    if (s < 0) {
+        err = errno;
+    } else if (connect(s, ai->ai_addr, ai->ai_addrlen) != 0
+               && errno != EINPROGRESS && errno != EINTR)
+    {
+        err = errno;
+        close(s);
+    }
+    freeaddrinfo(res);
+    if (err != 0) {
+        return net_connect_err(addr, err, errbuf);
+    }
+    *fd = s;
+    return 0;
+}
+
+int
+brim_net_connect_done(int fd)
+{
+    struct pollfd pfd;
+    int           err, rc;
+
+    pfd.fd = fd;
+    pfd.events = POLLOUT;
+    pfd.revents = 0;
+    rc = poll(&pfd, 1, 0);
+    if (rc == 0 || (rc < 0 && errno == EINTR)) {
+        return BRIM_EAGAIN;
+    }
+    err = rc < 0 ? errno : net_so_error(fd);
+    if (err != 0) {
         return net_err(err);
     }
-    one = 1;
-    (void) setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    *fd = s;
+    net_connected(fd);
     return 0;
 }

@@ -27,15 +27,10 @@
 #define POOL_ZONE_CHUNK 8192
 
 struct brim_pool_node *
-brim_pool_get(struct brim_client *c, const char *addr)
+brim_pool_node_new(const char *addr)
 {
     struct brim_pool_node *n;
 
-    for (n = c->nodes; n != NULL; n = n->next) {
-        if (strcmp(n->addr, addr) == 0) {
-            return n;
-        }
-    }
     n = brim_calloc(1, sizeof(*n));
     if (n == NULL) {
         return NULL;
@@ -50,6 +45,37 @@ brim_pool_get(struct brim_client *c, const char *addr)
     brim_buf_init(&n->out);
     brim_buf_init(&n->in);
     brim_wire_limits_default(&n->limits);
+    return n;
+}
+
+void
+brim_pool_node_free(struct brim_pool_node *n)
+{
+    if (n == NULL) {
+        return;
+    }
+    brim_pool_close(n);
+    brim_buf_destroy(&n->out);
+    brim_buf_destroy(&n->in);
+    msgpack_zone_destroy(&n->zone);
+    brim_free(n->addr);
+    brim_free(n);
+}
+
+struct brim_pool_node *
+brim_pool_get(struct brim_client *c, const char *addr)
+{
+    struct brim_pool_node *n;
+
+    for (n = c->nodes; n != NULL; n = n->next) {
+        if (strcmp(n->addr, addr) == 0) {
+            return n;
+        }
+    }
+    n = brim_pool_node_new(addr);
+    if (n == NULL) {
+        return NULL;
+    }
     n->next = c->nodes;
     c->nodes = n;
     return n;
@@ -74,12 +100,7 @@ brim_pool_free(struct brim_client *c)
 
     for (n = c->nodes; n != NULL; n = next) {
         next = n->next;
-        brim_pool_close(n);
-        brim_buf_destroy(&n->out);
-        brim_buf_destroy(&n->in);
-        msgpack_zone_destroy(&n->zone);
-        brim_free(n->addr);
-        brim_free(n);
+        brim_pool_node_free(n);
     }
     c->nodes = NULL;
     c->home = NULL;
@@ -108,9 +129,8 @@ pool_alive(struct brim_pool_node *n)
     return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-/* Write what OUT holds past OUT_OFF until the socket would block. */
-static int
-pool_write(struct brim_client *c, struct brim_pool_node *n)
+int
+brim_pool_write(struct brim_client *c, struct brim_pool_node *n)
 {
     ssize_t w;
 
@@ -217,20 +237,15 @@ pool_reply(struct brim_client *c, struct brim_pool_node *n,
     return 0;
 }
 
-/*
- * Handle every whole frame buffered in N->in as the replies to CALLS[*GOT]
- * onwards. Returns 0 or the error that ends the exchange.
- */
-static int
-pool_parse(struct brim_client *c, struct brim_pool_node *n,
-           struct brim_call **calls, size_t ncalls, size_t *got)
+int
+brim_pool_frames(struct brim_client *c, struct brim_pool_node *n,
+                 brim_pool_frame_fn fn, void *arg)
 {
     size_t   off;
     uint32_t len;
     int      rc;
 
     off = 0;
-    rc = 0;
     for (;;) {
         rc = brim_frame_peek(n->in.data + off, n->in.len - off,
                              n->limits.max_frame_bytes, &len);
@@ -244,23 +259,43 @@ pool_parse(struct brim_client *c, struct brim_pool_node *n,
             rc = BRIM_EBADREPLY;
             break;
         }
-        if (*got == ncalls) {
-            brim_lib_errmsg(c, "%s: unsolicited frame from the node",
-                            n->addr);
-            rc = BRIM_EBADREPLY;
-            break;
-        }
-        rc = pool_reply(c, n, calls[*got], n->in.data + off + BRIM_FRAME_HDR,
-                        len);
-        if (calls[*got]->answered) {
-            (*got)++;
-        }
+        rc = fn(arg, n->in.data + off + BRIM_FRAME_HDR, len);
         if (rc != 0) {
             break;
         }
         off += BRIM_FRAME_HDR + (size_t) len;
     }
     brim_buf_consume(&n->in, off);
+    return rc;
+}
+
+/* The replies an exchange awaits: pool_frame()'s argument. */
+struct pool_replies {
+    struct brim_client     *c;          /* the client */
+    struct brim_pool_node  *n;          /* the node they come from */
+    struct brim_call      **calls;      /* the calls, in request order */
+    size_t                  ncalls;     /* their count */
+    size_t                 *got;        /* calls answered so far */
+};
+
+/* Take one frame as the reply to the next call of ARG's. */
+static int
+pool_frame(void *arg, const char *body, uint32_t len)
+{
+    struct pool_replies *r = arg;
+    struct brim_call    *call;
+    int                  rc;
+
+    if (*r->got == r->ncalls) {
+        brim_lib_errmsg(r->c, "%s: unsolicited frame from the node",
+                        r->n->addr);
+        return BRIM_EBADREPLY;
+    }
+    call = r->calls[*r->got];
+    rc = pool_reply(r->c, r->n, call, body, len);
+    if (call->answered) {
+        (*r->got)++;
+    }
     return rc;
 }
 
@@ -273,8 +308,9 @@ static int
 pool_read(struct brim_client *c, struct brim_pool_node *n,
           struct brim_call **calls, size_t ncalls, size_t *got)
 {
-    ssize_t r;
-    int     rc;
+    struct pool_replies replies = { c, n, calls, ncalls, got };
+    ssize_t             r;
+    int                 rc;
 
     for (;;) {
         if (brim_buf_reserve(&n->in, BRIM_READ_CHUNK) != 0) {
@@ -300,7 +336,7 @@ pool_read(struct brim_client *c, struct brim_pool_node *n,
             return BRIM_ECLOSED;    /* the caller closes our end too */
         }
         brim_buf_commit(&n->in, (size_t) r);
-        rc = pool_parse(c, n, calls, ncalls, got);
+        rc = brim_pool_frames(c, n, pool_frame, &replies);
         if (rc != 0 || (*got == ncalls && n->in.len == 0)) {
             /* Done: bytes the node sends after the last reply are found
              * by the next call's pool_alive(). */
@@ -358,7 +394,7 @@ brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
 
     rc = pool_encode(c, n, calls, ncalls);
     if (rc == 0) {
-        rc = pool_write(c, n);      /* usually all of it leaves at once */
+        rc = brim_pool_write(c, n); /* usually all of it leaves at once */
     }
     got = 0;
     while (rc == 0 && got < ncalls) {
@@ -383,7 +419,7 @@ brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
                 rc = pool_read(c, n, calls, ncalls, &got);
             }
             if (rc == 0 && (pfd.revents & POLLOUT)) {
-                rc = pool_write(c, n);
+                rc = brim_pool_write(c, n);
             }
         }
     }
@@ -427,6 +463,15 @@ pool_hello_reply(struct brim_call *call, const struct brim_rep *rep)
     n->cluster_id = rep->hello.cluster_id;
     n->epoch = rep->epoch;
     return 0;
+}
+
+void
+brim_pool_hello_req(const struct brim_client *c, struct brim_req *req)
+{
+    req->op = BRIM_OP_HELLO;
+    req->hello.version = BRIM_WIRE_VERSION;
+    req->hello.role = c->role;
+    req->hello.cluster_id = c->cluster_id;
 }
 
 /* The timeout that ends a connection attempt, for a message: the
@@ -475,10 +520,7 @@ brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
      * answers; the defaults bound the reply frame meanwhile. */
     brim_wire_limits_default(&n->limits);
     memset(&call, 0, sizeof(call));
-    call.req.op = BRIM_OP_HELLO;
-    call.req.hello.version = BRIM_WIRE_VERSION;
-    call.req.hello.role = c->role;
-    call.req.hello.cluster_id = c->cluster_id;
+    brim_pool_hello_req(c, &call.req);
     call.on_reply = pool_hello_reply;
     call.arg = n;
     callp = &call;

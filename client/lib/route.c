@@ -286,6 +286,9 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
     uint64_t                want;
     int                     rc, pause;
 
+    /* Take in a map the coordinator pushed, so that these calls go by it:
+     * one non-blocking look at the subscription, never a wait. */
+    brim_coord_sub_poll(c, 0);
     batch = &one;
     if (ncalls > 1) {
         batch = brim_malloc(ncalls * sizeof(*batch));

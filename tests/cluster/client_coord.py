@@ -5,11 +5,15 @@ against a real brim-coord and three real brim-nodes on free loopback ports
 
     client_coord.py --coord C --node N --ctl CTL --tool TOOL CASE
 
-Cases: load, mload, spread, brimctl, stale, leave_last.
+Cases: load, mload, spread, brimctl, stale, leave_last, push (a client
+learns a join's epoch from the coordinator's push, with no data call),
+coord_restart (the coordinator is killed and restarted under a GET/SET
+loop: no call fails, and the subscription comes back by itself).
 """
 import argparse
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -29,7 +33,7 @@ P = 1024
 class Proc:
     def __init__(self, cmd, log):
         self.cmd, self.log = cmd, log
-        self.f = open(log, "wb")
+        self.f = open(log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.f,
                                      stderr=subprocess.STDOUT)
 
@@ -85,17 +89,23 @@ class Cluster:
         self.addr = "127.0.0.1:%d" % self.port
         self.nodes = {}
         os.makedirs(os.path.join(self.dir, "coord"), exist_ok=True)
-        self.coord = Proc([args.coord, "--listen", self.addr, "--data-dir",
-                           os.path.join(self.dir, "coord"), "--partitions",
-                           str(P)], os.path.join(self.dir, "coord.log"))
+        self.coord = None
         try:
-            wait_port(self.port, self.coord)
+            self.start_coord()
             for i in range(1, nnodes + 1):
                 self.add("node%d" % i)
             self.wait(lambda t: self.settled(t, nnodes))
         except BaseException:
             self.close()
             raise
+
+    def start_coord(self):
+        """Start brim-coord on the cluster's port and data dir (again)."""
+        self.coord = Proc([self.args.coord, "--listen", self.addr,
+                           "--data-dir", os.path.join(self.dir, "coord"),
+                           "--partitions", str(P)],
+                          os.path.join(self.dir, "coord.log"))
+        wait_port(self.port, self.coord)
 
     def add(self, name):
         port = bw.free_port()
@@ -125,7 +135,8 @@ class Cluster:
     def close(self):
         for p, _ in self.nodes.values():
             p.stop()
-        self.coord.stop()
+        if self.coord is not None:
+            self.coord.stop()
         if os.environ.get("BRIM_KEEP_DIR"):
             print("kept", self.dir)
         else:
@@ -136,6 +147,52 @@ class Cluster:
         for name, (p, _) in self.nodes.items():
             out.append("--- %s\n%s" % (name, p.output()[-3000:]))
         return "\n".join(out)
+
+
+class Tool:
+    """client_coord_tool run interactively: lines to its stdin, lines from
+    its stdout, every read bounded in time; stopped by PID."""
+
+    def __init__(self, cl, *args):
+        self.err = os.path.join(cl.dir, "tool.err")
+        with open(self.err, "wb") as f:
+            self.p = subprocess.Popen(list(args), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=f)
+        self.buf = b""
+
+    def stderr(self):
+        with open(self.err, errors="replace") as f:
+            return f.read()
+
+    def line(self, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            assert left > 0, "no line from the tool in %.0f s: %s" % (
+                timeout, self.stderr())
+            if select.select([self.p.stdout], [], [], left)[0]:
+                chunk = os.read(self.p.stdout.fileno(), 4096)
+                assert chunk, "the tool exited: %s%s" % (
+                    self.buf.decode(errors="replace"), self.stderr())
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    def send(self, text):
+        self.p.stdin.write(text.encode() + b"\n")
+        self.p.stdin.flush()
+
+    def finish(self, timeout=60.0):
+        """The last line, once the tool has exited 0."""
+        out, _ = self.p.communicate(timeout=timeout)    # closes stdin
+        last = (self.buf + out).decode().strip().splitlines()[-1]
+        assert self.p.returncode == 0, (last, self.stderr())
+        return dict(kv.split("=", 1) for kv in last.split()[1:])
+
+    def kill(self):
+        if self.p.poll() is None:
+            os.kill(self.p.pid, signal.SIGKILL)
+            self.p.wait(timeout=5)
 
 
 def run(cmd, want=0, env=None, inp=None):
@@ -265,9 +322,73 @@ def case_leave_last(cl, a):
     print(r.stdout.strip())
 
 
+def await_join_push(cl, t):
+    """The tool says "ready epoch=E"; a 4th node joins; the tool must see
+    the join's epoch by polling brim_epoch() alone. Returns the epoch."""
+    line = t.line()
+    assert line.startswith("ready epoch="), line
+    e0 = int(line.split("=")[1])
+    t0 = topo(cl.port)["epoch"]
+    assert e0 == t0, (e0, t0)
+    cl.add("node4")
+    t1 = cl.wait(lambda t: t["epoch"] > t0 and Cluster.settled(t, 4))
+    line = t.line()
+    assert line.startswith("pushed epoch="), line
+    print("join: epoch %d -> %d, %s" % (t0, t1["epoch"], line))
+    e = int(line.split()[1].split("=")[1])
+    assert t0 < e <= t1["epoch"], (t0, e, t1["epoch"])
+    return e
+
+
+def case_push(cl, a):
+    t = Tool(cl, a.tool, cl.addr, "push")
+    try:
+        await_join_push(cl, t)
+        r = t.finish()
+    finally:
+        t.kill()
+    print(r)
+    # Connect's MAP_FETCH was the only request besides SUBSCRIBE: no data
+    # call, so no MOVED and no map fetched again.
+    assert int(r["pushed"]) >= 1 and r["moved"] == "0", r
+    assert r["refresh"] == "1", r
+
+
+def case_coord_restart(cl, a):
+    t = Tool(cl, a.tool, cl.addr, "churn", "200")
+    try:
+        assert t.line() == "ready"
+        marks = []
+        for step in ("up", "kill", "down", "restart", "after"):
+            if step == "kill":
+                cl.coord.stop(signal.SIGKILL)
+            elif step == "restart":
+                cl.start_coord()
+                cl.wait(lambda t: Cluster.settled(t, 3))
+            time.sleep(0.2 if step == "kill" else 1.0)
+            t.send("mark")
+            line = t.line()
+            assert line.startswith("mark ops="), line
+            marks.append((step, int(line.split("=")[1])))
+        print("ops so far:", marks)
+        t.send("stop")
+        line = t.line()
+        assert line.startswith("stopped ops="), line
+        # Calls went on while the coordinator was gone, and none failed
+        # (the tool exits at the first failure).
+        assert marks[2][1] > marks[1][1], marks
+        await_join_push(cl, t)
+        r = t.finish()
+    finally:
+        t.kill()
+    print(r)
+    assert int(r["pushed"]) >= 1 and int(r["worst_ms"]) < 3000, r
+
+
 CASES = {"load": case_load, "mload": case_mload, "spread": case_spread,
          "brimctl": case_brimctl, "stale": case_stale,
-         "leave_last": case_leave_last}
+         "leave_last": case_leave_last, "push": case_push,
+         "coord_restart": case_coord_restart}
 
 
 def main():

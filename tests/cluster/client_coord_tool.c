@@ -10,11 +10,25 @@
  *                                      SET and GET them again with the old
  *                                      map: each call within the timeout,
  *                                      MOVED followed, map fetched again
+ *                                      (the subscription is off, so the
+ *                                      map can only move by MOVED)
  *   client_coord_tool COORD nonodes    SET and GET must fail BRIM_ENONODES
+ *   client_coord_tool COORD push       print "ready epoch=E", then poll
+ *                                      brim_epoch() (no data call at all)
+ *                                      until the coordinator pushes a newer
+ *                                      epoch: a join, within WAIT_MS
+ *   client_coord_tool COORD churn N    SET then GET N keys round and round,
+ *                                      every call within the timeout and
+ *                                      none failing, while the coordinator
+ *                                      is killed and restarted: stdin
+ *                                      "mark" prints "mark ops=K", "stop"
+ *                                      ends the loop; then as push (the
+ *                                      subscription came back by itself)
  *
  * Prints one line of counts; exit 0 on success, 1 with a reason on stderr.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +40,8 @@
 #include "proto/topo.h"
 
 #define TIMEOUT_MS 3000
+#define WAIT_MS 20000               /* push: longest wait for an epoch */
+#define CHURN_MAX_MS 60000          /* churn: longest loop without "stop" */
 
 static int64_t
 now_ms(void)
@@ -150,6 +166,129 @@ mload(struct brim_client *c, int n)
     return bad;
 }
 
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    nanosleep(&ts, NULL);
+}
+
+/*
+ * Print "ready epoch=E", then poll brim_epoch() every 5 ms, sending
+ * nothing else, until it passes E or WAIT_MS runs out. The epoch can only
+ * move by a SUBSCRIBE reply: no data call runs, so no MOVED, no MAP_FETCH.
+ */
+static int
+await_push(struct brim_client *c)
+{
+    uint64_t e0, e;
+    int64_t  t0;
+
+    e0 = brim_epoch(c);
+    printf("ready epoch=%" PRIu64 "\n", e0);
+    fflush(stdout);
+    t0 = now_ms();
+    while ((e = brim_epoch(c)) <= e0) {
+        if (now_ms() - t0 > WAIT_MS) {
+            fprintf(stderr, "client_coord_tool: epoch still %" PRIu64
+                    " after %d ms: nothing pushed\n", e, WAIT_MS);
+            return 1;
+        }
+        sleep_ms(5);
+    }
+    printf("pushed epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e,
+           now_ms() - t0);
+    fflush(stdout);
+    return 0;
+}
+
+/* The next line on stdin when one is waiting ("" if none; "eof" at EOF). */
+static const char *
+stdin_line(char *line, size_t size)
+{
+    struct pollfd pfd = { 0, POLLIN, 0 };
+
+    if (poll(&pfd, 1, 0) <= 0) {
+        return "";
+    }
+    if (fgets(line, (int) size, stdin) == NULL) {
+        return "eof";
+    }
+    line[strcspn(line, "\n")] = '\0';
+    return line;
+}
+
+/* One SET and GET of key I at round R; 0 or 1 (with the reason printed). */
+static int
+churn_one(struct brim_client *c, int i, long r, int64_t *worst)
+{
+    char    k[32], v[48];
+    void   *val;
+    size_t  len;
+    int64_t t0, dt;
+    int     rc, bad;
+
+    snprintf(k, sizeof(k), "ckey%d", i);
+    snprintf(v, sizeof(v), "r%ld-%d", r, i);
+    t0 = now_ms();
+    rc = brim_set(c, k, strlen(k), v, strlen(v), 0, 0, NULL);
+    if (rc != 0) {
+        return fail(k, rc, c);
+    }
+    rc = brim_get(c, k, strlen(k), &val, &len);
+    dt = now_ms() - t0;
+    *worst = dt > *worst ? dt : *worst;
+    if (rc != 0) {
+        return fail(k, rc, c);
+    }
+    bad = len != strlen(v) || memcmp(val, v, len) != 0;
+    if (bad) {
+        fprintf(stderr, "client_coord_tool: %s: got %.*s, want %s\n", k,
+                (int) len, (char *) val, v);
+    }
+    brim_free(val);
+    return bad;
+}
+
+/*
+ * SET and GET N keys round and round until "stop" (or CHURN_MAX_MS), and
+ * answer "mark" with the count of ops so far; any failed call fails.
+ */
+static int
+churn(struct brim_client *c, int n, int64_t *worst)
+{
+    char        line[64];
+    const char *cmd;
+    long        ops;
+    int64_t     t0;
+
+    setvbuf(stdin, NULL, _IONBF, 0);    /* poll() sees every line */
+    printf("ready\n");
+    fflush(stdout);
+    t0 = now_ms();
+    for (ops = 0;; ops += 2) {
+        cmd = stdin_line(line, sizeof(line));
+        if (strcmp(cmd, "mark") == 0) {
+            printf("mark ops=%ld\n", ops);
+            fflush(stdout);
+        } else if (strcmp(cmd, "stop") == 0 || strcmp(cmd, "eof") == 0) {
+            break;
+        }
+        if (now_ms() - t0 > CHURN_MAX_MS) {
+            fprintf(stderr, "client_coord_tool: no stop in %d ms\n",
+                    CHURN_MAX_MS);
+            return 1;
+        }
+        if (churn_one(c, (int) (ops / 2 % n), ops / 2 / n, worst) != 0) {
+            return 1;
+        }
+    }
+    printf("stopped ops=%ld worst_ms=%" PRId64 "\n", ops, *worst);
+    fflush(stdout);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -181,7 +320,12 @@ main(int argc, char **argv)
         rc = set_all(c, n, "v", &worst) || get_all(c, n, "v");
     } else if (strcmp(argv[2], "mload") == 0) {
         rc = mload(c, n);
+    } else if (strcmp(argv[2], "push") == 0) {
+        rc = await_push(c);
+    } else if (strcmp(argv[2], "churn") == 0) {
+        rc = churn(c, n, &worst) || await_push(c);
     } else if (strcmp(argv[2], "stale") == 0) {
+        brim_coord_subscribe(c, 0);     /* MOVED is what this tests */
         rc = set_all(c, n, "v", &worst);
         if (rc == 0) {
             printf("ready epoch=%" PRIu64 "\n", epoch0);
@@ -222,9 +366,9 @@ main(int argc, char **argv)
     }
     brim_coord_counts(c, &moved, &retry, &refresh);
     printf("%s n=%d epoch=%" PRIu64 " moved=%" PRIu64 " retry=%" PRIu64
-           " refresh=%" PRIu64 " worst_ms=%" PRId64 "\n",
+           " refresh=%" PRIu64 " pushed=%" PRIu64 " worst_ms=%" PRId64 "\n",
            rc == 0 ? "ok" : "FAILED", n, brim_coord_topo(c)->map.epoch,
-           moved, retry, refresh, worst);
+           moved, retry, refresh, brim_coord_pushed(c), worst);
     brim_close(c);
     return rc;
 }
