@@ -398,6 +398,9 @@ CLUSTER_STARTED=1
 "$CLUSTER" up --nodes 3 --dir "$DIR" --base-port "$BASE_PORT" \
     >"$DIR/up.out" 2>&1 || { cat "$DIR/up.out"; fail "brim-cluster up failed"; }
 sed '/^talk to it:/,$d' "$DIR/up.out"
+# brim-cluster wrote the cluster secret; brimctl proves it to leave.
+show export BRIM_SECRET_FILE="$DIR/secret"
+export BRIM_SECRET_FILE="$DIR/secret"
 step_done
 
 # ---- 3. import -----------------------------------------------------------
@@ -553,6 +556,7 @@ step 9 "stop"
 if [ "$KEEP" = 1 ]; then
     first=$(sed -n 's/^Package:[[:space:]]*//p' "$DATA" | head -n 1)
     echo "the cluster keeps running (--keep); talk to it:"
+    echo "  export BRIM_SECRET_FILE=$DIR/secret   (for leave and plan)"
     echo "  $CTL --coordinator $COORD get pkg:$first"
     echo "  $CTL --coordinator $COORD stats"
     echo "  $CTL --coordinator $COORD nodes"

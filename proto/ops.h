@@ -18,12 +18,15 @@
  *   WRITE       may change the store (TTL changes included)
  *   IDEMPOTENT  safe to send again after a lost connection (DESIGN.md 5)
  *   ADMIN       only a connection that said role admin or coord may send it
+ *   SECRET      a cluster op: where the receiver has a cluster secret, only a
+ *               connection that proved it (AUTH, PROTOCOL.md 12) may send it
  */
 #define BRIM_OPF_KEY        0x01u
 #define BRIM_OPF_DATA       0x02u
 #define BRIM_OPF_WRITE      0x04u
 #define BRIM_OPF_IDEMPOTENT 0x08u
 #define BRIM_OPF_ADMIN      0x10u
+#define BRIM_OPF_SECRET     0x20u
 
 /* Shorthands for the table below only. */
 #define BRIM_OPF_RD_ (BRIM_OPF_KEY | BRIM_OPF_DATA | BRIM_OPF_IDEMPOTENT)
@@ -41,6 +44,7 @@
  *   TOPO     a topology, proto/topo.h               (JOIN, MAP_FETCH, ...)
  *   EPOCH    epoch u64, lease_ms u32                 (HEARTBEAT, LEAVE)
  *   OBJECT   one msgpack object (array or map)       (MEMBERS, PLAN, ...)
+ *   AUTH     nonce_s, mac_s (CHALLENGE) or nothing   (AUTH)
  */
 enum brim_rep_shape {
     BRIM_REP_EMPTY = 0,
@@ -52,7 +56,8 @@ enum brim_rep_shape {
     BRIM_REP_HELLO,
     BRIM_REP_TOPO,
     BRIM_REP_EPOCH,
-    BRIM_REP_OBJECT
+    BRIM_REP_OBJECT,
+    BRIM_REP_AUTH
 };
 
 /*
@@ -78,6 +83,7 @@ enum brim_rep_shape {
  *   u count u64 (STREAM_END's entries sent)
  *   B an array of 0..max_batch_entries stream entries (PROTOCOL.md 11),
  *     each checked (brim_wire_entry_decode()), borrowed
+ *   x AUTH's nonce or MAC: bytes of exactly BRIM_WIRE_AUTH_BYTES
  * KEY_ARG is the argument index of the routing key, -1 when there is none.
  * Codes are stable: never renumber or reuse one.
  */
@@ -104,28 +110,36 @@ enum brim_rep_shape {
     XX(INCR, 21, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
     XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
     XX(FLUSH, 23, 0, 1, "w", -1, BRIM_REP_EMPTY,                             \
-       BRIM_OPF_WRITE | BRIM_OPF_ADMIN)                                   \
-    XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, 0)                         \
-    XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH, BRIM_OPF_ADMIN)            \
-    XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH, BRIM_OPF_IDEMPOTENT)  \
-    XX(EPOCH_PROPOSE, 35, 1, 1, "T", -1, BRIM_REP_EMPTY, BRIM_OPF_ADMIN)     \
+       BRIM_OPF_WRITE | BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                    \
+    XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)           \
+    XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH,                            \
+       BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                     \
+    XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH,                       \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
+    XX(EPOCH_PROPOSE, 35, 1, 1, "T", -1, BRIM_REP_EMPTY,                     \
+       BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                     \
     XX(EPOCH_COMMIT, 37, 1, 1, "E", -1, BRIM_REP_EMPTY,                      \
-       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)               \
     XX(EPOCH_ABORT, 38, 1, 1, "E", -1, BRIM_REP_EMPTY,                       \
-       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)               \
     XX(MAP_FETCH, 39, 0, 0, "", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)      \
     XX(SUBSCRIBE, 40, 1, 1, "E", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)     \
     XX(MEMBERS, 42, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)      \
     XX(PLAN, 43, 2, 3, "FNW", -1, BRIM_REP_OBJECT,                           \
-       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT)                                 \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)               \
+    XX(LEASE_CONFIRM, 44, 1, 1, "E", -1, BRIM_REP_EPOCH,                     \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
+    XX(AUTH, 45, 2, 2, "Fx", -1, BRIM_REP_AUTH, 0)                           \
     XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT) \
-    XX(STREAM_BEGIN, 64, 2, 2, "Ep", -1, BRIM_REP_EMPTY, 0)                  \
-    XX(STREAM_BATCH, 65, 3, 3, "EpB", -1, BRIM_REP_EMPTY, 0)                 \
-    XX(STREAM_END, 66, 3, 3, "Epu", -1, BRIM_REP_EMPTY, 0)                   \
-    XX(COMPLETE, 67, 2, 2, "Ep", -1, BRIM_REP_EMPTY, BRIM_OPF_IDEMPOTENT)    \
+    XX(STREAM_BEGIN, 64, 2, 2, "Ep", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)    \
+    XX(STREAM_BATCH, 65, 3, 3, "EpB", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)   \
+    XX(STREAM_END, 66, 3, 3, "Epu", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)     \
+    XX(COMPLETE, 67, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                         \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
     XX(FORWARD_GET, 68, 3, 3, "Epk", -1, BRIM_REP_VALUE,                     \
-       BRIM_OPF_IDEMPOTENT)                                                  \
-    XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
+    XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT,                           \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)
 
 /*
  * XX(NAME, code): opcodes reserved for membership (issue 4) and migration
@@ -136,8 +150,6 @@ enum brim_rep_shape {
 #define BRIM_OP_RESERVED_MAP(XX)                                             \
     XX(EPOCH_ACK, 36)                                                        \
     XX(MAP_PUSH, 41)                                                         \
-    XX(LEASE_CONFIRM, 44)                                                    \
-    XX(AUTH, 45)                                                             \
     XX(PROGRESS, 70)
 
 /* Every opcode is below this bound (the op table's length). */

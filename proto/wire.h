@@ -56,6 +56,8 @@ struct brim_topo;                   /* proto/topo.h */
 /* msgpack objects of one stream entry: its array and 5 fields. */
 #define BRIM_WIRE_ENTRY_OBJECTS 6u
 #define BRIM_WIRE_SECTION_MAX 64               /* STATS section name bytes */
+/* Bytes of AUTH's nonces and MACs (proto/auth.h: HMAC-SHA256). */
+#define BRIM_WIRE_AUTH_BYTES 32
 
 /* A TTL above this many seconds (30 days) is an absolute Unix time. */
 #define BRIM_WIRE_TTL_RELATIVE_MAX 2592000u
@@ -163,6 +165,8 @@ struct brim_req {
                                           pack()); used when ENTRIES is
                                           NULL */
     size_t                entries_raw_len; /* bytes */
+    const char           *auth;        /* x: AUTH's nonce_c or mac_c,
+                                          BRIM_WIRE_AUTH_BYTES bytes */
 };
 
 /*
@@ -193,6 +197,10 @@ struct brim_rep {
                                             brim_topo_decode()), OBJECT; on
                                             encode used when TOPO is NULL */
     const struct brim_topo *topo;        /* TOPO: encode only, borrowed */
+    const char             *auth_nonce;  /* AUTH: nonce_s, BRIM_WIRE_AUTH_
+                                            BYTES bytes; NULL: none sent */
+    const char             *auth_mac;    /* AUTH: mac_s, as many bytes; set
+                                            with AUTH_NONCE or neither */
 };
 
 /* ---- limits ---- */

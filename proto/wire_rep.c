@@ -206,6 +206,30 @@ rep_hello(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
     return brim_wire_limits_check(l, errbuf) == 0 ? 0 : BRIM_EBADREQ;
 }
 
+/* AUTH's [0, id] (a proof accepted) or [0, id, nonce_s, mac_s] (the
+ * answer to a challenge), each bin of exactly BRIM_WIRE_AUTH_BYTES. */
+static int
+rep_auth(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
+         char *errbuf)
+{
+    size_t nonce_len, mac_len;
+
+    if (n < 4) {
+        return 0;
+    }
+    if (!wire_get_bytes(&a[2], &rep->auth_nonce, &nonce_len)
+        || !wire_get_bytes(&a[3], &rep->auth_mac, &mac_len)
+        || nonce_len != BRIM_WIRE_AUTH_BYTES
+        || mac_len != BRIM_WIRE_AUTH_BYTES)
+    {
+        rep->auth_nonce = rep->auth_mac = NULL;
+        brim_errfmt(errbuf, "wire: reply: AUTH is [0, id, nonce_s, mac_s], "
+                    "bin of %d bytes each", BRIM_WIRE_AUTH_BYTES);
+        return BRIM_EBADREQ;
+    }
+    return 0;
+}
+
 /* The OK reply of shape SHAPE. */
 static int
 rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
@@ -261,6 +285,8 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
             return 0;
         }
         break;
+    case BRIM_REP_AUTH:
+        return rep_auth(rep, a, n, errbuf);
     default:
         return rep_hello(rep, a, n, errbuf);
     }
@@ -416,17 +442,20 @@ rep_pack_entries(msgpack_packer *pk, const struct brim_rep *rep)
     return err;
 }
 
-/* Elements of the OK reply of SHAPE, [0, id] included. */
+/* Elements of REP, an OK reply of SHAPE, [0, id] included. */
 static size_t
-rep_ok_len(int shape)
+rep_ok_len(int shape, const struct brim_rep *rep)
 {
     static const uint8_t len[] = {
         [BRIM_REP_EMPTY] = 2, [BRIM_REP_VALUE] = 5, [BRIM_REP_CAS] = 3,
         [BRIM_REP_NUMBER] = 4, [BRIM_REP_ENTRIES] = 3, [BRIM_REP_STATS] = 3,
         [BRIM_REP_HELLO] = 12, [BRIM_REP_TOPO] = 3, [BRIM_REP_EPOCH] = 4,
-        [BRIM_REP_OBJECT] = 3,
+        [BRIM_REP_OBJECT] = 3, [BRIM_REP_AUTH] = 4,
     };
 
+    if (shape == BRIM_REP_AUTH && rep->auth_nonce == NULL) {
+        return 2;                   /* a proof accepted */
+    }
     return len[shape];
 }
 
@@ -436,7 +465,7 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
 {
     int err;
 
-    err = msgpack_pack_array(pk, rep_ok_len(shape));
+    err = msgpack_pack_array(pk, rep_ok_len(shape, rep));
     err |= msgpack_pack_uint32(pk, 0);
     err |= msgpack_pack_uint64(pk, rep->request_id);
     switch (shape) {
@@ -465,6 +494,12 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
         return err | msgpack_pack_uint32(pk, rep->lease_ms);
     case BRIM_REP_OBJECT:
         return err | msgpack_pack_object(pk, *rep->obj);
+    case BRIM_REP_AUTH:
+        if (rep->auth_nonce != NULL) {
+            err |= wire_pack_bytes(pk, rep->auth_nonce, BRIM_WIRE_AUTH_BYTES);
+            err |= wire_pack_bytes(pk, rep->auth_mac, BRIM_WIRE_AUTH_BYTES);
+        }
+        return err;
     default:
         return err | rep_pack_hello(pk, rep);
     }
@@ -488,7 +523,9 @@ brim_wire_encode_rep(struct brim_buf *out, uint32_t op,
         || (rep->status == 0 && info->reply == BRIM_REP_TOPO
             && rep->topo == NULL && rep->obj == NULL)
         || (rep->status == 0 && info->reply == BRIM_REP_OBJECT
-            && rep->obj == NULL))
+            && rep->obj == NULL)
+        || (rep->status == 0 && info->reply == BRIM_REP_AUTH
+            && (rep->auth_nonce == NULL) != (rep->auth_mac == NULL)))
     {
         return BRIM_EINVAL;
     }

@@ -64,6 +64,8 @@ req_arg_name(char t)
         return "count";
     case 'B':
         return "entries";
+    case 'x':
+        return "nonce or mac";
     default:
         return "name";
     }
@@ -275,6 +277,8 @@ static int
 req_arg(struct brim_req *req, char t, const msgpack_object *o,
         const struct brim_wire_limits *lim, const char *op, char *errbuf)
 {
+    size_t n;
+
     switch (t) {
     case 'k':
         return req_key(o, lim, &req->key, &req->key_len, op, errbuf);
@@ -282,6 +286,16 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
         return req_keys(req, o, lim, errbuf);
     case 'B':
         return req_entries(req, o, lim, op, errbuf);
+    case 'x':
+        if (!wire_get_bytes(o, &req->auth, &n)
+            || n != BRIM_WIRE_AUTH_BYTES)
+        {
+            brim_errfmt(errbuf, "wire: %s: %s must be bin of %d bytes", op,
+                        req_arg_name(t), BRIM_WIRE_AUTH_BYTES);
+            req->auth = NULL;
+            return BRIM_EBADREQ;
+        }
+        return 0;
     case 'v':
         if (!wire_get_bytes(o, &req->value, &req->value_len)) {
             brim_errfmt(errbuf, "wire: %s: value must be bin or str", op);
@@ -567,6 +581,8 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return msgpack_pack_uint64(pk, req->count);
     case 'B':
         return req_pack_entries(pk, req);
+    case 'x':
+        return wire_pack_bytes(pk, req->auth, BRIM_WIRE_AUTH_BYTES);
     default:                        /* 'I' */
         return msgpack_pack_uint64(pk, req->hello.incarnation);
     }
@@ -598,7 +614,8 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
         || (strchr(info->sig, 'T') != NULL && req->topo == NULL
             && req->obj == NULL)
         || (strchr(info->sig, 'B') != NULL && req->entries == NULL
-            && req->nentries > 0 && req->entries_raw == NULL))
+            && req->nentries > 0 && req->entries_raw == NULL)
+        || (strchr(info->sig, 'x') != NULL && req->auth == NULL))
     {
         return BRIM_EINVAL;
     }

@@ -16,6 +16,7 @@
 #include "common/defs.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
+#include "server/guard.h"
 #include "server/log.h"
 
 #define CONN_READ_CHUNK (64u << 10)  /* bytes per read */
@@ -94,6 +95,9 @@ conn_maybe_free(struct brim_conn *c)
     if (c->next != NULL) {
         c->next->prev = c->prev;
     }
+    if (srv->cfg.guard != NULL) {
+        brim_guard_closed(srv->cfg.guard, c);
+    }
     if (srv->on_close != NULL) {
         srv->on_close(c);
     }
@@ -168,6 +172,19 @@ brim_conn_flush(struct brim_conn *c)
 }
 
 void
+brim_conn_drain(struct brim_conn *c)
+{
+    if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING) {
+        return;
+    }
+    conn_set_state(c, BRIM_CONN_DRAINING);
+    brim_conn_flush(c);
+    if (c->state == BRIM_CONN_DRAINING && c->out_inflight == 0) {
+        conn_close(c);
+    }
+}
+
+void
 brim_conn_fail(struct brim_conn *c, int status, const char *message)
 {
     if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING) {
@@ -178,11 +195,7 @@ brim_conn_fail(struct brim_conn *c, int status, const char *message)
                                    message != NULL ? strlen(message) : 0)
            == 0)
     {
-        conn_set_state(c, BRIM_CONN_DRAINING);
-        brim_conn_flush(c);
-        if (c->state == BRIM_CONN_DRAINING && c->out_inflight == 0) {
-            conn_close(c);
-        }
+        brim_conn_drain(c);
         return;
     }
     conn_close(c);

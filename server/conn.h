@@ -17,9 +17,11 @@
 
 #include <brim/status.h>
 
+#include "proto/auth.h"
 #include "proto/buf.h"
 
 struct brim_conn;
+struct brim_guard;                  /* server/guard.h */
 struct brim_server;
 
 /*
@@ -49,6 +51,9 @@ struct brim_server_config {
     size_t   out_low_water;         /* resume below this */
     uint32_t idle_timeout_ms;       /* 0: never; close silent connections */
     uint32_t max_conns;             /* refuse (BUSY, close) beyond this */
+    struct brim_guard *guard;       /* AUTH's accepting side (guard.h), told
+                                       of each close; NULL: none. Borrowed:
+                                       outlives the listener */
 };
 
 /* Counters of one listener. */
@@ -81,6 +86,16 @@ struct brim_server {
     int                       closing;      /* brim_server_close() called */
 };
 
+/* Where a connection's AUTH stands (PROTOCOL.md 12; server/guard.c reads
+ * and writes it, the connection layer only keeps it). Zero: no AUTH. */
+struct brim_conn_auth {
+    uint8_t state;                  /* enum brim_guard_state */
+    uint8_t role;                   /* the HELLO role it was proven for */
+    uint8_t scope;                  /* enum brim_guard_scope: whose secret */
+    uint8_t nonce_c[BRIM_AUTH_NONCE_BYTES]; /* the challenge's nonces, */
+    uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES]; /* kept until the proof */
+};
+
 /* One accepted connection. */
 struct brim_conn {
     uv_tcp_t              tcp;      /* embedded handle; first member */
@@ -97,6 +112,7 @@ struct brim_conn {
                                        dispatched or read until resumed */
     uint64_t              last_active_ms; /* loop time of the last read */
     void                 *data;     /* the daemon's per-connection state */
+    struct brim_conn_auth auth;     /* its AUTH (server/guard.h) */
     char                  peer[64]; /* "host:port" of the peer, for logs */
 };
 
@@ -160,6 +176,13 @@ int brim_conn_closing(const struct brim_conn *c);
  * code), or at once when STATUS is 0. Idempotent.
  */
 void brim_conn_fail(struct brim_conn *c, int status, const char *message);
+
+/*
+ * Close C once the replies already in its output are sent (from dispatch:
+ * a reply that carries its request's id, then the end). No further frame
+ * is dispatched. Idempotent.
+ */
+void brim_conn_drain(struct brim_conn *c);
 
 /*
  * Parse ADDR, "host:port" or "[v6]:port" (an IP address or localhost; no

@@ -1,17 +1,26 @@
 /*
- * server/peer.c - outgoing connections (server/peer.h): connect, framed
- * requests out, replies matched to requests by order. Owns the socket, the
- * input buffer and the FIFO of waiting requests; not what the frames say.
- * The owner's struct outlives every callback, since writes in flight and
- * the close callback point at it.
+ * server/peer.c - outgoing connections (server/peer.h): connect, the
+ * handshake (HELLO, then AUTH's challenge and proof, PROTOCOL.md 12.2),
+ * framed requests out, replies matched to requests by order. Owns the
+ * socket, the input buffer and the FIFO of waiting requests; what the
+ * frames say after the handshake is the owner's. The owner's struct
+ * outlives every callback, since writes in flight and the close callback
+ * point at it. HELLO and AUTH's challenge go in one write: replies come
+ * in order, so the challenge's answer is read after HELLO's, whose role
+ * it needs.
  */
 #include "server/peer.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "proto/frame.h"
+#include "proto/wire.h"
 #include "server/conn.h"
 #include "server/log.h"
 
@@ -39,6 +48,19 @@ brim_peer_init(struct brim_peer *p, uv_loop_t *loop, size_t max_frame_bytes,
     brim_buf_init(&p->in);
 }
 
+void
+brim_peer_set_hello(struct brim_peer *p, const struct brim_peer_hello *hello)
+{
+    size_t n = hello->name != NULL ? strlen(hello->name) : 0;
+
+    p->hs = 1;
+    p->hs_hello = *hello;
+    n = BRIM_MIN(n, sizeof(p->hs_name) - 1);
+    memcpy(p->hs_name, hello->name != NULL ? hello->name : "", n);
+    p->hs_name[n] = '\0';
+    p->hs_hello.name = p->hs_name;
+}
+
 static void
 peer_close_cb(uv_handle_t *h)
 {
@@ -56,6 +78,7 @@ peer_close_cb(uv_handle_t *h)
         }
     }
     brim_buf_truncate(&p->in, 0);
+    OPENSSL_cleanse(p->hs_nonce_c, sizeof(p->hs_nonce_c));
     p->state = BRIM_PEER_IDLE;
     if (p->on_close != NULL) {
         p->on_close(p, p->close_status);
@@ -101,7 +124,7 @@ peer_process(struct brim_peer *p)
     uint32_t              body;
     int                   rc;
 
-    while (p->state == BRIM_PEER_OPEN) {
+    while (p->state == BRIM_PEER_OPEN || p->state == BRIM_PEER_HANDSHAKE) {
         rc = brim_frame_peek(p->in.data + off, p->in.len - off,
                              p->max_frame_bytes, &body);
         if (rc == BRIM_EAGAIN) {
@@ -124,7 +147,7 @@ peer_process(struct brim_peer *p)
         }
         off += BRIM_FRAME_HDR + (size_t) body;
     }
-    if (p->state == BRIM_PEER_OPEN) {
+    if (p->state == BRIM_PEER_OPEN || p->state == BRIM_PEER_HANDSHAKE) {
         brim_buf_consume(&p->in, off);
     }
 }
@@ -146,6 +169,8 @@ peer_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     peer_process(p);
 }
 
+static void peer_hs_start(struct brim_peer *p);
+
 static void
 peer_connect_cb(uv_connect_t *req, int status)
 {
@@ -161,14 +186,21 @@ peer_connect_cb(uv_connect_t *req, int status)
         rc = brim_err_from_uv(status);
     }
     if (status != 0) {
+        p->hs_reported = 1;
         if (p->on_connect != NULL) {
             p->on_connect(p, rc);
         }
         peer_close_with(p, rc);
         return;
     }
-    p->state = BRIM_PEER_OPEN;
     uv_tcp_nodelay(&p->tcp, 1);
+    if (p->hs) {
+        p->state = BRIM_PEER_HANDSHAKE;
+        peer_hs_start(p);
+        return;
+    }
+    p->state = BRIM_PEER_OPEN;
+    p->hs_reported = 1;
     if (p->on_connect != NULL) {
         p->on_connect(p, 0);
     }
@@ -193,6 +225,9 @@ brim_peer_connect(struct brim_peer *p, const char *addr,
     uv_tcp_init(p->loop, &p->tcp);
     p->state = BRIM_PEER_CONNECTING;
     p->close_status = 0;
+    p->hs_reported = 0;
+    p->hs_failed_op = 0;
+    p->hs_error[0] = '\0';
     rc = uv_tcp_connect(&p->connect, &p->tcp, (struct sockaddr *) &sa,
                         peer_connect_cb);
     if (rc != 0) {
@@ -242,17 +277,15 @@ peer_calls_grow(struct brim_peer *p)
     return 0;
 }
 
-int
-brim_peer_call(struct brim_peer *p, struct brim_buf *frame,
-               brim_peer_reply_cb cb, void *arg)
+/* brim_peer_call() in the OPEN or HANDSHAKE state. */
+static int
+peer_send(struct brim_peer *p, struct brim_buf *frame, brim_peer_reply_cb cb,
+          void *arg)
 {
     struct peer_write *w;
     uv_buf_t           b;
     int                rc;
 
-    if (p->state != BRIM_PEER_OPEN) {
-        return BRIM_ECLOSED;
-    }
     if (peer_calls_grow(p) != 0) {
         return BRIM_ENOMEM;
     }
@@ -276,6 +309,241 @@ brim_peer_call(struct brim_peer *p, struct brim_buf *frame,
         (struct brim_peer_call) { cb, arg };
     p->ncalls++;
     return 0;
+}
+
+int
+brim_peer_call(struct brim_peer *p, struct brim_buf *frame,
+               brim_peer_reply_cb cb, void *arg)
+{
+    if (p->state != BRIM_PEER_OPEN) {
+        return BRIM_ECLOSED;
+    }
+    return peer_send(p, frame, cb, arg);
+}
+
+/* ---- the handshake: HELLO, then AUTH's challenge and proof ---- */
+
+/* The handshake's requests, in order; each reply's ARG. */
+enum peer_hs_step {
+    PEER_HS_HELLO = 1,
+    PEER_HS_CHALLENGE,
+    PEER_HS_PROOF
+};
+
+static void peer_hs_rep(struct brim_peer *p, int status, const char *body,
+                        size_t len, void *arg);
+
+/*
+ * The handshake failed at OP with STATUS (printf FMT says why): the owner
+ * hears it once through ON_CONNECT, then the connection closes. A call
+ * failed by a close (BRIM_ECLOSED) only records why: the owner's close
+ * callback follows anyway.
+ */
+static void __attribute__((format(printf, 4, 5)))
+peer_hs_fail(struct brim_peer *p, int status, uint32_t op, const char *fmt,
+             ...)
+{
+    va_list ap;
+
+    if (!p->hs_reported) {
+        p->hs_reported = 1;
+        p->hs_failed_op = op;
+        va_start(ap, fmt);
+        vsnprintf(p->hs_error, sizeof(p->hs_error), fmt, ap);
+        va_end(ap);
+        if (op == BRIM_OP_AUTH && status == BRIM_EDENIED
+            && p->hs_hello.failures != NULL)
+        {
+            (*p->hs_hello.failures)++;
+        }
+        if (status != BRIM_ECLOSED && p->on_connect != NULL) {
+            p->on_connect(p, status);
+        }
+    }
+    OPENSSL_cleanse(p->hs_nonce_c, sizeof(p->hs_nonce_c));
+    peer_close_with(p, status);
+}
+
+/* Encode REQ and send it as the handshake's STEP. Fails the handshake
+ * when it cannot. Returns 0 or a BRIM_E* code. */
+static int
+peer_hs_send(struct brim_peer *p, struct brim_req *req,
+             enum peer_hs_step step)
+{
+    struct brim_buf buf;
+    int             rc;
+
+    brim_buf_init(&buf);
+    req->epoch = p->hs_hello.epoch;
+    rc = brim_wire_encode_req(&buf, req);
+    if (rc == 0) {
+        rc = peer_send(p, &buf, peer_hs_rep, (void *) (uintptr_t) step);
+    }
+    brim_buf_destroy(&buf);
+    if (rc != 0) {
+        peer_hs_fail(p, rc, req->op, "cannot send %s: %s",
+                     brim_op_name(req->op), brim_strerror(rc));
+    }
+    return rc;
+}
+
+/* Decode the reply BODY to OP into *REP (borrowing ZONE). Fails the
+ * handshake when it is malformed or a refusal (WHAT names the step in the
+ * message). Returns 0 or a BRIM_E* code. */
+static int
+peer_hs_parse(struct brim_peer *p, int status, uint32_t op, const char *what,
+              const char *body, size_t len, msgpack_zone *zone,
+              struct brim_rep *rep)
+{
+    struct brim_wire_limits lim;
+    char                    err[BRIM_ERRBUF_LEN] = "";
+    int                     rc;
+
+    memset(rep, 0, sizeof(*rep));
+    if (status != 0) {
+        peer_hs_fail(p, status, op, "closed before %s's reply",
+                     brim_op_name(op));
+        return status;
+    }
+    brim_wire_limits_default(&lim);
+    rc = brim_wire_parse_rep(body, len, op, &lim, zone, rep, err);
+    if (rc != 0) {
+        peer_hs_fail(p, BRIM_EBADREPLY, op, "bad %s reply: %s",
+                     brim_op_name(op), err);
+        return rc;
+    }
+    if (rep->status != 0) {
+        peer_hs_fail(p, rep->status, op, "%s refused: %s: %.*s", what,
+                     brim_err_name(rep->status),
+                     (int) BRIM_MIN(rep->message_len, 120),
+                     rep->message != NULL ? rep->message : "");
+        return rep->status;
+    }
+    return 0;
+}
+
+/* The handshake is over: P is open for the owner's requests. */
+static void
+peer_hs_done(struct brim_peer *p)
+{
+    OPENSSL_cleanse(p->hs_nonce_c, sizeof(p->hs_nonce_c));
+    p->state = BRIM_PEER_OPEN;
+    p->hs_reported = 1;
+    if (p->on_connect != NULL) {
+        p->on_connect(p, 0);
+    }
+}
+
+/* The server's answer REP to our challenge: check its proof, then send
+ * ours. */
+static void
+peer_hs_challenge(struct brim_peer *p, const struct brim_rep *rep)
+{
+    const struct brim_auth_secret *key = p->hs_hello.secret;
+    struct brim_req                req;
+    uint8_t                        mac[BRIM_AUTH_MAC_BYTES];
+    uint32_t                       role = p->hs_hello.role;
+
+    if (rep->auth_nonce == NULL) {
+        peer_hs_fail(p, BRIM_EBADREPLY, BRIM_OP_AUTH, "AUTH's answer "
+                     "carries no nonce and proof");
+    } else if (brim_auth_verify(key, BRIM_AUTH_SERVER, p->hs_nonce_c,
+                                (const uint8_t *) rep->auth_nonce, role,
+                                p->hs_role_s, rep->auth_mac,
+                                BRIM_AUTH_MAC_BYTES) != 0)
+    {
+        /* Nothing of ours is sent: an impostor learns no proof. */
+        peer_hs_fail(p, BRIM_EDENIED, BRIM_OP_AUTH, "the server's proof of "
+                     "the secret is wrong: not this cluster's server, or "
+                     "its secret file differs from ours");
+    } else if (brim_auth_mac(key, BRIM_AUTH_CLIENT, p->hs_nonce_c,
+                             (const uint8_t *) rep->auth_nonce, role,
+                             p->hs_role_s, mac) != 0)
+    {
+        peer_hs_fail(p, BRIM_ESYS, BRIM_OP_AUTH, "libcrypto failed (HMAC)");
+    } else {
+        memset(&req, 0, sizeof(req));
+        req.op = BRIM_OP_AUTH;
+        req.request_id = 3;
+        req.arg_u32 = BRIM_AUTH_PROOF;
+        req.auth = (const char *) mac;
+        (void) peer_hs_send(p, &req, PEER_HS_PROOF);
+        OPENSSL_cleanse(mac, sizeof(mac));
+    }
+}
+
+/* One reply of the handshake; ARG is its step (enum peer_hs_step). */
+static void
+peer_hs_rep(struct brim_peer *p, int status, const char *body, size_t len,
+            void *arg)
+{
+    static const char *const what[] = {
+        [PEER_HS_HELLO] = "HELLO",
+        [PEER_HS_CHALLENGE] = "AUTH",
+        [PEER_HS_PROOF] = "our proof of the secret (the secrets differ)",
+    };
+    uintptr_t       step = (uintptr_t) arg;
+    uint32_t        op = step == PEER_HS_HELLO ? BRIM_OP_HELLO : BRIM_OP_AUTH;
+    struct brim_rep rep;
+    msgpack_zone    zone;
+
+    if (!msgpack_zone_init(&zone, 1024)) {
+        peer_hs_fail(p, BRIM_ENOMEM, op, "out of memory");
+        return;
+    }
+    if (peer_hs_parse(p, status, op, what[step], body, len, &zone, &rep)
+        == 0)
+    {
+        switch (step) {
+        case PEER_HS_HELLO:
+            p->hs_role_s = rep.hello.role;
+            p->peer_cluster_id = rep.hello.cluster_id;
+            p->peer_epoch = rep.epoch;
+            if (p->hs_hello.secret == NULL) {
+                peer_hs_done(p);
+            }
+            break;
+        case PEER_HS_CHALLENGE:
+            peer_hs_challenge(p, &rep);
+            break;
+        default:
+            peer_hs_done(p);
+            break;
+        }
+    }
+    msgpack_zone_destroy(&zone);
+}
+
+/* Send HELLO and, with a secret, AUTH's challenge behind it. */
+static void
+peer_hs_start(struct brim_peer *p)
+{
+    const struct brim_peer_hello *h = &p->hs_hello;
+    struct brim_req               req;
+
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_HELLO;
+    req.request_id = 1;
+    req.hello.version = BRIM_WIRE_VERSION;
+    req.hello.role = h->role;
+    req.hello.cluster_id = h->cluster_id;
+    req.hello.incarnation = h->incarnation;
+    req.hello.name = h->name;
+    req.hello.name_len = strlen(h->name);
+    if (peer_hs_send(p, &req, PEER_HS_HELLO) != 0 || h->secret == NULL) {
+        return;
+    }
+    if (brim_auth_nonce(p->hs_nonce_c) != 0) {
+        peer_hs_fail(p, BRIM_ESYS, BRIM_OP_AUTH, "no random bytes for a "
+                     "nonce (RAND_bytes)");
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_AUTH;
+    req.request_id = 2;
+    req.arg_u32 = BRIM_AUTH_CHALLENGE;
+    req.auth = (const char *) p->hs_nonce_c;
+    (void) peer_hs_send(p, &req, PEER_HS_CHALLENGE);
 }
 
 void

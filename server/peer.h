@@ -1,11 +1,13 @@
 /*
  * server/peer.h - an outgoing connection of a daemon: connect to one
- * "host:port", send request frames and match each reply frame to its
- * request by order (PROTOCOL.md section 3: replies come in request order).
- * The node uses it for its coordinator connection and the coordinator for
- * its connections to nodes. Framing is proto/frame.h; the frames' content
- * is the caller's. Reconnecting is the caller's too (a timer and a new
- * brim_peer_connect() after the close callback). Loop thread only.
+ * "host:port", say HELLO and prove the cluster secret (AUTH, PROTOCOL.md
+ * section 12) when the owner asks for it, send request frames and match
+ * each reply frame to its request by order (PROTOCOL.md section 3: replies
+ * come in request order). The node uses it for its coordinator connection
+ * and its connections to other nodes, the coordinator for its connections
+ * to nodes. Framing is proto/frame.h; the frames' content after the
+ * handshake is the caller's. Reconnecting is the caller's too (a timer and
+ * a new brim_peer_connect() after the close callback). Loop thread only.
  */
 #ifndef BRIM_SERVER_PEER_H
 #define BRIM_SERVER_PEER_H
@@ -17,12 +19,21 @@
 
 #include <brim/status.h>
 
+#include "common/ring.h"           /* BRIM_NAME_MAX */
+#include "proto/auth.h"
 #include "proto/buf.h"
 
 struct brim_peer;
 
-/* The connection is up (STATUS 0) or could not be made (a BRIM_E* code;
- * the close callback follows). */
+/*
+ * The connection is up (STATUS 0: connected and, with a handshake, HELLO
+ * and AUTH done) or could not be made (a BRIM_E* code, the close callback
+ * follows). A failed handshake gives a wire code when the server refused
+ * a step (DENIED, BADREQ), BRIM_EDENIED when the server's proof is wrong,
+ * BRIM_EBADREPLY for a malformed reply; P->hs_failed_op (HELLO or AUTH)
+ * and P->hs_error say which step and why. A handshake cut short by the
+ * connection closing only reaches the close callback.
+ */
 typedef void (*brim_peer_connect_cb)(struct brim_peer *p, int status);
 
 /*
@@ -41,6 +52,7 @@ typedef void (*brim_peer_close_cb)(struct brim_peer *p, int status);
 enum brim_peer_state {
     BRIM_PEER_IDLE = 0,             /* not connected; may connect */
     BRIM_PEER_CONNECTING,           /* uv_tcp_connect() in progress */
+    BRIM_PEER_HANDSHAKE,            /* connected: HELLO and AUTH under way */
     BRIM_PEER_OPEN,                 /* connected: requests may be sent */
     BRIM_PEER_CLOSING               /* uv_close() called */
 };
@@ -49,6 +61,25 @@ enum brim_peer_state {
 struct brim_peer_call {
     brim_peer_reply_cb cb;          /* called once with the reply */
     void              *arg;         /* passed to CB */
+};
+
+/*
+ * What a peer says in the HELLO it sends on connecting, and the secret it
+ * proves after it (PROTOCOL.md 12.2). Set with brim_peer_set_hello().
+ */
+struct brim_peer_hello {
+    uint32_t                       role;        /* enum brim_role: ours */
+    uint64_t                       cluster_id;  /* 0: not known yet */
+    uint64_t                       incarnation; /* ours; 0 for none */
+    uint64_t                       epoch;       /* the request's epoch */
+    const char                    *name;        /* ours, at most
+                                                   BRIM_NAME_MAX bytes;
+                                                   copied */
+    const struct brim_auth_secret *secret;      /* NULL: HELLO only;
+                                                   borrowed: outlives P */
+    uint64_t                      *failures;    /* counts handshakes whose
+                                                   AUTH failed; NULL:
+                                                   none. Borrowed */
 };
 
 /* An outgoing connection; caller's memory, embedded in its owner. */
@@ -69,6 +100,18 @@ struct brim_peer {
     brim_peer_close_cb     on_close;   /* see the typedef */
     void                  *data;       /* the owner's */
     char                   addr[128];  /* "host:port" last connected to */
+    /* The handshake (HELLO, then AUTH when a secret is set). */
+    int                    hs;         /* brim_peer_set_hello() was called */
+    int                    hs_reported; /* ON_CONNECT called this time */
+    struct brim_peer_hello hs_hello;   /* its NAME points at HS_NAME */
+    char                   hs_name[BRIM_NAME_MAX + 1];
+    uint32_t               hs_role_s;  /* the server's role, HELLO reply */
+    uint8_t                hs_nonce_c[BRIM_AUTH_NONCE_BYTES]; /* ours */
+    uint32_t               hs_failed_op; /* HELLO or AUTH when the handshake
+                                          failed there, else 0 */
+    char                   hs_error[192]; /* why it failed, for logs */
+    uint64_t               peer_cluster_id; /* from HELLO's reply */
+    uint64_t               peer_epoch;  /* from HELLO's reply */
 };
 
 /* Initialise P (caller's memory) as IDLE. MAX_FRAME_BYTES bounds reply
@@ -76,6 +119,15 @@ struct brim_peer {
 void brim_peer_init(struct brim_peer *p, uv_loop_t *loop,
                     size_t max_frame_bytes, brim_peer_connect_cb on_connect,
                     brim_peer_close_cb on_close, void *data);
+
+/*
+ * From the next brim_peer_connect() on, say HELLO as HELLO (copied; its
+ * SECRET and FAILURES borrowed) before reporting P open, then, when
+ * HELLO->secret is set, prove it with AUTH and check the server's proof
+ * (PROTOCOL.md 12.2). Call it before each connect to refresh the values.
+ */
+void brim_peer_set_hello(struct brim_peer *p,
+                         const struct brim_peer_hello *hello);
 
 /*
  * Start connecting an IDLE P to ADDR ("host:port", as brim_addr_parse()).

@@ -42,3 +42,9 @@ brim_unit_test(topo LIBS brim_proto CASES
   round_trip encode_appends refuses_format refuses_settings refuses_names
   refuses_owners refuses_state refuses_weight ring_equals_direct
   copy_independent find)
+
+# AUTH's proofs and the secret file (PROTOCOL.md section 12): vectors from
+# Python's hmac module, refusals, and AUTH's wire shape.
+brim_unit_test(auth LIBS brim_auth brim_proto CASES
+  known_answer wrong_secret swapped_nonce sides_and_roles truncated_mac
+  secret_length secret_file wire_shape)

@@ -940,14 +940,18 @@ cmd_migration_text(const json_t *m, char *buf, size_t len)
 
     n = snprintf(buf, len, "%s, partitions %" JSON_INTEGER_FORMAT "/%"
                  JSON_INTEGER_FORMAT " (arc %" JSON_INTEGER_FORMAT ", cap %"
-                 JSON_INTEGER_FORMAT "), keys moved %" JSON_INTEGER_FORMAT,
+                 JSON_INTEGER_FORMAT "), keys moved %" JSON_INTEGER_FORMAT
+                 " (arc %" JSON_INTEGER_FORMAT ", cap %" JSON_INTEGER_FORMAT
+                 ")",
                  json_is_true(json_object_get(m, "active")) ? "active"
                                                             : "idle",
                  json_integer_value(json_object_get(m, "partitions_done")),
                  json_integer_value(json_object_get(m, "partitions_total")),
                  json_integer_value(json_object_get(m, "moved_arc")),
                  json_integer_value(json_object_get(m, "moved_cap")),
-                 json_integer_value(json_object_get(m, "keys_moved")));
+                 json_integer_value(json_object_get(m, "keys_moved")),
+                 json_integer_value(json_object_get(m, "keys_moved_arc")),
+                 json_integer_value(json_object_get(m, "keys_moved_cap")));
     churn = json_object_get(m, "churn");
     if (json_is_number(churn) && n > 0 && (size_t) n < len) {
         snprintf(buf + n, len - (size_t) n, ", churn %.2f of ideal",

@@ -65,6 +65,8 @@ struct brim_ctl {
     const char         *server;        /* --server or BRIM_SERVER */
     const char         *coord;         /* --coordinator or BRIM_COORDINATOR:
                                           cluster mode when set */
+    const char         *secret_file;   /* --secret-file or BRIM_SECRET_FILE:
+                                          the cluster secret; NULL: none */
     int                 force;         /* --force */
     uint32_t            weight_ppm;    /* --weight, millionths; 0: 1.0 */
     uint32_t            timeout_ms;    /* --timeout-ms; 0: libbrim's */

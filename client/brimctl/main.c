@@ -33,6 +33,8 @@ static const struct ctl_opt ctl_opts[] = {
       "$BRIM_COORDINATOR); keys go to their owner nodes" },
     { "--timeout-ms", "MS", 0,
       "connect and request timeout in milliseconds (default 1000 / 5000)" },
+    { "--secret-file", "FILE", 0,
+      "the cluster secret, proven as admin (default $BRIM_SECRET_FILE)" },
     { "--ttl", "S", BRIM_CTL_OPT_TTL,
       "time to live: seconds, 0 none, above 30 days a Unix time" },
     { "--flags", "F", BRIM_CTL_OPT_FLAGS, "32-bit client flags" },
@@ -149,6 +151,10 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         ctl->coord = text;
         return 0;
     }
+    if (strcmp(o->name, "--secret-file") == 0) {
+        ctl->secret_file = text;
+        return 0;
+    }
     if (strcmp(o->name, "--timeout-ms") == 0) {
         /* 0 would mean libbrim's defaults: not what was asked for. */
         return ctl_parse_u32(o->name, text, 1, &ctl->timeout_ms);
@@ -261,8 +267,8 @@ ctl_usage(FILE *f)
     char                       left[64];
 
     fprintf(f, "usage: brimctl [--server HOST:PORT | --coordinator HOST:PORT] "
-            "[--timeout-ms MS]\n               COMMAND [ARGS...]\n\n"
-            "commands:\n");
+            "[--timeout-ms MS]\n               [--secret-file FILE] COMMAND "
+            "[ARGS...]\n\ncommands:\n");
     for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
         snprintf(left, sizeof(left), "%s %s", cmd->name, cmd->args);
         fprintf(f, "  %-20s %s\n", left, cmd->summary);
@@ -422,6 +428,10 @@ main(int argc, char **argv)
     if (ctl.coord != NULL && ctl.coord[0] == '\0') {
         ctl.coord = NULL;
     }
+    ctl.secret_file = getenv("BRIM_SECRET_FILE");
+    if (ctl.secret_file != NULL && ctl.secret_file[0] == '\0') {
+        ctl.secret_file = NULL;
+    }
     rc = ctl_parse(argc, argv, &ctl, &cmd);
     if (rc >= 0) {
         free(ctl.argv);
@@ -444,7 +454,10 @@ main(int argc, char **argv)
     }
     opts.connect_timeout_ms = ctl.timeout_ms;
     opts.request_timeout_ms = ctl.timeout_ms;
-    opts.admin = cmd->admin;
+    /* A secret is the cluster's: it is proven as an admin, whatever the
+     * command (a client's HELLO would prove the clients' secret). */
+    opts.admin = cmd->admin || ctl.secret_file != NULL;
+    opts.secret_file = ctl.secret_file;
     rc = brim_connect(&opts, &ctl.client, err);
     if (rc != 0) {
         /* ERRBUF names the address and the reason. */

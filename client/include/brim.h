@@ -39,6 +39,13 @@ struct brim_opts {
     uint32_t    request_timeout_ms; /* per call, retries included; 0: 5000 */
     int         admin;              /* non-zero: HELLO as role admin, which
                                      * brim_flush() needs (brimctl) */
+    const char *secret_file;        /* NULL: none. A secret file (mode
+                                     * 0600, 32 to 4096 bytes; read at
+                                     * connect): every connection proves it
+                                     * after HELLO (AUTH) and checks the
+                                     * server's proof, PROTOCOL.md 12. An
+                                     * admin needs the cluster's to leave,
+                                     * plan or flush where it has one */
 };
 
 /*
@@ -59,8 +66,9 @@ struct brim_opts {
  * that refuses SUBSCRIBE (UNKNOWNOP, DENIED) is not asked again.
  * Returns 0, BRIM_EINVAL (bad address or options), BRIM_ECONNREFUSED,
  * BRIM_ETIMEDOUT (no connection or no HELLO reply within
- * connect_timeout_ms), BRIM_ESYS (name resolution or socket error),
- * BRIM_EDENIED (the node refused the role), BRIM_EBADREPLY or
+ * connect_timeout_ms), BRIM_ESYS (name resolution or socket error, or an
+ * unreadable secret file), BRIM_EDENIED (the node refused the role, or
+ * AUTH failed: either side's proof of the secret), BRIM_EBADREPLY or
  * BRIM_ENOMEM. On error *OUT is untouched and ERRBUF (if not NULL) holds a
  * one-line reason naming the address.
  */

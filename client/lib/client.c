@@ -17,6 +17,7 @@
 #include "common/defs.h"
 #include "common/hash.h"
 #include "common/ring.h"
+#include "proto/auth_file.h"
 #include "proto/ops.h"
 
 #define CLIENT_CONNECT_TIMEOUT_MS 1000  /* opts.connect_timeout_ms 0 */
@@ -84,6 +85,29 @@ client_new(const struct brim_opts *opts)
     return c;
 }
 
+/* Read OPTS->secret_file, if any, into C once (PROTOCOL.md 12.1). */
+static int
+client_secret_load(struct brim_client *c, const struct brim_opts *opts,
+                   char errbuf[BRIM_ERRBUF_LEN])
+{
+    char err[BRIM_ERRBUF_LEN];
+    int  rc;
+
+    if (opts->secret_file == NULL) {
+        return 0;
+    }
+    c->secret = brim_malloc(sizeof(*c->secret));
+    if (c->secret == NULL) {
+        brim_errfmt(errbuf, "brim: out of memory");
+        return BRIM_ENOMEM;
+    }
+    rc = brim_auth_file_read(opts->secret_file, c->secret, err);
+    if (rc != 0) {
+        brim_errfmt(errbuf, "brim: %s", err);
+    }
+    return rc;
+}
+
 /*
  * Cluster mode: HELLO at the coordinator, MAP_FETCH, and the topology as
  * the routing map; then the subscription to pushed epochs is begun. Node
@@ -106,6 +130,11 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
     if (c == NULL) {
         brim_errfmt(errbuf, "brim: out of memory");
         return BRIM_ENOMEM;
+    }
+    rc = client_secret_load(c, opts, errbuf);
+    if (rc != 0) {
+        brim_close(c);
+        return rc;
     }
     c->coord = brim_pool_get(c, opts->coord_addr);
     if (c->coord == NULL) {
@@ -168,6 +197,11 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
         brim_errfmt(errbuf, "brim: out of memory");
         return BRIM_ENOMEM;
     }
+    rc = client_secret_load(c, opts, errbuf);
+    if (rc != 0) {
+        brim_close(c);
+        return rc;
+    }
     c->server_addr = brim_strndup(opts->server_addr,
                                   strlen(opts->server_addr));
     c->home = c->server_addr != NULL ? brim_pool_get(c, c->server_addr)
@@ -201,6 +235,10 @@ brim_close(struct brim_client *c)
     brim_pool_free(c);
     brim_coord_free(c);
     brim_free(c->server_addr);
+    if (c->secret != NULL) {
+        brim_auth_secret_wipe(c->secret);
+        brim_free(c->secret);
+    }
     brim_free(c);
 }
 

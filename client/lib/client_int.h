@@ -15,6 +15,7 @@
 
 #include <brim.h>
 
+#include "proto/auth.h"
 #include "proto/buf.h"
 #include "proto/topo.h"
 #include "proto/wire.h"
@@ -58,6 +59,7 @@ struct brim_pool_node {
     uint64_t                incarnation; /* the node process, from HELLO */
     uint64_t                epoch;       /* the node's epoch at HELLO */
     uint64_t                cluster_id;  /* the node's cluster, from HELLO */
+    uint32_t                role;        /* the node's role, from HELLO */
     uint32_t                frame_min;   /* max_frame_bytes at least this
                                           * after HELLO (the coordinator's
                                           * topology replies); 0: none */
@@ -159,6 +161,8 @@ struct brim_client {
     uint64_t               nretry;             /* RETRY/BUSY answers */
     uint64_t               nrefresh;           /* map fetches */
     struct brim_sub        sub;                /* pushed epochs */
+    struct brim_auth_secret *secret;           /* brim_opts.secret_file's,
+                                                * owned; NULL: no AUTH */
     char                   errmsg[BRIM_ERRBUF_LEN]; /* last failure */
 };
 

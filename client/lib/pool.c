@@ -461,7 +461,75 @@ pool_hello_reply(struct brim_call *call, const struct brim_rep *rep)
     }
     n->incarnation = rep->hello.incarnation;
     n->cluster_id = rep->hello.cluster_id;
+    n->role = rep->hello.role;
     n->epoch = rep->epoch;
+    return 0;
+}
+
+/* AUTH's state on one connection (PROTOCOL.md 12.2): our nonce, then our
+ * proof once the server's checked out. */
+struct pool_auth {
+    struct brim_client    *c;
+    struct brim_pool_node *n;
+    uint8_t                nonce_c[BRIM_AUTH_NONCE_BYTES];
+    uint8_t                mac_c[BRIM_AUTH_MAC_BYTES];
+};
+
+/* ON_REPLY of AUTH's challenge: check the server's proof, make ours. */
+static int
+pool_auth_reply(struct brim_call *call, const struct brim_rep *rep)
+{
+    struct pool_auth *a = call->arg;
+
+    if (call->req.arg_u32 != BRIM_AUTH_CHALLENGE) {
+        return 0;                   /* the proof was accepted */
+    }
+    if (rep->auth_nonce == NULL) {
+        return BRIM_EBADREPLY;
+    }
+    if (brim_auth_verify(a->c->secret, BRIM_AUTH_SERVER, a->nonce_c,
+                         (const uint8_t *) rep->auth_nonce, a->c->role,
+                         a->n->role, rep->auth_mac, BRIM_AUTH_MAC_BYTES) != 0)
+    {
+        brim_lib_errmsg(a->c, "%s: AUTH: the server's proof of the secret "
+                        "is wrong (not this cluster's, or another secret "
+                        "file)", a->n->addr);
+        return BRIM_EDENIED;
+    }
+    return brim_auth_mac(a->c->secret, BRIM_AUTH_CLIENT, a->nonce_c,
+                         (const uint8_t *) rep->auth_nonce, a->c->role,
+                         a->n->role, a->mac_c) == 0 ? 0 : BRIM_ESYS;
+}
+
+/* After HELLO on N: AUTH's challenge, then our proof, until DL. */
+static int
+pool_auth(struct brim_client *c, struct brim_pool_node *n, int64_t dl)
+{
+    struct pool_auth  a = { c, n, { 0 }, { 0 } };
+    struct brim_call  call, *callp = &call;
+    int               rc, step;
+
+    if (brim_auth_nonce(a.nonce_c) != 0) {
+        brim_lib_errmsg(c, "%s: AUTH: no random bytes", n->addr);
+        return BRIM_ESYS;
+    }
+    for (step = BRIM_AUTH_CHALLENGE; step <= BRIM_AUTH_PROOF; step++) {
+        memset(&call, 0, sizeof(call));
+        call.req.op = BRIM_OP_AUTH;
+        call.req.arg_u32 = (uint32_t) step;
+        call.req.auth = (const char *) (step == BRIM_AUTH_CHALLENGE
+                                        ? a.nonce_c : a.mac_c);
+        call.on_reply = pool_auth_reply;
+        call.arg = &a;
+        rc = brim_pool_exchange(c, n, &callp, 1, dl);
+        if (rc == 0) {
+            rc = call.status;
+        }
+        brim_free(call.redirect);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     return 0;
 }
 
@@ -527,6 +595,9 @@ brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
     rc = brim_pool_exchange(c, n, &callp, 1, dl);
     if (rc == 0 && call.status != 0) {
         rc = call.status;           /* the node refused us */
+    }
+    if (rc == 0 && c->secret != NULL && n->fd >= 0) {
+        rc = pool_auth(c, n, dl);   /* PROTOCOL.md 12.2 */
     }
     brim_free(call.redirect);
     if (rc != 0) {

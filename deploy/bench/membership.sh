@@ -22,7 +22,8 @@ port=${2:-32600}
 coord=127.0.0.1:$port
 dir=$(mktemp -d /tmp/brim-membership.XXXXXX)
 cluster=$root/deploy/brim-cluster
-ctl() { "$bin/brimctl" --coordinator "$coord" "$@"; }
+# brim-cluster's cluster secret: plan needs it.
+ctl() { BRIM_SECRET_FILE=$dir/secret "$bin/brimctl" --coordinator "$coord" "$@"; }
 bench_pid=""
 cleanup() {
     [ -z "$bench_pid" ] || kill "$bench_pid" 2>/dev/null || true

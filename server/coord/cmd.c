@@ -147,6 +147,8 @@ hb_stats(struct coord_member *mb, const msgpack_object *map)
         {"mig_in_flight", offsetof(struct coord_member, hb_mig_in_flight)},
         {"mig_out_pending",
          offsetof(struct coord_member, hb_mig_out_pending)},
+        {"mig_in_arc", offsetof(struct coord_member, hb_mig_in_arc)},
+        {"mig_in_cap", offsetof(struct coord_member, hb_mig_in_cap)},
     };
     const msgpack_object_kv *kv;
     uint32_t                 i, f;
@@ -191,6 +193,12 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         return reply_err(c, req->request_id, BRIM_EDENIED,
                          "heartbeat: not a member (or fenced): join again");
     }
+    if (mb->conn != NULL && mb->conn != c) {
+        /* Only the member's own connection keeps it alive: another
+         * node cannot vouch for a silent one. */
+        return reply_err(c, req->request_id, BRIM_EDENIED,
+                         "heartbeat: this connection is not that member's");
+    }
     mb->last_hb_ms = uv_now(co->loop);
     mb->hb_epoch = req->epoch;
     hb_stats(mb, req->obj);
@@ -198,9 +206,11 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         mb->conn = c;
         cc->member = mb;
     }
+    /* The node's lease: half of dead-after (DESIGN.md 7 step 7), so a
+     * node cut off has stopped serving well before it is declared dead. */
     return reply_epoch(c, BRIM_OP_HEARTBEAT, req->request_id,
                        co->st.committed.map.epoch,
-                       co->st.settings.dead_after_ms);
+                       co->st.settings.dead_after_ms / 2);
 }
 
 static int
@@ -434,6 +444,8 @@ struct mig_progress {
                                at the committed epoch, or streams open */
     uint64_t in_flight;     /* partitions still coming in, all members */
     uint64_t keys_moved;    /* entries received since the last commit */
+    uint64_t keys_arc;      /* of them, of partitions moved by a new arc */
+    uint64_t keys_cap;      /* of them, of partitions moved by the cap */
 };
 
 static void
@@ -458,8 +470,14 @@ mig_progress(const struct coord *co, struct mig_progress *mp)
         if (mb->hb_mig_in > mb->mig_in_base) {
             mp->keys_moved += mb->hb_mig_in - mb->mig_in_base;
         }
+        if (mb->hb_mig_in_arc > mb->mig_arc_base) {
+            mp->keys_arc += mb->hb_mig_in_arc - mb->mig_arc_base;
+        }
+        if (mb->hb_mig_in_cap > mb->mig_cap_base) {
+            mp->keys_cap += mb->hb_mig_in_cap - mb->mig_cap_base;
+        }
     }
-    if (unheard) {
+    if (unheard && co->last_streams) {
         mp->active = 1;
         mp->in_flight = UINT64_MAX;     /* nothing known done */
     }
@@ -527,7 +545,7 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     eps_text(t->eps_ppm, eps, sizeof(eps));
     moved = co->last_arc + co->last_cap;
 
-    if (brim_wire_stats_begin(out, req->request_id, 18, &mark) != 0) {
+    if (brim_wire_stats_begin(out, req->request_id, 19, &mark) != 0) {
         brim_free(count);
         brim_free(disp);
         brim_free(caps);
@@ -557,7 +575,7 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
             continue;
         }
         idx = brim_topo_find(t, mb->m.name);
-        err |= msgpack_pack_map(&pk, 12);
+        err |= msgpack_pack_map(&pk, 14);
         err |= kv_str(&pk, "name", mb->m.name);
         err |= kv_str(&pk, "addr", mb->m.addr);
         err |= kv_str(&pk, "state", state_name(mb));
@@ -572,10 +590,12 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
         err |= kv_u64(&pk, "requests_per_sec", mb->hb_rps);
         err |= kv_u64(&pk, "last_heartbeat_ms_ago",
                       uv_now(co->loop) - mb->last_hb_ms);
+        err |= kv_u64(&pk, "migration_in", mb->hb_mig_in_flight);
+        err |= kv_u64(&pk, "migration_out", mb->hb_mig_out_pending);
     }
     mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");
-    err |= msgpack_pack_map(&pk, 10);
+    err |= msgpack_pack_map(&pk, 12);
     err |= kv_bool(&pk, "active", mp.active);
     err |= kv_u64(&pk, "epoch", t->map.epoch);
     err |= kv_u64(&pk, "partitions_total", moved);
@@ -584,10 +604,20 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     err |= kv_u64(&pk, "moved_arc", co->last_arc);
     err |= kv_u64(&pk, "moved_cap", co->last_cap);
     err |= kv_u64(&pk, "keys_moved", mp.keys_moved);
+    err |= kv_u64(&pk, "keys_moved_arc", mp.keys_arc);
+    err |= kv_u64(&pk, "keys_moved_cap", mp.keys_cap);
     err |= kv_u64(&pk, "keys_at_commit", co->last_keys_total);
     err |= kv_f64(&pk, "ideal_keys", co->last_ideal_keys);
     err |= kv_f64(&pk, "churn", co->last_ideal_keys > 0
                                 ? mp.keys_moved / co->last_ideal_keys : 0.0);
+    /* The coordinator's own AUTH counters (PROTOCOL.md 12.4). */
+    err |= kv_key(&pk, "auth");
+    err |= msgpack_pack_map(&pk, 5);
+    err |= kv_bool(&pk, "required", co->guard.secret != NULL);
+    err |= kv_u64(&pk, "auth_ok", co->guard.st.ok);
+    err |= kv_u64(&pk, "auth_failures", co->guard.st.failures);
+    err |= kv_u64(&pk, "auth_rate_limited", co->guard.st.rate_limited);
+    err |= kv_u64(&pk, "auth_out_failures", co->guard.st.out_failures);
     brim_free(count);
     brim_free(disp);
     brim_free(caps);
@@ -739,16 +769,25 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         const struct brim_req *req)
 {
     const struct brim_op_info *info = brim_op_info(req->op);
+    int                        rc;
 
+    if (cc->role == 0 && req->op != BRIM_OP_HELLO
+        && req->op != BRIM_OP_PING)
+    {
+        return reply_err(c, req->request_id, BRIM_EDENIED, "HELLO first");
+    }
+    /* AUTH, and ops that need a proven secret (PROTOCOL.md 12); HELLO
+     * forgets an earlier proof. */
+    rc = brim_guard_request(&co->guard, c, cc->role, req);
+    if (rc != 0) {
+        return rc == 1 ? 0 : rc;
+    }
     if (req->op == BRIM_OP_HELLO) {
         return cmd_hello(co, c, cc, req);
     }
     if (req->op == BRIM_OP_PING) {
         return brim_wire_encode_status(brim_conn_out(c), req->request_id, 0,
                                        NULL, 0);
-    }
-    if (cc->role == 0) {
-        return reply_err(c, req->request_id, BRIM_EDENIED, "HELLO first");
     }
     if ((info->flags & BRIM_OPF_ADMIN) && cc->role != BRIM_ROLE_ADMIN
         && cc->role != BRIM_ROLE_COORD
@@ -774,7 +813,13 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         }
         cc->sub_id = req->request_id;
         cc->sub_known = req->arg_epoch;
-        cc->sub_deadline = uv_now(co->loop) + COORD_SUBSCRIBE_HOLD_MS;
+        /* Answered before --idle-timeout could close it as silent. */
+        cc->sub_deadline = uv_now(co->loop)
+                           + (co->cfg.idle_timeout_s != 0
+                              && co->cfg.idle_timeout_s * 500u
+                                     < COORD_SUBSCRIBE_HOLD_MS
+                                  ? co->cfg.idle_timeout_s * 500u
+                                  : COORD_SUBSCRIBE_HOLD_MS);
         return 0;
     case BRIM_OP_MEMBERS:
         return cmd_members(co, c, req);

@@ -15,6 +15,7 @@
 #include "proto/wire.h"
 #include "server/conn.h"
 #include "server/coord/persist.h"
+#include "server/guard.h"
 #include "server/peer.h"
 
 /* How long a SUBSCRIBE is held before the current map is sent (10.2). */
@@ -28,8 +29,12 @@ struct coord_config {
     char                       data_dir[4096];
     struct brim_coord_settings set;          /* for a new cluster */
     uint32_t                   join_window_ms;
+    uint32_t                   max_conns;    /* --max-conns */
+    uint32_t                   idle_timeout_s; /* --idle-timeout; 0 never */
     int                        log_level;    /* enum brim_log_level */
     unsigned                   given;        /* COORD_GIVEN_* bits */
+    char                       secret_file[1024];  /* "": no secret */
+    char                       client_secret_file[1024]; /* "": none */
 };
 
 /* One member the coordinator knows. */
@@ -40,7 +45,6 @@ struct coord_member {
     struct brim_conn    *conn;          /* its node-to-coord connection */
     struct brim_peer     peer;          /* coord-to-node connection */
     struct coord        *coord;
-    int                  hello_sent;    /* HELLO queued on PEER */
     int                  need_ack;      /* awaited for the pending epoch */
     int                  removed;       /* gone: freed once PEER is idle */
     int                  leaving;       /* LEAVE asked */
@@ -52,8 +56,11 @@ struct coord_member {
     uint64_t             hb_mig_in;     /* stream entries received, ever */
     uint64_t             hb_mig_in_flight;   /* partitions coming in */
     uint64_t             hb_mig_out_pending; /* partitions going out */
+    uint64_t             hb_mig_in_arc, hb_mig_in_cap; /* hb_mig_in by
+                                           why the partition moved */
     uint64_t             mig_in_base;   /* hb_mig_in when the last change
                                            committed */
+    uint64_t             mig_arc_base, mig_cap_base; /* the same, by why */
 };
 
 /* Per-connection state (brim_conn data). */
@@ -84,12 +91,16 @@ struct coord {
     uint32_t                last_arc;        /* the last commit's moves */
     uint32_t                last_cap;
     uint64_t                last_commit_ms;  /* loop ms of the last commit */
+    int                     last_streams;    /* that change moved partitions
+                                                between members */
     double                  last_ideal_keys; /* keys the last change had to
                                                 move at least: the leavers'
                                                 keys plus the joiners'
                                                 share of the rest */
     uint64_t                last_keys_total; /* keys held at that commit */
     msgpack_zone            zone;            /* requests */
+    struct brim_guard       guard;           /* AUTH on our listener, and
+                                                the secrets */
 };
 
 /* member.c */

@@ -35,6 +35,10 @@ static const struct option coord_longopts[] = {
     { "pending-timeout-ms", required_argument, NULL, 't' },
     { "join-window-ms", required_argument, NULL, 'j' },
     { "log-level", required_argument, NULL, 'L' },
+    { "max-conns", required_argument, NULL, 'c' },
+    { "idle-timeout", required_argument, NULL, 'i' },
+    { "secret-file", required_argument, NULL, 'A' },
+    { "client-secret-file", required_argument, NULL, 'B' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -51,6 +55,19 @@ usage(FILE *f)
           "  --pending-timeout-ms MS abort an unacknowledged epoch (5000)\n"
           "  --join-window-ms MS     joins batched into one change (200)\n"
           "  --log-level L           error, warn, info or debug (info)\n"
+          "  --max-conns C           open connections at most; more are\n"
+          "                          refused BUSY and closed (1024)\n"
+          "  --idle-timeout S        close connections silent this many\n"
+          "                          seconds, 0 never (300); a SUBSCRIBE\n"
+          "                          is answered within half of it\n"
+          "  --secret-file FILE      the cluster secret (32 to 4096 bytes,\n"
+          "                          mode 0600, owned by this user): nodes\n"
+          "                          and admins prove it (AUTH) before\n"
+          "                          JOIN, HEARTBEAT, LEAVE or PLAN, and so\n"
+          "                          does this coordinator to nodes (none)\n"
+          "  --client-secret-file FILE  with --secret-file: every client\n"
+          "                          proves this secret (or the cluster's)\n"
+          "                          before any op (none)\n"
           "eps, tokens and partitions are fixed when the cluster is created\n"
           "in DIR; later values that differ are ignored with a warning.\n",
           f);
@@ -77,6 +94,7 @@ apply(struct coord_config *cfg, int ch, const char *name, const char *arg)
 {
     char err[BRIM_ERRBUF_LEN];
     enum brim_log_level lvl;
+    const char *why;
 
     switch (ch) {
     case 'l':
@@ -106,6 +124,27 @@ apply(struct coord_config *cfg, int ch, const char *name, const char *arg)
         return parse_u32(name, arg, &cfg->set.pending_timeout_ms);
     case 'j':
         return parse_u32(name, arg, &cfg->join_window_ms);
+    case 'c':
+        if (parse_u32(name, arg, &cfg->max_conns) != 0) {
+            return -1;
+        }
+        if (cfg->max_conns == 0) {
+            fprintf(stderr, "brim-coord: --max-conns: at least 1\n");
+            return -1;
+        }
+        return 0;
+    case 'i':
+        return parse_u32(name, arg, &cfg->idle_timeout_s);
+    case 'A':
+    case 'B':
+        why = brim_guard_path_set(ch == 'A' ? cfg->secret_file
+                                            : cfg->client_secret_file,
+                                  sizeof(cfg->secret_file), arg);
+        if (why != NULL) {
+            fprintf(stderr, "brim-coord: --%s: %s\n", name, why);
+            return -1;
+        }
+        return 0;
     default:                        /* 'L' */
         if (brim_log_level_parse(arg, &lvl) != 0) {
             fprintf(stderr, "brim-coord: --log-level: \"%s\" is not error, "
@@ -130,6 +169,8 @@ parse_args(struct coord_config *cfg, int argc, char **argv)
     cfg->set.dead_after_ms = 3000;
     cfg->set.pending_timeout_ms = 5000;
     cfg->join_window_ms = 200;
+    cfg->max_conns = 1024;
+    cfg->idle_timeout_s = 300;
     cfg->log_level = BRIM_LOG_INFO;
     while ((ch = getopt_long(argc, argv, "h", coord_longopts, &idx)) != -1) {
         if (ch == 'h') {
@@ -244,6 +285,14 @@ main(int argc, char **argv)
     }
     brim_log_init("coord", "coord", (enum brim_log_level) co.cfg.log_level);
     co.loop = uv_default_loop();
+    /* The secret files are read once; their bytes are never logged. */
+    brim_guard_init(&co.guard, co.loop, BRIM_ROLE_COORD);
+    if (brim_guard_load(&co.guard, co.cfg.secret_file,
+                        co.cfg.client_secret_file, err) != 0)
+    {
+        fprintf(stderr, "brim-coord: %s\n", err);
+        return 2;
+    }
     if (load_state(&co) != 0) {
         return 1;
     }
@@ -258,7 +307,9 @@ main(int argc, char **argv)
                          + (64u << 10) + 200u * BRIM_NODES_MAX;
     sc.out_high_water = 8u << 20;
     sc.out_low_water = 1u << 20;
-    sc.max_conns = 10000;
+    sc.max_conns = co.cfg.max_conns;
+    sc.idle_timeout_ms = co.cfg.idle_timeout_s * 1000u;
+    sc.guard = &co.guard;
     if (brim_server_listen(&co.srv, co.loop, co.cfg.listen, &sc,
                            coord_dispatch, coord_conn_closed, &co, err) != 0)
     {
@@ -283,5 +334,6 @@ main(int argc, char **argv)
     coord_members_free(&co);
     brim_coord_state_destroy(&co.st);
     msgpack_zone_destroy(&co.zone);
+    brim_guard_destroy(&co.guard);
     return 0;
 }

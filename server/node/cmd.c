@@ -374,6 +374,8 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
     case BRIM_OP_FORWARD_GET:
     case BRIM_OP_PULL:
         return brim_migrate_serve(node, c, req);
+    case BRIM_OP_LEASE_CONFIRM:
+        return brim_node_lease_confirm_serve(node, c, req);
     default:
         if ((brim_op_info(req->op)->flags & BRIM_OPF_KEY) == 0) {
             return cmd_reply_error(c, req->request_id, BRIM_EUNKNOWNOP,
@@ -433,6 +435,27 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
                              "send HELLO first");
         return rc == BRIM_ENOMEM ? rc : 0;
     }
+    /* AUTH, and ops that need a proven secret (PROTOCOL.md 12). */
+    rc = brim_guard_request(&node->guard, c, conn_role(c), &req);
+    if (rc != 0) {
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
     rc = cmd_serve(node, c, &req, body, len);
     return rc == BRIM_ENOMEM ? rc : 0;
+}
+
+void
+brim_node_peer_hello(struct brim_node *node, struct brim_peer *p)
+{
+    struct brim_peer_hello h;
+
+    memset(&h, 0, sizeof(h));
+    h.role = BRIM_ROLE_NODE;
+    h.cluster_id = node->cluster_id;
+    h.incarnation = node->incarnation;
+    h.epoch = node->cl.committed.map.epoch;
+    h.name = node->cfg.name;
+    h.secret = node->guard.secret;
+    h.failures = &node->guard.st.out_failures;
+    brim_peer_set_hello(p, &h);
 }

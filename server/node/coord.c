@@ -36,7 +36,7 @@
 #define COORD_LINGER_MS 500          /* answer MOVED this long, then exit */
 #define COORD_DRAIN_MAX_MS 60000     /* most a leave waits for its streams */
 #define COORD_LEAVE_POLL_MS 20       /* how often the leave is checked */
-#define COORD_HB_STATS 7             /* stats a HEARTBEAT carries */
+#define COORD_HB_STATS 9             /* stats a HEARTBEAT carries */
 
 /* The graceful leave in progress (one node per process). Kept here, not in
  * struct brim_node, while node.h is being reworked for migration. */
@@ -134,6 +134,7 @@ coord_map_rep(struct brim_peer *p, int status, const char *body, size_t len,
     struct brim_rep   rep;
     char              errbuf[BRIM_ERRBUF_LEN];
 
+    node->cl.fetch_out = 0;
     if (status != 0 || coord_parse(node, BRIM_OP_MAP_FETCH, body, len, &rep)
         != 0 || rep.status != 0)
     {
@@ -151,12 +152,14 @@ brim_node_coord_fetch(struct brim_node *node)
 {
     struct brim_req req;
 
-    if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined) {
-        return;
+    if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined
+        || node->cl.fetch_out)
+    {
+        return;                     /* one fetch at a time */
     }
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_MAP_FETCH;
-    coord_send(node, &req, coord_map_rep);
+    node->cl.fetch_out = coord_send(node, &req, coord_map_rep) == 0;
 }
 
 static void
@@ -166,7 +169,9 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     struct brim_node *node = arg;
     struct brim_rep   rep;
     char              why[256];
+    uint64_t          sent_ms = node->cl.hb_sent_ms;
 
+    node->cl.hb_out = 0;
     if (status != 0
         || coord_parse(node, BRIM_OP_HEARTBEAT, body, len, &rep) != 0)
     {
@@ -200,6 +205,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
         /* Three heartbeats per lease, so one lost one does not matter. */
         node->cl.heartbeat_ms = BRIM_MAX(50u, BRIM_MIN(COORD_HEARTBEAT_MS,
                                                       rep.lease_ms / 3));
+        brim_node_lease_heartbeat(node, sent_ms, rep.lease_ms);
     }
     if (rep.epoch > node->cl.committed.map.epoch
         && !(node->cl.has_pending && rep.epoch <= node->cl.pending.map.epoch))
@@ -215,7 +221,7 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv,
 {
     static const char *names[COORD_HB_STATS] = {
         "keys", "bytes", "partitions", "requests_per_sec", "mig_in",
-        "mig_in_flight", "mig_out_pending"};
+        "mig_in_flight", "mig_out_pending", "mig_in_arc", "mig_in_cap"};
     struct brim_store_stats   ss;
     struct brim_migrate_stats ms;
     uint64_t                  v[COORD_HB_STATS];
@@ -230,6 +236,8 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv,
     v[4] = ms.keys_in + ms.entries_skipped;
     v[5] = ms.partitions_in_flight;
     v[6] = ms.partitions_out_pending;
+    v[7] = ms.entries_in_arc;
+    v[8] = ms.entries_in_cap;
     for (i = 0; i < COORD_HB_STATS; i++) {
         kv[i].key.type = MSGPACK_OBJECT_STR;
         kv[i].key.via.str.ptr = names[i];
@@ -267,7 +275,12 @@ coord_timer_cb(uv_timer_t *t)
     req.name_len = strlen(node->cfg.name);
     req.hello.incarnation = node->incarnation;
     req.obj = &map;
+    if (!node->cl.hb_out) {
+        /* The lease counts from the oldest unanswered heartbeat. */
+        node->cl.hb_sent_ms = uv_now(node->loop);
+    }
     if (coord_send(node, &req, coord_heartbeat_rep) == 0) {
+        node->cl.hb_out = 1;
         uv_timer_start(&node->cl.timer, coord_timer_cb,
                        node->cl.heartbeat_ms, 0);
     }
@@ -306,7 +319,8 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
                   node->cl.committed.map.epoch);
     node->cl.joined = 1;
     node->cl.backoff_ms = COORD_BACKOFF_MIN_MS;
-    uv_timer_start(&node->cl.timer, coord_timer_cb, node->cl.heartbeat_ms, 0);
+    /* A heartbeat at once: its reply gives the first lease. */
+    uv_timer_start(&node->cl.timer, coord_timer_cb, 0, 0);
 }
 
 /* The address we serve on, as the coordinator should give it to others:
@@ -322,27 +336,13 @@ coord_self_addr(struct brim_node *node, char *out, size_t len)
              brim_server_port(&node->srv));
 }
 
+/* HELLO (and AUTH) done by the peer: ask to join. */
 static void
-coord_hello_rep(struct brim_peer *p, int status, const char *body,
-                size_t len, void *arg)
+coord_join(struct brim_node *node)
 {
-    struct brim_node *node = arg;
-    struct brim_rep   rep;
-    struct brim_req   req;
-    char              why[256], addr[BRIM_ADDR_MAX + 1];
+    struct brim_req req;
+    char            addr[BRIM_ADDR_MAX + 1];
 
-    if (status != 0
-        || coord_parse(node, BRIM_OP_HELLO, body, len, &rep) != 0)
-    {
-        return;
-    }
-    if (rep.status != 0) {
-        brim_log_error("coordinator %s refused HELLO: %s",
-                       node->cfg.coordinator,
-                       coord_why(&rep, why, sizeof(why)));
-        coord_give_up(node);
-        return;
-    }
     coord_self_addr(node, addr, sizeof(addr));
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_JOIN;
@@ -359,23 +359,32 @@ static void
 coord_connect_cb(struct brim_peer *p, int status)
 {
     struct brim_node *node = p->data;
-    struct brim_req   req;
 
+    if (status != 0 && p->hs_failed_op == BRIM_OP_HELLO
+        && -status <= BRIM_STATUS_WIRE_MAX)
+    {
+        brim_log_error("coordinator %s: %s", node->cfg.coordinator,
+                       p->hs_error);
+        coord_give_up(node);        /* another cluster, another version */
+        return;
+    }
+    if (status != 0 && p->hs_failed_op == BRIM_OP_AUTH) {
+        /* Retried with backoff: an impostor cannot make us exit, and the
+         * real coordinator may come back on this address. */
+        brim_log_error("coordinator %s: AUTH failed: %s; not joining",
+                       node->cfg.coordinator, p->hs_error);
+        return;
+    }
     if (status != 0) {
-        brim_log_info("coordinator %s: connect: %s", node->cfg.coordinator,
-                      brim_strerror(status));
+        brim_log_info("coordinator %s: connect: %s%s%s",
+                      node->cfg.coordinator, brim_strerror(status),
+                      p->hs_error[0] != '\0' ? ": " : "", p->hs_error);
         return;                     /* the close callback retries */
     }
-    brim_log_info("connected to coordinator %s", node->cfg.coordinator);
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_HELLO;
-    req.hello.version = BRIM_WIRE_VERSION;
-    req.hello.cluster_id = node->cluster_id;
-    req.hello.role = BRIM_ROLE_NODE;
-    req.hello.incarnation = node->incarnation;
-    req.hello.name = node->cfg.name;
-    req.hello.name_len = strlen(node->cfg.name);
-    coord_send(node, &req, coord_hello_rep);
+    brim_log_info("connected to coordinator %s%s", node->cfg.coordinator,
+                  node->guard.secret != NULL ? " (secret proven both ways)"
+                                             : "");
+    coord_join(node);
 }
 
 static void
@@ -410,6 +419,7 @@ coord_connect(struct brim_node *node)
 {
     char errbuf[BRIM_ERRBUF_LEN];
 
+    brim_node_peer_hello(node, &node->cl.coord);
     if (brim_peer_connect(&node->cl.coord, node->cfg.coordinator, errbuf)
         == BRIM_EINVAL)
     {

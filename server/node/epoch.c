@@ -264,7 +264,11 @@ brim_node_route(struct brim_node *node, uint64_t req_epoch,
     }
     rep->epoch = c->map.epoch;
     if (cl->fenced || c->map.epoch == 0 || req_epoch > epoch_known(node)) {
-        /* TODO(#4): fetch the newer epoch (MAP_FETCH) on a newer stamp. */
+        if (req_epoch > epoch_known(node) && !cl->fenced) {
+            /* A client knows a newer epoch than we do: ask for it (at
+             * most one fetch in flight, see brim_node_coord_fetch). */
+            brim_node_coord_fetch(node);
+        }
         return BRIM_ERETRY;
     }
     p = brim_partition_of(key_hash, c->map.npartitions);
@@ -281,6 +285,9 @@ brim_node_route(struct brim_node *node, uint64_t req_epoch,
             || cl->pending.map.owner[p] != (uint16_t) cl->self_pending))
     {
         return BRIM_ERETRY;         /* handing it over (acknowledged) */
+    }
+    if (!brim_node_lease_fresh(node)) {
+        return BRIM_ERETRY;         /* no lease: it may have been replaced */
     }
     /* Owned now: served, whatever older epoch the request carries (I08). */
     return 0;

@@ -45,6 +45,8 @@ static const struct option node_longopts[] = {
     {"coordinator", required_argument, NULL, 'C'},
     {"weight", required_argument, NULL, 'w'},
     {"migrate-mb-per-s", required_argument, NULL, 'M'},
+    {"secret-file", required_argument, NULL, 'A'},
+    {"client-secret-file", required_argument, NULL, 'B'},
     {"config", required_argument, NULL, 'f'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}
@@ -87,6 +89,13 @@ node_usage(FILE *out)
 "  --seed S               cluster seed of the key hash (default 0)\n"
 "  --evict sieve|lru      eviction policy (default sieve)\n"
 "  --log-level L          error, warn, info or debug (default info)\n"
+"  --secret-file FILE     the cluster secret (32 to 4096 bytes, mode 0600,\n"
+"                         owned by this user): every link to the\n"
+"                         coordinator and other nodes proves it (AUTH),\n"
+"                         and cluster and admin ops need it (default:\n"
+"                         none, nothing is checked)\n"
+"  --client-secret-file FILE  with --secret-file: clients must prove this\n"
+"                         secret (or the cluster's) before any op\n"
 "  --config FILE          read options from FILE: one \"name value\" per\n"
 "                         line, names as the long options without --,\n"
 "                         # comments; the command line wins\n"
@@ -140,6 +149,7 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
     enum brim_log_level lvl;
     uint64_t            v;
     char                errbuf[BRIM_ERRBUF_LEN];
+    const char         *why;
 
     errbuf[0] = '\0';
     switch (code) {
@@ -258,6 +268,16 @@ node_apply(struct brim_node_config *cfg, int code, const char *name,
         }
         cfg->weight_ppm = (uint32_t) v;
         cfg->weight_set = 1;
+        return 0;
+    case 'A':
+    case 'B':
+        why = brim_guard_path_set(code == 'A' ? cfg->secret_file
+                                              : cfg->client_secret_file,
+                                  sizeof(cfg->secret_file), arg);
+        if (why != NULL) {
+            fprintf(stderr, "brim-node: --%s: %s\n", name, why);
+            return -1;
+        }
         return 0;
     case 'S':
         /* A flag: on the command line it has no value; in a config file
@@ -468,6 +488,7 @@ brim_node_stop(struct brim_node *node)
     node->stopping = 1;
     if (!node->cfg.standalone) {
         brim_node_coord_stop(node);
+        brim_node_lease_stop(node);
     }
     brim_server_close(&node->srv);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
@@ -545,6 +566,7 @@ node_start(struct brim_node *node)
     cc.out_low_water = node->cfg.out_high_water / 2;
     cc.idle_timeout_ms = node->cfg.idle_timeout_s * 1000;
     cc.max_conns = node->cfg.max_conns;
+    cc.guard = &node->guard;
     if (brim_wire_limits_check(&node->cfg.limits, errbuf) != 0
         || brim_server_listen(&node->srv, node->loop, node->cfg.listen, &cc,
                               brim_node_dispatch, NULL, node, errbuf) != 0)
@@ -565,6 +587,7 @@ node_start(struct brim_node *node)
     uv_signal_start(&node->sig_quit, node_signal_cb, SIGQUIT);
     if (!node->cfg.standalone) {
         brim_node_coord_start(node);
+        brim_node_lease_start(node);
     }
     return 0;
 }
@@ -573,6 +596,7 @@ int
 main(int argc, char **argv)
 {
     static struct brim_node node;
+    char                    errbuf[BRIM_ERRBUF_LEN];
 
     if (node_parse_args(&node.cfg, argc, argv) != 0) {
         return 2;
@@ -587,6 +611,14 @@ main(int argc, char **argv)
     node.cl.self = node.cl.self_pending = -1;
     node.start_unix = (uint64_t) time(NULL);
     node.st.last_tick_ms = uv_now(node.loop);
+    /* The secret files are read once; their bytes are never logged. */
+    brim_guard_init(&node.guard, node.loop, BRIM_ROLE_NODE);
+    if (brim_guard_load(&node.guard, node.cfg.secret_file,
+                        node.cfg.client_secret_file, errbuf) != 0)
+    {
+        fprintf(stderr, "brim-node: %s\n", errbuf);
+        return 2;
+    }
     if (node_start(&node) != 0) {
         return 1;
     }
@@ -602,6 +634,7 @@ main(int argc, char **argv)
     brim_server_destroy(&node.srv);
     brim_store_free(node.store);
     msgpack_zone_destroy(&node.zone);
+    brim_guard_destroy(&node.guard);
     if (!node.cfg.standalone) {
         brim_peer_destroy(&node.cl.coord);
         brim_node_cluster_destroy(&node);

@@ -255,51 +255,19 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
     mig_pump_soon(m, 0);
 }
 
-/* HELLO's reply: a refusal shows in the stream ops' replies after it. */
-static void
-dest_hello_rep(struct brim_peer *p, int status, const char *body, size_t len,
-               void *arg)
-{
-    (void) p;
-    (void) status;
-    (void) body;
-    (void) len;
-    (void) arg;
-}
-
+/* Connected, HELLO and AUTH done by the peer (brim_node_peer_hello()). */
 static void
 dest_connect_cb(struct brim_peer *p, int status)
 {
-    struct mig_dest  *d = p->data;
-    struct brim_node *node = d->m->node;
-    struct brim_req   req;
-    struct brim_buf   buf;
+    struct mig_dest *d = p->data;
 
     if (status != 0) {
         d->dead = 1;
-        brim_log_warn("migrate: connect to %s: %s", d->addr,
-                      brim_strerror(status));
+        brim_log_warn("migrate: connect to %s: %s%s%s", d->addr,
+                      brim_strerror(status),
+                      p->hs_error[0] != '\0' ? ": " : "", p->hs_error);
         return;
     }
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_HELLO;
-    req.request_id = ++d->next_id;
-    req.epoch = node->cl.committed.map.epoch;
-    req.hello.version = BRIM_WIRE_VERSION;
-    req.hello.cluster_id = node->cluster_id;
-    req.hello.role = BRIM_ROLE_NODE;
-    req.hello.incarnation = node->incarnation;
-    req.hello.name = node->cfg.name;
-    req.hello.name_len = strlen(node->cfg.name);
-    brim_buf_init(&buf);
-    /* Replies come in order: a refused HELLO fails the stream ops after
-     * it ("send HELLO first"), so its own reply needs no callback work. */
-    if (brim_wire_encode_req(&buf, &req) != 0
-        || brim_peer_call(&d->peer, &buf, dest_hello_rep, NULL) != 0)
-    {
-        brim_peer_close(&d->peer);
-    }
-    brim_buf_destroy(&buf);
     mig_pump_soon(d->m, 0);
 }
 
@@ -346,6 +314,7 @@ mig_dest_ensure(struct mig_dest *d)
         return 1;
     }
     if (d->peer.state == BRIM_PEER_IDLE && !d->dead) {
+        brim_node_peer_hello(d->m->node, &d->peer);
         if (brim_peer_connect(&d->peer, d->addr, errbuf) != 0) {
             d->dead = 1;
         } else {
@@ -684,6 +653,23 @@ mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms)
 }
 
 int
+brim_migrate_peer_call(struct brim_node *node, const char *addr,
+                       struct brim_buf *frame, brim_peer_reply_cb cb,
+                       void *arg)
+{
+    struct brim_migrate *m = mig_get(node);
+    struct mig_dest     *d;
+
+    if (m == NULL || (d = mig_dest_get(m, addr)) == NULL) {
+        return BRIM_ENOMEM;
+    }
+    if (!mig_dest_ensure(d)) {
+        return BRIM_EAGAIN;         /* connecting: the next call goes */
+    }
+    return brim_peer_call(&d->peer, frame, cb, arg);
+}
+
+int
 brim_migrate_out_busy(struct brim_node *node, uint32_t partition)
 {
     struct brim_migrate *m = node->mig;
@@ -711,6 +697,50 @@ job_dest_owns(const struct brim_node *node, const struct mig_job *j)
            && strcmp(cur->members[n].addr, j->dest->addr) == 0;
 }
 
+/*
+ * Why each partition coming in moved, OLD to CUR (brim_move_reason_of():
+ * a new arc or the cap), so the entries received can be counted by
+ * reason. Best effort: without memory, all count as arc.
+ */
+static void
+mig_reasons(struct brim_migrate *m, const struct brim_topo *old,
+            const struct brim_topo *cur)
+{
+    struct brim_ring oring, nring;
+    uint64_t        *pos;
+    uint32_t         p, P = cur->map.npartitions;
+    char             err[BRIM_ERRBUF_LEN];
+
+    if (m->in_reason == NULL) {
+        m->in_reason = brim_calloc(P, 1);
+    }
+    pos = brim_malloc((size_t) P * sizeof(*pos));
+    if (m->in_reason == NULL || pos == NULL) {
+        brim_free(pos);
+        return;
+    }
+    if (brim_topo_ring(old, &oring, 1, err) != 0) {
+        brim_free(pos);
+        return;
+    }
+    if (brim_topo_ring(cur, &nring, 1, err) != 0) {
+        brim_ring_destroy(&oring);
+        brim_free(pos);
+        return;
+    }
+    brim_map_positions(cur->seed, P, pos);
+    for (p = 0; p < P; p++) {
+        if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == cur->map.epoch) {
+            m->in_reason[p] = (uint8_t) brim_move_reason_of(
+                &oring, old->map.owner[p], &nring, cur->map.owner[p],
+                pos[p]);
+        }
+    }
+    brim_ring_destroy(&oring);
+    brim_ring_destroy(&nring);
+    brim_free(pos);
+}
+
 void
 brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                     int32_t old_self, uint8_t *keep)
@@ -721,7 +751,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
     struct mig_dest        *d;
     struct mig_job         *j, **nj;
     uint32_t                p, P = cur->map.npartitions, queued = 0;
-    uint32_t                gained = 0, i;
+    uint32_t                gained = 0, held = 0, i;
     uint16_t                o, n;
     int32_t                 src;
 
@@ -822,8 +852,18 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                 {
                     (void) mig_dest_ensure(d);
                 }
-            } else if (m->in_state[p] == IN_FLIGHT) {
-                mig_in_finish(m, p);
+            } else {
+                /* No live source (it died): the partition starts empty
+                 * here; a copy kept here lacks the dead node's writes.
+                 * (No hold: the dead node's lease ran out before it was
+                 * declared dead; docs/design.md, "Leases".) */
+                if (m->in_state[p] == IN_FLIGHT) {
+                    mig_in_finish(m, p);
+                }
+                if (o < old->nmembers) {
+                    brim_store_drop_partition(node->store, p);
+                    held++;
+                }
             }
         } else if (m->in_state[p] == IN_FLIGHT
                    && (node->cl.self < 0 || n != (uint16_t) node->cl.self))
@@ -831,9 +871,13 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
             mig_in_finish(m, p);        /* lost while in flight */
         }
     }
-    if (queued > 0 || gained > 0) {
+    if (gained > 0) {
+        mig_reasons(m, old, cur);
+    }
+    if (queued > 0 || gained > 0 || held > 0) {
         brim_log_info("migrate: epoch %" PRIu64 ": %u partitions to stream "
-                      "out, %u coming in", cur->map.epoch, queued, gained);
+                      "out, %u coming in, %u of dead members start empty",
+                      cur->map.epoch, queued, gained, held);
     }
     mig_pump_soon(m, 0);
 }
@@ -935,6 +979,11 @@ mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
             return BRIM_EBADREQ;
         }
         mig_insert(m, p, h, &e, now);
+    }
+    if (m->in_reason != NULL && m->in_reason[p] == BRIM_MOVE_CAP) {
+        m->st.entries_in_cap += req->nentries;
+    } else {
+        m->st.entries_in_arc += req->nentries;
     }
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "proto/buf.h"
 #include "proto/topo.h"
 #include "proto/wire.h"
+#include "server/peer.h"
 
 struct brim_node;
 struct brim_conn;
@@ -38,6 +39,8 @@ struct brim_migrate_stats {
     uint64_t forwards, forward_fails; /* reads forwarded to the old owner */
     uint64_t pulls, pull_fails;       /* keys pulled from the old owner */
     uint64_t forwards_served, pulls_served; /* as the old owner */
+    uint64_t entries_in_arc, entries_in_cap; /* entries received, by why
+                                                their partition moved */
     uint32_t partitions_in_flight;    /* incoming, BEGIN .. END */
     uint32_t partitions_out_pending;  /* outgoing, queued or streaming */
     uint32_t delay_ms;                /* BRIM_TEST_STREAM_DELAY_MS */
@@ -96,6 +99,17 @@ int brim_migrate_unsettled(struct brim_node *node, uint64_t h,
  * Returns 0 or an encoding error (BRIM_ENOMEM: the connection closes). */
 int brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                        const struct brim_req *req);
+
+/*
+ * Send the request frame FRAME (ownership of its bytes taken, as
+ * brim_peer_call) to the node at ADDR on this node's node-to-node
+ * connection to it; CB gets the reply with ARG. Returns 0, BRIM_EAGAIN
+ * (the connection is being made: FRAME is not sent; call again later),
+ * BRIM_ECLOSED or BRIM_ENOMEM.
+ */
+int brim_migrate_peer_call(struct brim_node *node, const char *addr,
+                           struct brim_buf *frame, brim_peer_reply_cb cb,
+                           void *arg);
 
 /* Copy the counters. */
 void brim_migrate_get_stats(struct brim_node *node,

@@ -82,6 +82,8 @@ struct brim_migrate {
     uint32_t           njobs, cap_jobs;
     uint64_t          *in_epoch;    /* per partition */
     uint8_t           *in_state;    /* enum mig_in_state per partition */
+    uint8_t           *in_reason;   /* enum brim_move_reason per partition
+                                       coming in; NULL until a commit */
     uint16_t          *in_src;      /* source's index in the committed
                                        topology, or MIG_NO_SRC */
     struct mig_cpend  *cpend;       /* COMPLETEs waiting to be sent */

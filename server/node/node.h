@@ -17,6 +17,7 @@
 #include "proto/topo.h"
 #include "proto/wire.h"
 #include "server/conn.h"
+#include "server/guard.h"
 #include "server/peer.h"
 #include "server/node/store.h"
 #include "server/node/migrate.h"
@@ -40,6 +41,10 @@ struct brim_node_config {
     uint32_t               migrate_mb_per_s; /* stream pace, 10^6 B/s;
                                                 0: unpaced */
     int                    log_level;        /* enum brim_log_level */
+    char                   secret_file[1024]; /* cluster secret; "": none
+                                                 (PROTOCOL.md 12) */
+    char                   client_secret_file[1024]; /* clients' secret;
+                                                 "": clients need none */
 };
 
 /* Per-op and request counters the node reports. */
@@ -70,7 +75,23 @@ struct brim_node_cluster {
     uint32_t         heartbeat_ms;  /* interval between heartbeats */
     uint32_t         backoff_ms;    /* next reconnect delay */
     int              joined;        /* JOIN answered OK on this connection */
+    int              fetch_out;     /* a MAP_FETCH is unanswered */
     uint64_t         next_id;       /* request ids on the coord connection */
+    /* The serving lease (lease.c). */
+    uint64_t         lease_until_ms; /* loop ms: data ops served before */
+    uint32_t         lease_ms;      /* its length (coordinator's), ms */
+    uint64_t         hb_sent_ms;    /* oldest unanswered HEARTBEAT's send */
+    int              hb_out;        /* a HEARTBEAT is unanswered */
+    uint64_t         hb_ok_ms;      /* loop ms of the last one answered */
+    uint64_t         confirm_round; /* LEASE_CONFIRM round (request id) */
+    uint32_t         confirm_ok;    /* members that confirmed it */
+    uint64_t         confirm_sent_ms; /* loop ms the round was sent */
+    uint64_t         lease_rounds;  /* rounds sent, ever */
+    uint64_t         lease_expiries; /* times it ran out */
+    uint64_t         lease_member_renewals; /* rounds a majority renewed */
+    uint64_t         lease_seen_ms; /* the expiry last counted */
+    uv_timer_t       lease_timer;   /* looks at it every 100 ms */
+    int              lease_timer_init;
 };
 
 /* One node process. */
@@ -98,10 +119,20 @@ struct brim_node {
                                             NULL until first used */
     int                     stopping;    /* a signal asked to stop */
     int                     exit_code;   /* main()'s return value */
+    struct brim_guard       guard;       /* AUTH on our listener, and
+                                            the secrets */
 };
 
 /* Fill CFG with brim-node's defaults. */
 void brim_node_config_default(struct brim_node_config *cfg);
+
+/*
+ * Set P's handshake (server/peer.h) for a connection this node opens to
+ * the coordinator or another node: HELLO as role node with our name,
+ * incarnation, cluster id and epoch, and AUTH with the cluster secret
+ * when there is one. Call it right before brim_peer_connect(P).
+ */
+void brim_node_peer_hello(struct brim_node *node, struct brim_peer *p);
 
 /*
  * The connection layer's dispatch callback for a node: decode one frame
@@ -176,6 +207,29 @@ void brim_node_abort(struct brim_node *node, uint64_t epoch);
 
 /* Partitions the committed map gives this node. */
 uint32_t brim_node_owned(const struct brim_node *node);
+
+/* ---- the serving lease (lease.c; DESIGN.md 7 step 7) ---- */
+
+/* True when the node may serve data ops now: standalone, or its lease is
+ * fresh on the monotonic loop clock. */
+int brim_node_lease_fresh(const struct brim_node *node);
+
+/* The coordinator acknowledged a HEARTBEAT sent at loop ms SENT_MS and
+ * gave LEASE_MS: the lease runs until SENT_MS + LEASE_MS (or later). */
+void brim_node_lease_heartbeat(struct brim_node *node, uint64_t sent_ms,
+                               uint32_t lease_ms);
+
+/* Start and stop the lease timer (cluster mode; unreferenced handle). */
+void brim_node_lease_start(struct brim_node *node);
+void brim_node_lease_stop(struct brim_node *node);
+
+/*
+ * LEASE_CONFIRM REQ from another node on C: OK with our committed epoch
+ * and lease length when no epoch newer than REQ's is known here, EXISTS
+ * otherwise; DENIED unless C said role node. Returns 0 or BRIM_ENOMEM.
+ */
+int brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
+                                  const struct brim_req *req);
 
 /* ---- the coordinator connection (coord.c) ---- */
 

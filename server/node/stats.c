@@ -112,6 +112,12 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_NODE, "pending_epoch",
              node->cl.has_pending ? node->cl.pending.map.epoch : 0);
     emit_u64(e, SEC_NODE, "partitions_owned", brim_node_owned(node));
+    emit_u64(e, SEC_NODE, "lease_fresh",
+             (uint64_t) brim_node_lease_fresh(node));
+    emit_u64(e, SEC_NODE, "lease_rounds", node->cl.lease_rounds);
+    emit_u64(e, SEC_NODE, "lease_member_renewals",
+             node->cl.lease_member_renewals);
+    emit_u64(e, SEC_NODE, "lease_expiries", node->cl.lease_expiries);
     emit_u64(e, SEC_NODE, "uptime_s",
              (uint64_t) time(NULL) - node->start_unix);
     emit_u64(e, SEC_NODE, "requests", node->st.requests);
@@ -137,6 +143,10 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_CONNS, "connections_idle_closed", cs->conns_idle_closed);
     emit_u64(e, SEC_CONNS, "read_pauses", cs->pauses);
     emit_u64(e, SEC_CONNS, "bad_frames", cs->bad_frames);
+    emit_u64(e, SEC_CONNS, "auth_ok", node->guard.st.ok);
+    emit_u64(e, SEC_CONNS, "auth_failures", node->guard.st.failures);
+    emit_u64(e, SEC_CONNS, "auth_rate_limited", node->guard.st.rate_limited);
+    emit_u64(e, SEC_CONNS, "auth_out_failures", node->guard.st.out_failures);
     brim_migrate_get_stats(node, &ms);
     emit_u64(e, SEC_MIG, "mig_keys_in", ms.keys_in);
     emit_u64(e, SEC_MIG, "mig_bytes_in", ms.bytes_in);
@@ -156,6 +166,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_writes_in_flight", ms.writes_in_flight);
     emit_u64(e, SEC_MIG, "mig_deletes_in_flight", ms.deletes_in_flight);
     emit_u64(e, SEC_MIG, "mig_tombstones", ms.tombstones);
+    emit_u64(e, SEC_MIG, "mig_entries_in_arc", ms.entries_in_arc);
+    emit_u64(e, SEC_MIG, "mig_entries_in_cap", ms.entries_in_cap);
     emit_u64(e, SEC_MIG, "mig_forwards", ms.forwards);
     emit_u64(e, SEC_MIG, "mig_forward_fails", ms.forward_fails);
     emit_u64(e, SEC_MIG, "mig_pulls", ms.pulls);

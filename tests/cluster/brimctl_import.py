@@ -113,10 +113,13 @@ class Ctl:
     def __init__(self, args, cl):
         self.bin = os.path.join(args.bin, "brimctl")
         self.coord = cl.coord()
+        self.secret = os.path.join(cl.dir, "secret")   # brim-cluster's
         self.spawned = []
 
     def cmd(self, *a):
-        return [self.bin, "--coordinator", self.coord] + list(a)
+        secret = ["--secret-file", self.secret] \
+            if os.path.exists(self.secret) else []
+        return [self.bin, "--coordinator", self.coord] + secret + list(a)
 
     def run(self, *a, timeout=60, stdin=None, show=2000):
         p = subprocess.run(self.cmd(*a), capture_output=True,

@@ -260,6 +260,9 @@ sample_req(uint32_t op, struct brim_req *req)
             req->entries = sample_entries;
             req->nentries = 2;
             break;
+        case 'x':
+            req->auth = "0123456789abcdef0123456789abcde";  /* 32 bytes */
+            break;
         default:                    /* 'K': MGET is tested on its own */
             break;
         }
@@ -302,6 +305,8 @@ assert_req_eq(const struct brim_req *a, const struct brim_req *b)
     for (i = 0; i < a->nentries; i++) {
         ck_assert(same_obj(&a->entries[i], &b->entries[i]));
     }
+    ck_assert(same_bytes(a->auth, a->auth != NULL ? BRIM_WIRE_AUTH_BYTES : 0,
+                         b->auth, b->auth != NULL ? BRIM_WIRE_AUTH_BYTES : 0));
 }
 
 /* Every scalar field of two replies. */
@@ -328,6 +333,10 @@ assert_rep_eq(const struct brim_rep *a, const struct brim_rep *b)
     ck_assert_uint_eq(a->nentries, b->nentries);
     ck_assert_uint_eq(a->lease_ms, b->lease_ms);
     ck_assert(same_obj(a->obj, b->obj));
+    ck_assert(same_bytes(a->auth_nonce, a->auth_nonce != NULL ? 32 : 0,
+                         b->auth_nonce, b->auth_nonce != NULL ? 32 : 0));
+    ck_assert(same_bytes(a->auth_mac, a->auth_mac != NULL ? 32 : 0,
+                         b->auth_mac, b->auth_mac != NULL ? 32 : 0));
 }
 
 /* Encode OUT's decoded request again: the bytes must be identical. */
@@ -379,7 +388,7 @@ START_TEST(wire_req_round_trip_every_op)
         assert_reencodes_req(&got);
         n++;
     }
-    ck_assert_int_eq(n, 33);            /* every op of BRIM_OP_MAP but MGET */
+    ck_assert_int_eq(n, 35);            /* every op of BRIM_OP_MAP but MGET */
 }
 END_TEST
 
@@ -485,6 +494,10 @@ sample_rep(int shape, struct brim_rep *rep)
         break;
     case BRIM_REP_OBJECT:
         rep->obj = &sample_map;
+        break;
+    case BRIM_REP_AUTH:
+        rep->auth_nonce = "0123456789abcdef0123456789abcde";   /* 32 bytes */
+        rep->auth_mac = "fedcba9876543210fedcba9876543210";    /* 32 bytes */
         break;
     default:
         break;
@@ -1356,7 +1369,7 @@ START_TEST(wire_op_table)
             ck_assert_int_eq(info->key_arg, -1);
         }
     }
-    ck_assert_int_eq(n, 34);
+    ck_assert_int_eq(n, 36);
     ck_assert_str_eq(brim_op_name(BRIM_OP_JOIN), "JOIN");
     ck_assert_str_eq(brim_op_name(BRIM_OP_STREAM_BATCH), "STREAM_BATCH");
     ck_assert_ptr_nonnull(brim_op_info(BRIM_OP_JOIN));
