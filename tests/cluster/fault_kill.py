@@ -571,6 +571,41 @@ def coord_restart_mid_change(bindir):
         assert r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0, r
 
 
+@case
+def coord_down_serving(bindir):
+    """brim-coord SIGKILLed under a brim-bench --verify load and kept down
+    for 5 s, more than three leases (dead-after / 2 each): the nodes renew
+    their leases among themselves (LEASE_CONFIRM, a majority of the
+    epoch), so no request fails and none is lost; then it restarts on its
+    data dir and the cluster carries on in the same epoch."""
+    cl, t1 = start(bindir)
+    with cl:
+        p = cl.bench(10)
+        time.sleep(2.0)
+        cl.coord.stop()
+        down_at = time.monotonic()
+        time.sleep(5.0)
+        old = cl.coord
+        log = os.path.join(cl.dir, "coord.down.log")
+        cl.coord = mb.Proc(old.cmd, log)
+        mb.wait_port(cl.cport, cl.coord)
+        down_s = time.monotonic() - down_at
+        r, rc = bc.result(p, 60)
+        renewed = sum(cl.stats(n)["lease_member_renewals"]
+                      for n in cl.nodes)
+        expired = sum(cl.stats(n)["lease_expiries"] for n in cl.nodes)
+        print("coord_down_serving: coordinator down %.1f s; bench lost=%d "
+              "stale=%d errors=%d ops=%d; leases renewed by a majority %d "
+              "times, expired %d times" % (down_s, r["lost"], r["stale"],
+                                           r["errors"], r["ops"], renewed,
+                                           expired), flush=True)
+        assert r["errors"] == 0 and r["lost"] == 0 and r["stale"] == 0, r
+        assert renewed > 0, "no lease was renewed by the members"
+        assert expired == 0, "a lease ran out while the members were up"
+        t2 = cl.fetch()
+        assert t2["epoch"] == t1["epoch"], (t1["epoch"], t2["epoch"])
+
+
 def numeric(i):
     return b"%d" % (1000 + i)
 
