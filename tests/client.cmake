@@ -88,7 +88,8 @@ set_tests_properties(lint.client_install PROPERTIES LABELS lint TIMEOUT 120)
 if(TARGET brim-node AND TARGET brim-coord)
   add_executable(client_coord_tool cluster/client_coord_tool.c)
   target_link_libraries(client_coord_tool PRIVATE brim_static)
-  foreach(tc load mload spread brimctl stale leave_last push coord_restart)
+  foreach(tc load mload spread brimctl stale leave_last push coord_restart
+             flush)
     add_test(NAME client.coord.${tc}
       COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_coord.py
               --coord $<TARGET_FILE:brim-coord>

@@ -564,14 +564,38 @@ client_keyless(struct brim_client *c, uint32_t op, uint32_t delay_s)
     memset(&call, 0, sizeof(call));
     call.req.op = op;
     call.req.delay_s = delay_s;
-    call.target = c->home;          /* TODO(#4): FLUSH goes to every node */
+    call.target = c->home;          /* standalone node, or coordinator */
     return client_run(c, &call);
 }
 
 int
 brim_flush(struct brim_client *c, uint32_t delay_s)
 {
-    return client_keyless(c, BRIM_OP_FLUSH, delay_s);
+    struct brim_call call;
+    uint32_t         i, sent = 0;
+    int              rc, first = 0;
+
+    if (c == NULL || c->coord == NULL) {
+        return client_keyless(c, BRIM_OP_FLUSH, delay_s);
+    }
+    /* Cluster mode: every member of the map, each on its own; the first
+     * failure is returned once all were asked. */
+    for (i = 0; i < c->topo.nmembers; i++) {
+        if (c->members == NULL || c->members[i] == NULL) {
+            continue;
+        }
+        c->errmsg[0] = '\0';
+        memset(&call, 0, sizeof(call));
+        call.req.op = BRIM_OP_FLUSH;
+        call.req.delay_s = delay_s;
+        call.target = c->members[i];
+        rc = client_run(c, &call);
+        sent++;
+        if (rc != 0 && first == 0) {
+            first = rc;
+        }
+    }
+    return sent == 0 ? BRIM_ENONODES : first;
 }
 
 int

@@ -385,10 +385,21 @@ def case_coord_restart(cl, a):
     assert int(r["pushed"]) >= 1 and int(r["worst_ms"]) < 3000, r
 
 
+def case_flush(cl, a):
+    """brimctl flush in cluster mode empties every node, not one."""
+    run([a.tool, cl.addr, "load", "500"])
+    before = {n: node_keys(port) for n, (_, port) in cl.nodes.items()}
+    assert sum(before.values()) == 500 and min(before.values()) > 0, before
+    ctl(cl, a, "flush")
+    after = {n: node_keys(port) for n, (_, port) in cl.nodes.items()}
+    print("keys per node before %r, after flush %r" % (before, after))
+    assert sum(after.values()) == 0, after
+
+
 CASES = {"load": case_load, "mload": case_mload, "spread": case_spread,
          "brimctl": case_brimctl, "stale": case_stale,
          "leave_last": case_leave_last, "push": case_push,
-         "coord_restart": case_coord_restart}
+         "coord_restart": case_coord_restart, "flush": case_flush}
 
 
 def main():
