@@ -14,7 +14,8 @@
 # brim_free_ports COUNT [FIRST]
 #                             print a base port B such that B .. B+COUNT-1
 #                             are free on 127.0.0.1: FIRST if it is (when
-#                             given), else a random one in 20000..59999
+#                             given), else a random one in 20000..32767
+#                             (below the ephemeral range, 32768 up)
 
 # The package list lives in one place, deploy/packages.txt.
 brim_missing_packages() {
@@ -102,7 +103,7 @@ if first is not None and first + count <= 65536 and free(first):
     sys.exit(0)
 rng = random.Random()
 for _ in range(200):
-    base = rng.randrange(20000, 60000)
+    base = rng.randrange(20000, 32768 - 64)
     if free(base):
         print(base)
         sys.exit(0)

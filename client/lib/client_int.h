@@ -102,6 +102,9 @@ struct brim_call {
     uint64_t                  moved_epoch; /* epoch of the last redirect */
     int                       redirected;  /* followed a MOVED already */
     char                     *redirect;    /* MOVED: owner address, owned */
+    int64_t                   wait_until_ms; /* its node was unreachable:
+                                            * other nodes' calls go first,
+                                            * it not before this */
 };
 
 /* Where the coordinator subscription is. */

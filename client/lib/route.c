@@ -186,20 +186,30 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc,
 
 /*
  * Gather into BATCH the pending calls of CALLS that go to the same node as
- * the first pending one. Returns their count (0: none pending) and the
- * node in *NODE.
+ * the first pending one that may go at NOW_MS (a call whose node was
+ * unreachable waits, so the other nodes' calls are not held up behind
+ * it). Returns their count and the node in *NODE; with none ready, 0 and
+ * in *NEXT_MS the earliest loop time one may go (0: none pending).
  */
 static size_t
 route_batch(struct brim_client *c, struct brim_call *calls, size_t ncalls,
-            struct brim_call **batch, struct brim_pool_node **node)
+            struct brim_call **batch, struct brim_pool_node **node,
+            int64_t now_ms, int64_t *next_ms)
 {
     struct brim_pool_node *n;
     size_t                 i, nb;
 
     *node = NULL;
+    *next_ms = 0;
     nb = 0;
     for (i = 0; i < ncalls; i++) {
         if (calls[i].state != BRIM_CALL_PENDING) {
+            continue;
+        }
+        if (calls[i].wait_until_ms > now_ms) {
+            if (*next_ms == 0 || calls[i].wait_until_ms < *next_ms) {
+                *next_ms = calls[i].wait_until_ms;
+            }
             continue;
         }
         n = route_node(c, &calls[i]);
@@ -282,7 +292,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
     struct brim_pool_node  *node;
     struct brim_call       *one, **batch;
     size_t                  nb, i;
-    int64_t                 backoff, left;
+    int64_t                 backoff, left, now, next;
     uint64_t                want;
     int                     rc, pause;
 
@@ -304,16 +314,24 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         calls[i].state = BRIM_CALL_PENDING;
         calls[i].answered = 0;
         calls[i].status = 0;
+        calls[i].wait_until_ms = 0;
     }
     backoff = BRIM_BACKOFF_MIN_MS;
     for (;;) {
-        nb = route_batch(c, calls, ncalls, batch, &node);
-        if (nb == 0) {
-            break;
+        now = brim_net_now_ms();
+        nb = route_batch(c, calls, ncalls, batch, &node, now, &next);
+        if (nb == 0 && next == 0) {
+            break;                  /* nothing pending */
         }
-        if (brim_net_now_ms() >= deadline_ms) {
+        if (now >= deadline_ms) {
             route_expire(c, calls, ncalls);
             break;
+        }
+        if (nb == 0) {
+            /* Only calls to unreachable nodes are left: wait for the
+             * first of them (or the deadline). */
+            brim_net_sleep_ms(BRIM_MIN(next, deadline_ms) - now);
+            continue;
         }
         rc = brim_pool_ready(c, node, deadline_ms);
         if (rc != 0) {
@@ -323,13 +341,12 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
                 /* In cluster mode a node that cannot be reached may have
                  * left or died: nothing was sent, so look at the map
                  * again and try until the deadline. */
+                route_refresh(c, batch, nb, c->epoch + 1, deadline_ms);
                 for (i = 0; i < nb; i++) {
                     batch[i]->status = rc;
                     batch[i]->answered = 0;
+                    batch[i]->wait_until_ms = brim_net_now_ms() + backoff;
                 }
-                route_refresh(c, batch, nb, c->epoch + 1, deadline_ms);
-                left = deadline_ms - brim_net_now_ms();
-                brim_net_sleep_ms(BRIM_MIN(backoff, left));
                 backoff = BRIM_MIN(backoff * 2, BRIM_BACKOFF_MAX_MS);
                 continue;
             }

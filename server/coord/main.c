@@ -5,6 +5,8 @@
  */
 #include "server/coord/coord.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sys/file.h>
 
 #include "common/defs.h"
 #include "common/placement.h"
@@ -193,16 +197,54 @@ parse_args(struct coord_config *cfg, int argc, char **argv)
     return 0;
 }
 
+/*
+ * Hold DIR/lock (flock, exclusive) for the life of the process, so a
+ * second brim-coord on the same data dir refuses to start rather than
+ * declare the first one's members dead and commit that to the shared
+ * state file. Returns 0 or -1 (said why on stderr).
+ */
+static int
+lock_data_dir(const char *dir)
+{
+    char path[4200];
+    int  fd;
+
+    snprintf(path, sizeof(path), "%s/lock", dir);
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "brim-coord: --data-dir %s: cannot open %s: %s\n",
+                dir, path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "brim-coord: --data-dir %s is in use by another "
+                "brim-coord (it holds %s); refusing to start\n", dir, path);
+        close(fd);
+        return -1;
+    }
+    return 0;                       /* fd stays open: the lock with it */
+}
+
 /* Load DIR/state or create a new cluster. */
 static int
 load_state(struct coord *co)
 {
     struct brim_coord_settings *s = &co->st.settings, *g = &co->cfg.set;
+    struct sockaddr_storage     sa;
     char                        err[BRIM_ERRBUF_LEN] = "";
     int                         rc;
 
     if (brim_coord_settings_check(g, err) != 0) {
         fprintf(stderr, "brim-coord: %s\n", err);
+        return -1;
+    }
+    /* A bad address is refused before a new cluster is written. */
+    if (brim_addr_parse(co->cfg.listen, &sa) != 0) {
+        fprintf(stderr, "brim-coord: --listen: \"%s\" is not HOST:PORT (an "
+                "IP address or localhost)\n", co->cfg.listen);
+        return -1;
+    }
+    if (lock_data_dir(co->cfg.data_dir) != 0) {
         return -1;
     }
     rc = brim_persist_load(co->cfg.data_dir, &co->st, err);

@@ -41,7 +41,7 @@ Cases (each its own CTest test hostile.<case>, tests/hostile.cmake):
 Access control with a cluster secret is tested in tests/cluster/auth.py;
 the cases here run without a secret (the open default), and the spots
 marked "SECRET(#6)" say what a secret changes. Servers listen on
-loopback ports in 41000-45000. Every process is stopped by PID, every
+loopback ports in 29000-32000 (below the ephemeral range). Every process is stopped by PID, every
 wait bounded; helpers come from node_wire.py, node_cluster.py,
 coord_membership.py and migrate_basic.py.
 """
@@ -86,7 +86,7 @@ CASES = mb.CASES = {}
 case = mb.case
 
 
-def port_in_range(lo=41000, hi=45000):
+def port_in_range(lo=29000, hi=32000):
     """A free loopback port in LO..HI (the range kept for these tests)."""
     for _ in range(500):
         p = random.randrange(lo, hi)
