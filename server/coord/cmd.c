@@ -867,6 +867,7 @@ coord_conn_closed(struct brim_conn *c)
 
     if (cc != NULL && cc->member != NULL && cc->member->conn == c) {
         cc->member->conn = NULL;
+        coord_member_gone(cc->member);
     }
     brim_free(cc);
     c->data = NULL;

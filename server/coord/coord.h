@@ -116,6 +116,11 @@ struct coord_member *coord_member_find(struct coord *co, const char *name,
 struct coord_member *coord_member_new(struct coord *co, const char *name,
                                       size_t len);
 void coord_member_remove(struct coord_member *mb);
+
+/* MB's own connection closed: a member not yet in the committed map (a
+ * joiner that gave up, e.g. on a map of another P) is dropped, and a
+ * change waiting for its acknowledgement is aborted at once. */
+void coord_member_gone(struct coord_member *mb);
 int coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc,
                 uint32_t *cap, char *err);
 int coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,

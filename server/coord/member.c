@@ -188,6 +188,19 @@ propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
         brim_log_warn("member %s refused epoch %" PRIu64 ": %s: %.*s",
                       mb->m.name, epoch, brim_err_name(rep.status),
                       (int) rep.message_len, rep.message);
+        if ((rep.status == BRIM_EBADREQ || rep.status == BRIM_EDENIED)
+            && co->st.has_pending && co->st.pending.map.epoch == epoch)
+        {
+            /* It cannot take this map (another P, another cluster): a
+             * joiner is dropped, and the change is aborted now rather
+             * than left pending until the member is declared dead. */
+            if (!in_topo(&co->st.committed, mb->m.name)) {
+                brim_log_warn("member %s dropped: it refused the map it "
+                              "would join with", mb->m.name);
+                coord_member_remove(mb);
+            }
+            change_abort(co, "a member refused the proposed map");
+        }
         return;
     }
     if (!co->st.has_pending || co->st.pending.map.epoch != epoch
@@ -663,6 +676,27 @@ change_must_wait(struct coord *co, uint64_t now)
         }
     }
     return coord_migration_active(co);
+}
+
+void
+coord_member_gone(struct coord_member *mb)
+{
+    struct coord *co = mb->coord;
+    int           waited;
+
+    if (co->stopping || mb->removed
+        || in_topo(&co->st.committed, mb->m.name))
+    {
+        return;                     /* members: dead-after decides */
+    }
+    waited = co->st.has_pending && mb->need_ack;
+    brim_log_warn("member %s: its connection closed before it joined a "
+                  "committed map: dropped", mb->m.name);
+    coord_member_remove(mb);
+    co->dirty = 1;
+    if (waited) {
+        change_abort(co, "a joining member went away");
+    }
 }
 
 void
