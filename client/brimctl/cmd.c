@@ -240,7 +240,9 @@ cmd_ping(struct brim_ctl *ctl)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     ms = (double) (t1.tv_sec - t0.tv_sec) * 1e3
          + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
-    printf("pong from %s in %.3f ms\n", ctl->server, ms);
+    /* Cluster mode pings the coordinator (libbrim's home there). */
+    printf("pong from %s in %.3f ms\n",
+           ctl->coord != NULL ? ctl->coord : ctl->server, ms);
     return BRIM_CTL_EXIT_OK;
 }
 
