@@ -297,6 +297,14 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
     if (status != 0 || coord_parse(node, BRIM_OP_JOIN, body, len, &rep) != 0) {
         return;
     }
+    if (rep.status == BRIM_EUNKNOWNOP) {
+        /* A brim-node (or anything else) answers there, not brim-coord:
+         * heartbeating it forever would help nobody. */
+        brim_log_error("%s does not serve JOIN: it is not a brim-coord "
+                       "(check --coordinator)", node->cfg.coordinator);
+        coord_give_up(node);
+        return;
+    }
     if (rep.status == BRIM_EEXISTS || rep.status == BRIM_EINVAL
         || rep.status == BRIM_EDENIED)
     {
