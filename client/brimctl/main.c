@@ -460,10 +460,18 @@ main(int argc, char **argv)
     opts.secret_file = ctl.secret_file;
     rc = brim_connect(&opts, &ctl.client, err);
     if (rc != 0) {
-        /* ERRBUF names the address and the reason. */
-        fprintf(stderr, "brimctl: cannot reach %s: %s (%s)\n",
-                brim_ctl_addr(&ctl),
-                brim_strerror(rc), err);
+        /* ERRBUF names the address and the reason. A bad setting (an
+         * address, a secret file) or a refused proof is not a server that
+         * cannot be reached. */
+        if (rc == BRIM_EINVAL) {
+            fprintf(stderr, "brimctl: %s\n", err);
+        } else if (rc == BRIM_EDENIED) {
+            fprintf(stderr, "brimctl: %s refused this client: %s\n",
+                    brim_ctl_addr(&ctl), err);
+        } else {
+            fprintf(stderr, "brimctl: cannot reach %s: %s (%s)\n",
+                    brim_ctl_addr(&ctl), brim_strerror(rc), err);
+        }
         free(ctl.argv);
         return rc == BRIM_EINVAL ? BRIM_CTL_EXIT_USAGE : BRIM_CTL_EXIT_CONN;
     }
