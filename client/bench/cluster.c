@@ -93,8 +93,7 @@ static int
 cluster_read_frame(int fd, struct brim_buf *in, size_t max,
                    uint32_t *body_len, uint64_t deadline_ns)
 {
-    ssize_t n;
-    int     rc;
+    int rc;
 
     for (;;) {
         rc = brim_frame_peek(in->data, in->len, max, body_len);
@@ -104,18 +103,9 @@ cluster_read_frame(int fd, struct brim_buf *in, size_t max,
         if (rc != BRIM_EAGAIN) {
             return BRIM_EBADREPLY;
         }
-        if (brim_buf_reserve(in, 64u << 10) != 0) {
-            return BRIM_ENOMEM;
-        }
-        n = read(fd, brim_buf_tail(in), in->cap - in->len);
-        if (n > 0) {
-            brim_buf_commit(in, (size_t) n);
-        } else if (n == 0) {
-            return BRIM_ECLOSED;
-        } else if (errno != EAGAIN && errno != EINTR) {
-            return BRIM_ESYS;
-        } else if (brim_bench_wait_fd(fd, POLLIN, deadline_ns) != 0) {
-            return BRIM_ETIMEDOUT;
+        rc = brim_bench_read_more(fd, in, deadline_ns);
+        if (rc != 0) {
+            return rc;
         }
     }
 }

@@ -56,6 +56,29 @@ brim_bench_server_cpu(int64_t pid, double *cpu_s, char errbuf[BRIM_ERRBUF_LEN])
 }
 
 int
+brim_bench_read_more(int fd, struct brim_buf *in, uint64_t deadline_ns)
+{
+    ssize_t n;
+
+    if (brim_buf_reserve(in, 64u << 10) != 0) {
+        return BRIM_ENOMEM;
+    }
+    n = read(fd, brim_buf_tail(in), in->cap - in->len);
+    if (n > 0) {
+        brim_buf_commit(in, (size_t) n);
+        return 0;
+    }
+    if (n == 0) {
+        return BRIM_ECLOSED;
+    }
+    if (errno != EAGAIN && errno != EINTR) {
+        return BRIM_ESYS;
+    }
+    return brim_bench_wait_fd(fd, POLLIN, deadline_ns) != 0 ? BRIM_ETIMEDOUT
+                                                           : 0;
+}
+
+int
 brim_bench_wait_fd(int fd, short events, uint64_t deadline_ns)
 {
     struct pollfd pfd;
@@ -147,8 +170,8 @@ server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
              struct brim_buf *in, const struct brim_bench_req *req,
              struct brim_bench_rep *rep, uint64_t deadline_ns)
 {
-    ssize_t n;
-    long    used;
+    long used;
+    int  rc;
 
     for (;;) {
         used =
@@ -160,18 +183,9 @@ server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
         if (used < 0) {
             return BRIM_EBADREPLY;
         }
-        if (brim_buf_reserve(in, 64u << 10) != 0) {
-            return BRIM_ENOMEM;
-        }
-        n = read(fd, brim_buf_tail(in), in->cap - in->len);
-        if (n > 0) {
-            brim_buf_commit(in, (size_t) n);
-        } else if (n == 0) {
-            return BRIM_ECLOSED;
-        } else if (errno != EAGAIN && errno != EINTR) {
-            return BRIM_ESYS;
-        } else if (brim_bench_wait_fd(fd, POLLIN, deadline_ns) != 0) {
-            return BRIM_ETIMEDOUT;
+        rc = brim_bench_read_more(fd, in, deadline_ns);
+        if (rc != 0) {
+            return rc;
         }
     }
 }

@@ -56,4 +56,13 @@ int brim_bench_server_limits(const struct brim_bench_node  *node,
  */
 int brim_bench_wait_fd(int fd, short events, uint64_t deadline_ns);
 
+/*
+ * One step of a blocking read of a reply: append what non-blocking FD has
+ * to IN (growing it by up to 64 KiB), or wait for more until DEADLINE_NS.
+ * The caller loops until IN holds what it parses. Returns 0 (read, or
+ * woken: look again), BRIM_ECLOSED, BRIM_ETIMEDOUT, BRIM_ENOMEM or
+ * BRIM_ESYS.
+ */
+int brim_bench_read_more(int fd, struct brim_buf *in, uint64_t deadline_ns);
+
 #endif /* BRIM_CLIENT_BENCH_SERVER_H */

@@ -109,20 +109,19 @@ client_secret_load(struct brim_client *c, const struct brim_opts *opts,
 }
 
 /*
- * Cluster mode: HELLO at the coordinator, MAP_FETCH, and the topology as
- * the routing map; then the subscription to pushed epochs is begun. Node
- * connections open at their first call.
+ * What both modes do first: check ADDR ("host:port"), make the client of
+ * OPTS and load its secret file, if any. Returns 0 with the client in *OUT
+ * (the caller's to brim_close()), or an error with ERRBUF saying why.
  */
 static int
-client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
-                     char errbuf[BRIM_ERRBUF_LEN])
+client_start(const struct brim_opts *opts, const char *addr,
+             struct brim_client **out, char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_client *c;
     char                host[BRIM_LIB_ADDR_MAX], port[6];
-    int64_t             deadline;
     int                 rc;
 
-    rc = brim_net_split(opts->coord_addr, host, sizeof(host), port, errbuf);
+    rc = brim_net_split(addr, host, sizeof(host), port, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -134,6 +133,27 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
     rc = client_secret_load(c, opts, errbuf);
     if (rc != 0) {
         brim_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+/*
+ * Cluster mode: HELLO at the coordinator, MAP_FETCH, and the topology as
+ * the routing map; then the subscription to pushed epochs is begun. Node
+ * connections open at their first call.
+ */
+static int
+client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
+                     char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_client *c;
+    int64_t             deadline;
+    int                 rc;
+
+    rc = client_start(opts, opts->coord_addr, &c, errbuf);
+    if (rc != 0) {
         return rc;
     }
     c->coord = brim_pool_get(c, opts->coord_addr);
@@ -173,7 +193,6 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
              char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_client *c;
-    char                host[BRIM_LIB_ADDR_MAX], port[6];
     int                 rc;
 
     if (opts == NULL || out == NULL) {
@@ -188,18 +207,8 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
     if (opts->coord_addr != NULL) {
         return client_connect_coord(opts, out, errbuf);
     }
-    rc = brim_net_split(opts->server_addr, host, sizeof(host), port, errbuf);
+    rc = client_start(opts, opts->server_addr, &c, errbuf);
     if (rc != 0) {
-        return rc;
-    }
-    c = client_new(opts);
-    if (c == NULL) {
-        brim_errfmt(errbuf, "brim: out of memory");
-        return BRIM_ENOMEM;
-    }
-    rc = client_secret_load(c, opts, errbuf);
-    if (rc != 0) {
-        brim_close(c);
         return rc;
     }
     c->server_addr = brim_strndup(opts->server_addr,
