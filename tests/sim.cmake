@@ -94,4 +94,13 @@ if(NOT BRIM_ASAN AND NOT BRIM_UBSAN AND NOT BRIM_TSAN)
   add_test(NAME sim.figures.spread COMMAND ${Python3_EXECUTABLE}
     ${SIM_DIR}/check_bands.py spread $<TARGET_FILE:brim-sim>)
   set_tests_properties(sim.figures.spread PROPERTIES LABELS sim TIMEOUT 120)
+
+  # The pictures of docs/simulation.md: deploy/sim-plots.sh --quick into a
+  # temporary directory (valid PNGs of sane size), malformed JSON refused
+  # by sim/plot/sim_plots.py, and every PNG the page shows committed.
+  # Skipped (exit 77) only when the plotting python has no matplotlib.
+  add_test(NAME sim.plots COMMAND ${Python3_EXECUTABLE}
+    ${SIM_DIR}/check_plots.py ${PROJECT_SOURCE_DIR} $<TARGET_FILE:brim-sim>)
+  set_tests_properties(sim.plots PROPERTIES LABELS sim TIMEOUT 120
+    SKIP_RETURN_CODE 77)
 endif()
