@@ -41,6 +41,11 @@ _Noreturn void brim_assert_fail(const char *expr, const char *file, int line);
 
 #define BRIM_NOTREACHED() brim_assert_fail("not reached", __FILE__, __LINE__)
 
+/* Stop the process with MSG (a string literal): state it cannot go on
+ * without, such as control-plane memory (STYLE.md 5: daemons panic on
+ * control-plane OOM, as redis does). */
+#define BRIM_PANIC(msg) brim_assert_fail((msg), __FILE__, __LINE__)
+
 /*
  * Write a one-line message into ERRBUF (BRIM_ERRBUF_LEN bytes) with printf
  * FMT; a NULL ERRBUF is allowed and ignored. Messages read

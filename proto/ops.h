@@ -139,6 +139,8 @@ enum brim_rep_shape {
     XX(FORWARD_GET, 68, 3, 3, "Epk", -1, BRIM_REP_VALUE,                     \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
     XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT,                           \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
+    XX(STREAM_QUERY, 71, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                     \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)
 
 /*

@@ -228,6 +228,7 @@ brim_peer_connect(struct brim_peer *p, const char *addr,
     p->hs_reported = 0;
     p->hs_failed_op = 0;
     p->hs_error[0] = '\0';
+    memset(&p->peer_limits, 0, sizeof(p->peer_limits));
     rc = uv_tcp_connect(&p->connect, &p->tcp, (struct sockaddr *) &sa,
                         peer_connect_cb);
     if (rc != 0) {
@@ -499,6 +500,7 @@ peer_hs_rep(struct brim_peer *p, int status, const char *body, size_t len,
             p->hs_role_s = rep.hello.role;
             p->peer_cluster_id = rep.hello.cluster_id;
             p->peer_epoch = rep.epoch;
+            p->peer_limits = rep.limits;
             if (p->hs_hello.secret == NULL) {
                 peer_hs_done(p);
             }

@@ -22,6 +22,7 @@
 #include "common/ring.h"           /* BRIM_NAME_MAX */
 #include "proto/auth.h"
 #include "proto/buf.h"
+#include "proto/wire.h"
 
 struct brim_peer;
 
@@ -112,6 +113,8 @@ struct brim_peer {
     char                   hs_error[192]; /* why it failed, for logs */
     uint64_t               peer_cluster_id; /* from HELLO's reply */
     uint64_t               peer_epoch;  /* from HELLO's reply */
+    struct brim_wire_limits peer_limits; /* the server's limits, from
+                                          HELLO's reply (zero before) */
 };
 
 /* Initialise P (caller's memory) as IDLE. MAX_FRAME_BYTES bounds reply

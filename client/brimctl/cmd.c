@@ -966,9 +966,10 @@ cmd_migration_text(const json_t *m, char *buf, size_t len)
 static int
 cmd_cluster_stats(struct brim_ctl *ctl, int compact)
 {
-    json_t *rep, *m;
-    char    line[256];
-    int     rc;
+    json_t     *rep, *m;
+    const char *wait;
+    char        line[256], waiting[320];
+    int         rc;
 
     rc = cmd_fetch_cluster_stats(ctl, &rep);
     if (rc != 0) {
@@ -979,8 +980,17 @@ cmd_cluster_stats(struct brim_ctl *ctl, int compact)
     } else {
         /* The migration map as one line, in its place in the table. */
         m = json_object_get(rep, "migration");
+        wait = json_string_value(json_object_get(m, "waiting"));
         if (json_is_object(m)) {
             cmd_migration_text(m, line, sizeof(line));
+            if (wait != NULL && wait[0] != '\0') {
+                /* A join or leave held back: say why, and for how long. */
+                snprintf(waiting, sizeof(waiting), "%.1f s: %s",
+                         json_integer_value(json_object_get(m, "waiting_ms"))
+                             / 1000.0, wait);
+                json_object_set_new(rep, "change_waiting",
+                                    json_string(waiting));
+            }
             json_object_set_new(rep, "migration", json_string(line));
         }
         cmd_print_obj(rep, "");

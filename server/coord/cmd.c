@@ -200,6 +200,7 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
                          "heartbeat: this connection is not that member's");
     }
     mb->last_hb_ms = uv_now(co->loop);
+    mb->hb_heard = 1;
     mb->hb_epoch = req->epoch;
     hb_stats(mb, req->obj);
     if (mb->conn == NULL) {
@@ -231,9 +232,16 @@ cmd_leave(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         }
         force = 0;
     }
-    if (mb == NULL || mb->leaving) {
+    if (mb == NULL) {
         return reply_err(c, req->request_id, BRIM_ENOTFOUND,
                          "leave: no such member");
+    }
+    if (mb->leaving) {
+        /* Asked again (a node whose connection was lost while it left):
+         * the same answer as the first time. */
+        return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
+                           co->st.next_epoch + (uint64_t) co->st.has_pending,
+                           0);
     }
     for (o = co->members; o != NULL; o = o->next) {
         others += o != mb && !o->removed && !o->leaving
@@ -462,7 +470,9 @@ mig_progress(const struct coord *co, struct mig_progress *mp)
         {
             continue;
         }
-        if (mb->hb_mig_reported && mb->hb_epoch < epoch) {
+        if ((co->restarted && !mb->hb_heard)
+            || (mb->hb_mig_reported && mb->hb_epoch < epoch))
+        {
             unheard = 1;            /* its streams are not counted yet */
         }
         mp->active |= mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0;
@@ -595,8 +605,13 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     }
     mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");
-    err |= msgpack_pack_map(&pk, 12);
+    err |= msgpack_pack_map(&pk, 14);
     err |= kv_bool(&pk, "active", mp.active);
+    /* Why a join or leave waits ("" when none does), and how long. */
+    err |= kv_str(&pk, "waiting", co->wait_why);
+    err |= kv_u64(&pk, "waiting_ms", co->wait_why[0] != '\0'
+                                     ? uv_now(co->loop) - co->wait_since_ms
+                                     : 0);
     err |= kv_u64(&pk, "epoch", t->map.epoch);
     err |= kv_u64(&pk, "partitions_total", moved);
     err |= kv_u64(&pk, "partitions_done",

@@ -51,6 +51,8 @@ struct coord_member {
     /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
     uint64_t             hb_keys, hb_bytes, hb_partitions, hb_rps;
     uint64_t             hb_epoch;      /* its committed epoch then */
+    int                  hb_heard;      /* a heartbeat came since this
+                                           coordinator started */
     int                  hb_mig_reported; /* its heartbeats carry the
                                            mig_* fields (brim-node's do) */
     uint64_t             hb_mig_in;     /* stream entries received, ever */
@@ -91,8 +93,21 @@ struct coord {
     uint32_t                last_arc;        /* the last commit's moves */
     uint32_t                last_cap;
     uint64_t                last_commit_ms;  /* loop ms of the last commit */
-    int                     last_streams;    /* that change moved partitions
-                                                between members */
+    int                     last_streams;    /* that change may have moved
+                                                partitions between members
+                                                (set at a restart with a
+                                                committed map: unknown) */
+    int                     restarted;       /* loaded a committed map: each
+                                                member must be heard once
+                                                before a change */
+    char                    wait_why[256];   /* why a graceful change waits;
+                                                "" when none does */
+    uint64_t                wait_since_ms;   /* loop ms it began waiting */
+    uint64_t                wait_logged_ms;  /* loop ms it was last logged */
+    uint64_t                wait_signature;  /* in-flight partitions and
+                                                entries received, summed:
+                                                changes when streams move */
+    uint64_t                wait_progress_ms; /* loop ms it last changed */
     double                  last_ideal_keys; /* keys the last change had to
                                                 move at least: the leavers'
                                                 keys plus the joiners'
@@ -129,5 +144,15 @@ int coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
 /* cmd.c: true while the last change's migration runs, as the members'
  * heartbeats tell it (or a change is pending). */
 int coord_migration_active(const struct coord *co);
+
+/*
+ * member.c: true when a join or a graceful leave must wait now, because
+ * a migration may be running: a committed member has not been heard at
+ * the committed epoch since this coordinator started (it may stream),
+ * or one reports partitions in flight or still to stream. WHY (LEN
+ * bytes) gets the reason. No clock ends the wait (issue 10): a stalled
+ * migration is reported, and ends when its streams do or a node dies.
+ */
+int coord_change_must_wait(struct coord *co, char *why, size_t len);
 
 #endif /* BRIM_SERVER_COORD_COORD_H */

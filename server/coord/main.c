@@ -358,6 +358,10 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
+    /* Restarted with a committed map: streams may be running, and which
+     * ones is heard from the nodes before any change. */
+    co.last_streams = co.st.committed.map.epoch > 0;
+    co.restarted = co.last_streams;
     if (coord_members_from_state(&co) != 0) {
         fprintf(stderr, "brim-coord: out of memory\n");
         return 1;

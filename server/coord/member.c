@@ -20,8 +20,10 @@
 #include "proto/frame.h"
 #include "server/log.h"
 
-/* Most a join or a leave waits for the last change's migration, ms. */
-#define COORD_MIGRATION_WAIT_MS 60000
+/* A waiting change is logged this often, ms; a migration without
+ * progress for COORD_STALL_MS is reported as stalled. */
+#define COORD_WAIT_LOG_MS 10000
+#define COORD_STALL_MS    30000
 
 static msgpack_zone rep_zone;
 
@@ -448,9 +450,66 @@ list_departed(struct coord *co, struct brim_topo *nt)
     return 0;
 }
 
+/* Whether MB is a member of the next map: every active member, or, in a
+ * change made only for deaths (DEATHS_ONLY: a migration runs, so joins
+ * and leaves wait), exactly the committed members that are not dead. */
+static int
+member_next(struct coord *co, const struct coord_member *mb, int deaths_only)
+{
+    if (!deaths_only) {
+        return member_active(mb);
+    }
+    return !mb->removed && mb->m.state != BRIM_MEMBER_DEAD
+           && in_topo(&co->st.committed, mb->m.name);
+}
+
+/*
+ * Departed members that left in an earlier epoch but may still stream
+ * what they held (DEATHS_ONLY: a migration runs) stay listed as LEAVING,
+ * so their receivers keep them as the source of partitions in flight
+ * rather than completing those empty. Appends to NT->departed.
+ */
+static int
+carry_departed(struct coord *co, struct brim_topo *nt)
+{
+    const struct brim_topo *ot = &co->st.committed;
+    struct brim_member     *d;
+    uint32_t                i, j, n;
+
+    n = nt->ndeparted + ot->ndeparted;
+    if (ot->ndeparted == 0) {
+        return 0;
+    }
+    d = brim_calloc(n, sizeof(*d));
+    if (d == NULL) {
+        return BRIM_ENOMEM;
+    }
+    if (nt->ndeparted > 0) {
+        memcpy(d, nt->departed, nt->ndeparted * sizeof(*d));
+    }
+    n = nt->ndeparted;
+    for (i = 0; i < ot->ndeparted; i++) {
+        if (ot->departed[i].state != BRIM_MEMBER_LEAVING
+            || in_topo(nt, ot->departed[i].name))
+        {
+            continue;
+        }
+        for (j = 0; j < n && strcmp(d[j].name, ot->departed[i].name) != 0;
+             j++) {
+        }
+        if (j == n) {
+            d[n++] = ot->departed[i];
+        }
+    }
+    brim_free(nt->departed);
+    nt->departed = d;
+    nt->ndeparted = n;
+    return 0;
+}
+
 /* Start a change if the membership differs from the committed map. */
 static void
-change_start(struct coord *co)
+change_start(struct coord *co, int deaths_only)
 {
     struct brim_coord_settings *s = &co->st.settings;
     struct coord_member        *mb;
@@ -459,9 +518,11 @@ change_start(struct coord *co)
     char                        err[BRIM_ERRBUF_LEN] = "";
 
     co->dirty = 0;
-    co->join_since_ms = 0;
+    if (!deaths_only) {
+        co->join_since_ms = 0;
+    }
     for (mb = co->members; mb != NULL; mb = mb->next) {
-        n += member_active(mb);
+        n += member_next(co, mb, deaths_only);
     }
     if (brim_topo_init(&nt, s->cluster_id, s->seed, s->partitions,
                        s->tokens_per_node, s->eps_ppm, co->st.next_epoch) != 0
@@ -473,7 +534,7 @@ change_start(struct coord *co)
         return;
     }
     for (mb = co->members; mb != NULL; mb = mb->next) {
-        if (member_active(mb)) {
+        if (member_next(co, mb, deaths_only)) {
             nt.members[nt.nmembers] = mb->m;
             nt.members[nt.nmembers++].state = BRIM_MEMBER_UP;
         }
@@ -483,9 +544,12 @@ change_start(struct coord *co)
     }
     if (same_membership(co, n, nt.members)) {
         brim_topo_destroy(&nt);
+        co->dirty = deaths_only;    /* the joins and leaves still wait */
         return;
     }
-    if (list_departed(co, &nt) != 0) {
+    if (list_departed(co, &nt) != 0
+        || (deaths_only && carry_departed(co, &nt) != 0))
+    {
         brim_topo_destroy(&nt);
         co->dirty = 1;
         return;
@@ -506,7 +570,12 @@ change_start(struct coord *co)
         return;
     }
     brim_log_info("epoch %" PRIu64 " proposed: %" PRIu32 " members, moved "
-                  "arc %" PRIu32 " cap %" PRIu32, nt.map.epoch, n, arc, cap);
+                  "arc %" PRIu32 " cap %" PRIu32 "%s", nt.map.epoch, n, arc,
+                  cap, deaths_only ? " (deaths only: joins and leaves wait "
+                                     "for the running migration)" : "");
+    if (deaths_only) {
+        co->dirty = 1;              /* the joins and leaves that wait */
+    }
     co->pending_arc = arc;
     co->pending_cap = cap;
     co->acks_left = 0;
@@ -650,32 +719,73 @@ change_abort(struct coord *co, const char *why)
 }
 
 /*
- * A join or a leave waits (at most COORD_MIGRATION_WAIT_MS after the last
- * commit) until the last change's migration is over, so a partition is
- * never handed on while its stream still runs (a node that leaves right
- * after joining would otherwise take keys it has not received yet). A
- * death does not wait: its partitions need live owners now.
+ * A join or a leave waits until the last change's migration is over, so a
+ * partition is never handed on while its stream still runs (a node that
+ * leaves right after joining would otherwise take keys it has not
+ * received yet). What runs is what the nodes report in their heartbeats;
+ * a coordinator that has just started has not heard them yet and waits
+ * for every committed member's first heartbeat at the committed epoch. A
+ * death does not wait (coord_tick()): its partitions need live owners now.
  */
-static int
-change_must_wait(struct coord *co, uint64_t now)
+int
+coord_change_must_wait(struct coord *co, char *why, size_t len)
 {
     const struct brim_topo *t = &co->st.committed;
-    uint32_t                i;
     struct coord_member    *mb;
+    uint64_t                in = 0, out = 0, sig = 0;
+    uint32_t                busy = 0;
+    size_t                  n;
+    int                     unheard = 0;
+    char                    detail[256];
 
-    if (!co->last_streams
-        || now - co->last_commit_ms >= COORD_MIGRATION_WAIT_MS)
-    {
-        return 0;
-    }
-    for (i = 0; i < t->nmembers; i++) {
-        mb = coord_member_find(co, t->members[i].name,
-                               strlen(t->members[i].name));
-        if (mb == NULL || mb->m.state == BRIM_MEMBER_DEAD) {
-            return 0;
+    why[0] = '\0';
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (mb->removed || mb->m.state == BRIM_MEMBER_DEAD
+            || !in_topo(t, mb->m.name))
+        {
+            continue;
+        }
+        /* A heartbeat without the mig_* fields (not a brim-node's)
+         * cannot tell; one is needed all the same. */
+        if (co->last_streams
+            && ((co->restarted && !mb->hb_heard)
+                || (mb->hb_mig_reported && mb->hb_epoch < t->map.epoch)))
+        {
+            if (unheard++ == 0) {
+                snprintf(why, len, "waiting to hear from %s at epoch %"
+                         PRIu64 " (it may be streaming)", mb->m.name,
+                         t->map.epoch);
+            }
+            continue;
+        }
+        in += mb->hb_mig_in_flight;
+        out += mb->hb_mig_out_pending;
+        sig += mb->hb_mig_in_flight + mb->hb_mig_in;
+        if (mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0) {
+            n = strlen(why);
+            if (busy++ < 4 && n + 80 < len) {
+                snprintf(why + n, len - n, "%s%s %" PRIu64 " in, %" PRIu64
+                         " out", busy == 1 ? "" : "; ", mb->m.name,
+                         mb->hb_mig_in_flight, mb->hb_mig_out_pending);
+            }
         }
     }
-    return coord_migration_active(co);
+    if (unheard > 0) {
+        return 1;
+    }
+    if (busy == 0) {
+        return 0;
+    }
+    /* Prefix the totals: "migration running: 129 partitions in flight
+     * (node4 129 in, 0 out; ...)". */
+    snprintf(detail, sizeof(detail), "%s", why);
+    snprintf(why, len, "migration running: %" PRIu64 " partitions coming "
+             "in, %" PRIu64 " going out (%s)", in, out, detail);
+    if (sig != co->wait_signature) {
+        co->wait_signature = sig;
+        co->wait_progress_ms = uv_now(co->loop);
+    }
+    return 1;
 }
 
 void
@@ -699,10 +809,72 @@ coord_member_gone(struct coord_member *mb)
     }
 }
 
+/* True when a committed member has been declared dead. */
+static int
+committed_member_dead(struct coord *co)
+{
+    const struct brim_topo *t = &co->st.committed;
+    struct coord_member    *mb;
+    uint32_t                i;
+
+    for (i = 0; i < t->nmembers; i++) {
+        mb = coord_member_find(co, t->members[i].name,
+                               strlen(t->members[i].name));
+        if (mb == NULL || mb->m.state == BRIM_MEMBER_DEAD) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A change is wanted: start it, unless a migration runs. Then a death
+ * still makes an epoch at once, of the deaths alone; joins and leaves
+ * wait, and why is logged (at once, then every COORD_WAIT_LOG_MS) and
+ * shown in CLUSTER_STATS.
+ */
+static void
+change_maybe_start(struct coord *co, uint64_t now)
+{
+    char why[256];
+
+    if (!coord_change_must_wait(co, why, sizeof(why))) {
+        if (co->wait_why[0] != '\0') {
+            brim_log_info("change: the migration is over after %" PRIu64
+                          " ms; going on", now - co->wait_since_ms);
+        }
+        co->wait_why[0] = '\0';
+        change_start(co, 0);
+        return;
+    }
+    if (co->wait_why[0] == '\0') {
+        co->wait_since_ms = now;
+        co->wait_logged_ms = now;
+        co->wait_progress_ms = now;
+        brim_log_info("change waits: %s", why);
+    } else if (now - co->wait_logged_ms >= COORD_WAIT_LOG_MS) {
+        co->wait_logged_ms = now;
+        if (now - co->wait_progress_ms >= COORD_STALL_MS) {
+            brim_log_warn("change waits %" PRIu64 " s: the migration has "
+                          "made no progress for %" PRIu64 " s: %s",
+                          (now - co->wait_since_ms) / 1000,
+                          (now - co->wait_progress_ms) / 1000, why);
+        } else {
+            brim_log_info("change waits %" PRIu64 " s: %s",
+                          (now - co->wait_since_ms) / 1000, why);
+        }
+    }
+    snprintf(co->wait_why, sizeof(co->wait_why), "%s", why);
+    if (committed_member_dead(co)) {
+        change_start(co, 1);
+    }
+}
+
 void
 coord_tick(struct coord *co)
 {
     struct coord_member **pp, *mb;
+    char                  why[256];
     uint64_t              now = uv_now(co->loop);
     const struct brim_coord_settings *s = &co->st.settings;
 
@@ -734,10 +906,13 @@ coord_tick(struct coord *co)
     }
     if (!co->st.has_pending && now >= co->retry_at_ms
         && (co->dirty || (co->join_since_ms != 0
-                      && now - co->join_since_ms >= co->cfg.join_window_ms))
-        && !change_must_wait(co, now))
+                      && now - co->join_since_ms >= co->cfg.join_window_ms)))
     {
-        change_start(co);
+        change_maybe_start(co, now);
+    } else if (!co->st.has_pending && co->wait_why[0] != '\0'
+               && !coord_change_must_wait(co, why, sizeof(why)))
+    {
+        co->wait_why[0] = '\0';    /* nothing waits any more */
     }
     subscribers_answer(co, 0);
     /* Free removed members once their connection to us is idle. */

@@ -236,6 +236,15 @@ cmd_data(struct brim_node *node, struct brim_conn *c,
         if (rc != 0) {
             return rc == 1 ? CMD_DEFERRED : rc;
         }
+        /* A write in flight must be able to leave its tombstone. */
+        if ((brim_op_info(req->op)->flags & BRIM_OPF_WRITE) != 0) {
+            rc = brim_migrate_before_write(
+                node, brim_partition_of(h, node->cfg.partitions), h,
+                req->key, req->key_len);
+            if (rc != 0) {
+                return rc;
+            }
+        }
     }
     rc = cmd_data_op(node, req, rep, h, now);
     if (node->mig != NULL) {
@@ -373,6 +382,7 @@ cmd_serve(struct brim_node *node, struct brim_conn *c,
     case BRIM_OP_COMPLETE:
     case BRIM_OP_FORWARD_GET:
     case BRIM_OP_PULL:
+    case BRIM_OP_STREAM_QUERY:
         return brim_migrate_serve(node, c, req);
     case BRIM_OP_LEASE_CONFIRM:
         return brim_node_lease_confirm_serve(node, c, req);

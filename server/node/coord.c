@@ -10,11 +10,15 @@
  *
  * SIGTERM on a cluster node is a graceful leave (DESIGN.md section 5):
  * brim_node_coord_leave() sends LEAVE for this node's own name on this
- * connection, waits (at most $BRIM_LEAVE_TIMEOUT_MS, default 10000) for a
- * committed epoch without it, lingers COORD_LINGER_MS answering MOVED, and
- * stops with exit code 0 (1 when the wait timed out). The last member is
- * refused (DENIED: its keys would be lost): the node logs so and keeps
- * serving; a second SIGTERM (or SIGQUIT) exits at once.
+ * connection, waits for a committed epoch without it, then drains: it
+ * lingers COORD_LINGER_MS answering MOVED and exits 0 once every partition
+ * it streams out is handed over. None of these waits has a clock: a leave
+ * asked while the coordinator cannot be reached, or while the coordinator
+ * holds it behind a running migration, goes on until it is done, and the
+ * drain until each receiver holds its partitions or has been declared
+ * dead (issue 10; DESIGN.md 7.6). A second SIGTERM (or SIGQUIT) exits at
+ * once. The last member is refused (its keys would be lost): the node
+ * logs so and keeps serving.
  */
 #include "server/node/node.h"
 
@@ -32,16 +36,17 @@
 #define COORD_BACKOFF_MIN_MS 100    /* first reconnect delay */
 #define COORD_BACKOFF_MAX_MS 5000   /* longest reconnect delay */
 
-#define COORD_LEAVE_TIMEOUT_MS 10000 /* default bound on a graceful leave */
 #define COORD_LINGER_MS 500          /* answer MOVED this long, then exit */
-#define COORD_DRAIN_MAX_MS 60000     /* most a leave waits for its streams */
 #define COORD_LEAVE_POLL_MS 20       /* how often the leave is checked */
+#define COORD_LEAVE_LOG_MS 10000     /* progress of a long leave, logged */
 #define COORD_HB_STATS 9             /* stats a HEARTBEAT carries */
 
 /* The graceful leave in progress (one node per process). Kept here, not in
  * struct brim_node, while node.h is being reworked for migration. */
 enum leave_state {
     LEAVE_NONE = 0,
+    LEAVE_WANTED,           /* asked by a signal; LEAVE not sent yet (no
+                               coordinator connection) */
     LEAVE_ASKED,            /* LEAVE sent, waiting for its reply */
     LEAVE_WAITING,          /* accepted: waiting for the epoch without us */
     LEAVE_DENIED,           /* the last member: serving on */
@@ -52,12 +57,14 @@ static struct {
     enum leave_state state;
     uv_timer_t       timer;
     int              timer_init;
-    uint64_t         deadline_ms;   /* loop time: give up waiting */
+    uint64_t         since_ms;      /* loop time the leave was asked */
+    uint64_t         logged_ms;     /* loop time progress was last logged */
     uint64_t         linger_until;  /* loop time: exit */
 } leave;
 
 static void coord_connect(struct brim_node *node);
 static int leave_removed(struct brim_node *node);
+static void leave_send(struct brim_node *node);
 int brim_node_coord_leave(struct brim_node *node);    /* main.c calls it */
 static void leave_linger(struct brim_node *node, const char *why);
 
@@ -177,9 +184,8 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     {
         return;
     }
-    if (rep.status == BRIM_EDENIED
-        && (leave.state == LEAVE_ASKED || leave.state == LEAVE_WAITING
-            || leave.state == LEAVE_LINGER))
+    if (rep.status == BRIM_EDENIED && leave.state != LEAVE_NONE
+        && leave.state != LEAVE_DENIED)
     {
         /* Removed by the epoch that we may not have seen committed yet. */
         leave_linger(node, "the coordinator no longer knows this node");
@@ -392,6 +398,19 @@ coord_connect_cb(struct brim_peer *p, int status)
     brim_log_info("connected to coordinator %s%s", node->cfg.coordinator,
                   node->guard.secret != NULL ? " (secret proven both ways)"
                                              : "");
+    if (leave.state == LEAVE_WANTED || leave.state == LEAVE_ASKED
+        || leave.state == LEAVE_WAITING)
+    {
+        /* Leaving: a JOIN could add this node back once its leave has
+         * committed. A heartbeat makes this connection the member's (or
+         * is DENIED when it is gone already), then LEAVE again, in that
+         * order on the wire: a coordinator that restarted meanwhile has
+         * forgotten the leave, and asking twice is harmless. */
+        node->cl.joined = 1;
+        coord_timer_cb(&node->cl.timer);
+        leave_send(node);
+        return;
+    }
     coord_join(node);
 }
 
@@ -404,14 +423,8 @@ coord_close_cb(struct brim_peer *p, int status)
     if (node->stopping) {
         return;
     }
-    if (leave.state == LEAVE_ASKED || leave.state == LEAVE_WAITING
-        || leave.state == LEAVE_LINGER)
-    {
-        /* Leaving: a new JOIN would undo it. The leave timer bounds the
-         * wait for the epoch (which comes on the coordinator's own
-         * connection to us). */
-        brim_log_info("coordinator %s: connection closed while leaving",
-                      node->cfg.coordinator);
+    if (leave.state == LEAVE_LINGER) {
+        /* Out of the map already: only the drain is left. */
         return;
     }
     brim_log_info("coordinator %s: connection closed (%s); retrying in "
@@ -461,20 +474,6 @@ brim_node_coord_stop(struct brim_node *node)
 
 /* ---- graceful leave (SIGTERM) ---- */
 
-static uint64_t
-leave_timeout_ms(void)
-{
-    const char        *e = getenv("BRIM_LEAVE_TIMEOUT_MS");
-    char              *end;
-    unsigned long long v;
-
-    if (e == NULL || *e == '\0') {
-        return COORD_LEAVE_TIMEOUT_MS;
-    }
-    v = strtoull(e, &end, 10);
-    return *end == '\0' && v > 0 && v <= 3600000 ? v : COORD_LEAVE_TIMEOUT_MS;
-}
-
 static void
 leave_stop(struct brim_node *node, int code)
 {
@@ -483,15 +482,32 @@ leave_stop(struct brim_node *node, int code)
 }
 
 static void
+leave_timer_need(struct brim_node *node)
+{
+    if (!leave.timer_init) {
+        uv_timer_init(node->loop, &leave.timer);
+        leave.timer.data = node;
+        leave.timer_init = 1;
+    }
+}
+
+static void leave_timer_cb(uv_timer_t *t);
+
+static void
 leave_linger(struct brim_node *node, const char *why)
 {
     if (leave.state == LEAVE_LINGER) {
         return;
     }
     brim_log_info("left the cluster (%s); answering MOVED for %u ms, then "
-                  "exiting", why, COORD_LINGER_MS);
+                  "exiting once every partition is handed over", why,
+                  COORD_LINGER_MS);
     leave.state = LEAVE_LINGER;
     leave.linger_until = uv_now(node->loop) + COORD_LINGER_MS;
+    leave.logged_ms = uv_now(node->loop);
+    leave_timer_need(node);
+    uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
+                   COORD_LEAVE_POLL_MS);
 }
 
 static void
@@ -501,26 +517,29 @@ leave_timer_cb(uv_timer_t *t)
     struct brim_migrate_stats  ms;
     uint64_t                   now = uv_now(node->loop);
     char                       why[64];
+    int                        log_now;
 
     if (node->stopping) {
         return;
     }
+    log_now = now - leave.logged_ms >= COORD_LEAVE_LOG_MS;
+    if (log_now) {
+        leave.logged_ms = now;
+    }
     if (leave.state == LEAVE_LINGER) {
         /* DESIGN.md section 7 step 5: a leaving node exits only after its
-         * last partition has been streamed to its new owner, bounded by
-         * COORD_DRAIN_MAX_MS so a dead receiver cannot hold it forever. */
+         * last partition has been handed over. A receiver that dies ends
+         * its streams (the next epoch says so), so this always ends. */
         brim_migrate_get_stats(node, &ms);
         if (now >= leave.linger_until && ms.partitions_out_pending == 0) {
             leave_stop(node, 0);
-        } else if (now >= leave.linger_until + COORD_DRAIN_MAX_MS) {
-            brim_log_warn("leave: %u partitions still streaming after %u ms; "
-                          "exiting, their keys become misses",
-                          ms.partitions_out_pending, COORD_DRAIN_MAX_MS);
-            leave_stop(node, 1);
+        } else if (log_now) {
+            brim_log_info("leave: %u partitions still streaming to their "
+                          "new owners", ms.partitions_out_pending);
         }
         return;
     }
-    if ((leave.state == LEAVE_WAITING || leave.state == LEAVE_ASKED)
+    if (leave.state != LEAVE_NONE && leave.state != LEAVE_DENIED
         && node->cl.committed.map.epoch > 0
         && brim_topo_find(&node->cl.committed, node->cfg.name) < 0)
     {
@@ -529,13 +548,12 @@ leave_timer_cb(uv_timer_t *t)
         leave_linger(node, why);
         return;
     }
-    if ((leave.state == LEAVE_WAITING || leave.state == LEAVE_ASKED)
-        && now >= leave.deadline_ms)
-    {
-        brim_log_warn("leave: no epoch without this node was committed "
-                      "within %" PRIu64 " ms; exiting anyway",
-                      leave_timeout_ms());
-        leave_stop(node, 1);
+    if (log_now) {
+        brim_log_info("leave: %s for %" PRIu64 " s; still serving",
+                      leave.state == LEAVE_WANTED
+                          ? "cannot reach the coordinator"
+                          : "waiting for an epoch without this node",
+                      (now - leave.since_ms) / 1000);
     }
 }
 
@@ -553,9 +571,8 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body,
     if (status != 0 || coord_parse(node, BRIM_OP_LEAVE, body, len, &rep)
         != 0)
     {
-        brim_log_warn("leave: the coordinator connection failed; waiting "
-                      "for an epoch without this node until the timeout");
-        leave.state = LEAVE_WAITING;
+        /* The connection went: LEAVE again on the next one. */
+        leave.state = LEAVE_WANTED;
         return;
     }
     if (rep.status == 0) {
@@ -574,6 +591,22 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body,
     /* NOTFOUND (not a member, or already leaving) and the rest. */
     brim_log_info("leave: %s; exiting", coord_why(&rep, why, sizeof(why)));
     leave_stop(node, 0);
+}
+
+/* Send LEAVE for this node on the open coordinator connection. */
+static void
+leave_send(struct brim_node *node)
+{
+    struct brim_req req;
+
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_LEAVE;
+    req.name = node->cfg.name;
+    req.name_len = strlen(node->cfg.name);
+    req.arg_u32 = 0;
+    if (coord_send(node, &req, coord_leave_rep) == 0) {
+        leave.state = LEAVE_ASKED;
+    }
 }
 
 /* True (and the linger started) when this node was in a committed map and
@@ -596,16 +629,9 @@ leave_removed(struct brim_node *node)
     if (leave.state == LEAVE_LINGER) {
         return 1;
     }
-    if (!leave.timer_init) {
-        uv_timer_init(node->loop, &leave.timer);
-        leave.timer.data = node;
-        leave.timer_init = 1;
-    }
     snprintf(why, sizeof(why), "epoch %" PRIu64 " committed without it",
              node->cl.committed.map.epoch);
     leave_linger(node, why);
-    uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
-                   COORD_LEAVE_POLL_MS);
     return 1;
 }
 
@@ -615,39 +641,30 @@ leave_removed(struct brim_node *node)
 int
 brim_node_coord_leave(struct brim_node *node)
 {
-    struct brim_req req;
-
-    if (leave.state == LEAVE_DENIED || leave.state == LEAVE_ASKED
-        || leave.state == LEAVE_WAITING || leave.state == LEAVE_LINGER)
-    {
+    if (leave.state != LEAVE_NONE) {
         return -1;
     }
-    if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined
-        || node->cl.fenced)
-    {
-        brim_log_warn("leave: not connected to coordinator %s: stopping "
-                      "without a leave", node->cfg.coordinator);
+    if (node->cl.fenced) {
         return 0;
     }
-    if (!leave.timer_init) {
-        uv_timer_init(node->loop, &leave.timer);
-        leave.timer.data = node;
-        leave.timer_init = 1;
-    }
-    leave.state = LEAVE_ASKED;
-    leave.deadline_ms = uv_now(node->loop) + leave_timeout_ms();
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_LEAVE;
-    req.name = node->cfg.name;
-    req.name_len = strlen(node->cfg.name);
-    req.arg_u32 = 0;
-    if (coord_send(node, &req, coord_leave_rep) != 0) {
-        leave.state = LEAVE_NONE;
+    if (!node->cl.was_member && !node->cl.joined) {
+        brim_log_info("leave: this node never joined a cluster: stopping");
         return 0;
     }
-    brim_log_info("leaving: asked coordinator %s to remove this node (at "
-                  "most %" PRIu64 " ms)", node->cfg.coordinator,
-                  leave_timeout_ms());
+    leave_timer_need(node);
+    leave.since_ms = uv_now(node->loop);
+    leave.logged_ms = leave.since_ms;
+    leave.state = LEAVE_WANTED;
+    if (node->cl.coord.state == BRIM_PEER_OPEN && node->cl.joined) {
+        leave_send(node);
+        brim_log_info("leaving: asked coordinator %s to remove this node",
+                      node->cfg.coordinator);
+    } else {
+        brim_log_warn("leave: coordinator %s cannot be reached now: still "
+                      "serving, and asking again until it answers (SIGTERM "
+                      "again to exit at once, losing this node's keys)",
+                      node->cfg.coordinator);
+    }
     uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
                    COORD_LEAVE_POLL_MS);
     return 1;

@@ -41,6 +41,17 @@ struct brim_migrate_stats {
     uint64_t forwards_served, pulls_served; /* as the old owner */
     uint64_t entries_in_arc, entries_in_cap; /* entries received, by why
                                                 their partition moved */
+    uint64_t streams_restarted;       /* streams begun again (lost link,
+                                         error reply) */
+    uint64_t stream_errors;           /* error replies to stream ops */
+    uint64_t links_lost;              /* node-to-node links closed */
+    uint64_t entries_refused;         /* beyond the receiver's limits */
+    uint64_t insert_failures;         /* batches refused NOMEM here */
+    uint64_t tomb_refusals;           /* writes refused RETRY: no memory
+                                         for their tombstone */
+    uint64_t probes;                  /* STREAM_QUERYs sent */
+    uint64_t probes_source_gone;      /* partitions completed because
+                                         their source held no copy */
     uint32_t partitions_in_flight;    /* incoming, BEGIN .. END */
     uint32_t partitions_out_pending;  /* outgoing, queued or streaming */
     uint32_t delay_ms;                /* BRIM_TEST_STREAM_DELAY_MS */
@@ -67,6 +78,15 @@ int brim_migrate_out_busy(struct brim_node *node, uint32_t partition);
 void brim_migrate_hit(struct brim_node *node, uint32_t partition,
                       uint64_t hash, const char *key, size_t key_len,
                       enum brim_mig_hit kind, int rc);
+
+/*
+ * Before a write or delete of KEY (hash HASH) in PARTITION is served here:
+ * when the partition is in flight, make sure the tombstone the write
+ * leaves (brim_migrate_hit()) can be allocated. Returns 0, or BRIM_ERETRY
+ * (answer RETRY: without its tombstone a later batch could undo it).
+ */
+int brim_migrate_before_write(struct brim_node *node, uint32_t partition,
+                              uint64_t hash, const char *key, size_t key_len);
 
 /*
  * Before serving the keyed data op REQ (its frame body BODY[0 .. LEN),

@@ -64,7 +64,26 @@ mig_tomb_grow(struct brim_migrate *m)
     m->ntbuckets = n;
 }
 
-void
+/* The size of a tombstone of KEY_LEN key bytes. */
+static size_t
+tomb_size(size_t key_len)
+{
+    return sizeof(struct mig_tomb) + key_len;
+}
+
+int
+mig_tomb_reserve(struct brim_migrate *m)
+{
+    if (m->ntbuckets == 0) {
+        mig_tomb_grow(m);
+    }
+    if (m->spare_tomb == NULL) {
+        m->spare_tomb = brim_malloc(tomb_size(255));
+    }
+    return m->ntbuckets == 0 || m->spare_tomb == NULL ? BRIM_ENOMEM : 0;
+}
+
+int
 mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
              const char *key, size_t key_len)
 {
@@ -74,17 +93,20 @@ mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
     if (key_len == 0 || key_len > 255
         || mig_tomb_slot(m, hash, key, key_len) != NULL)
     {
-        return;
+        return 0;
     }
     if (m->st.tombstones >= m->ntbuckets) {
-        mig_tomb_grow(m);
+        mig_tomb_grow(m);           /* failing only lengthens chains */
     }
-    if (m->ntbuckets == 0) {
-        return;
+    t = m->ntbuckets == 0 ? NULL : brim_malloc(tomb_size(key_len));
+    if (t == NULL && m->ntbuckets != 0) {
+        /* The spare (brim_migrate_before_write() refills it) makes sure
+         * an accepted write always leaves its tombstone. */
+        t = m->spare_tomb;
+        m->spare_tomb = NULL;
     }
-    t = brim_malloc(sizeof(*t) + key_len);
     if (t == NULL) {
-        return;                     /* XXX: the stream may then win */
+        return BRIM_ENOMEM;
     }
     t->hash = hash;
     t->p = p;
@@ -96,6 +118,7 @@ mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
     t->pnext = m->tomb_head[p];
     m->tomb_head[p] = t;
     m->st.tombstones++;
+    return 0;
 }
 
 void
@@ -184,25 +207,48 @@ fetch_answer_get(struct mig_fetch *f, const struct brim_rep *rep)
     (void) brim_wire_encode_rep(brim_conn_out(f->c), BRIM_OP_GET, &out);
 }
 
-/* Store the PULL reply REP's entry for F's key, or tombstone the key when
- * the old owner has none, so the op runs here on what it held. */
-static void
+/*
+ * Store the PULL reply REP's entry for F's key as a stream batch would, so
+ * the op runs here on what the old owner held. When it cannot be stored
+ * for want of memory the op must not run (it would run on a wrong state):
+ * returns BRIM_ENOMEM and the client is answered RETRY; else 0.
+ */
+static int
 fetch_apply_pull(struct mig_fetch *f, const struct brim_rep *rep)
 {
     struct brim_migrate   *m = f->m;
     struct brim_wire_entry e;
-    uint64_t               keys = m->st.keys_in;
+    int                    rc;
 
     if (rep->status == 0 && rep->obj != NULL
         && brim_wire_entry_decode(rep->obj, &m->node->cfg.limits, &e) == 0
         && brim_hash_key(brim_node_seed(m->node), e.key, e.key_len)
                == f->hash)
     {
-        mig_insert(m, f->p, f->hash, &e, (uint32_t) time(NULL));
-        if (m->st.keys_in == keys) {
-            mig_tomb_add(m, f->p, f->hash, e.key, e.key_len);
+        /* Stored, or already here (written since: it wins). A later
+         * batch skips the key while it is here, and the op's own write
+         * or delete leaves a tombstone (brim_migrate_hit()). */
+        rc = mig_insert(m, f->p, f->hash, &e, (uint32_t) time(NULL));
+        if (rc < 0) {
+            return rc;
         }
     }
+    return 0;
+}
+
+/* Answer F's client RETRY with WHY: the op did not run. */
+static void
+fetch_retry(struct mig_fetch *f, const char *why)
+{
+    struct brim_rep rep;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.status = BRIM_ERETRY;
+    rep.request_id = f->request_id;
+    rep.epoch = f->m->node->cl.committed.map.epoch;
+    rep.message = why;
+    rep.message_len = strlen(why);
+    (void) brim_wire_encode_rep(brim_conn_out(f->c), f->client_op, &rep);
 }
 
 static void
@@ -237,24 +283,19 @@ fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
     if (brim_conn_closing(f->c) || node->stopping) {
         /* nobody to answer */
     } else if (!ok) {
-        /* A forward that fails gives RETRY, never NOTFOUND. */
-        memset(&rep, 0, sizeof(rep));
-        rep.status = BRIM_ERETRY;
-        rep.request_id = f->request_id;
-        rep.epoch = node->cl.committed.map.epoch;
-        rep.message = why;
-        rep.message_len = strlen(why);
-        (void) brim_wire_encode_rep(brim_conn_out(f->c), f->client_op, &rep);
+        fetch_retry(f, why);        /* a failed forward: RETRY, never a miss */
     } else if (f->op == BRIM_OP_FORWARD_GET && rep.status != BRIM_ERETRY) {
         fetch_answer_get(f, &rep);
     } else {
-        if (f->op == BRIM_OP_PULL) {
-            fetch_apply_pull(f, &rep);
+        if (f->op == BRIM_OP_PULL && fetch_apply_pull(f, &rep) != 0) {
+            fetch_retry(f, "retry: out of memory storing the key pulled "
+                        "from the old owner");
+        } else {
+            /* Run the op here now, from what is here (no new fetch). */
+            m->redispatch = 1;
+            (void) brim_node_dispatch(f->c, f->body, f->body_len);
+            m->redispatch = 0;
         }
-        /* Run the op here now, from what is here (and no new fetch). */
-        m->redispatch = 1;
-        (void) brim_node_dispatch(f->c, f->body, f->body_len);
-        m->redispatch = 0;
     }
     brim_conn_resume(f->c);
     brim_free(f);
@@ -382,4 +423,163 @@ mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
     rep.flags = it->flags;
     rep.cas = it->cas;
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_FORWARD_GET, &rep);
+}
+
+/* ---- asking the source about quiet partitions (STREAM_QUERY) ---- */
+
+/* One STREAM_QUERY waiting for its answer. */
+struct mig_probe {
+    struct brim_migrate *m;
+    struct mig_dest     *d;         /* the source's connection */
+    uint64_t             epoch;     /* the migration id asked about */
+    uint32_t             p;
+};
+
+static void
+probe_reply(struct brim_peer *peer, int status, const char *body, size_t len,
+            void *arg)
+{
+    struct mig_probe    *q = arg;
+    struct brim_migrate *m = q->m;
+    struct brim_rep      rep;
+    char                 errbuf[BRIM_ERRBUF_LEN];
+
+    (void) peer;
+    BRIM_ASSERT(m->probes_out > 0);
+    m->probes_out--;
+    m->in_probing[q->p] = 0;
+    if (status == 0) {
+        q->d->heard_ms = uv_now(m->node->loop);
+    }
+    if (status == 0 && m->in_state[q->p] == IN_FLIGHT
+        && m->in_epoch[q->p] == q->epoch
+        && brim_wire_parse_rep(body, len, BRIM_OP_STREAM_QUERY,
+                               &m->node->cfg.limits, &m->node->zone, &rep,
+                               errbuf) == 0)
+    {
+        if (rep.status == 0) {
+            m->in_touch[q->p] = mig_touch_now(m);  /* queued or streaming */
+        } else if (rep.status == BRIM_ERETRY) {
+            m->st.probes_source_gone++;
+            fetch_source_gone(m, q->p, q->epoch);
+        }
+    }
+    brim_free(q);
+}
+
+/* Ask the source of in-flight partition P whether it still streams it. */
+static void
+probe_send(struct brim_migrate *m, uint32_t p, const struct mig_dest *dd)
+{
+    struct mig_dest  *d = (struct mig_dest *) dd;
+    struct mig_probe *q;
+    struct brim_req   req;
+    struct brim_buf   buf;
+    int               rc;
+
+    q = brim_malloc(sizeof(*q));
+    if (q == NULL) {
+        return;                     /* asked again at the next tick */
+    }
+    q->m = m;
+    q->d = d;
+    q->epoch = m->in_epoch[p];
+    q->p = p;
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_STREAM_QUERY;
+    req.request_id = ++d->next_id;
+    req.epoch = m->node->cl.committed.map.epoch;
+    req.arg_epoch = q->epoch;
+    req.partition = p;
+    brim_buf_init(&buf);
+    rc = brim_wire_encode_req(&buf, &req);
+    if (rc == 0) {
+        rc = brim_peer_call(&d->peer, &buf, probe_reply, q);
+    }
+    brim_buf_destroy(&buf);
+    if (rc != 0) {
+        brim_free(q);
+        return;
+    }
+    m->st.probes++;
+    m->probes_out++;
+    m->in_probing[p] = 1;
+}
+
+/*
+ * In-flight partition P has heard nothing from its source for IDLE units
+ * of 100 ms. Ask the source; when the source is a node that left (it is
+ * no member, so nobody will declare it dead) and has not answered for
+ * dead-after, it is gone: complete with what is here (DESIGN.md 7.6).
+ */
+static void
+probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
+{
+    const struct brim_topo   *cur = &m->node->cl.committed;
+    const struct brim_member *src;
+    struct mig_dest          *d;
+    uint64_t                  now = uv_now(m->node->loop), dead_ms;
+
+    (void) idle;
+    src = m->in_src[p] == MIG_NO_SRC ? NULL
+                                     : brim_topo_source(cur, m->in_src[p]);
+    if (src == NULL || src->addr[0] == '\0') {
+        fetch_source_gone(m, p, m->in_epoch[p]);
+        return;
+    }
+    d = mig_dest_get(m, src->addr);
+    if (d == NULL) {
+        return;
+    }
+    dead_ms = m->node->cl.lease_ms != 0 ? 2 * (uint64_t) m->node->cl.lease_ms
+                                        : 3000;
+    if (m->in_src[p] >= cur->nmembers && now - d->heard_ms >= dead_ms) {
+        brim_log_warn("migrate: partition %u: its source %s left the "
+                      "cluster and has not answered for %" PRIu64 " ms: it "
+                      "is gone; complete with what is here", p, src->name,
+                      now - d->heard_ms);
+        m->st.probes_source_gone++;
+        mig_in_finish(m, p);
+        m->st.partitions_in_done++;
+        return;
+    }
+    if (mig_dest_ensure(d)) {
+        probe_send(m, p, d);
+    }
+}
+
+static void
+probe_tick_cb(uv_timer_t *t)
+{
+    struct brim_migrate *m = t->data;
+    uint32_t             P = m->node->cfg.partitions, k, p, now, idle;
+
+    if (m->node->stopping || m->st.partitions_in_flight == 0) {
+        m->probe_armed = 0;
+        return;
+    }
+    now = mig_touch_now(m);
+    for (k = 0; k < BRIM_MIN(P, (uint32_t) MIG_PROBE_SLICE)
+                && m->probes_out < MIG_PROBE_OUT;
+         k++)
+    {
+        p = m->probe_next;
+        m->probe_next = (m->probe_next + 1) & (P - 1);
+        idle = now - m->in_touch[p];
+        if (m->in_state[p] == IN_FLIGHT && !m->in_probing[p]
+            && idle >= MIG_PROBE_IDLE_MS / 100)
+        {
+            probe_one(m, p, idle);
+        }
+    }
+    uv_timer_start(&m->probe, probe_tick_cb, MIG_PROBE_TICK_MS, 0);
+}
+
+void
+mig_probe_start(struct brim_migrate *m)
+{
+    if (!m->probe_armed) {
+        m->probe_armed = 1;
+        uv_timer_start(&m->probe, probe_tick_cb, MIG_PROBE_TICK_MS, 0);
+    }
 }

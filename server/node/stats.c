@@ -174,6 +174,14 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_pull_fails", ms.pull_fails);
     emit_u64(e, SEC_MIG, "mig_forwards_served", ms.forwards_served);
     emit_u64(e, SEC_MIG, "mig_pulls_served", ms.pulls_served);
+    emit_u64(e, SEC_MIG, "mig_streams_restarted", ms.streams_restarted);
+    emit_u64(e, SEC_MIG, "mig_stream_errors", ms.stream_errors);
+    emit_u64(e, SEC_MIG, "mig_links_lost", ms.links_lost);
+    emit_u64(e, SEC_MIG, "mig_entries_refused", ms.entries_refused);
+    emit_u64(e, SEC_MIG, "mig_insert_failures", ms.insert_failures);
+    emit_u64(e, SEC_MIG, "mig_tombstone_refusals", ms.tomb_refusals);
+    emit_u64(e, SEC_MIG, "mig_probes", ms.probes);
+    emit_u64(e, SEC_MIG, "mig_probes_source_gone", ms.probes_source_gone);
     emit_u64(e, SEC_MIG, "mig_stream_delay_ms", ms.delay_ms);
     emit_ops(e, node);
 }

@@ -35,6 +35,7 @@ struct brim_store {
     uint64_t                 cas_next;  /* counter under the prefix */
     uint32_t                 reap_part; /* reclaim cursor: partition */
     uint32_t                 reap_bucket; /* reclaim cursor: bucket */
+    struct brim_store_cursor *cursors;  /* scans stopped inside a bucket */
     struct brim_store_stats  st;        /* counters */
 };
 
@@ -198,9 +199,20 @@ table_grow(struct brim_store *s, struct store_part *part)
 static void
 item_remove(struct brim_store *s, struct brim_item **slot)
 {
-    struct brim_item  *it = *slot;
-    struct store_part *part = &s->parts[store_part_of(s, it->hash)];
+    struct brim_item         *it = *slot;
+    struct store_part        *part = &s->parts[store_part_of(s, it->hash)];
+    struct brim_store_cursor *cur;
 
+    /* A scan that stopped at this item resumes at its successor (or, at
+     * the end of the chain, at the next bucket). */
+    for (cur = s->cursors; cur != NULL; cur = cur->next) {
+        if (cur->mark == it) {
+            cur->mark = it->hnext;
+            if (cur->mark == NULL) {
+                cur->bucket++;
+            }
+        }
+    }
     *slot = it->hnext;
     part->nitems--;
     queue_unlink(s, it);
@@ -689,24 +701,74 @@ brim_store_insert_cold(struct brim_store *s, uint64_t hash, const void *key,
     return 0;
 }
 
+void
+brim_store_cursor_init(struct brim_store_cursor *cur, uint32_t partition)
+{
+    memset(cur, 0, sizeof(*cur));
+    cur->partition = partition;
+}
+
+void
+brim_store_cursor_release(struct brim_store *s, struct brim_store_cursor *cur)
+{
+    struct brim_store_cursor **pp;
+
+    if (!cur->linked) {
+        return;
+    }
+    for (pp = &s->cursors; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == cur) {
+            *pp = cur->next;
+            break;
+        }
+    }
+    cur->linked = 0;
+    cur->next = NULL;
+}
+
 int
-brim_store_scan(struct brim_store *s, uint32_t partition, uint32_t *cursor,
+brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
                 uint32_t max_buckets, brim_store_scan_cb cb, void *arg)
 {
-    struct store_part *part = &s->parts[partition];
-    struct brim_item  *it, *next;
-    uint32_t           done = 0;
-    int                stop = 0;
+    struct store_part      *part = &s->parts[cur->partition];
+    const struct brim_item *it, *next;
+    uint32_t                done = 0;
+    int                     verdict = BRIM_SCAN_NEXT;
 
-    while (!stop && *cursor < part->nbuckets && done < max_buckets) {
-        for (it = part->buckets[*cursor]; it != NULL; it = next) {
+    BRIM_ASSERT(cur->partition < s->cfg.npartitions);
+    brim_store_cursor_release(s, cur);
+    while (cur->bucket < part->nbuckets && done < max_buckets) {
+        it = cur->mark != NULL ? cur->mark : part->buckets[cur->bucket];
+        cur->mark = NULL;
+        for (; it != NULL; it = next) {
             next = it->hnext;
-            stop |= cb(it, arg) != 0;
+            verdict = cb(it, arg);
+            if (verdict == BRIM_SCAN_STOP_BEFORE) {
+                cur->mark = it;
+                break;
+            }
+            if (verdict == BRIM_SCAN_STOP && next != NULL) {
+                cur->mark = next;
+                break;
+            }
+            if (verdict == BRIM_SCAN_STOP) {
+                break;
+            }
         }
-        (*cursor)++;
+        if (cur->mark != NULL) {
+            /* Stopped inside the chain: removals must move the mark. */
+            cur->next = s->cursors;
+            s->cursors = cur;
+            cur->linked = 1;
+            return 0;
+        }
+        cur->bucket++;
         done++;
+        if (verdict == BRIM_SCAN_STOP) {
+            break;
+        }
     }
-    return *cursor >= part->nbuckets;
+    return cur->bucket >= part->nbuckets;
 }
 
 void

@@ -211,24 +211,60 @@ int brim_store_insert_cold(struct brim_store *store, uint64_t hash,
                            size_t val_len, uint32_t flags, uint32_t exptime,
                            uint64_t cas, uint32_t now);
 
+/* What a brim_store_scan() callback asks for, item by item. */
+enum brim_scan_verdict {
+    BRIM_SCAN_NEXT = 0,             /* the item is taken: go on */
+    BRIM_SCAN_STOP,                 /* the item is taken: stop after it */
+    BRIM_SCAN_STOP_BEFORE           /* the item is not taken: stop, and
+                                       resume the next slice with it */
+};
+
 /*
- * Called by brim_store_scan() for each item; ARG is the caller's. Return 0
- * to go on, non-zero to stop once the current bucket is done.
+ * Called by brim_store_scan() for each item; ARG is the caller's. Returns
+ * an enum brim_scan_verdict. It must not change the store.
  */
 typedef int (*brim_store_scan_cb)(const struct brim_item *it, void *arg);
 
 /*
- * Visit the items of PARTITION in bounded slices, for streaming it: from
- * bucket *CURSOR (start at 0), at most MAX_BUCKETS buckets, every item of
- * a bucket at once, stopping early when CB asks; *CURSOR moves past the
- * buckets done. The table must not grow between slices (nothing is
- * inserted into a partition being streamed out); removals are fine.
- * Returns 1 when the whole partition has been visited, else 0. Expired
- * items are passed too (CB decides).
+ * Where a scan of one partition stands between slices. Caller's memory;
+ * set it up with brim_store_cursor_init(). While a slice has stopped
+ * inside a bucket the store keeps a reference to the cursor (so that
+ * removing the item it points at moves it on): call
+ * brim_store_cursor_release() before freeing or reusing a cursor whose
+ * scan did not finish.
  */
-int brim_store_scan(struct brim_store *store, uint32_t partition,
-                    uint32_t *cursor, uint32_t max_buckets,
-                    brim_store_scan_cb cb, void *arg);
+struct brim_store_cursor {
+    uint32_t                  partition; /* the partition scanned */
+    uint32_t                  bucket;    /* next bucket to visit */
+    const struct brim_item   *mark;      /* next item inside BUCKET, NULL:
+                                            the bucket's first */
+    struct brim_store_cursor *next;      /* the store's list of cursors
+                                            stopped inside a bucket */
+    int                       linked;    /* on that list */
+};
+
+/* Point CUR (caller's memory) at the start of PARTITION. */
+void brim_store_cursor_init(struct brim_store_cursor *cur, uint32_t partition);
+
+/* Forget CUR: the store drops its reference. Idempotent; CUR may then be
+ * freed or initialised again. */
+void brim_store_cursor_release(struct brim_store *store,
+                               struct brim_store_cursor *cur);
+
+/*
+ * Visit the items of CUR's partition in bounded slices, for streaming it:
+ * from where CUR stands, at most MAX_BUCKETS buckets, stopping at once
+ * when CB asks (BRIM_SCAN_STOP after the item, BRIM_SCAN_STOP_BEFORE
+ * before it: the next slice starts with that item). CUR moves past what
+ * was visited. Removing items between slices is safe: an item CUR points
+ * at hands the mark to its successor. The table must not grow between
+ * slices (nothing is inserted into a partition being streamed out), and
+ * at most one unfinished scan of a partition exists at a time. Returns 1
+ * when the whole partition has been visited (CUR is then released), else
+ * 0. Expired items are passed too (CB decides).
+ */
+int brim_store_scan(struct brim_store *store, struct brim_store_cursor *cur,
+                    uint32_t max_buckets, brim_store_scan_cb cb, void *arg);
 
 /* Copy the counters into *OUT. */
 void brim_store_get_stats(const struct brim_store *store,

@@ -17,7 +17,7 @@ trap '"$SCRIPT" down --dir "$D" >/dev/null 2>&1; rm -rf "$D"' EXIT
 # A base port with 6 free ports after it.
 BASE=$(python3 -c 'import socket,random
 for _ in range(200):
-    b=random.randrange(20000,60000); ok=True
+    b=random.randrange(20000,32000); ok=True
     for p in range(b,b+7):
         s=socket.socket()
         try: s.bind(("127.0.0.1",p))

@@ -81,7 +81,7 @@ DISTINCT=$(apt-cache dumpavail | awk -v n="$RECORDS" \
 
 BASE=$(python3 -c 'import random, socket
 for _ in range(200):
-    b = random.randrange(20000, 60000); ok = True
+    b = random.randrange(20000, 32000); ok = True
     for p in range(b, b + 8):
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -846,7 +847,8 @@ START_TEST(store_insert_cold)
     struct brim_store      *s = mk_store(T_PARTS, 3 * T_UNIT,
                                          BRIM_EVICT_LRU, mem_by_items);
     const struct brim_item *it;
-    uint32_t                n = 0, cursor = 0, p;
+    struct brim_store_cursor cursor;
+    uint32_t                n = 0, p;
 
     g_store = s;
     CK_RC(set(s, "hot1", "a"), 0);
@@ -869,9 +871,96 @@ START_TEST(store_insert_cold)
     ck_assert(present(s, "hot3", T_NOW));
     /* Scanning a partition visits each of its items once. */
     p = (uint32_t) (kh("hot3") & (T_PARTS - 1));
-    while (!brim_store_scan(s, p, &cursor, 1, scan_count, &n)) {
+    brim_store_cursor_init(&cursor, p);
+    while (!brim_store_scan(s, &cursor, 1, scan_count, &n)) {
     }
     ck_assert_uint_eq(n, brim_store_partition_items(s, p));
+    brim_store_free(s);
+}
+END_TEST
+
+/* A scan that stops inside a chain: the state of scan_mixed(). */
+struct scan_state {
+    uint32_t seen[512];             /* times each key index was taken */
+    uint32_t calls;                 /* callbacks so far */
+    uint32_t taken;                 /* items taken */
+    uint32_t stop_every;            /* stop (before or after) this often */
+};
+
+/* Takes every item, but every STOP_EVERY-th call alternately stops before
+ * the item (not taken) or after it. */
+static int
+scan_mixed(const struct brim_item *it, void *arg)
+{
+    struct scan_state *st = arg;
+    unsigned           idx;
+
+    st->calls++;
+    if (st->calls % st->stop_every == 0 && (st->calls / st->stop_every) % 2)
+    {
+        return BRIM_SCAN_STOP_BEFORE;
+    }
+    ck_assert_int_eq(sscanf(brim_item_key(it), "k%u", &idx), 1);
+    ck_assert_uint_lt(idx, 512);
+    st->seen[idx]++;
+    st->taken++;
+    return st->calls % st->stop_every == 0 ? BRIM_SCAN_STOP : BRIM_SCAN_NEXT;
+}
+
+/*
+ * Issue 10: a migration batch ends before an item that does not fit, so a
+ * scan must be able to stop inside a bucket chain and resume at exactly
+ * that item, even when items are removed between slices (evictions,
+ * expiries): every item that stays is visited exactly once.
+ */
+START_TEST(store_scan_stops_and_resumes)
+{
+    struct brim_store        *s = mk_store(1, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_cursor  cur;
+    struct scan_state         st;
+    char                      key[16];
+    uint32_t                  i, slices = 0, removed = 0;
+
+    /* One partition, 400 items, a small table: chains of several. */
+    for (i = 0; i < 400; i++) {
+        snprintf(key, sizeof(key), "k%u", i);
+        CK_RC(set(s, key, "v"), 0);
+    }
+    ck_assert_uint_gt(brim_store_max_chain(s, 0), 1);
+    memset(&st, 0, sizeof(st));
+    st.stop_every = 3;
+    brim_store_cursor_init(&cur, 0);
+    while (!brim_store_scan(s, &cur, 2, scan_mixed, &st)) {
+        /* Between slices, remove the item the cursor rests on, or one
+         * not taken yet, now and then. */
+        if (++slices % 5 == 0 && cur.mark != NULL) {
+            snprintf(key, sizeof(key), "%.*s", (int) cur.mark->key_len,
+                     brim_item_key(cur.mark));
+            CK_RC(brim_store_del(s, kh(key), key, strlen(key), T_NOW), 0);
+            removed++;
+        }
+        ck_assert_uint_lt(slices, 10000);
+    }
+    ck_assert_uint_gt(removed, 0);
+    ck_assert_int_eq(cur.linked, 0);
+    /* Every item still present was taken once; removed ones at most once. */
+    for (i = 0; i < 400; i++) {
+        snprintf(key, sizeof(key), "k%u", i);
+        if (present(s, key, T_NOW)) {
+            ck_assert_msg(st.seen[i] == 1, "k%u seen %u times", i, st.seen[i]);
+        } else {
+            ck_assert_uint_le(st.seen[i], 1);
+        }
+    }
+    ck_assert_uint_eq(st.taken + removed, 400);
+    /* A cursor released mid-scan leaves the store untouched by removals. */
+    brim_store_cursor_init(&cur, 0);
+    memset(&st, 0, sizeof(st));
+    st.stop_every = 2;
+    (void) brim_store_scan(s, &cur, 1, scan_mixed, &st);
+    brim_store_cursor_release(s, &cur);
+    brim_store_flush(s);
+    ck_assert_int_eq(cur.linked, 0);
     brim_store_free(s);
 }
 END_TEST
@@ -1058,6 +1147,10 @@ brim_test_suite(void)
 
     tc = tcase_create("insert_cold");
     tcase_add_test(tc, store_insert_cold);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("scan_stops_and_resumes");
+    tcase_add_test(tc, store_scan_stops_and_resumes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("chain_length");

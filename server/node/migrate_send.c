@@ -1,0 +1,794 @@
+/*
+ * server/node/migrate_send.c - the sending side of migration (DESIGN.md 7
+ * steps 3 and 5, section 13; PROTOCOL.md section 11): this node's
+ * connections to other nodes, and the jobs that stream each partition it
+ * lost to its new owner. A timer (the pump) runs the jobs in bounded
+ * slices: at most MIG_ACTIVE partitions at once, one request in flight
+ * each (the receiver's reply is the backpressure), each batch bounded by
+ * entries, by MIG_BATCH_BYTES and by the receiver's frame limit from its
+ * HELLO.
+ *
+ * The rule every path here keeps (DESIGN.md 7.6): a partition this node
+ * has not handed over is dropped only when its receiver is no longer its
+ * owner in the committed topology, that is when the receiver was declared
+ * dead (or a later epoch gave the partition to another node). A lost link
+ * is made again and the stream restarts under the same migration id (the
+ * receiver keeps its tombstones and local writes, and skips keys it
+ * holds); an error reply restarts it after a backoff. Nothing here gives
+ * up by a count or a clock.
+ */
+#include "server/node/migrate_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "server/log.h"
+
+/* ---- connections to other nodes ---- */
+
+/* Connected, HELLO and AUTH done by the peer (brim_node_peer_hello()). */
+static void
+dest_connect_cb(struct brim_peer *p, int status)
+{
+    struct mig_dest *d = p->data;
+
+    if (status != 0) {
+        /* The close callback follows and sets the backoff. Log the
+         * first failure, then one in twenty. */
+        if (d->failures++ % 20 == 0) {
+            brim_log_warn("migrate: connect to %s: %s%s%s (%u in a row; "
+                          "retrying)", d->addr, brim_strerror(status),
+                          p->hs_error[0] != '\0' ? ": " : "", p->hs_error,
+                          d->failures);
+        }
+        return;
+    }
+    if (d->failures > 0 || d->links > 0) {
+        brim_log_info("migrate: connected to %s again", d->addr);
+    }
+    d->failures = 0;
+    d->heard_ms = uv_now(d->m->node->loop);
+    d->backoff_ms = MIG_LINK_MIN_MS;
+    d->links++;
+    mig_pump_soon(d->m, 0);
+}
+
+static void
+dest_close_cb(struct brim_peer *p, int status)
+{
+    struct mig_dest *d = p->data;
+    uint64_t         now = uv_now(d->m->node->loop);
+
+    if (d->failures == 0 && !d->m->node->stopping) {
+        brim_log_info("migrate: link to %s closed (%s); reconnecting in "
+                      "%u ms", d->addr, brim_strerror(status),
+                      d->backoff_ms);
+        d->m->st.links_lost++;
+    }
+    d->retry_at_ms = now + d->backoff_ms;
+    mig_pump_soon(d->m, d->backoff_ms);
+    d->backoff_ms = BRIM_MIN(2 * d->backoff_ms, MIG_LINK_MAX_MS);
+}
+
+struct mig_dest *
+mig_dest_get(struct brim_migrate *m, const char *addr)
+{
+    struct mig_dest *d;
+
+    for (d = m->dests; d != NULL; d = d->next) {
+        if (strcmp(d->addr, addr) == 0) {
+            return d;
+        }
+    }
+    d = brim_calloc(1, sizeof(*d));
+    if (d == NULL) {
+        return NULL;
+    }
+    snprintf(d->addr, sizeof(d->addr), "%s", addr);
+    d->m = m;
+    d->backoff_ms = MIG_LINK_MIN_MS;
+    d->heard_ms = uv_now(m->node->loop);
+    brim_peer_init(&d->peer, m->node->loop,
+                   m->node->cfg.limits.max_frame_bytes, dest_connect_cb,
+                   dest_close_cb, d);
+    d->next = m->dests;
+    m->dests = d;
+    return d;
+}
+
+int
+mig_dest_ensure(struct mig_dest *d)
+{
+    char     errbuf[BRIM_ERRBUF_LEN];
+    uint64_t now = uv_now(d->m->node->loop);
+
+    if (d->peer.state == BRIM_PEER_OPEN) {
+        return 1;
+    }
+    if (d->peer.state == BRIM_PEER_IDLE && now < d->retry_at_ms) {
+        /* Backing off: look again when it is over. */
+        mig_pump_soon(d->m, d->retry_at_ms - now);
+        return 0;
+    }
+    if (d->peer.state == BRIM_PEER_IDLE) {
+        brim_node_peer_hello(d->m->node, &d->peer);
+        if (brim_peer_connect(&d->peer, d->addr, errbuf) != 0) {
+            /* A bad address in a topology: try again later all the
+             * same, the next epoch may fix it. */
+            if (d->failures++ % 20 == 0) {
+                brim_log_warn("migrate: %s", errbuf);
+            }
+            d->retry_at_ms = uv_now(d->m->node->loop) + MIG_LINK_MAX_MS;
+            mig_pump_soon(d->m, MIG_LINK_MAX_MS);
+        } else {
+            uv_unref((uv_handle_t *) &d->peer.tcp);
+        }
+    }
+    return 0;
+}
+
+/* The largest request body D's node accepts (its HELLO), else ours. */
+static size_t
+dest_max_frame(const struct mig_dest *d)
+{
+    uint32_t v = d->peer.peer_limits.max_frame_bytes;
+
+    return v != 0 ? v : d->m->node->cfg.limits.max_frame_bytes;
+}
+
+/* ---- jobs ---- */
+
+static void
+job_free(struct brim_migrate *m, struct mig_job *j)
+{
+    uint32_t i;
+
+    for (i = 0; i < m->njobs; i++) {
+        if (m->jobs[i] == j) {
+            m->jobs[i] = m->jobs[--m->njobs];
+            break;
+        }
+    }
+    brim_store_cursor_release(m->node->store, &j->cursor);
+    brim_free(j);
+}
+
+int
+mig_job_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
+              struct mig_dest *dest)
+{
+    struct mig_job **nj, *j;
+    uint32_t         cap;
+
+    if (m->njobs == m->cap_jobs) {
+        cap = m->cap_jobs == 0 ? 64 : 2 * m->cap_jobs;
+        nj = brim_calloc(cap, sizeof(*nj));
+        if (nj == NULL) {
+            return BRIM_ENOMEM;
+        }
+        if (m->njobs > 0) {
+            memcpy(nj, m->jobs, m->njobs * sizeof(*nj));
+        }
+        brim_free(m->jobs);
+        m->jobs = nj;
+        m->cap_jobs = cap;
+    }
+    j = brim_calloc(1, sizeof(*j));
+    if (j == NULL) {
+        return BRIM_ENOMEM;
+    }
+    j->epoch = epoch;
+    j->p = p;
+    j->dest = dest;
+    brim_store_cursor_init(&j->cursor, p);
+    m->jobs[m->njobs++] = j;
+    m->st.partitions_out_pending++;
+    return 0;
+}
+
+/* True when a live job other than J streams J's partition. */
+static int
+out_other_job(struct brim_migrate *m, const struct mig_job *j)
+{
+    uint32_t i;
+
+    for (i = 0; i < m->njobs; i++) {
+        if (m->jobs[i] != j && m->jobs[i]->p == j->p
+            && m->jobs[i]->state != OUT_DONE && !m->jobs[i]->cancelled)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The job ends: drop our copy of the partition. OK: handed over (or the
+ * receiver holds it complete); else WHY says why it cannot be (its
+ * receiver is no longer the owner: DESIGN.md 7.6).
+ */
+static void
+job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
+           const char *why)
+{
+    struct brim_node *node = m->node;
+    size_t            left = 0;
+
+    BRIM_ASSERT(j->state != OUT_DONE);
+    j->state = OUT_DONE;
+    BRIM_ASSERT(m->st.partitions_out_pending > 0);
+    m->st.partitions_out_pending--;
+    brim_store_cursor_release(node->store, &j->cursor);
+    if (!mig_owns(node, j->p) && !out_other_job(m, j)) {
+        left = brim_store_drop_partition(node->store, j->p);
+    }
+    if (ok) {
+        m->st.partitions_out_done++;
+        brim_log_info("migrate: sent partition %u of epoch %" PRIu64
+                      " to %s: %" PRIu64 " keys", j->p, j->epoch,
+                      j->dest->addr, j->count);
+    } else {
+        m->st.partitions_out_dropped++;
+        brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s "
+                      "not completed (%s): %" PRIu64 " keys sent, %zu "
+                      "dropped", j->p, j->epoch, j->dest->addr, why,
+                      j->count, left);
+    }
+    if (!j->busy) {
+        job_free(m, j);
+    }
+    mig_pump_soon(m, 0);
+}
+
+/*
+ * Begin J's stream again from its first key, under the same migration id,
+ * after DELAY_MS: its link was lost or the receiver answered an error.
+ * The receiver accepts a STREAM_BEGIN of an id in flight, skips the keys
+ * it holds or has tombstoned, so a restart cannot undo a write.
+ */
+static void
+job_restart(struct brim_migrate *m, struct mig_job *j, uint64_t delay_ms,
+            const char *why)
+{
+    uint64_t now = uv_now(m->node->loop);
+
+    if (j->restarts++ % 20 == 0) {
+        brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s: "
+                      "%s; streaming it again (restart %u)", j->p, j->epoch,
+                      j->dest->addr, why, j->restarts);
+    }
+    m->st.streams_restarted++;
+    brim_store_cursor_release(m->node->store, &j->cursor);
+    brim_store_cursor_init(&j->cursor, j->p);
+    j->state = OUT_BEGIN;
+    j->scan_done = 0;
+    j->count = 0;
+    j->not_before = now + delay_ms;
+    mig_pump_soon(m, delay_ms);
+}
+
+static void job_reply(struct brim_peer *p, int status, const char *body,
+                      size_t len, void *arg);
+
+/* STREAM_BEGIN, _BATCH (the scratch entries) or _END of job J, sent. */
+static void
+job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
+{
+    struct brim_req req;
+    struct brim_buf buf;
+    int             rc;
+
+    memset(&req, 0, sizeof(req));
+    req.op = op;
+    req.request_id = ++j->dest->next_id;
+    req.epoch = m->node->cl.committed.map.epoch;
+    req.arg_epoch = j->epoch;
+    req.partition = j->p;
+    req.count = j->count;
+    if (op == BRIM_OP_STREAM_BATCH) {
+        req.nentries = m->scratch_n;
+        req.entries_raw = m->scratch.data;
+        req.entries_raw_len = m->scratch.len;
+    }
+    brim_buf_init(&buf);
+    rc = brim_wire_encode_req(&buf, &req);
+    if (rc == 0) {
+        rc = brim_peer_call(&j->dest->peer, &buf, job_reply, j);
+    }
+    brim_buf_destroy(&buf);
+    if (rc != 0) {
+        /* Out of memory, or the link went: the same again later. */
+        job_restart(m, j, MIG_ERROR_MIN_MS, brim_strerror(rc));
+        return;
+    }
+    j->busy = 1;
+    if (op == BRIM_OP_STREAM_END) {
+        j->end_sent = 1;
+    }
+}
+
+/* The stream entry of item IT with TTL seconds left. */
+void
+mig_item_entry(const struct brim_item *it, uint32_t ttl,
+               struct brim_wire_entry *e)
+{
+    e->key = brim_item_key(it);
+    e->key_len = it->key_len;
+    e->value = brim_item_value(it);
+    e->value_len = it->val_len;
+    e->flags = it->flags;
+    e->cas = it->cas;
+    e->ttl_s = ttl;
+}
+
+/*
+ * Scan callback: pack one live entry into the scratch batch while it
+ * fits. The batch ends before an entry that would take it past
+ * m->batch_bytes (that entry starts the next one); an entry larger than a
+ * batch goes alone; one larger than the receiver's frame could never be
+ * stored there (its max value is smaller than ours) and is skipped and
+ * counted.
+ */
+static int
+scan_entry(const struct brim_item *it, void *arg)
+{
+    struct brim_migrate   *m = arg;
+    struct brim_wire_entry e;
+    size_t                 mark, need;
+    uint32_t               ttl = 0;
+
+    if (it->exptime != 0) {
+        if (it->exptime <= m->now) {
+            return BRIM_SCAN_NEXT;      /* expired: skipped */
+        }
+        ttl = it->exptime - m->now;
+    }
+    need = (size_t) it->key_len + it->val_len + MIG_ENTRY_SLACK;
+    if (need > m->frame_room) {
+        m->st.entries_refused++;
+        if (m->st.entries_refused % 100 == 1) {
+            brim_log_warn("migrate: a %u-byte value cannot be sent: the "
+                          "receiver's frames take %zu bytes (%" PRIu64
+                          " such entries so far)", it->val_len,
+                          m->frame_room, m->st.entries_refused);
+        }
+        return BRIM_SCAN_NEXT;
+    }
+    if (m->scratch_n > 0 && m->scratch.len + need > m->batch_bytes) {
+        return BRIM_SCAN_STOP_BEFORE;   /* it starts the next batch */
+    }
+    mark = m->scratch.len;
+    mig_item_entry(it, ttl, &e);
+    if (brim_wire_entry_pack(&m->scratch, &e) != 0) {
+        brim_buf_truncate(&m->scratch, mark);
+        m->scan_nomem = 1;
+        return BRIM_SCAN_STOP_BEFORE;   /* out of memory: try again */
+    }
+    m->scratch_n++;
+    m->st.keys_out++;
+    m->st.bytes_out += (uint64_t) it->key_len + it->val_len;
+    return m->scratch_n >= MIG_BATCH_ENTRIES
+                   || m->scratch.len >= m->batch_bytes
+               ? BRIM_SCAN_STOP
+               : BRIM_SCAN_NEXT;
+}
+
+/* Build and send J's next STREAM_BATCH (or END once the scan is done). */
+static void
+job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
+{
+    struct brim_node *node = m->node;
+
+    if (j->scan_done) {
+        j->state = OUT_END;
+        job_send_op(m, j, BRIM_OP_STREAM_END);
+        return;
+    }
+    if (m->pace_next_ms > (double) now_ms) {
+        /* --migrate-mb-per-s: this node's streams wait their turn. */
+        j->not_before = (uint64_t) m->pace_next_ms + 1;
+        mig_pump_soon(m, j->not_before - now_ms);
+        return;
+    }
+    brim_buf_truncate(&m->scratch, 0);
+    m->scratch_n = 0;
+    m->scan_nomem = 0;
+    m->now = (uint32_t) time(NULL);
+    m->frame_room = dest_max_frame(j->dest) - MIG_FRAME_SLACK;
+    m->batch_bytes = BRIM_MIN((size_t) MIG_BATCH_BYTES, m->frame_room);
+    j->scan_done = brim_store_scan(node->store, &j->cursor, MIG_SCAN_BUCKETS,
+                                   scan_entry, m);
+    if (m->scan_nomem && m->scratch_n == 0) {
+        j->not_before = now_ms + MIG_ERROR_MIN_MS;
+        mig_pump_soon(m, MIG_ERROR_MIN_MS);
+        return;
+    }
+    if (m->scratch_n == 0) {
+        mig_pump_soon(m, 0);        /* nothing yet: next slice */
+        return;
+    }
+    BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK <= dest_max_frame(j->dest));
+    j->count += m->scratch_n;
+    m->st.batches_out++;
+    if (node->cfg.migrate_mb_per_s > 0) {
+        m->pace_next_ms = (m->pace_next_ms > (double) now_ms
+                               ? m->pace_next_ms : (double) now_ms)
+                          + (double) m->scratch.len
+                                / (node->cfg.migrate_mb_per_s * 1e3);
+    }
+    j->state = OUT_WAIT;
+    job_send_op(m, j, BRIM_OP_STREAM_BATCH);
+}
+
+/* One step of job J: send its next request, if it may. */
+static void
+job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
+{
+    if (j->busy || j->state == OUT_DONE || now_ms < j->not_before) {
+        return;
+    }
+    if (j->cancelled) {
+        job_finish(m, j, 0, "its new owner is no longer a member that owns "
+                   "it");
+        return;
+    }
+    if (j->state == OUT_COMPLETE_WAIT) {
+        /* END was acknowledged: the new owner holds every key and
+         * forwards nothing more; COMPLETE only said when. */
+        job_finish(m, j, 1, NULL);
+        return;
+    }
+    if (!mig_dest_ensure(j->dest)) {
+        return;                     /* connecting: the callback pumps */
+    }
+    switch (j->state) {
+    case OUT_QUEUED:
+    case OUT_BEGIN:
+        j->state = OUT_BEGIN;
+        job_send_op(m, j, BRIM_OP_STREAM_BEGIN);
+        return;
+    case OUT_READY:
+        job_batch(m, j, now_ms);
+        return;
+    default:
+        return;
+    }
+}
+
+/* The receiver refused J's request with REP (not a RETRY to BEGIN). */
+static void
+job_refused(struct brim_migrate *m, struct mig_job *j,
+            const struct brim_rep *rep)
+{
+    char     why[BRIM_ERRBUF_LEN];
+    uint64_t delay;
+
+    snprintf(why, sizeof(why), "%s: %.*s", brim_err_name(rep->status),
+             (int) BRIM_MIN(rep->message_len, 160),
+             rep->message != NULL ? rep->message : "");
+    if (rep->status == BRIM_EEXISTS) {
+        /* The receiver holds no stream of this id: it completed it (a
+         * restart after END), or it superseded it. Either way it wants
+         * nothing more from us. */
+        job_finish(m, j, j->end_sent, why);
+        return;
+    }
+    /* NOMEM, a failed insert, anything else: the same stream again after
+     * a backoff, for as long as the receiver owns the partition. */
+    m->st.stream_errors++;
+    delay = BRIM_MIN((uint64_t) MIG_ERROR_MIN_MS << BRIM_MIN(j->errors, 5u),
+                     (uint64_t) MIG_ERROR_MAX_MS);
+    j->errors++;
+    job_restart(m, j, delay, why);
+}
+
+static void
+job_reply(struct brim_peer *p, int status, const char *body, size_t len,
+          void *arg)
+{
+    struct mig_job      *j = arg;
+    struct mig_dest     *d = p->data;
+    struct brim_migrate *m = d->m;
+    struct brim_rep      rep;
+    char                 errbuf[BRIM_ERRBUF_LEN];
+    uint64_t             now_ms = uv_now(m->node->loop);
+
+    j->busy = 0;
+    if (j->state == OUT_DONE) {
+        job_free(m, j);
+        return;
+    }
+    if (j->cancelled) {
+        job_finish(m, j, 0, "its new owner is no longer a member that owns "
+                   "it");
+        return;
+    }
+    if (status != 0) {
+        job_restart(m, j, 0, "the link to the new owner was lost");
+        return;
+    }
+    if (brim_wire_parse_rep(body, len, BRIM_OP_PING, &m->node->cfg.limits,
+                            &m->node->zone, &rep, errbuf) != 0)
+    {
+        m->st.stream_errors++;
+        job_restart(m, j, MIG_ERROR_MIN_MS, "malformed reply");
+        return;
+    }
+    if (rep.status == BRIM_ERETRY && j->state == OUT_BEGIN) {
+        /* It has not committed the epoch yet: ask again, as long as the
+         * committed topology here says it owns the partition. */
+        if (++j->retries % 100 == 0) {
+            brim_log_warn("migrate: partition %u of epoch %" PRIu64 ": %s "
+                          "has not committed it after %u tries; asking "
+                          "again", j->p, j->epoch, d->addr, j->retries);
+        }
+        j->not_before = now_ms + MIG_RETRY_MS;
+        mig_pump_soon(m, MIG_RETRY_MS);
+        return;
+    }
+    if (rep.status != 0) {
+        job_refused(m, j, &rep);
+        return;
+    }
+    j->retries = 0;
+    switch (j->state) {
+    case OUT_BEGIN:
+        j->state = OUT_READY;
+        break;
+    case OUT_WAIT:
+        j->errors = 0;
+        j->state = OUT_READY;
+        j->not_before = now_ms + m->st.delay_ms;
+        break;
+    case OUT_END:
+        if (j->completed) {
+            job_finish(m, j, 1, NULL);
+            break;
+        }
+        /* The copy stays until the new owner's COMPLETE (it may still
+         * forward reads and pulls), or a while at most. */
+        j->state = OUT_COMPLETE_WAIT;
+        j->not_before = now_ms + MIG_COMPLETE_WAIT_MS;
+        mig_pump_soon(m, MIG_COMPLETE_WAIT_MS);
+        return;
+    default:
+        break;
+    }
+    mig_pump_soon(m, m->st.delay_ms);
+}
+
+void
+mig_complete(struct brim_migrate *m, uint64_t e, uint32_t p)
+{
+    uint32_t        i;
+    struct mig_job *j;
+
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->p != p || j->epoch != e) {
+            continue;
+        }
+        if (j->state == OUT_COMPLETE_WAIT) {
+            job_finish(m, j, 1, NULL);
+            return;
+        }
+        if (j->state == OUT_END) {
+            /* COMPLETE came on its own connection before END's reply
+             * on the stream's: finish when that reply comes. */
+            j->completed = 1;
+            return;
+        }
+    }
+}
+
+/* True when the committed map gives J's partition to J's destination. */
+static int
+job_dest_owns(const struct brim_node *node, const struct mig_job *j)
+{
+    const struct brim_topo *cur = &node->cl.committed;
+    uint16_t                n = cur->map.owner[j->p];
+
+    return n < cur->nmembers && cur->members[n].state != BRIM_MEMBER_DEAD
+           && strcmp(cur->members[n].addr, j->dest->addr) == 0;
+}
+
+void
+mig_jobs_recheck(struct brim_migrate *m, uint8_t *keep)
+{
+    struct mig_job *j;
+    uint32_t        i;
+
+    /* A stream of an older epoch goes on while its destination still
+     * owns the partition (the receiver keeps the same migration id);
+     * otherwise its destination was declared dead, and it stops and its
+     * copy goes (DESIGN.md 7.6: the next owner starts the partition from
+     * what the old destination holds). */
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->state != OUT_DONE && !j->cancelled
+            && job_dest_owns(m->node, j))
+        {
+            keep[j->p] = 1;
+        } else {
+            j->cancelled = 1;
+        }
+    }
+}
+
+int
+brim_migrate_out_busy(struct brim_node *node, uint32_t partition)
+{
+    struct brim_migrate *m = node->mig;
+    uint32_t             i;
+
+    for (i = 0; m != NULL && i < m->njobs; i++) {
+        if (m->jobs[i]->p == partition && m->jobs[i]->state != OUT_DONE
+            && !m->jobs[i]->cancelled)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int
+mig_holds(struct brim_migrate *m, uint32_t p)
+{
+    uint32_t i;
+
+    if (mig_owns(m->node, p)) {
+        return 1;
+    }
+    for (i = 0; i < m->njobs; i++) {
+        if (m->jobs[i]->p == p && m->jobs[i]->state != OUT_DONE) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- COMPLETE to old owners ---- */
+
+void
+mig_complete_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
+                   struct mig_dest *d)
+{
+    struct mig_cpend *nc;
+    uint32_t          cap;
+
+    if (m->ncpend == m->cap_cpend) {
+        cap = m->cap_cpend == 0 ? 64 : 2 * m->cap_cpend;
+        nc = brim_calloc(cap, sizeof(*nc));
+        if (nc == NULL) {
+            /* The old owner drops its copy MIG_COMPLETE_WAIT_MS after END
+             * anyway; COMPLETE only makes that sooner. */
+            return;
+        }
+        if (m->ncpend > 0) {
+            memcpy(nc, m->cpend, m->ncpend * sizeof(*nc));
+        }
+        brim_free(m->cpend);
+        m->cpend = nc;
+        m->cap_cpend = cap;
+    }
+    m->cpend[m->ncpend].epoch = epoch;
+    m->cpend[m->ncpend].p = p;
+    m->cpend[m->ncpend].d = d;
+    m->ncpend++;
+    mig_pump_soon(m, 0);
+}
+
+static void
+complete_rep(struct brim_peer *p, int status, const char *body, size_t len,
+             void *arg)
+{
+    (void) p, (void) status, (void) body, (void) len, (void) arg;
+}
+
+/* Send the COMPLETEs whose connection is open; the others wait for it. */
+static void
+mig_send_completes(struct brim_migrate *m)
+{
+    struct mig_cpend *cp;
+    struct brim_req   req;
+    struct brim_buf   buf;
+    uint32_t          i = 0;
+
+    while (i < m->ncpend) {
+        cp = &m->cpend[i];
+        if (!mig_dest_ensure(cp->d)) {
+            i++;                    /* connecting: the callback pumps */
+            continue;
+        }
+        memset(&req, 0, sizeof(req));
+        req.op = BRIM_OP_COMPLETE;
+        req.request_id = ++cp->d->next_id;
+        req.epoch = m->node->cl.committed.map.epoch;
+        req.arg_epoch = cp->epoch;
+        req.partition = cp->p;
+        brim_buf_init(&buf);
+        if (brim_wire_encode_req(&buf, &req) == 0) {
+            (void) brim_peer_call(&cp->d->peer, &buf, complete_rep, NULL);
+        }
+        brim_buf_destroy(&buf);
+        m->cpend[i] = m->cpend[--m->ncpend];
+    }
+}
+
+/* ---- the pump ---- */
+
+void
+mig_pump_cb(uv_timer_t *t)
+{
+    struct brim_migrate *m = t->data;
+    uint64_t             now_ms = uv_now(m->node->loop), next = UINT64_MAX;
+    uint32_t             i, active = 0;
+    struct mig_job      *j;
+
+    m->pump_armed = 0;
+    if (m->node->stopping) {
+        return;
+    }
+    mig_send_completes(m);
+    for (i = 0; i < m->njobs; i++) {
+        active += m->jobs[i]->state != OUT_QUEUED
+                  && m->jobs[i]->state != OUT_DONE
+                  && m->jobs[i]->state != OUT_COMPLETE_WAIT;
+    }
+    /* Jobs may end (and leave the array) as they step; an ended job
+     * pumps again, so one skipped here is not forgotten. */
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->state == OUT_QUEUED) {
+            if (active >= MIG_ACTIVE && !j->cancelled) {
+                continue;
+            }
+            active++;
+        }
+        if (j->state != OUT_DONE) {
+            job_step(m, j, now_ms);
+        }
+        if (i < m->njobs && m->jobs[i] == j && j->state != OUT_DONE
+            && !j->busy && j->not_before > now_ms && j->not_before < next)
+        {
+            next = j->not_before;
+        }
+    }
+    if (next != UINT64_MAX) {
+        mig_pump_soon(m, next - now_ms);
+    }
+}
+
+void
+mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms)
+{
+    uint64_t due = uv_now(m->node->loop) + delay_ms;
+
+    if (m->pump_armed && m->pump_due_ms <= due) {
+        return;                     /* it fires soon enough already */
+    }
+    uv_timer_start(&m->pump, mig_pump_cb, delay_ms, 0);
+    m->pump_armed = 1;
+    m->pump_due_ms = due;
+}
+
+int
+brim_migrate_peer_call(struct brim_node *node, const char *addr,
+                       struct brim_buf *frame, brim_peer_reply_cb cb,
+                       void *arg)
+{
+    struct brim_migrate *m = mig_get(node);
+    struct mig_dest     *d;
+
+    if (m == NULL || (d = mig_dest_get(m, addr)) == NULL) {
+        return BRIM_ENOMEM;
+    }
+    if (!mig_dest_ensure(d)) {
+        return BRIM_EAGAIN;         /* connecting: the next call goes */
+    }
+    return brim_peer_call(&d->peer, frame, cb, arg);
+}
