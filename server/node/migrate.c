@@ -159,6 +159,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
     }
     if (gained > 0) {
         mig_reasons(m, old, cur);
+        mig_probe_start(m);         /* no partition stays in flight */
     }
     if (queued > 0 || gained > 0 || held > 0) {
         brim_log_info("migrate: epoch %" PRIu64 ": %u partitions to stream "

@@ -132,7 +132,6 @@ mig_in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
     m->in_state[p] = IN_FLIGHT;
     m->in_touch[p] = mig_touch_now(m);
     m->st.partitions_in_flight++;
-    mig_probe_start(m);
 }
 
 void
