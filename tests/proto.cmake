@@ -38,6 +38,27 @@ if(BRIM_FUZZ)
   target_link_libraries(fuzz_wire PRIVATE brim_proto)
 endif()
 
+# memcached's text and meta protocols (proto/mctext.h, docs/memcached.md):
+# every command, split points, limits, meta flags, golden replies.
+brim_unit_test(mctext LIBS brim_proto CASES
+  limits get_family storage delete incr_decr touch other_commands noreply
+  pipelined split_points data_chunk key_too_long line_too_long unknown
+  bad_numbers value_limit negative_exptime expiry meta_get_flags meta_set
+  meta_delete_arith meta_debug_noop base64_keys opaque golden_replies
+  golden_misc encode_nomem names)
+
+# The same parser beside a live memcached (Debian's memcached, in
+# deploy/packages.txt): mctext_model prints what proto/mctext.c makes of a
+# byte stream, the script sends the stream to a memcached it starts on a
+# free loopback port and compares; 77 (skipped) without memcached.
+add_executable(mctext_model cluster/mctext_model.c)
+target_link_libraries(mctext_model PRIVATE brim_proto)
+if(Python3_FOUND)
+  brim_script_tests(PREFIX cluster.mctext_ SCRIPT cluster/mctext_vs_memcached.py
+    TIMEOUT 300 SKIP_CODE 77
+    ARGS --model $<TARGET_FILE:mctext_model> --cases 500)
+endif()
+
 brim_unit_test(topo LIBS brim_proto CASES
   round_trip encode_appends refuses_format refuses_settings refuses_names
   refuses_owners refuses_state refuses_weight ring_equals_direct
