@@ -194,7 +194,7 @@ mc_scan(const char *p, size_t n, uint64_t *mag, int *neg, int *range)
 }
 
 int
-mc_strtoull(const char *p, size_t n, uint64_t *out)
+brim_mctext_strtoull(const char *p, size_t n, uint64_t *out)
 {
     uint64_t mag, v;
     int      neg, range;
@@ -215,11 +215,11 @@ mc_strtoull(const char *p, size_t n, uint64_t *out)
 }
 
 int
-mc_strtoul(const char *p, size_t n, uint32_t *out)
+brim_mctext_strtoul(const char *p, size_t n, uint32_t *out)
 {
     uint64_t v;
 
-    if (mc_strtoull(p, n, &v) == 0) {
+    if (brim_mctext_strtoull(p, n, &v) == 0) {
         return 0;
     }
     *out = (uint32_t) v; /* memcached keeps the low 32 bits */
@@ -227,7 +227,7 @@ mc_strtoul(const char *p, size_t n, uint32_t *out)
 }
 
 int
-mc_strtol(const char *p, size_t n, int32_t *out)
+brim_mctext_strtol(const char *p, size_t n, int32_t *out)
 {
     uint64_t mag;
     uint32_t low;
@@ -237,7 +237,7 @@ mc_strtol(const char *p, size_t n, int32_t *out)
         return 0;
     }
     /* strtol()'s range on a 64-bit host: -2^63 .. 2^63 - 1. */
-    if ((!neg && mag > (uint64_t) INT64_MAX)
+    if ((neg == 0 && mag > (uint64_t) INT64_MAX)
         || (neg && mag > (uint64_t) INT64_MAX + 1))
     {
         return 0;
@@ -251,7 +251,7 @@ mc_strtol(const char *p, size_t n, int32_t *out)
 }
 
 int
-mc_tok_is(const struct mc_tok *t, const char *s)
+brim_mctext_tok_is(const struct brim_mctext_tok *t, const char *s)
 {
     size_t n;
 
@@ -289,7 +289,7 @@ mc_get_prefix(const char *buf, size_t len)
  */
 static int
 mc_line_find(const char *buf, size_t len, const struct brim_mctext_limits *lim,
-             struct mc_line *ln)
+             struct brim_mctext_line *ln)
 {
     const char *nl, *nul;
     size_t      limit, end;
@@ -324,16 +324,16 @@ mc_line_find(const char *buf, size_t len, const struct brim_mctext_limits *lim,
     return 0;
 }
 
-/* Split LN's text on spaces into at most MC_TOKENS_MAX tokens. */
+/* Split LN's text on spaces into at most BRIM_MCTEXT_TOKENS_MAX tokens. */
 static void
-mc_tokenize(struct mc_line *ln)
+mc_tokenize(struct brim_mctext_line *ln)
 {
     const char *p, *end, *s;
 
     p = ln->text;
     end = p + ln->text_len;
     ln->ntok = 0;
-    while (ln->ntok < MC_TOKENS_MAX) {
+    while (ln->ntok < BRIM_MCTEXT_TOKENS_MAX) {
         while (p < end && *p == ' ') {
             p++;
         }
@@ -351,8 +351,8 @@ mc_tokenize(struct mc_line *ln)
 }
 
 int
-mc_fail(struct brim_mctext_cmd *cmd, const struct mc_line *ln,
-        enum brim_mctext_err err, size_t swallow)
+brim_mctext_fail(struct brim_mctext_cmd *cmd, const struct brim_mctext_line *ln,
+                 enum brim_mctext_err err, size_t swallow)
 {
     int text;
 
@@ -372,8 +372,8 @@ mc_fail(struct brim_mctext_cmd *cmd, const struct mc_line *ln,
 }
 
 int
-mc_data(const char *buf, size_t len, const struct mc_line *ln, size_t data_len,
-        struct brim_mctext_cmd *cmd)
+brim_mctext_data(const char *buf, size_t len, const struct brim_mctext_line *ln,
+                 size_t data_len, struct brim_mctext_cmd *cmd)
 {
     const char *end;
     size_t      need;
@@ -384,7 +384,7 @@ mc_data(const char *buf, size_t len, const struct mc_line *ln, size_t data_len,
     }
     end = buf + ln->consumed + data_len;
     if (end[0] != '\r' || end[1] != '\n') {
-        mc_fail(cmd, ln, BRIM_MCTEXT_ERR_CHUNK, 0);
+        brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_CHUNK, 0);
         cmd->consumed = need;
         return 0;
     }
@@ -396,9 +396,10 @@ mc_data(const char *buf, size_t len, const struct mc_line *ln, size_t data_len,
 
 /* memcached's set_noreply_maybe(): the line's last token is "noreply". */
 static int
-mc_noreply(const struct mc_line *ln)
+mc_noreply(const struct brim_mctext_line *ln)
 {
-    return ln->ntok > 0 && mc_tok_is(&ln->tok[ln->ntok - 1], "noreply");
+    return ln->ntok > 0
+        && brim_mctext_tok_is(&ln->tok[ln->ntok - 1], "noreply");
 }
 
 /* ---- text commands ---- */
@@ -410,19 +411,20 @@ mc_noreply(const struct mc_line *ln)
  * drops the hits it had queued).
  */
 static int
-mc_get(const struct mc_line *ln, const struct brim_mctext_limits *lim,
+mc_get(const struct brim_mctext_line *ln, const struct brim_mctext_limits *lim,
        struct brim_mctext_cmd *cmd)
 {
     const char *key;
     size_t      first, pos, n;
 
     if (ln->ntok < 2) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     first = 1;
     if (cmd->kind == BRIM_MCTEXT_GAT || cmd->kind == BRIM_MCTEXT_GATS) {
-        if (mc_strtol(ln->tok[1].p, ln->tok[1].n, &cmd->exptime) == 0) {
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_EXPTIME, 0);
+        if (brim_mctext_strtol(ln->tok[1].p, ln->tok[1].n, &cmd->exptime) == 0)
+        {
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_EXPTIME, 0);
         }
         first = 2;
     }
@@ -436,7 +438,7 @@ mc_get(const struct mc_line *ln, const struct brim_mctext_limits *lim,
             cmd->keys = NULL;
             cmd->keys_len = 0;
             cmd->nkeys = 0;
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
         }
         cmd->nkeys++;
     }
@@ -446,8 +448,8 @@ mc_get(const struct mc_line *ln, const struct brim_mctext_limits *lim,
 
 /* Take token I of LN as the key: FORMAT above the limit. */
 static int
-mc_key(const struct mc_line *ln, size_t i, const struct brim_mctext_limits *lim,
-       struct brim_mctext_cmd *cmd)
+mc_key(const struct brim_mctext_line *ln, size_t i,
+       const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     if (ln->tok[i].n > lim->max_key_bytes) {
         return -1;
@@ -463,7 +465,7 @@ mc_key(const struct mc_line *ln, size_t i, const struct brim_mctext_limits *lim,
  * noreply place that is not "noreply" is ignored, as memcached does.
  */
 static int
-mc_store(const char *buf, size_t len, const struct mc_line *ln,
+mc_store(const char *buf, size_t len, const struct brim_mctext_line *ln,
          const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     int32_t vlen;
@@ -471,49 +473,50 @@ mc_store(const char *buf, size_t len, const struct mc_line *ln,
 
     base = cmd->kind == BRIM_MCTEXT_CAS ? 6 : 5;
     if (ln->ntok != base && ln->ntok != base + 1) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     cmd->noreply = mc_noreply(ln);
     if (mc_key(ln, 1, lim, cmd) != 0
-        || mc_strtoul(ln->tok[2].p, ln->tok[2].n, &cmd->flags) == 0
-        || mc_strtol(ln->tok[3].p, ln->tok[3].n, &cmd->exptime) == 0
-        || mc_strtol(ln->tok[4].p, ln->tok[4].n, &vlen) == 0
+        || brim_mctext_strtoul(ln->tok[2].p, ln->tok[2].n, &cmd->flags) == 0
+        || brim_mctext_strtol(ln->tok[3].p, ln->tok[3].n, &cmd->exptime) == 0
+        || brim_mctext_strtol(ln->tok[4].p, ln->tok[4].n, &vlen) == 0
         || (base == 6
-            && mc_strtoull(ln->tok[5].p, ln->tok[5].n, &cmd->cas) == 0)
+            && brim_mctext_strtoull(ln->tok[5].p, ln->tok[5].n, &cmd->cas) == 0)
         || vlen < 0 || vlen > MC_VLEN_MAX)
     {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     /* Refused from the length alone: the block is swallowed as it comes,
      * never buffered. KIND and KEY stay set (memcached drops the stored
      * item of a too-large set). */
     if ((uint32_t) vlen > lim->max_value_bytes) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_TOO_LARGE, (size_t) vlen + 2);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_TOO_LARGE,
+                                (size_t) vlen + 2);
     }
-    return mc_data(buf, len, ln, (size_t) vlen, cmd);
+    return brim_mctext_data(buf, len, ln, (size_t) vlen, cmd);
 }
 
 /* delete <key> [0] [noreply]: the legacy time argument must be "0". */
 static int
-mc_delete(const struct mc_line *ln, const struct brim_mctext_limits *lim,
-          struct brim_mctext_cmd *cmd)
+mc_delete(const struct brim_mctext_line   *ln,
+          const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     int zero, valid;
 
     if (ln->ntok < 2 || ln->ntok > 4) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     if (ln->ntok > 2) {
-        zero = mc_tok_is(&ln->tok[2], "0");
+        zero = brim_mctext_tok_is(&ln->tok[2], "0");
         cmd->noreply = mc_noreply(ln);
         valid = (ln->ntok == 3 && (zero || cmd->noreply))
             || (ln->ntok == 4 && zero && cmd->noreply);
-        if (!valid) {
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_DELETE_USAGE, 0);
+        if (valid == 0) {
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_DELETE_USAGE, 0);
         }
     }
     if (mc_key(ln, 1, lim, cmd) != 0) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     cmd->consumed = ln->consumed;
     return 0;
@@ -521,27 +524,27 @@ mc_delete(const struct mc_line *ln, const struct brim_mctext_limits *lim,
 
 /* incr/decr <key> <delta> [noreply], touch <key> <exptime> [noreply]. */
 static int
-mc_key_arg(const struct mc_line *ln, const struct brim_mctext_limits *lim,
-           struct brim_mctext_cmd *cmd)
+mc_key_arg(const struct brim_mctext_line   *ln,
+           const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     int ok;
 
     if (ln->ntok != 3 && ln->ntok != 4) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     cmd->noreply = mc_noreply(ln);
     if (mc_key(ln, 1, lim, cmd) != 0) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     if (cmd->kind == BRIM_MCTEXT_TOUCH) {
-        ok = mc_strtol(ln->tok[2].p, ln->tok[2].n, &cmd->exptime);
+        ok = brim_mctext_strtol(ln->tok[2].p, ln->tok[2].n, &cmd->exptime);
         if (ok == 0) {
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_EXPTIME, 0);
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_EXPTIME, 0);
         }
     } else {
-        ok = mc_strtoull(ln->tok[2].p, ln->tok[2].n, &cmd->delta);
+        ok = brim_mctext_strtoull(ln->tok[2].p, ln->tok[2].n, &cmd->delta);
         if (ok == 0) {
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_DELTA, 0);
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_DELTA, 0);
         }
     }
     cmd->consumed = ln->consumed;
@@ -554,15 +557,16 @@ mc_key_arg(const struct mc_line *ln, const struct brim_mctext_limits *lim,
  * in 10 s and "flush_all junk noreply" fails silently.
  */
 static int
-mc_flush(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
+mc_flush(const struct brim_mctext_line *ln, struct brim_mctext_cmd *cmd)
 {
     if (ln->ntok < 1 || ln->ntok > 3) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     cmd->noreply = mc_noreply(ln);
     if (ln->ntok != (cmd->noreply ? 2u : 1u)) {
-        if (mc_strtol(ln->tok[1].p, ln->tok[1].n, &cmd->exptime) == 0) {
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_EXPTIME, 0);
+        if (brim_mctext_strtol(ln->tok[1].p, ln->tok[1].n, &cmd->exptime) == 0)
+        {
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_EXPTIME, 0);
         }
         cmd->has_exptime = 1;
     }
@@ -572,14 +576,14 @@ mc_flush(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
 
 /* verbosity <level> [noreply]; a third token is ignored. */
 static int
-mc_verbosity(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
+mc_verbosity(const struct brim_mctext_line *ln, struct brim_mctext_cmd *cmd)
 {
     if (ln->ntok != 2 && ln->ntok != 3) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     cmd->noreply = mc_noreply(ln);
-    if (mc_strtoul(ln->tok[1].p, ln->tok[1].n, &cmd->level) == 0) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+    if (brim_mctext_strtoul(ln->tok[1].p, ln->tok[1].n, &cmd->level) == 0) {
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     cmd->consumed = ln->consumed;
     return 0;
@@ -587,7 +591,7 @@ mc_verbosity(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
 
 /* stats [args]: the arguments are the node's to judge. */
 static int
-mc_stats(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
+mc_stats(const struct brim_mctext_line *ln, struct brim_mctext_cmd *cmd)
 {
     const char *end;
 
@@ -605,7 +609,7 @@ mc_stats(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
 
 /* A command taking no arguments (any extra token is ignored). */
 static int
-mc_plain(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
+mc_plain(const struct brim_mctext_line *ln, struct brim_mctext_cmd *cmd)
 {
     cmd->consumed = ln->consumed;
     return 0;
@@ -613,16 +617,16 @@ mc_plain(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
 
 /* The command named by token T, or NONE. */
 static enum brim_mctext_kind
-mc_kind_of(const struct mc_tok *t)
+mc_kind_of(const struct brim_mctext_tok *t)
 {
     unsigned k;
 
     for (k = 1; k < BRIM_MCTEXT_KIND_COUNT; k++) {
-        if (mc_tok_is(t, mc_kind_names[k])) {
+        if (brim_mctext_tok_is(t, mc_kind_names[k])) {
             return (enum brim_mctext_kind) k;
         }
     }
-    return mc_tok_is(t, "bget") ? BRIM_MCTEXT_GET : BRIM_MCTEXT_NONE;
+    return brim_mctext_tok_is(t, "bget") ? BRIM_MCTEXT_GET : BRIM_MCTEXT_NONE;
 }
 
 /*
@@ -633,39 +637,39 @@ mc_kind_of(const struct mc_tok *t)
  * "shutdown" with its own line unless started with -A.
  */
 static int
-mc_unknown(const struct mc_line *ln, struct brim_mctext_cmd *cmd)
+mc_unknown(const struct brim_mctext_line *ln, struct brim_mctext_cmd *cmd)
 {
-    const struct mc_tok *last;
+    const struct brim_mctext_tok *last;
 
-    if (mc_tok_is(&ln->tok[0], "shutdown")) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_SHUTDOWN, 0);
+    if (brim_mctext_tok_is(&ln->tok[0], "shutdown")) {
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_SHUTDOWN, 0);
     }
     last = &ln->tok[ln->ntok - 1];
     if (strchr("gsacidt", ln->tok[0].p[0]) == NULL && last->n >= 5
         && memcmp(last->p, "HTTP/", 5) == 0)
     {
-        mc_fail(cmd, ln, BRIM_MCTEXT_ERR_HTTP, 0);
+        brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_HTTP, 0);
         cmd->close = 1;
         return 0;
     }
-    return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+    return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
 }
 
 /* Parse the text command of line LN (tokenized) into CMD. */
 static int
-mc_dispatch(const char *buf, size_t len, const struct mc_line *ln,
+mc_dispatch(const char *buf, size_t len, const struct brim_mctext_line *ln,
             const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
-    const struct mc_tok *t0;
+    const struct brim_mctext_tok *t0;
 
     /* As memcached: no valid command is shorter than two bytes, and every
      * two-byte word starting with 'm' is a meta command. */
     if (ln->ntok == 0 || ln->tok[0].n < 2) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
     t0 = &ln->tok[0];
     if (t0->n == 2 && t0->p[0] == 'm') {
-        return mc_meta_parse(buf, len, ln, lim, t0->p[1], cmd);
+        return brim_mctext_meta_parse(buf, len, ln, lim, t0->p[1], cmd);
     }
     cmd->kind = mc_kind_of(t0);
     switch (cmd->kind) {
@@ -708,9 +712,9 @@ brim_mctext_parse(const char *buf, size_t len,
                   const struct brim_mctext_limits *lim,
                   struct brim_mctext_cmd          *cmd)
 {
-    struct brim_mctext_cmd c;
-    struct mc_line         ln;
-    int                    rc;
+    struct brim_mctext_cmd  c;
+    struct brim_mctext_line ln;
+    int                     rc;
 
     BRIM_ASSERT(lim != NULL && cmd != NULL && (buf != NULL || len == 0));
 

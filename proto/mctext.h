@@ -195,7 +195,9 @@ struct brim_mctext_meta {
  * Fields a command does not use are 0. The struct may be copied.
  */
 struct brim_mctext_cmd {
-    enum brim_mctext_kind kind;     /* the command, or NONE (ERR is set) */
+    enum brim_mctext_kind kind;     /* the command the line names, also on
+                                       most errors; NONE for an unknown
+                                       word or a line too long */
     enum brim_mctext_err  err;      /* NONE: execute the command; else an
                                        error: do not (see TOO_LARGE) */
     const char *reply;              /* ERR set: the line to send, "\r\n"
@@ -230,13 +232,13 @@ struct brim_mctext_cmd {
                                        (brim_mctext_next_key()) */
     size_t      keys_len;           /* bytes of KEYS */
     uint32_t    nkeys;              /* tokens in KEYS; 0 for "gat 10" */
-    uint32_t    flags;              /* storage: client flags (memcached
-                                       keeps the low 32 bits of a larger
-                                       number) */
-    int32_t     exptime;            /* storage, touch, gat, gats; flush_all's
-                                       delay: seconds as sent, the low 32
-                                       bits as memcached (brim_mctext_
-                                       expiry()) */
+    uint32_t    flags;              /* storage (ms: its F): client flags
+                                       (memcached keeps the low 32 bits of
+                                       a larger number) */
+    int32_t     exptime;            /* storage (ms: its T), touch, gat,
+                                       gats; flush_all's delay: seconds as
+                                       sent, the low 32 bits as memcached
+                                       (brim_mctext_expiry()) */
     int         has_exptime;        /* flush_all: a delay was given */
     uint64_t    cas;                /* cas: the cas unique */
     uint64_t    delta;              /* incr, decr: the delta */
@@ -284,7 +286,7 @@ size_t brim_mctext_buffer_max(const struct brim_mctext_limits *lim);
  * text early, as in memcached. Nothing is allocated; a data block is
  * waited for only after its length passed LIM->max_value_bytes. A storage
  * command refused for TOO_LARGE still names its KIND and KEY: memcached
- * also drops the stored item of a too-large set or ms.
+ * also deletes the stored item of a too-large set, or ms of any mode.
  */
 int brim_mctext_parse(const char *buf, size_t len,
                       const struct brim_mctext_limits *lim,

@@ -17,10 +17,10 @@
  * one for its end marker); argument counts are judged on that many, and
  * only the get family reads on past them.
  */
-#define MC_TOKENS_MAX 23
+#define BRIM_MCTEXT_TOKENS_MAX 23
 
 /* A token: P[0 .. N), N >= 1, borrowed from the buffer. */
-struct mc_tok {
+struct brim_mctext_tok {
     const char *p;                  /* first byte */
     size_t      n;                  /* bytes */
 };
@@ -29,17 +29,18 @@ struct mc_tok {
  * One command line. TEXT is what memcached's tokenizer sees: the bytes
  * before the '\n', without a '\r' just before it, cut at the first NUL.
  */
-struct mc_line {
-    const char   *text;             /* the line's text, borrowed */
-    size_t        text_len;         /* bytes of TEXT */
-    size_t        consumed;         /* bytes through the '\n' */
-    struct mc_tok tok[MC_TOKENS_MAX]; /* the first tokens, split on ' ' */
-    size_t        ntok;             /* tokens in TOK: memcached's ntokens
-                                       minus its end marker */
+struct brim_mctext_line {
+    const char             *text;     /* the line's text, borrowed */
+    size_t                  text_len; /* bytes of TEXT */
+    size_t                  consumed; /* bytes through the '\n' */
+    struct brim_mctext_tok  tok[BRIM_MCTEXT_TOKENS_MAX]; /* the first
+                                         tokens, split on ' ' */
+    size_t                  ntok;     /* tokens in TOK: memcached's ntokens
+                                         minus its end marker */
 };
 
 /* True when token T is exactly the NUL-terminated string S. */
-int mc_tok_is(const struct mc_tok *t, const char *s);
+int brim_mctext_tok_is(const struct brim_mctext_tok *t, const char *s);
 
 /*
  * memcached's safe_strtoull(), safe_strtoul(), safe_strtol() (util.c) over
@@ -51,9 +52,9 @@ int mc_tok_is(const struct mc_tok *t, const char *s);
  * does on a 64-bit host (checked: "set k 4294967296 0 1" stores flags 0).
  * Each returns 1 and writes *OUT, or returns 0.
  */
-int mc_strtoull(const char *p, size_t n, uint64_t *out);
-int mc_strtoul(const char *p, size_t n, uint32_t *out);
-int mc_strtol(const char *p, size_t n, int32_t *out);
+int brim_mctext_strtoull(const char *p, size_t n, uint64_t *out);
+int brim_mctext_strtoul(const char *p, size_t n, uint32_t *out);
+int brim_mctext_strtol(const char *p, size_t n, int32_t *out);
 
 /*
  * Record error ERR in CMD for the line LN: CMD->consumed is the line (and
@@ -61,8 +62,9 @@ int mc_strtol(const char *p, size_t n, int32_t *out);
  * command's noreply suppresses it (CMD->kind and CMD->noreply already
  * set). Returns 0, for the caller to return.
  */
-int mc_fail(struct brim_mctext_cmd *cmd, const struct mc_line *ln,
-            enum brim_mctext_err err, size_t swallow);
+int brim_mctext_fail(struct brim_mctext_cmd *cmd,
+                     const struct brim_mctext_line *ln,
+                     enum brim_mctext_err err, size_t swallow);
 
 /*
  * Wait for or check the data block of DATA_LEN bytes plus "\r\n" that
@@ -70,16 +72,18 @@ int mc_fail(struct brim_mctext_cmd *cmd, const struct mc_line *ln,
  * 0 with CMD->data set, or CMD failed with CHUNK when the two bytes after
  * the data are not "\r\n" (memcached 1.6.18 consumes the whole block).
  */
-int mc_data(const char *buf, size_t len, const struct mc_line *ln,
-            size_t data_len, struct brim_mctext_cmd *cmd);
+int brim_mctext_data(const char *buf, size_t len,
+                     const struct brim_mctext_line *ln, size_t data_len,
+                     struct brim_mctext_cmd *cmd);
 
 /*
  * The meta commands (mctext_meta.c): parse line LN, whose first token is
  * "m" followed by SUB, into CMD (zeroed by the caller); BUF[0 .. LEN) for
  * ms's data block. Returns 0 or BRIM_EAGAIN as brim_mctext_parse().
  */
-int mc_meta_parse(const char *buf, size_t len, const struct mc_line *ln,
-                  const struct brim_mctext_limits *lim, char sub,
-                  struct brim_mctext_cmd *cmd);
+int brim_mctext_meta_parse(const char *buf, size_t len,
+                           const struct brim_mctext_line *ln,
+                           const struct brim_mctext_limits *lim, char sub,
+                           struct brim_mctext_cmd *cmd);
 
 #endif /* BRIM_PROTO_MCTEXT_INT_H */

@@ -137,103 +137,104 @@ meta_b64_key(struct brim_mctext_cmd *cmd)
 }
 
 /*
- * Read the flags of LN from token START on into CMD->meta, as memcached's
- * _meta_flag_preparse(): a repeated letter (or a byte above 126) stops at
- * once with META_DUP, an unknown one with META_FLAG; a bad token is noted
- * and reading goes on, so the error named is the last one found (F's
- * leaves the message as it was: FORMAT unless another came first).
- * Returns NONE or the error.
+ * Read the flag token T (its letter O, known to memcached) into
+ * CMD->meta. Returns 0; 1 when its argument is bad, with *ERR naming it
+ * (F leaves *ERR as it was: memcached sets no message for it); -1 when O
+ * is no flag memcached 1.6.18 knows.
  */
-static enum brim_mctext_err
-meta_flags(const struct mc_line *ln, size_t start, struct brim_mctext_cmd *cmd)
+static int
+meta_flag(struct brim_mctext_cmd *cmd, const struct brim_mctext_tok *t,
+          unsigned char o, enum brim_mctext_err *err)
 {
     struct brim_mctext_meta *m = &cmd->meta;
-    const struct mc_tok     *t;
-    unsigned char            seen[127], o;
-    enum brim_mctext_err     err;
-    const char              *arg;
+    const char              *arg = t->p + 1;
+    size_t                   an = t->n - 1;
     int32_t                 *ttl;
-    size_t                   i, an;
-    int                      failed;
+
+    switch (o) {
+    case 'b':
+        *err = BRIM_MCTEXT_ERR_META_B64;
+        return meta_b64_key(cmd) != 0;
+    case 'N':
+    case 'T':
+    case 'R':
+        ttl = o == 'N' ? &m->vivify_ttl : &m->ttl;
+        ttl = o == 'R' ? &m->recache_ttl : ttl;
+        *err = BRIM_MCTEXT_ERR_META_TOKEN;
+        return brim_mctext_strtol(arg, an, ttl) == 0;
+    case 'O':
+        m->opaque = arg;
+        m->opaque_len = an;
+        return 0;
+    case 'c':
+    case 'f':
+    case 'h':
+    case 'k':
+    case 'l':
+    case 'q':
+    case 's':
+    case 't':
+    case 'u':
+    case 'v':
+    case 'I':
+    case 'L':
+    case 'P':
+        return 0;
+    case 'F':
+        return brim_mctext_strtoul(arg, an, &m->client_flags) == 0;
+    case 'C':
+        *err = BRIM_MCTEXT_ERR_META_TOKEN;
+        return brim_mctext_strtoull(arg, an, &m->cas) == 0;
+    case 'M':
+        m->mode = t->n == 2 ? t->p[1] : 0;
+        *err = BRIM_MCTEXT_ERR_META_MLEN;
+        return t->n != 2;
+    case 'J':
+        *err = BRIM_MCTEXT_ERR_META_INITIAL;
+        return brim_mctext_strtoull(arg, an, &m->initial) == 0;
+    case 'D':
+        *err = BRIM_MCTEXT_ERR_META_DELTA;
+        return brim_mctext_strtoull(arg, an, &m->delta) == 0;
+    default:
+        return -1;
+    }
+}
+
+/*
+ * Read the flags of LN from token START on into CMD->meta, as memcached's
+ * _meta_flag_preparse(): a repeated letter (or a byte above 126) stops at
+ * once with META_DUP, an unknown one with META_FLAG; a bad argument is
+ * noted and reading goes on, so the error named is the last one found (a
+ * bad F's leaves the message as it was: FORMAT unless another came
+ * first). Returns NONE or the error.
+ */
+static enum brim_mctext_err
+meta_flags(const struct brim_mctext_line *ln, size_t start,
+           struct brim_mctext_cmd *cmd)
+{
+    struct brim_mctext_meta *m = &cmd->meta;
+    unsigned char            seen[127], o;
+    enum brim_mctext_err     err, e;
+    size_t                   i;
+    int                      rc, failed;
 
     memset(seen, 0, sizeof(seen));
     err = BRIM_MCTEXT_ERR_FORMAT;
     failed = 0;
     for (i = start; i < ln->ntok; i++) {
-        t = &ln->tok[i];
-        o = (unsigned char) t->p[0];
+        o = (unsigned char) ln->tok[i].p[0];
         if (o >= 127 || seen[o]) {
             return BRIM_MCTEXT_ERR_META_DUP;
         }
         seen[o] = 1;
-        arg = t->p + 1;
-        an = t->n - 1;
-        switch (o) {
-        case 'b':
-            if (meta_b64_key(cmd) != 0) {
-                err = BRIM_MCTEXT_ERR_META_B64;
-                failed = 1;
-            }
-            break;
-        case 'N':
-        case 'T':
-        case 'R':
-            ttl = o == 'N' ? &m->vivify_ttl : &m->ttl;
-            ttl = o == 'R' ? &m->recache_ttl : ttl;
-            if (mc_strtol(arg, an, ttl) == 0) {
-                err = BRIM_MCTEXT_ERR_META_TOKEN;
-                failed = 1;
-            }
-            break;
-        case 'O':
-            m->opaque = arg;
-            m->opaque_len = an;
-            break;
-        case 'c':
-        case 'f':
-        case 'h':
-        case 'k':
-        case 'l':
-        case 'q':
-        case 's':
-        case 't':
-        case 'u':
-        case 'v':
-        case 'I':
-        case 'L':
-        case 'P':
-            break;
-        case 'F':
-            failed |= mc_strtoul(arg, an, &m->client_flags) == 0;
-            break;
-        case 'C':
-            if (mc_strtoull(arg, an, &m->cas) == 0) {
-                err = BRIM_MCTEXT_ERR_META_TOKEN;
-                failed = 1;
-            }
-            break;
-        case 'M':
-            if (t->n != 2) {
-                err = BRIM_MCTEXT_ERR_META_MLEN;
-                failed = 1;
-            } else {
-                m->mode = t->p[1];
-            }
-            break;
-        case 'J':
-            if (mc_strtoull(arg, an, &m->initial) == 0) {
-                err = BRIM_MCTEXT_ERR_META_INITIAL;
-                failed = 1;
-            }
-            break;
-        case 'D':
-            if (mc_strtoull(arg, an, &m->delta) == 0) {
-                err = BRIM_MCTEXT_ERR_META_DELTA;
-                failed = 1;
-            }
-            break;
-        default:
+        e = err;
+        rc = meta_flag(cmd, &ln->tok[i], o, &e);
+        if (rc < 0) {
             return BRIM_MCTEXT_ERR_META_FLAG;
+        }
+        if (rc > 0) {
+            err = e;
+            failed = 1;
         }
         /* Callers allow at most META_TOKENS_MAX tokens, so at most
          * BRIM_MCTEXT_META_FLAGS_MAX flags after the command and key. */
@@ -258,25 +259,26 @@ meta_opaque_long(const struct brim_mctext_cmd *cmd)
  * then for all but ms the token count. Returns 1 when CMD failed.
  */
 static int
-meta_head(const struct mc_line *ln, const struct brim_mctext_limits *lim,
-          struct brim_mctext_cmd *cmd)
+meta_head(const struct brim_mctext_line   *ln,
+          const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     if (ln->ntok < 2) {
-        mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
         return 1;
     }
     if (ln->tok[1].n > lim->max_key_bytes) {
-        mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
         return 1;
     }
     cmd->key = ln->tok[1].p;
     cmd->key_len = ln->tok[1].n;
     if (cmd->kind != BRIM_MCTEXT_MS && ln->ntok > META_TOKENS_MAX) {
         /* mg words it differently from md and ma. */
-        mc_fail(cmd, ln,
-                cmd->kind == BRIM_MCTEXT_MG ? BRIM_MCTEXT_ERR_META_MANY_MG
-                                            : BRIM_MCTEXT_ERR_META_MANY,
-                0);
+        brim_mctext_fail(cmd, ln,
+                         cmd->kind == BRIM_MCTEXT_MG
+                             ? BRIM_MCTEXT_ERR_META_MANY_MG
+                             : BRIM_MCTEXT_ERR_META_MANY,
+                         0);
         return 1;
     }
     return 0;
@@ -284,8 +286,8 @@ meta_head(const struct mc_line *ln, const struct brim_mctext_limits *lim,
 
 /* mg <key> <flags>*, md <key> <flags>*, ma <key> <flags>*. */
 static int
-meta_key_cmd(const struct mc_line *ln, const struct brim_mctext_limits *lim,
-             struct brim_mctext_cmd *cmd)
+meta_key_cmd(const struct brim_mctext_line   *ln,
+             const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     struct brim_mctext_meta *m = &cmd->meta;
     enum brim_mctext_err     err;
@@ -293,11 +295,10 @@ meta_key_cmd(const struct mc_line *ln, const struct brim_mctext_limits *lim,
     if (meta_head(ln, lim, cmd)) {
         return 0;
     }
-    m->delta = 1;
     err = meta_flags(ln, 2, cmd);
     if (err != BRIM_MCTEXT_ERR_NONE) {
         /* md and ma do not say which flag (1.6.18). */
-        return mc_fail(
+        return brim_mctext_fail(
             cmd, ln,
             cmd->kind == BRIM_MCTEXT_MG ? err : BRIM_MCTEXT_ERR_META_BAD, 0);
     }
@@ -313,13 +314,13 @@ meta_key_cmd(const struct mc_line *ln, const struct brim_mctext_limits *lim,
             m->incr = 0;
             break;
         default:
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_META_MA_MODE, 0);
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_META_MA_MODE, 0);
         }
     }
     /* memcached checks the opaque while writing the reply, so for mg and
      * ma only after the command ran; refused here, before. */
     if (meta_opaque_long(cmd)) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_META_OPAQUE, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_META_OPAQUE, 0);
     }
     cmd->noreply = (m->flags & BRIM_MCTEXT_MF('q')) != 0;
     cmd->consumed = ln->consumed;
@@ -353,7 +354,7 @@ meta_store_kind(char mode)
  * does the same); later ones swallow it.
  */
 static int
-meta_set(const char *buf, size_t len, const struct mc_line *ln,
+meta_set(const char *buf, size_t len, const struct brim_mctext_line *ln,
          const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     struct brim_mctext_meta *m = &cmd->meta;
@@ -365,25 +366,25 @@ meta_set(const char *buf, size_t len, const struct mc_line *ln,
         return 0;
     }
     if (ln->ntok == 2) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     if (ln->ntok > META_TOKENS_MAX) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_META_MANY, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_META_MANY, 0);
     }
-    if (mc_strtol(ln->tok[2].p, ln->tok[2].n, &vlen) == 0 || vlen < 0
+    if (brim_mctext_strtol(ln->tok[2].p, ln->tok[2].n, &vlen) == 0 || vlen < 0
         || vlen > META_VLEN_MAX)
     {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     swallow = (size_t) vlen + 2;
     err = meta_flags(ln, 3, cmd);
     if (err != BRIM_MCTEXT_ERR_NONE) {
-        return mc_fail(cmd, ln, err, swallow);
+        return brim_mctext_fail(cmd, ln, err, swallow);
     }
     /* A bad mode is reported before a too-long opaque (1.6.18's order). */
     m->store = meta_store_kind(m->mode);
     if (m->store == BRIM_MCTEXT_NONE) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_META_MS_MODE, swallow);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_META_MS_MODE, swallow);
     }
     if ((m->flags & BRIM_MCTEXT_MF('C')) != 0
         && (m->store == BRIM_MCTEXT_SET || m->store == BRIM_MCTEXT_REPLACE))
@@ -391,31 +392,31 @@ meta_set(const char *buf, size_t len, const struct mc_line *ln,
         m->store = BRIM_MCTEXT_CAS;
     }
     if (meta_opaque_long(cmd)) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_META_OPAQUE, swallow);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_META_OPAQUE, swallow);
     }
     cmd->noreply = (m->flags & BRIM_MCTEXT_MF('q')) != 0;
     cmd->flags = m->client_flags;
     cmd->exptime = m->ttl;
     if ((uint32_t) vlen > lim->max_value_bytes) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_TOO_LARGE, swallow);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_TOO_LARGE, swallow);
     }
-    return mc_data(buf, len, ln, (size_t) vlen, cmd);
+    return brim_mctext_data(buf, len, ln, (size_t) vlen, cmd);
 }
 
 /* me <key> [b]: only a "b" right after the key counts, and a key that
  * does not decode is FORMAT here. */
 static int
-meta_debug(const struct mc_line *ln, const struct brim_mctext_limits *lim,
-           struct brim_mctext_cmd *cmd)
+meta_debug(const struct brim_mctext_line   *ln,
+           const struct brim_mctext_limits *lim, struct brim_mctext_cmd *cmd)
 {
     if (ln->ntok < 2 || ln->tok[1].n > lim->max_key_bytes) {
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
     }
     cmd->key = ln->tok[1].p;
     cmd->key_len = ln->tok[1].n;
-    if (ln->ntok >= 3 && mc_tok_is(&ln->tok[2], "b")) {
+    if (ln->ntok >= 3 && brim_mctext_tok_is(&ln->tok[2], "b")) {
         if (meta_b64_key(cmd) != 0) {
-            return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
+            return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_FORMAT, 0);
         }
         cmd->meta.flags = BRIM_MCTEXT_MF('b');
     }
@@ -424,10 +425,12 @@ meta_debug(const struct mc_line *ln, const struct brim_mctext_limits *lim,
 }
 
 int
-mc_meta_parse(const char *buf, size_t len, const struct mc_line *ln,
-              const struct brim_mctext_limits *lim, char sub,
-              struct brim_mctext_cmd *cmd)
+brim_mctext_meta_parse(const char *buf, size_t len,
+                       const struct brim_mctext_line   *ln,
+                       const struct brim_mctext_limits *lim, char sub,
+                       struct brim_mctext_cmd *cmd)
 {
+    cmd->meta.delta = 1; /* ma's default, in every command */
     switch (sub) {
     case 'g':
         cmd->kind = BRIM_MCTEXT_MG;
@@ -450,6 +453,6 @@ mc_meta_parse(const char *buf, size_t len, const struct mc_line *ln,
         cmd->consumed = ln->consumed;
         return 0;
     default:
-        return mc_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
+        return brim_mctext_fail(cmd, ln, BRIM_MCTEXT_ERR_UNKNOWN, 0);
     }
 }

@@ -28,14 +28,25 @@ add_test(NAME fuzz.wire_corpus
   COMMAND fuzz_wire_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/wire)
 set_tests_properties(fuzz.wire_corpus PROPERTIES LABELS fuzz TIMEOUT 120)
 
+# The memcached parser's target (proto/mctext.h), likewise:
+#   ./build/bin/fuzz_mctext -max_total_time=600 SCRATCH_DIR \
+#       tests/fuzz/corpus/mctext
+add_executable(fuzz_mctext_replay fuzz/fuzz_mctext.c fuzz/replay_main.c)
+target_link_libraries(fuzz_mctext_replay PRIVATE brim_proto)
+add_test(NAME fuzz.mctext_corpus
+  COMMAND fuzz_mctext_replay ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/mctext)
+set_tests_properties(fuzz.mctext_corpus PROPERTIES LABELS fuzz TIMEOUT 120)
+
 if(BRIM_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "BRIM_FUZZ needs clang (-DCMAKE_C_COMPILER=clang)")
   endif()
-  add_executable(fuzz_wire fuzz/fuzz_wire.c)
-  target_compile_options(fuzz_wire PRIVATE -fsanitize=fuzzer)
-  target_link_options(fuzz_wire PRIVATE -fsanitize=fuzzer)
-  target_link_libraries(fuzz_wire PRIVATE brim_proto)
+  foreach(name wire mctext)
+    add_executable(fuzz_${name} fuzz/fuzz_${name}.c)
+    target_compile_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(fuzz_${name} PRIVATE brim_proto)
+  endforeach()
 endif()
 
 # memcached's text and meta protocols (proto/mctext.h, docs/memcached.md):
