@@ -496,6 +496,8 @@ START_TEST(mctext_pipelined)
         }
         off += cmd.consumed;
     }
+    /* Nothing, even no buffer, waits. */
+    ck_assert_int_eq(brim_mctext_parse(NULL, 0, &lim, &cmd), BRIM_EAGAIN);
     /* The unfinished "get" at the end waits. */
     ck_assert_int_eq(brim_mctext_parse(in + off, len - off, &lim, &cmd),
                      BRIM_EAGAIN);
