@@ -50,13 +50,15 @@ if(BRIM_FUZZ)
 endif()
 
 # memcached's text and meta protocols (proto/mctext.h, docs/memcached.md):
-# every command, split points, limits, meta flags, golden replies.
+# the parser (every command, split points, limits, meta flags), then the
+# replies and the expiry rule.
 brim_unit_test(mctext LIBS brim_proto CASES
   limits get_family storage delete incr_decr touch other_commands noreply
   pipelined split_points data_chunk key_too_long line_too_long unknown
-  bad_numbers value_limit negative_exptime expiry meta_get_flags meta_set
-  meta_delete_arith meta_debug_noop base64_keys opaque golden_replies
-  golden_misc encode_nomem names)
+  bad_numbers value_limit negative_exptime meta_get_flags meta_set
+  meta_delete_arith meta_debug_noop base64_keys opaque names)
+brim_unit_test(mctext_rep LIBS brim_proto CASES
+  golden_replies golden_misc encode_nomem expiry)
 
 # The same parser beside a live memcached (Debian's memcached, in
 # deploy/packages.txt): mctext_model prints what proto/mctext.c makes of a
