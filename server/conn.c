@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/parse.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
 #include "server/guard.h"
@@ -491,35 +492,13 @@ server_idle_cb(uv_timer_t *t)
 int
 brim_addr_parse(const char *addr, struct sockaddr_storage *sa)
 {
-    char        host[64];
-    const char *colon, *h = addr, *end;
-    char       *pend;
-    long        port;
-    size_t      hlen;
+    char     host[BRIM_HOST_MAX + 1];
+    uint16_t port;
 
-    colon = strrchr(addr, ':');
-    if (colon == NULL) {
-        return BRIM_EINVAL;
-    }
-    end = colon;
-    if (addr[0] == '[') {
-        h = addr + 1;
-        if (colon == addr || colon[-1] != ']') {
-            return BRIM_EINVAL;
-        }
-        end = colon - 1;
-    }
-    hlen = (size_t) (end - h);
-    if (hlen == 0 || hlen >= sizeof(host)) {
-        return BRIM_EINVAL;
-    }
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    if (addr[0] != '[' && strchr(host, ':') != NULL) {
-        return BRIM_EINVAL;         /* IPv6 needs brackets: [::1]:11311 */
-    }
-    port = strtol(colon + 1, &pend, 10);
-    if (colon[1] == '\0' || *pend != '\0' || port < 0 || port > 65535) {
+    /* common/parse.c splits it (port 0: a listener's any free port); the
+     * host must be an IP address or "localhost", never a name to look up
+     * (that would block the loop). */
+    if (brim_addr_split(addr, host, sizeof(host), 0, &port, NULL) != 0) {
         return BRIM_EINVAL;
     }
     if (strcmp(host, "localhost") == 0) {
@@ -528,10 +507,33 @@ brim_addr_parse(const char *addr, struct sockaddr_storage *sa)
     if (uv_ip4_addr(host, (int) port, (struct sockaddr_in *) sa) == 0) {
         return 0;
     }
-    if (uv_ip6_addr(host, (int) port, (struct sockaddr_in6 *) sa) == 0) {
+    if (strchr(host, ':') != NULL
+        && uv_ip6_addr(host, (int) port, (struct sockaddr_in6 *) sa) == 0)
+    {
         return 0;
     }
     return BRIM_EINVAL;
+}
+
+int
+brim_addr_check(const char *addr, uint32_t port_min,
+                char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct sockaddr_storage sa;
+    char                    host[BRIM_HOST_MAX + 1];
+    uint16_t                port;
+
+    if (brim_addr_parse(addr, &sa) != 0
+        || brim_addr_split(addr, host, sizeof(host), port_min, &port, NULL)
+               != 0)
+    {
+        brim_errfmt(errbuf, "bad address \"%.100s\": want IP:PORT (an IPv4 "
+                    "address, [IPv6] in brackets, or localhost; host names "
+                    "are not resolved), port %u to 65535, e.g. "
+                    "127.0.0.1:11311", addr, port_min);
+        return BRIM_EINVAL;
+    }
+    return 0;
 }
 
 int
@@ -544,13 +546,10 @@ brim_server_listen(struct brim_server *srv, uv_loop_t *loop, const char *addr,
     int                     rc;
 
     memset(srv, 0, sizeof(*srv));
-    if (brim_addr_parse(addr, &sa) != 0) {
-        brim_errfmt(errbuf, "listen: bad address \"%s\": want IP:PORT "
-                    "(an IPv4 address, [IPv6] in brackets, or localhost; "
-                    "host names are not resolved), e.g. 127.0.0.1:11311",
-                    addr);
+    if (brim_addr_check(addr, 0, errbuf) != 0) {
         return BRIM_EINVAL;
     }
+    (void) brim_addr_parse(addr, &sa);
     if (cfg->out_low_water > cfg->out_high_water) {
         brim_errfmt(errbuf, "listen: output low water %zu above high water "
                     "%zu", cfg->out_low_water, cfg->out_high_water);

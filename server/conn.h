@@ -190,6 +190,14 @@ void brim_conn_drain(struct brim_conn *c);
  */
 int brim_addr_parse(const char *addr, struct sockaddr_storage *sa);
 
+/*
+ * Check that ADDR is an address brim_addr_parse() takes, with a port of at
+ * least PORT_MIN (0 for a listener: any free port). Returns 0, or
+ * BRIM_EINVAL with ERRBUF (NULL allowed) saying what an address must be.
+ */
+int brim_addr_check(const char *addr, uint32_t port_min,
+                    char errbuf[BRIM_ERRBUF_LEN]);
+
 /* Translate a libuv error (negative) into a brim code. */
 int brim_err_from_uv(int uv_err);
 

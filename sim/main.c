@@ -15,6 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/parse.h"
 #include "common/placement.h"
 #include "common/rng.h"
 
@@ -109,42 +110,15 @@ brim_sim_bad_flag(const char *cmd, int opt, char **argv)
     return brim_sim_usage_error(cmd, "unknown flag %s", arg);
 }
 
-/* Parse one plain decimal (digits only) into *OUT; 0 or -1. */
-static int
-sim_parse_dec(const char *text, uint64_t *out)
-{
-    uint64_t v;
-    size_t   i;
-
-    if (text[0] == '\0') {
-        return -1;
-    }
-    v = 0;
-    for (i = 0; text[i] != '\0'; i++) {
-        if (text[i] < '0' || text[i] > '9') {
-            return -1;
-        }
-        if (v > (UINT64_MAX - (uint64_t) (text[i] - '0')) / 10) {
-            return -1;
-        }
-        v = v * 10 + (uint64_t) (text[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 int
 brim_sim_parse_u32(const char *flag, const char *text, uint32_t min,
                    uint32_t max, uint32_t *out, char errbuf[BRIM_ERRBUF_LEN])
 {
-    uint64_t v;
-
-    if (sim_parse_dec(text, &v) != 0 || v < min || v > max) {
+    if (brim_parse_u32(text, min, max, out) != 0) {
         brim_errfmt(errbuf, "%s: bad value \"%.40s\": expected an integer "
                     "%" PRIu32 "..%" PRIu32, flag, text, min, max);
         return BRIM_EINVAL;
     }
-    *out = (uint32_t) v;
     return 0;
 }
 

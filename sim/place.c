@@ -17,6 +17,7 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/parse.h"
 #include "common/placement.h"
 #include "common/ring.h"
 
@@ -83,32 +84,6 @@ place_bad(struct place_input *in, size_t line, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-/* Parse TEXT, digits only, into *OUT without overflow; 0 or -1. */
-static int
-place_parse_u64(const char *text, uint64_t *out)
-{
-    uint64_t v;
-    unsigned d;
-    size_t   i;
-
-    if (text[0] == '\0') {
-        return -1;
-    }
-    v = 0;
-    for (i = 0; text[i] != '\0'; i++) {
-        if (text[i] < '0' || text[i] > '9') {
-            return -1;
-        }
-        d = (unsigned) (text[i] - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return -1;
-        }
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
-
 /* Grow *ARR (of ELEM-byte entries) to hold one more; 0 or BRIM_ENOMEM. */
 static int
 place_grow(void **arr, size_t n, size_t *cap, size_t elem)
@@ -160,12 +135,12 @@ place_point(struct place_input *in, size_t line, char **w, int nw)
                   nw - 1);
         return 0;
     }
-    if (place_parse_u64(w[1], &node) != 0 || node >= BRIM_NODES_MAX) {
+    if (brim_parse_u64(w[1], 0, UINT64_MAX, &node) != 0 || node >= BRIM_NODES_MAX) {
         place_bad(in, line, "bad node \"%.40s\": expected an integer 0..%d",
                   w[1], BRIM_NODES_MAX - 1);
         return 0;
     }
-    if (place_parse_u64(w[2], &pos) != 0) {
+    if (brim_parse_u64(w[2], 0, UINT64_MAX, &pos) != 0) {
         place_bad(in, line, "bad position \"%.40s\": expected a decimal "
                   "0..%" PRIu64, w[2], UINT64_MAX);
         return 0;
@@ -192,7 +167,7 @@ place_key(struct place_input *in, size_t line, char **w, int nw)
         place_bad(in, line, "key takes one POSITION, got %d values", nw - 1);
         return 0;
     }
-    if (place_parse_u64(w[1], &pos) != 0) {
+    if (brim_parse_u64(w[1], 0, UINT64_MAX, &pos) != 0) {
         place_bad(in, line, "bad position \"%.40s\": expected a decimal "
                   "0..%" PRIu64, w[1], UINT64_MAX);
         return 0;

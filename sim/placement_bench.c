@@ -15,6 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/hash.h"
+#include "common/parse.h"
 #include "common/map.h"
 #include "common/placement.h"
 #include "common/ring.h"
@@ -78,16 +79,11 @@ usage(FILE *out)
 static int
 parse_u32(const char *flag, const char *text, uint32_t *out)
 {
-    char          *end;
-    unsigned long  v;
-
-    v = strtoul(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || v == 0 || v > UINT32_MAX) {
+    if (brim_parse_u32(text, 1, UINT32_MAX, out) != 0) {
         fprintf(stderr, "brim-placement-bench: %s: \"%s\" is not a whole "
                 "number from 1 to %" PRIu32 "\n", flag, text, UINT32_MAX);
         return -1;
     }
-    *out = (uint32_t) v;
     return 0;
 }
 
@@ -136,7 +132,11 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
             rc = parse_u32("--rounds", optarg, &o->rounds);
             break;
         case 's':
-            o->seed = strtoull(optarg, NULL, 10);
+            if (brim_parse_u64(optarg, 0, UINT64_MAX, &o->seed) != 0) {
+                fprintf(stderr, "brim-placement-bench: --seed: \"%s\" is "
+                        "not a whole number\n", optarg);
+                return -1;
+            }
             break;
         case 'h':
             usage(stdout);

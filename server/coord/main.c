@@ -7,9 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,151 +19,150 @@
 #include <sys/file.h>
 
 #include "common/defs.h"
+#include "common/parse.h"
 #include "common/placement.h"
 #include "common/ring.h"
 #include "server/log.h"
+#include "server/options.h"
 #include "server/random.h"
 
 #define GIVEN_EPS 1u
 #define GIVEN_V 2u
 #define GIVEN_P 4u
 
-static const struct option coord_longopts[] = {
-    { "listen", required_argument, NULL, 'l' },
-    { "data-dir", required_argument, NULL, 'd' },
-    { "eps", required_argument, NULL, 'e' },
-    { "tokens", required_argument, NULL, 'V' },
-    { "partitions", required_argument, NULL, 'P' },
-    { "heartbeat-ms", required_argument, NULL, 'b' },
-    { "dead-after-ms", required_argument, NULL, 'D' },
-    { "pending-timeout-ms", required_argument, NULL, 't' },
-    { "join-window-ms", required_argument, NULL, 'j' },
-    { "log-level", required_argument, NULL, 'L' },
-    { "max-conns", required_argument, NULL, 'c' },
-    { "idle-timeout", required_argument, NULL, 'i' },
-    { "secret-file", required_argument, NULL, 'A' },
-    { "client-secret-file", required_argument, NULL, 'B' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+/* ---- options (one table: the command line, --config and --help) ---- */
+
+#define COORD_OFF(f) offsetof(struct coord_config, f)
+
+/* --eps, --tokens, --partitions: a new cluster's settings, noted as
+ * given (a loaded cluster keeps its own and says so). */
+static const char *
+coord_set_eps(void *cfg, const struct brim_option *o, const char *arg,
+              char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct coord_config *c = cfg;
+
+    (void) o;
+    c->given |= GIVEN_EPS;
+    return brim_eps_parse(arg, &c->set.eps_ppm, errbuf) != 0 ? errbuf : NULL;
+}
+
+static const char *
+coord_set_setting(void *cfg, const struct brim_option *o, const char *arg,
+                  char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct coord_config *c = cfg;
+
+    c->given |= strcmp(o->name, "tokens") == 0 ? GIVEN_V : GIVEN_P;
+    return brim_option_u32(cfg, o, arg, errbuf);
+}
+
+static const char *
+coord_set_addr(void *cfg, const struct brim_option *o, const char *arg,
+               char errbuf[BRIM_ERRBUF_LEN])
+{
+    if (brim_addr_check(arg, 0, errbuf) != 0) {
+        return errbuf;
+    }
+    return brim_option_str(cfg, o, arg, errbuf);
+}
+
+static const char *
+coord_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
+                    char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct coord_config *c = cfg;
+    enum brim_log_level  lvl;
+
+    (void) o;
+    if (brim_log_level_parse(arg, &lvl) != 0) {
+        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug",
+                    arg);
+        return errbuf;
+    }
+    c->log_level = (int) lvl;
+    return NULL;
+}
+
+static const char *
+coord_set_secret(void *cfg, const struct brim_option *o, const char *arg,
+                 char errbuf[BRIM_ERRBUF_LEN])
+{
+    (void) errbuf;
+    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max,
+                               arg);
+}
+
+static const char *
+coord_set_config(void *cfg, const struct brim_option *o, const char *arg,
+                 char errbuf[BRIM_ERRBUF_LEN])
+{
+    (void) cfg, (void) o, (void) arg, (void) errbuf;
+    return NULL;                    /* read before the other options */
+}
+
+static const struct brim_option coord_options[] = {
+    {"listen", "HOST:PORT", coord_set_addr, COORD_OFF(listen), 0,
+     sizeof(((struct coord_config *) 0)->listen), NULL,
+     "address to serve nodes and operators on (required)"},
+    {"data-dir", "DIR", brim_option_str, COORD_OFF(data_dir), 0,
+     sizeof(((struct coord_config *) 0)->data_dir), NULL,
+     "where the cluster's state file lives (required)"},
+    {"eps", "E", coord_set_eps, 0, 0, 0, "0.05",
+     "cap slack, a decimal or none"},
+    {"tokens", "V", coord_set_setting, COORD_OFF(set.tokens_per_node), 0,
+     UINT32_MAX, "160", "ring tokens per node, 1 to 10000"},
+    {"partitions", "P", coord_set_setting, COORD_OFF(set.partitions), 0,
+     UINT32_MAX, "65536", "partitions, a power of two 256 to 1048576"},
+    {"heartbeat-ms", "MS", brim_option_u32, COORD_OFF(set.heartbeat_ms), 1,
+     UINT32_MAX, "500", "node heartbeat interval"},
+    {"dead-after-ms", "MS", brim_option_u32, COORD_OFF(set.dead_after_ms),
+     1, UINT32_MAX, "3000", "silence before a node is dead"},
+    {"pending-timeout-ms", "MS", brim_option_u32,
+     COORD_OFF(set.pending_timeout_ms), 1, UINT32_MAX, "5000",
+     "abort an unacknowledged epoch after this"},
+    {"join-window-ms", "MS", brim_option_u32, COORD_OFF(join_window_ms), 0,
+     UINT32_MAX, "200", "joins batched into one change"},
+    {"log-level", "L", coord_set_log_level, 0, 0, 0, "info",
+     "error, warn, info or debug"},
+    {"max-conns", "C", brim_option_u32, COORD_OFF(max_conns), 1, UINT32_MAX,
+     "1024", "open connections at most; more are refused BUSY and closed"},
+    {"idle-timeout", "S", brim_option_u32, COORD_OFF(idle_timeout_s), 0,
+     UINT32_MAX, "300", "close connections silent this many seconds, 0 "
+     "never; a SUBSCRIBE is answered within half of it"},
+    {"secret-file", "FILE", coord_set_secret, COORD_OFF(secret_file), 0,
+     sizeof(((struct coord_config *) 0)->secret_file), "none",
+     "the cluster secret (32 to 4096 bytes, mode 0600, owned by this "
+     "user): nodes and admins prove it (AUTH) before JOIN, HEARTBEAT, "
+     "LEAVE or PLAN, and so does this coordinator to nodes"},
+    {"client-secret-file", "FILE", coord_set_secret,
+     COORD_OFF(client_secret_file), 0,
+     sizeof(((struct coord_config *) 0)->client_secret_file), "none",
+     "with --secret-file: every client proves this secret (or the "
+     "cluster's) before any op"},
+    {"config", "FILE", coord_set_config, 0, 0, 0, NULL,
+     "read options from FILE: one \"name value\" per line, names as the "
+     "long options without --, # comments; the command line wins"},
+    {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}
 };
 
-static void
-usage(FILE *f)
-{
-    fputs("usage: brim-coord --listen HOST:PORT --data-dir DIR [options]\n"
-          "  --eps E                 cap slack, decimal or none (0.05)\n"
-          "  --tokens V              ring tokens per node (160)\n"
-          "  --partitions P          partitions, a power of two (65536)\n"
-          "  --heartbeat-ms MS       node heartbeat interval (500)\n"
-          "  --dead-after-ms MS      silence before a node is dead (3000)\n"
-          "  --pending-timeout-ms MS abort an unacknowledged epoch (5000)\n"
-          "  --join-window-ms MS     joins batched into one change (200)\n"
-          "  --log-level L           error, warn, info or debug (info)\n"
-          "  --max-conns C           open connections at most; more are\n"
-          "                          refused BUSY and closed (1024)\n"
-          "  --idle-timeout S        close connections silent this many\n"
-          "                          seconds, 0 never (300); a SUBSCRIBE\n"
-          "                          is answered within half of it\n"
-          "  --secret-file FILE      the cluster secret (32 to 4096 bytes,\n"
-          "                          mode 0600, owned by this user): nodes\n"
-          "                          and admins prove it (AUTH) before\n"
-          "                          JOIN, HEARTBEAT, LEAVE or PLAN, and so\n"
-          "                          does this coordinator to nodes (none)\n"
-          "  --client-secret-file FILE  with --secret-file: every client\n"
-          "                          proves this secret (or the cluster's)\n"
-          "                          before any op (none)\n"
-          "eps, tokens and partitions are fixed when the cluster is created\n"
-          "in DIR; later values that differ are ignored with a warning.\n",
-          f);
-}
+static const char coord_synopsis[] =
+    "usage: brim-coord --listen HOST:PORT --data-dir DIR [options]\n"
+    "The brim coordinator: membership, epochs and the partition map of one "
+    "cluster.\n\n";
 
-static int
-parse_u32(const char *what, const char *text, uint32_t *v)
-{
-    char              *end;
-    unsigned long long x;
+static const char coord_notes[] =
+    "\neps, tokens and partitions are fixed when the cluster is created\n"
+    "in DIR; later values that differ are ignored with a warning.\n"
+    "Exit status: 0 after a clean stop; 1 when it cannot start; 2 on a "
+    "usage error.\n";
 
-    x = strtoull(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || text[0] == '-' || x > UINT32_MAX) {
-        fprintf(stderr, "brim-coord: --%s: \"%s\" is not a number 0 .. "
-                "4294967295\n", what, text);
-        return -1;
-    }
-    *v = (uint32_t) x;
-    return 0;
-}
-
-static int
-apply(struct coord_config *cfg, int ch, const char *name, const char *arg)
-{
-    char err[BRIM_ERRBUF_LEN];
-    enum brim_log_level lvl;
-    const char *why;
-
-    switch (ch) {
-    case 'l':
-        snprintf(cfg->listen, sizeof(cfg->listen), "%s", arg);
-        return 0;
-    case 'd':
-        snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s", arg);
-        return 0;
-    case 'e':
-        cfg->given |= GIVEN_EPS;
-        if (brim_eps_parse(arg, &cfg->set.eps_ppm, err) != 0) {
-            fprintf(stderr, "brim-coord: --eps: %s\n", err);
-            return -1;
-        }
-        return 0;
-    case 'V':
-        cfg->given |= GIVEN_V;
-        return parse_u32(name, arg, &cfg->set.tokens_per_node);
-    case 'P':
-        cfg->given |= GIVEN_P;
-        return parse_u32(name, arg, &cfg->set.partitions);
-    case 'b':
-        return parse_u32(name, arg, &cfg->set.heartbeat_ms);
-    case 'D':
-        return parse_u32(name, arg, &cfg->set.dead_after_ms);
-    case 't':
-        return parse_u32(name, arg, &cfg->set.pending_timeout_ms);
-    case 'j':
-        return parse_u32(name, arg, &cfg->join_window_ms);
-    case 'c':
-        if (parse_u32(name, arg, &cfg->max_conns) != 0) {
-            return -1;
-        }
-        if (cfg->max_conns == 0) {
-            fprintf(stderr, "brim-coord: --max-conns: at least 1\n");
-            return -1;
-        }
-        return 0;
-    case 'i':
-        return parse_u32(name, arg, &cfg->idle_timeout_s);
-    case 'A':
-    case 'B':
-        why = brim_guard_path_set(ch == 'A' ? cfg->secret_file
-                                            : cfg->client_secret_file,
-                                  sizeof(cfg->secret_file), arg);
-        if (why != NULL) {
-            fprintf(stderr, "brim-coord: --%s: %s\n", name, why);
-            return -1;
-        }
-        return 0;
-    default:                        /* 'L' */
-        if (brim_log_level_parse(arg, &lvl) != 0) {
-            fprintf(stderr, "brim-coord: --log-level: \"%s\" is not error, "
-                    "warn, info or debug\n", arg);
-            return -1;
-        }
-        cfg->log_level = (int) lvl;
-        return 0;
-    }
-}
-
+/* Options into CFG. Returns 0, 1 (--help printed) or -1 (usage error,
+ * said why). */
 static int
 parse_args(struct coord_config *cfg, int argc, char **argv)
 {
-    int ch, idx;
+    int rc;
 
     memset(cfg, 0, sizeof(*cfg));
     cfg->set.eps_ppm = 50000;
@@ -176,18 +175,12 @@ parse_args(struct coord_config *cfg, int argc, char **argv)
     cfg->max_conns = 1024;
     cfg->idle_timeout_s = 300;
     cfg->log_level = BRIM_LOG_INFO;
-    while ((ch = getopt_long(argc, argv, "h", coord_longopts, &idx)) != -1) {
-        if (ch == 'h') {
-            usage(stdout);
-            exit(0);
-        }
-        if (ch == '?' || apply(cfg, ch, coord_longopts[idx].name, optarg)) {
-            fprintf(stderr, "brim-coord: see brim-coord --help\n");
-            return -1;
-        }
+    rc = brim_options_parse(coord_options, cfg, argc, argv, "brim-coord",
+                            coord_synopsis, coord_notes);
+    if (rc != 0) {
+        return rc;
     }
-    if (optind < argc || cfg->listen[0] == '\0' || cfg->data_dir[0] == '\0')
-    {
+    if (cfg->listen[0] == '\0' || cfg->data_dir[0] == '\0') {
         fprintf(stderr, "brim-coord: --listen and --data-dir are required; "
                 "see brim-coord --help\n");
         return -1;
@@ -322,8 +315,13 @@ main(int argc, char **argv)
     struct brim_server_config sc;
     char                      err[BRIM_ERRBUF_LEN];
 
-    if (parse_args(&co.cfg, argc, argv) != 0) {
-        return 2;
+    switch (parse_args(&co.cfg, argc, argv)) {
+    case 0:
+        break;
+    case 1:
+        return 0;                   /* --help */
+    default:
+        return 2;                   /* a usage error, said why */
     }
     brim_log_init("coord", "coord", (enum brim_log_level) co.cfg.log_level);
     co.loop = uv_default_loop();

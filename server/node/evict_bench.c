@@ -13,6 +13,7 @@
 
 #include "common/alloc.h"
 #include "common/hash.h"
+#include "common/parse.h"
 #include "common/rng.h"
 #include "common/zipf.h"
 #include "server/node/store.h"
@@ -132,32 +133,31 @@ main(int argc, char **argv)
     uint64_t ev_sieve, ev_lru;
     double   sieve, lru;
     size_t   item, limit;
-    char    *end;
-    int      ch;
+    int      ch, rc;
 
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        end = NULL;
+        rc = 0;
         switch (ch) {
         case 'k':
-            o.keys = strtoull(optarg, &end, 10);
+            rc = brim_parse_u64(optarg, 0, UINT64_MAX, &o.keys);
             break;
         case 'r':
-            o.requests = strtoull(optarg, &end, 10);
+            rc = brim_parse_u64(optarg, 0, UINT64_MAX, &o.requests);
             break;
         case 'w':
-            o.warmup = strtoull(optarg, &end, 10);
+            rc = brim_parse_u64(optarg, 0, UINT64_MAX, &o.warmup);
             break;
         case 'z':
-            o.zipf = strtod(optarg, &end);
+            rc = brim_parse_double(optarg, 0, 100, &o.zipf);
             break;
         case 'c':
-            o.cache_fraction = strtod(optarg, &end);
+            rc = brim_parse_double(optarg, 0, 1, &o.cache_fraction);
             break;
         case 'v':
-            o.value_bytes = (uint32_t) strtoul(optarg, &end, 10);
+            rc = brim_parse_u32(optarg, 0, 1u << 20, &o.value_bytes);
             break;
         case 's':
-            o.seed = strtoull(optarg, &end, 10);
+            rc = brim_parse_u64(optarg, 0, UINT64_MAX, &o.seed);
             break;
         case 'h':
             usage(stdout);
@@ -166,7 +166,7 @@ main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        if (end == optarg || *end != '\0') {
+        if (rc != 0) {
             fprintf(stderr, "brim-evict-bench: bad value \"%s\"\n", optarg);
             return 2;
         }

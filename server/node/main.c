@@ -9,7 +9,7 @@
 #include "server/node/node.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
+#include "common/parse.h"
 #include "common/placement.h"
 #include "common/ring.h"
 #include "server/log.h"
@@ -29,84 +30,11 @@
 #include "server/node/lease.h"
 #include "server/node/links.h"
 #include "server/node/migrate.h"
+#include "server/options.h"
 #include "server/random.h"
 
 #define NODE_TICK_MS 100
 #define NODE_RECLAIM_BUDGET 20000      /* items looked at per tick */
-
-static const struct option node_longopts[] = {
-    {"listen", required_argument, NULL, 'l'},
-    {"name", required_argument, NULL, 'n'},
-    {"memory-mb", required_argument, NULL, 'm'},
-    {"max-value-bytes", required_argument, NULL, 'v'},
-    {"max-key-bytes", required_argument, NULL, 'k'},
-    {"max-conns", required_argument, NULL, 'c'},
-    {"idle-timeout", required_argument, NULL, 'i'},
-    {"partitions", required_argument, NULL, 'p'},
-    {"seed", required_argument, NULL, 's'},
-    {"evict", required_argument, NULL, 'e'},
-    {"output-limit-kb", required_argument, NULL, 'o'},
-    {"log-level", required_argument, NULL, 'L'},
-    {"standalone", no_argument, NULL, 'S'},
-    {"coordinator", required_argument, NULL, 'C'},
-    {"weight", required_argument, NULL, 'w'},
-    {"migrate-mb-per-s", required_argument, NULL, 'M'},
-    {"secret-file", required_argument, NULL, 'A'},
-    {"client-secret-file", required_argument, NULL, 'B'},
-    {"config", required_argument, NULL, 'f'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}
-};
-
-static void
-node_usage(FILE *out)
-{
-    fprintf(out,
-"usage: brim-node --standalone [options]\n"
-"       brim-node --name NAME --coordinator HOST:PORT [--weight W] [options]\n"
-"A brim cache node: an in-memory key-value store served over TCP.\n"
-"\n"
-"  --listen HOST:PORT     address to serve (default 127.0.0.1:11311;\n"
-"                         loopback unless told otherwise)\n"
-"  --standalone           own every partition, no coordinator\n"
-"  --coordinator HOST:PORT  join the cluster of this coordinator (needs\n"
-"                         --name; excludes --standalone); --partitions must\n"
-"                         match the cluster's\n"
-"  --weight W             cluster: this node's share, 0.001 to 1000\n"
-"                         (default 1)\n"
-"  --name NAME            node name: 1 to 64 of [A-Za-z0-9._:-]; for logs\n"
-"                         and stats, and the member name in a cluster\n"
-"                         (default standalone)\n"
-"  --memory-mb M          memory limit of the data plane in MiB: items,\n"
-"                         tables and connection buffers (default 64)\n"
-"  --max-value-bytes B    largest value (default 1048576); frames may be\n"
-"                         this plus 64 KiB\n"
-"  --max-key-bytes B      longest key (default 250)\n"
-"  --max-conns C          most open connections (default 1024)\n"
-"  --idle-timeout S       close connections silent this many seconds\n"
-"                         (default 300; 0 never)\n"
-"  --output-limit-kb K    stop reading from a connection whose unsent\n"
-"                         replies pass K KiB (default 4096)\n"
-"  --migrate-mb-per-s R   cluster: stream partitions to their new owners\n"
-"                         at most R MB/s (10^6 bytes) in all, so clients\n"
-"                         keep their latency (default 48; 0 no limit)\n"
-"  --partitions P         partitions, a power of two 256..1048576\n"
-"                         (default 65536)\n"
-"  --seed S               cluster seed of the key hash (default 0)\n"
-"  --evict sieve|lru      eviction policy (default sieve)\n"
-"  --log-level L          error, warn, info or debug (default info)\n"
-"  --secret-file FILE     the cluster secret (32 to 4096 bytes, mode 0600,\n"
-"                         owned by this user): every link to the\n"
-"                         coordinator and other nodes proves it (AUTH),\n"
-"                         and cluster and admin ops need it (default:\n"
-"                         none, nothing is checked)\n"
-"  --client-secret-file FILE  with --secret-file: clients must prove this\n"
-"                         secret (or the cluster's) before any op\n"
-"  --config FILE          read options from FILE: one \"name value\" per\n"
-"                         line, names as the long options without --,\n"
-"                         # comments; the command line wins\n"
-"  --help                 this text\n");
-}
 
 void
 brim_node_config_default(struct brim_node_config *cfg)
@@ -126,242 +54,228 @@ brim_node_config_default(struct brim_node_config *cfg)
     brim_wire_limits_default(&cfg->limits);
 }
 
-/* Parse TEXT as a whole number in [MIN, MAX] into *OUT. */
-static int
-parse_num(const char *name, const char *text, uint64_t min, uint64_t max,
-          uint64_t *out)
-{
-    char               *end;
-    unsigned long long  v;
+/* ---- options (one table: the command line, --config and --help) ---- */
 
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (text[0] == '\0' || text[0] == '-' || *end != '\0' || errno != 0
-        || v < min || v > max)
+#define NODE_OFF(f) offsetof(struct brim_node_config, f)
+
+static const char *
+node_set_name(void *cfg, const struct brim_option *o, const char *arg,
+              char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_node_config *c = cfg;
+
+    (void) o;
+    if (!brim_ring_name_valid(arg, strlen(arg))) {
+        brim_errfmt(errbuf, "\"%.64s\" is not a node name: 1 to %d bytes of "
+                    "[A-Za-z0-9._:-]", arg, BRIM_NAME_MAX);
+        return errbuf;
+    }
+    snprintf(c->name, sizeof(c->name), "%s", arg);
+    c->name_set = 1;
+    return NULL;
+}
+
+/* --listen (PORT 0: any free port) and --coordinator (a port): an
+ * address that cannot be one is a usage error, not a failure to start. */
+static const char *
+node_set_addr(void *cfg, const struct brim_option *o, const char *arg,
+              char errbuf[BRIM_ERRBUF_LEN])
+{
+    if (brim_addr_check(arg, strcmp(o->name, "listen") == 0 ? 0 : 1,
+                        errbuf) != 0)
     {
-        fprintf(stderr, "brim-node: --%s: \"%s\" is not a whole number from "
-                "%" PRIu64 " to %" PRIu64 "\n", name, text, min, max);
-        return -1;
+        return errbuf;
     }
-    *out = v;
-    return 0;
+    return brim_option_str(cfg, o, arg, errbuf);
 }
 
-/* Apply option SHORT_CODE with ARG (NULL for flags) to CFG. */
-static int
-node_apply(struct brim_node_config *cfg, int code, const char *name,
-           const char *arg)
+static const char *
+node_set_max_value(void *cfg, const struct brim_option *o, const char *arg,
+                   char errbuf[BRIM_ERRBUF_LEN])
 {
-    enum brim_log_level lvl;
-    uint64_t            v;
-    char                errbuf[BRIM_ERRBUF_LEN];
-    const char         *why;
+    struct brim_node_config *c = cfg;
+    const char              *why;
 
-    errbuf[0] = '\0';
-    switch (code) {
-    case 'l':
-        if (strlen(arg) >= sizeof(cfg->listen)) {
-            fprintf(stderr, "brim-node: --listen: address too long\n");
-            return -1;
-        }
-        snprintf(cfg->listen, sizeof(cfg->listen), "%s", arg);
-        return 0;
-    case 'n':
-        if (!brim_ring_name_valid(arg, strlen(arg))) {
-            fprintf(stderr, "brim-node: --name: \"%.64s\" is not a node "
-                    "name: 1 to %d bytes of [A-Za-z0-9._:-]\n", arg,
-                    BRIM_NAME_MAX);
-            return -1;
-        }
-        snprintf(cfg->name, sizeof(cfg->name), "%s", arg);
-        return 0;
-    case 'm':
-        if (parse_num(name, arg, 1, 1u << 20, &v) != 0) {
-            return -1;
-        }
-        cfg->memory_mb = (uint32_t) v;
-        return 0;
-    case 'v':
-        if (parse_num(name, arg, 1, BRIM_WIRE_VALUE_LIMIT, &v) != 0) {
-            return -1;
-        }
-        cfg->limits.max_value_bytes = (uint32_t) v;
-        cfg->limits.max_frame_bytes = (uint32_t) v + BRIM_WIRE_FRAME_SLACK;
-        return 0;
-    case 'k':
-        if (parse_num(name, arg, 1, 250, &v) != 0) {
-            return -1;
-        }
-        cfg->limits.max_key_bytes = (uint32_t) v;
-        return 0;
-    case 'c':
-        if (parse_num(name, arg, 1, 1000000, &v) != 0) {
-            return -1;
-        }
-        cfg->max_conns = (uint32_t) v;
-        return 0;
-    case 'M':
-        if (parse_num(name, arg, 0, 100000, &v) != 0) {
-            return -1;
-        }
-        cfg->migrate_mb_per_s = (uint32_t) v;
-        return 0;
-    case 'i':
-        if (parse_num(name, arg, 0, 86400 * 365, &v) != 0) {
-            return -1;
-        }
-        cfg->idle_timeout_s = (uint32_t) v;
-        return 0;
-    case 'o':
-        if (parse_num(name, arg, 64, 1u << 20, &v) != 0) {
-            return -1;
-        }
-        cfg->out_high_water = (size_t) v << 10;
-        return 0;
-    case 'p':
-        if (parse_num(name, arg, BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX, &v)
-            != 0)
-        {
-            return -1;
-        }
-        if ((v & (v - 1)) != 0) {
-            fprintf(stderr, "brim-node: --partitions: %" PRIu64 " is not a "
-                    "power of two\n", v);
-            return -1;
-        }
-        cfg->partitions = (uint32_t) v;
-        return 0;
-    case 's':
-        if (parse_num(name, arg, 0, UINT64_MAX, &v) != 0) {
-            return -1;
-        }
-        cfg->seed = v;
-        return 0;
-    case 'e':
-        if (strcmp(arg, "sieve") == 0) {
-            cfg->policy = BRIM_EVICT_SIEVE;
-        } else if (strcmp(arg, "lru") == 0) {
-            cfg->policy = BRIM_EVICT_LRU;
-        } else {
-            fprintf(stderr, "brim-node: --evict: \"%s\" is not sieve or "
-                    "lru\n", arg);
-            return -1;
-        }
-        return 0;
-    case 'L':
-        if (brim_log_level_parse(arg, &lvl) != 0) {
-            fprintf(stderr, "brim-node: --log-level: \"%s\" is not error, "
-                    "warn, info or debug\n", arg);
-            return -1;
-        }
-        cfg->log_level = (int) lvl;
-        return 0;
-    case 'C':
-        if (arg[0] == '\0' || strlen(arg) >= sizeof(cfg->coordinator)) {
-            fprintf(stderr, "brim-node: --coordinator: \"%.64s\" is not "
-                    "HOST:PORT\n", arg);
-            return -1;
-        }
-        snprintf(cfg->coordinator, sizeof(cfg->coordinator), "%s", arg);
-        return 0;
-    case 'w':
-        if (brim_ppm_parse("weight", arg, 1000u * 1000000u, &v, errbuf) != 0
-            || v < 1000)
-        {
-            fprintf(stderr, "brim-node: --weight: %s\n", errbuf[0] != '\0'
-                    ? errbuf : "below the least weight, 0.001");
-            return -1;
-        }
-        cfg->weight_ppm = (uint32_t) v;
-        cfg->weight_set = 1;
-        return 0;
-    case 'A':
-    case 'B':
-        why = brim_guard_path_set(code == 'A' ? cfg->secret_file
-                                              : cfg->client_secret_file,
-                                  sizeof(cfg->secret_file), arg);
-        if (why != NULL) {
-            fprintf(stderr, "brim-node: --%s: %s\n", name, why);
-            return -1;
-        }
-        return 0;
-    case 'S':
-        /* A flag: on the command line it has no value; in a config file
-         * "standalone", "standalone yes|true|1" or "... no|false|0". */
-        if (arg == NULL || *arg == '\0' || strcmp(arg, "yes") == 0
-            || strcmp(arg, "true") == 0 || strcmp(arg, "1") == 0)
-        {
-            cfg->standalone = 1;
-        } else if (strcmp(arg, "no") == 0 || strcmp(arg, "false") == 0
-                   || strcmp(arg, "0") == 0)
-        {
-            cfg->standalone = 0;
-        } else {
-            fprintf(stderr, "brim-node: standalone: \"%s\" is not yes or "
-                    "no\n", arg);
-            return -1;
-        }
-        return 0;
-    default:
-        return -1;
+    why = brim_option_u32(cfg, o, arg, errbuf);
+    if (why == NULL) {
+        c->limits.max_frame_bytes = c->limits.max_value_bytes
+                                    + BRIM_WIRE_FRAME_SLACK;
     }
+    return why;
 }
 
-/* Apply the options of config file PATH. Returns 0 or -1 (said why). */
-static int
-node_read_config(struct brim_node_config *cfg, const char *path)
+static const char *
+node_set_output_kb(void *cfg, const struct brim_option *o, const char *arg,
+                   char errbuf[BRIM_ERRBUF_LEN])
 {
-    const struct option *o;
-    FILE                *f;
-    char                 line[512], *name, *val, *end;
-    int                  lineno = 0, rc = 0;
+    struct brim_node_config *c = cfg;
+    uint64_t                 v;
 
-    f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "brim-node: --config %s: %s\n", path, strerror(errno));
-        return -1;
+    if (brim_parse_u64(arg, o->min, o->max, &v) != 0) {
+        brim_errfmt(errbuf, "\"%.64s\" is not a whole number from %" PRIu64
+                    " to %" PRIu64, arg, o->min, o->max);
+        return errbuf;
     }
-    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        line[strcspn(line, "#\r\n")] = '\0';
-        name = line + strspn(line, " \t");
-        if (*name == '\0') {
-            continue;
-        }
-        val = name + strcspn(name, " \t=");
-        if (*val != '\0') {
-            *val++ = '\0';
-            val += strspn(val, " \t=");
-        }
-        end = val + strlen(val);
-        while (end > val && (end[-1] == ' ' || end[-1] == '\t')) {
-            *--end = '\0';
-        }
-        for (o = node_longopts; o->name != NULL; o++) {
-            if (strcmp(o->name, name) == 0) {
-                break;
-            }
-        }
-        if (o->name == NULL || o->val == 'f' || o->val == 'h'
-            || (o->has_arg == required_argument && *val == '\0'))
-        {
-            fprintf(stderr, "brim-node: %s:%d: unknown option or missing "
-                    "value \"%s\"\n", path, lineno, name);
-            rc = -1;
-        } else if (node_apply(cfg, o->val, o->name, val) != 0)
-        {
-            fprintf(stderr, "brim-node: (in %s:%d)\n", path, lineno);
-            rc = -1;
-        }
-    }
-    if (rc == 0 && ferror(f)) {
-        fprintf(stderr, "brim-node: --config %s: cannot read it: %s\n", path,
-                strerror(errno));
-        rc = -1;
-    }
-    fclose(f);
-    return rc;
+    c->out_high_water = (size_t) v << 10;
+    return NULL;
 }
+
+static const char *
+node_set_partitions(void *cfg, const struct brim_option *o, const char *arg,
+                    char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_node_config *c = cfg;
+    const char              *why;
+
+    why = brim_option_u32(cfg, o, arg, errbuf);
+    if (why == NULL && (c->partitions & (c->partitions - 1)) != 0) {
+        brim_errfmt(errbuf, "%u is not a power of two", c->partitions);
+        return errbuf;
+    }
+    return why;
+}
+
+static const char *
+node_set_evict(void *cfg, const struct brim_option *o, const char *arg,
+               char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_node_config *c = cfg;
+
+    (void) o;
+    if (strcmp(arg, "sieve") == 0) {
+        c->policy = BRIM_EVICT_SIEVE;
+    } else if (strcmp(arg, "lru") == 0) {
+        c->policy = BRIM_EVICT_LRU;
+    } else {
+        brim_errfmt(errbuf, "\"%.32s\" is not sieve or lru", arg);
+        return errbuf;
+    }
+    return NULL;
+}
+
+static const char *
+node_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
+                   char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_node_config *c = cfg;
+    enum brim_log_level      lvl;
+
+    (void) o;
+    if (brim_log_level_parse(arg, &lvl) != 0) {
+        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug",
+                    arg);
+        return errbuf;
+    }
+    c->log_level = (int) lvl;
+    return NULL;
+}
+
+static const char *
+node_set_weight(void *cfg, const struct brim_option *o, const char *arg,
+                char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_node_config *c = cfg;
+    uint64_t                 v;
+
+    (void) o;
+    if (brim_ppm_parse("weight", arg, 1000u * 1000000u, &v, errbuf) != 0) {
+        return errbuf;
+    }
+    if (v < 1000) {
+        return "below the least weight, 0.001";
+    }
+    c->weight_ppm = (uint32_t) v;
+    c->weight_set = 1;
+    return NULL;
+}
+
+static const char *
+node_set_secret(void *cfg, const struct brim_option *o, const char *arg,
+                char errbuf[BRIM_ERRBUF_LEN])
+{
+    (void) errbuf;
+    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max,
+                               arg);
+}
+
+static const char *
+node_set_config(void *cfg, const struct brim_option *o, const char *arg,
+                char errbuf[BRIM_ERRBUF_LEN])
+{
+    (void) cfg, (void) o, (void) arg, (void) errbuf;
+    return NULL;                    /* read before the other options */
+}
+
+static const struct brim_option node_options[] = {
+    {"listen", "HOST:PORT", node_set_addr, NODE_OFF(listen), 0,
+     sizeof(((struct brim_node_config *) 0)->listen), "127.0.0.1:11311",
+     "address to serve (loopback unless told otherwise)"},
+    {"standalone", NULL, brim_option_flag, NODE_OFF(standalone), 0, 0, NULL,
+     "own every partition, no coordinator"},
+    {"coordinator", "HOST:PORT", node_set_addr, NODE_OFF(coordinator), 0,
+     sizeof(((struct brim_node_config *) 0)->coordinator), NULL,
+     "join the cluster of this coordinator (needs --name; excludes "
+     "--standalone); --partitions must match the cluster's"},
+    {"weight", "W", node_set_weight, 0, 0, 0, "1",
+     "cluster: this node's share, 0.001 to 1000"},
+    {"name", "NAME", node_set_name, 0, 0, 0, "standalone",
+     "node name: 1 to 64 of [A-Za-z0-9._:-]; for logs and stats, and the "
+     "member name in a cluster"},
+    {"memory-mb", "M", brim_option_u32, NODE_OFF(memory_mb), 1, 1u << 20,
+     "64", "memory limit of the data plane in MiB: items, tables and "
+     "connection buffers"},
+    {"max-value-bytes", "B", node_set_max_value,
+     NODE_OFF(limits.max_value_bytes), 1, BRIM_WIRE_VALUE_LIMIT, "1048576",
+     "largest value; frames may be this plus 64 KiB"},
+    {"max-key-bytes", "B", brim_option_u32, NODE_OFF(limits.max_key_bytes),
+     1, 250, "250", "longest key"},
+    {"max-conns", "C", brim_option_u32, NODE_OFF(max_conns), 1, 1000000,
+     "1024", "most open connections"},
+    {"idle-timeout", "S", brim_option_u32, NODE_OFF(idle_timeout_s), 0,
+     86400u * 365, "300", "close connections silent this many seconds; 0 "
+     "never"},
+    {"output-limit-kb", "K", node_set_output_kb, 0, 64, 1u << 20, "4096",
+     "stop reading from a connection whose unsent replies pass K KiB"},
+    {"migrate-mb-per-s", "R", brim_option_u32, NODE_OFF(migrate_mb_per_s),
+     0, 100000, "48", "cluster: stream partitions to their new owners at "
+     "most R MB/s (10^6 bytes) in all, so clients keep their latency; 0 no "
+     "limit"},
+    {"partitions", "P", node_set_partitions, NODE_OFF(partitions),
+     BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX, "65536",
+     "partitions, a power of two 256..1048576"},
+    {"seed", "S", brim_option_u64, NODE_OFF(seed), 0, UINT64_MAX, "0",
+     "standalone: the key hash's seed (a cluster node takes its "
+     "cluster's)"},
+    {"evict", "sieve|lru", node_set_evict, 0, 0, 0, "sieve",
+     "eviction policy"},
+    {"log-level", "L", node_set_log_level, 0, 0, 0, "info",
+     "error, warn, info or debug"},
+    {"secret-file", "FILE", node_set_secret, NODE_OFF(secret_file), 0,
+     sizeof(((struct brim_node_config *) 0)->secret_file), "none",
+     "the cluster secret (32 to 4096 bytes, mode 0600, owned by this "
+     "user): every link to the coordinator and other nodes proves it "
+     "(AUTH), and cluster and admin ops need it"},
+    {"client-secret-file", "FILE", node_set_secret,
+     NODE_OFF(client_secret_file), 0,
+     sizeof(((struct brim_node_config *) 0)->client_secret_file), "none",
+     "with --secret-file: clients must prove this secret (or the "
+     "cluster's) before any op"},
+    {"config", "FILE", node_set_config, 0, 0, 0, NULL,
+     "read options from FILE: one \"name value\" per line, names as the "
+     "long options without --, # comments; the command line wins"},
+    {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}
+};
+
+static const char node_synopsis[] =
+    "usage: brim-node --standalone [options]\n"
+    "       brim-node --name NAME --coordinator HOST:PORT [--weight W] "
+    "[options]\n"
+    "A brim cache node: an in-memory key-value store served over TCP.\n"
+    "\n";
+
+static const char node_notes[] =
+    "\nExit status: 0 after a clean stop or a completed leave; 1 when it "
+    "cannot\nstart or was fenced; 2 on a usage error.\n";
 
 /*
  * The memory limit must leave room for data: at least four times the
@@ -422,49 +336,23 @@ node_check_mode(const struct brim_node_config *cfg, int name_set)
     return 0;
 }
 
+/* Options into CFG. Returns 0, 1 (--help printed) or -1 (usage error,
+ * said why). */
 static int
 node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
 {
-    int i, ch, idx, name_set;
+    int rc;
 
     brim_node_config_default(cfg);
-    /* The config file first, so the command line wins. */
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            if (node_read_config(cfg, argv[i + 1]) != 0) {
-                return -1;
-            }
-        } else if (strncmp(argv[i], "--config=", 9) == 0) {
-            if (node_read_config(cfg, argv[i] + 9) != 0) {
-                return -1;
-            }
-        }
+    rc = brim_options_parse(node_options, cfg, argc, argv, "brim-node",
+                            node_synopsis, node_notes);
+    if (rc != 0) {
+        return rc;
     }
-    while ((ch = getopt_long(argc, argv, "h", node_longopts, &idx)) != -1) {
-        if (ch == 'h') {
-            node_usage(stdout);
-            exit(0);
-        }
-        if (ch == 'f') {
-            continue;
-        }
-        if (ch == '?' || node_apply(cfg, ch, node_longopts[idx].name,
-                                    optarg) != 0)
-        {
-            fprintf(stderr, "brim-node: see brim-node --help\n");
-            return -1;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "brim-node: unexpected argument \"%s\"; see "
-                "brim-node --help\n", argv[optind]);
-        return -1;
-    }
-    name_set = strcmp(cfg->name, "standalone") != 0;
     if (node_check_memory(cfg) != 0) {
         return -1;
     }
-    return node_check_mode(cfg, name_set);
+    return node_check_mode(cfg, cfg->name_set);
 }
 
 static void
@@ -603,8 +491,13 @@ main(int argc, char **argv)
     static struct brim_node node;
     char                    errbuf[BRIM_ERRBUF_LEN];
 
-    if (node_parse_args(&node.cfg, argc, argv) != 0) {
-        return 2;
+    switch (node_parse_args(&node.cfg, argc, argv)) {
+    case 0:
+        break;
+    case 1:
+        return 0;                   /* --help */
+    default:
+        return 2;                   /* a usage error, said why */
     }
     signal(SIGPIPE, SIG_IGN);
     brim_log_init("node", node.cfg.name, (enum brim_log_level)

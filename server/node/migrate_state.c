@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/parse.h"
 #include "server/log.h"
 
 int
@@ -65,8 +66,9 @@ mig_get(struct brim_node *node)
     uv_unref((uv_handle_t *) &m->probe);
     m->probe.data = m;
     env = getenv("BRIM_TEST_STREAM_DELAY_MS");
-    if (env != NULL && *env != '\0') {
-        m->st.delay_ms = (uint32_t) strtoul(env, NULL, 10);
+    if (env != NULL && *env != '\0'
+        && brim_parse_u32(env, 0, 3600000, &m->st.delay_ms) == 0)
+    {
         brim_log_warn("migrate: BRIM_TEST_STREAM_DELAY_MS=%u (test only): "
                       "streaming is slowed per batch", m->st.delay_ms);
     }

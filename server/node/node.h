@@ -41,6 +41,7 @@ struct brim_node_config {
     char                   coordinator[128]; /* cluster: "host:port" */
     uint32_t               weight_ppm;       /* cluster: weight, millionths */
     int                    weight_set;       /* --weight was given */
+    int                    name_set;         /* --name was given */
     uint32_t               migrate_mb_per_s; /* stream pace, 10^6 B/s;
                                                 0: unpaced */
     int                    log_level;        /* enum brim_log_level */
