@@ -144,10 +144,10 @@ enum brim_rep_shape {
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)
 
 /*
- * XX(NAME, code): opcodes reserved for membership (issue 4) and migration
- * (issue 6) not defined yet (PROTOCOL.md sections 10 and 11 define the
- * membership and migration ops above). Until they are, a decoder answers
- * them UNKNOWNOP, like any code it does not know.
+ * XX(NAME, code): opcodes reserved but never defined (the design's first
+ * sketch named them; PROTOCOL.md sections 10 and 11 define the membership
+ * and migration ops above instead). A decoder answers them UNKNOWNOP,
+ * like any code it does not know; they are never reused.
  */
 #define BRIM_OP_RESERVED_MAP(XX)                                             \
     XX(EPOCH_ACK, 36)                                                        \

@@ -75,7 +75,7 @@ conn_set_state(struct brim_conn *c, enum brim_conn_state to)
         uv_read_stop((uv_stream_t *) &c->tcp);
     }
     if (to == BRIM_CONN_PAUSED) {
-        c->srv->st.pauses++;
+        c->srv->stats.pauses++;
     }
     c->state = to;
 }
@@ -104,7 +104,7 @@ conn_maybe_free(struct brim_conn *c)
     }
     brim_buf_destroy(&c->in);
     brim_buf_destroy(&c->out);
-    srv->st.conns_current--;
+    srv->stats.conns_current--;
     brim_free(c);
 }
 
@@ -268,15 +268,15 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
             break;
         }
         if (rc != 0) {
-            srv->st.bad_frames++;
+            srv->stats.bad_frames++;
             brim_conn_fail(c, BRIM_ETOOBIG, "frame above max_frame_bytes");
             break;
         }
         rc = srv->dispatch(c, data + off + BRIM_FRAME_HDR, body);
         off += BRIM_FRAME_HDR + (size_t) body;
-        srv->st.frames_in++;
+        srv->stats.frames_in++;
         if (rc != 0) {
-            srv->st.bad_frames++;
+            srv->stats.bad_frames++;
             brim_conn_fail(c, -rc <= BRIM_STATUS_WIRE_MAX ? rc : 0,
                            brim_strerror(rc));
             break;
@@ -303,7 +303,7 @@ conn_write_cb(uv_write_t *req, int status)
     struct brim_conn  *c = w->c;
 
     c->out_inflight -= w->buf.len;
-    c->srv->st.bytes_out += status == 0 ? w->buf.len : 0;
+    c->srv->stats.bytes_out += status == 0 ? w->buf.len : 0;
     brim_buf_destroy(&w->buf);
     brim_free(w);
     c->refs--;
@@ -370,7 +370,7 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         return;
     }
-    srv->st.bytes_in += (uint64_t) nread;
+    srv->stats.bytes_in += (uint64_t) nread;
     c->last_active_ms = uv_now(srv->loop);
     if (!shared) {
         brim_buf_commit(&c->in, (size_t) nread);
@@ -450,16 +450,16 @@ server_connection_cb(uv_stream_t *ls, int status)
         srv->conns->prev = c;
     }
     srv->conns = c;
-    srv->st.conns_current++;
+    srv->stats.conns_current++;
     if (uv_accept(ls, (uv_stream_t *) &c->tcp) != 0) {
         conn_close(c);
         return;
     }
-    srv->st.conns_total++;
+    srv->stats.conns_total++;
     conn_name_peer(c);
     uv_tcp_nodelay(&c->tcp, 1);
-    if (srv->cfg.max_conns > 0 && srv->st.conns_current > srv->cfg.max_conns) {
-        srv->st.conns_refused++;
+    if (srv->cfg.max_conns > 0 && srv->stats.conns_current > srv->cfg.max_conns) {
+        srv->stats.conns_refused++;
         brim_log_warn("%s: refused: %u connections already open (max_conns)",
                       c->peer, srv->cfg.max_conns);
         brim_conn_fail(c, BRIM_EBUSY, "too many connections (max_conns)");
@@ -481,7 +481,7 @@ server_idle_cb(uv_timer_t *t)
         if ((c->state == BRIM_CONN_READING || c->state == BRIM_CONN_PAUSED)
             && now - c->last_active_ms > srv->cfg.idle_timeout_ms)
         {
-            srv->st.conns_idle_closed++;
+            srv->stats.conns_idle_closed++;
             brim_log_info("%s: idle for %u ms; closing", c->peer,
                           srv->cfg.idle_timeout_ms);
             conn_close(c);

@@ -82,7 +82,7 @@ struct brim_server {
     char                     *read_buf;     /* shared read buffer */
     size_t                    read_buf_len; /* its bytes */
     int                       read_buf_busy; /* lent to a read in progress */
-    struct brim_server_stats  st;           /* counters */
+    struct brim_server_stats  stats;        /* counters */
     int                       closing;      /* brim_server_close() called */
 };
 

@@ -92,8 +92,8 @@ guard_log(struct brim_guard *g, const struct brim_conn *c, const char *what)
     }
     brim_log_warn("%s: %s (%" PRIu64 " more refusals not logged since the "
                   "last line; auth_failures %" PRIu64 ", auth_rate_limited %"
-                  PRIu64 ")", c->peer, what, g->log_skipped, g->st.failures,
-                  g->st.rate_limited);
+                  PRIu64 ")", c->peer, what, g->log_skipped, g->stats.failures,
+                  g->stats.rate_limited);
     g->log_ms = now;
     g->log_skipped = 0;
 }
@@ -116,7 +116,7 @@ guard_failed(struct brim_guard *g, struct brim_conn *c, const char *what)
 {
     guard_window(g);
     g->window_fails++;
-    g->st.failures++;
+    g->stats.failures++;
     OPENSSL_cleanse(&c->auth, sizeof(c->auth));
     guard_log(g, c, what);
 }
@@ -235,7 +235,7 @@ guard_proof(struct brim_guard *g, struct brim_conn *c, uint32_t role,
     OPENSSL_cleanse(c->auth.nonce_c, sizeof(c->auth.nonce_c));
     OPENSSL_cleanse(c->auth.nonce_s, sizeof(c->auth.nonce_s));
     c->auth.state = BRIM_GUARD_PROVEN;
-    g->st.ok++;
+    g->stats.ok++;
     brim_log_debug("%s: authenticated (role %u, %s secret)", c->peer,
                    (unsigned) role,
                    scope == BRIM_GUARD_CLIENT ? "client" : "cluster");
@@ -250,7 +250,7 @@ guard_auth(struct brim_guard *g, struct brim_conn *c, uint32_t role,
     guard_window(g);
     if (g->window_fails >= g->fails_per_s) {
         /* Spent: no MAC is computed or checked until the next second. */
-        g->st.rate_limited++;
+        g->stats.rate_limited++;
         OPENSSL_cleanse(&c->auth, sizeof(c->auth));
         guard_log(g, c, "auth: failed-proof budget of this listener spent: "
                   "closed at once");
@@ -311,7 +311,7 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
     } else {
         return 0;
     }
-    g->st.failures++;
+    g->stats.failures++;
     snprintf(what, sizeof(what), "%s refused: %s", info->name, msg);
     guard_log(g, c, what);
     return guard_reply(c, req->request_id, BRIM_EDENIED, msg);

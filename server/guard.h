@@ -63,7 +63,7 @@ struct brim_guard {
     uint32_t                       window_fails;  /* failed proofs in it */
     uint64_t                       log_ms;        /* last refusal logged */
     uint64_t                       log_skipped;   /* refusals not logged */
-    struct brim_guard_stats        st;            /* counters */
+    struct brim_guard_stats        stats;         /* counters */
 };
 
 /*

@@ -41,13 +41,13 @@ reply_epoch(struct brim_conn *c, uint32_t op, uint64_t id, uint64_t epoch,
 }
 
 static int
-cmd_hello(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
+cmd_hello(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
           const struct brim_req *req)
 {
     struct brim_rep rep;
 
     if (req->hello.cluster_id != 0
-        && req->hello.cluster_id != co->st.settings.cluster_id)
+        && req->hello.cluster_id != co->state.settings.cluster_id)
     {
         return reply_err(c, req->request_id, BRIM_EDENIED,
                          "hello: this coordinator runs another cluster");
@@ -57,19 +57,19 @@ cmd_hello(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
     rep.request_id = req->request_id;
     rep.hello.version = BRIM_WIRE_VERSION;
     rep.hello.role = BRIM_ROLE_COORD;
-    rep.hello.cluster_id = co->st.settings.cluster_id;
+    rep.hello.cluster_id = co->state.settings.cluster_id;
     rep.hello.name = "coord";
     rep.hello.name_len = 5;
-    rep.epoch = co->st.committed.map.epoch;
+    rep.epoch = co->state.committed.map.epoch;
     brim_wire_limits_default(&rep.limits);
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_HELLO, &rep);
 }
 
 static int
-cmd_join(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
+cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
          const struct brim_req *req)
 {
-    struct coord_member    *mb;
+    struct brim_coord_member    *mb;
     struct sockaddr_storage sa;
     char                    addr[BRIM_ADDR_MAX + 1], msg[256];
     uint32_t                w = req->weight_ppm;
@@ -87,7 +87,7 @@ cmd_join(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         return reply_err(c, req->request_id, BRIM_EINVAL,
                          "join: bad name, addr or weight_ppm");
     }
-    mb = coord_member_find(co, req->name, req->name_len);
+    mb = brim_coord_member_find(co, req->name, req->name_len);
     if (mb != NULL && mb->m.incarnation != req->hello.incarnation) {
         if (mb->conn != NULL && mb->conn != c
             && mb->m.state != BRIM_MEMBER_DEAD)
@@ -104,7 +104,7 @@ cmd_join(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         co->dirty = 1;
     }
     if (mb == NULL) {
-        mb = coord_member_new(co, req->name, req->name_len);
+        mb = brim_coord_member_new(co, req->name, req->name_len);
         if (mb == NULL) {
             return reply_err(c, req->request_id, BRIM_ENOMEM, "join: no memory");
         }
@@ -127,28 +127,28 @@ cmd_join(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
     mb->last_hb_ms = now;
     mb->conn = c;
     cc->member = mb;
-    return coord_reply_topo(c, BRIM_OP_JOIN, req->request_id,
-                            &co->st.committed);
+    return brim_coord_reply_topo(c, BRIM_OP_JOIN, req->request_id,
+                            &co->state.committed);
 }
 
 /* Keep the stats a HEARTBEAT carries (unknown names and types ignored). */
 static void
-hb_stats(struct coord_member *mb, const msgpack_object *map)
+hb_stats(struct brim_coord_member *mb, const msgpack_object *map)
 {
     static const struct {
         const char *name;
         size_t      off;
     } fields[] = {
-        {"keys", offsetof(struct coord_member, hb_keys)},
-        {"bytes", offsetof(struct coord_member, hb_bytes)},
-        {"partitions", offsetof(struct coord_member, hb_partitions)},
-        {"requests_per_sec", offsetof(struct coord_member, hb_rps)},
-        {"mig_in", offsetof(struct coord_member, hb_mig_in)},
-        {"mig_in_flight", offsetof(struct coord_member, hb_mig_in_flight)},
+        {"keys", offsetof(struct brim_coord_member, hb_keys)},
+        {"bytes", offsetof(struct brim_coord_member, hb_bytes)},
+        {"partitions", offsetof(struct brim_coord_member, hb_partitions)},
+        {"requests_per_sec", offsetof(struct brim_coord_member, hb_rps)},
+        {"mig_in", offsetof(struct brim_coord_member, hb_mig_in)},
+        {"mig_in_flight", offsetof(struct brim_coord_member, hb_mig_in_flight)},
         {"mig_out_pending",
-         offsetof(struct coord_member, hb_mig_out_pending)},
-        {"mig_in_arc", offsetof(struct coord_member, hb_mig_in_arc)},
-        {"mig_in_cap", offsetof(struct coord_member, hb_mig_in_cap)},
+         offsetof(struct brim_coord_member, hb_mig_out_pending)},
+        {"mig_in_arc", offsetof(struct brim_coord_member, hb_mig_in_arc)},
+        {"mig_in_cap", offsetof(struct brim_coord_member, hb_mig_in_cap)},
     };
     const msgpack_object_kv *kv;
     uint32_t                 i, f;
@@ -171,7 +171,7 @@ hb_stats(struct coord_member *mb, const msgpack_object *map)
                 *(uint64_t *) ((char *) mb + fields[f].off) =
                     kv->val.via.u64;
                 if (fields[f].off
-                    == offsetof(struct coord_member, hb_mig_in_flight))
+                    == offsetof(struct brim_coord_member, hb_mig_in_flight))
                 {
                     mb->hb_mig_reported = 1;
                 }
@@ -181,12 +181,12 @@ hb_stats(struct coord_member *mb, const msgpack_object *map)
 }
 
 static int
-cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
+cmd_heartbeat(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
               const struct brim_req *req)
 {
-    struct coord_member *mb;
+    struct brim_coord_member *mb;
 
-    mb = coord_member_find(co, req->name, req->name_len);
+    mb = brim_coord_member_find(co, req->name, req->name_len);
     if (mb == NULL || mb->m.incarnation != req->hello.incarnation
         || mb->m.state == BRIM_MEMBER_DEAD)
     {
@@ -210,20 +210,20 @@ cmd_heartbeat(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
     /* The node's lease: half of dead-after (DESIGN.md 7 step 7), so a
      * node cut off has stopped serving well before it is declared dead. */
     return reply_epoch(c, BRIM_OP_HEARTBEAT, req->request_id,
-                       co->st.committed.map.epoch,
-                       co->st.settings.dead_after_ms / 2);
+                       co->state.committed.map.epoch,
+                       co->state.settings.dead_after_ms / 2);
 }
 
 static int
-cmd_leave(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
+cmd_leave(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
           const struct brim_req *req)
 {
-    struct coord_member *mb, *o;
+    struct brim_coord_member *mb, *o;
     char                 msg[256];
     int                  others = 0;
     uint32_t             force = req->arg_u32;
 
-    mb = coord_member_find(co, req->name, req->name_len);
+    mb = brim_coord_member_find(co, req->name, req->name_len);
     if (cc->role == BRIM_ROLE_NODE) {
         /* A node may ask only its own leave (SIGTERM), never forced. */
         if (cc->member == NULL || cc->member != mb) {
@@ -240,14 +240,14 @@ cmd_leave(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
         /* Asked again (a node whose connection was lost while it left):
          * the same answer as the first time. */
         return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
-                           co->st.next_epoch + (uint64_t) co->st.has_pending,
+                           co->state.next_epoch + (uint64_t) co->state.has_pending,
                            0);
     }
     for (o = co->members; o != NULL; o = o->next) {
         others += o != mb && !o->removed && !o->leaving
                   && o->m.state != BRIM_MEMBER_DEAD;
     }
-    if (others == 0 && brim_topo_find(&co->st.committed, mb->m.name) >= 0
+    if (others == 0 && brim_topo_find(&co->state.committed, mb->m.name) >= 0
         && force == 0)
     {
         snprintf(msg, sizeof(msg), "leave: %s is the last member: its keys "
@@ -261,7 +261,7 @@ cmd_leave(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
     co->dirty = 1;
     co->retry_at_ms = 0;
     return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
-                       co->st.next_epoch + (uint64_t) co->st.has_pending, 0);
+                       co->state.next_epoch + (uint64_t) co->state.has_pending, 0);
 }
 
 /* A member's partitions in the committed map. */
@@ -278,10 +278,10 @@ owned(const struct brim_topo *t, const char *name)
 }
 
 static int
-cmd_members(struct coord *co, struct brim_conn *c, const struct brim_req *req)
+cmd_members(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
 {
     struct brim_buf     *out = brim_conn_out(c);
-    struct coord_member *mb;
+    struct brim_coord_member *mb;
     msgpack_packer       pk;
     size_t               mark;
     uint32_t             n = 0;
@@ -305,7 +305,7 @@ cmd_members(struct coord *co, struct brim_conn *c, const struct brim_req *req)
         err |= msgpack_pack_uint32(&pk, mb->leaving ? BRIM_MEMBER_LEAVING
                                                     : mb->m.state);
         err |= msgpack_pack_uint32(&pk, mb->m.weight_ppm);
-        err |= msgpack_pack_uint32(&pk, owned(&co->st.committed, mb->m.name));
+        err |= msgpack_pack_uint32(&pk, owned(&co->state.committed, mb->m.name));
         err |= msgpack_pack_uint32(&pk,
                                    (uint32_t) (uv_now(co->loop)
                                                - mb->last_hb_ms));
@@ -388,7 +388,7 @@ cap_one(const struct brim_topo *t)
 }
 
 static const char *
-state_name(const struct coord_member *mb)
+state_name(const struct brim_coord_member *mb)
 {
     if (mb->leaving) {
         return "leaving";
@@ -457,16 +457,16 @@ struct mig_progress {
 };
 
 static void
-mig_progress(const struct coord *co, struct mig_progress *mp)
+mig_progress(const struct brim_coord *co, struct mig_progress *mp)
 {
-    const struct coord_member *mb;
-    uint64_t                   epoch = co->st.committed.map.epoch;
+    const struct brim_coord_member *mb;
+    uint64_t                   epoch = co->state.committed.map.epoch;
     int                        unheard = 0;
 
     memset(mp, 0, sizeof(*mp));
-    mp->active = co->st.has_pending;
+    mp->active = co->state.has_pending;
     for (mb = co->members; mb != NULL; mb = mb->next) {
-        if (mb->removed || brim_topo_find(&co->st.committed, mb->m.name) < 0)
+        if (mb->removed || brim_topo_find(&co->state.committed, mb->m.name) < 0)
         {
             continue;
         }
@@ -494,7 +494,7 @@ mig_progress(const struct coord *co, struct mig_progress *mp)
 }
 
 int
-coord_migration_active(const struct coord *co)
+brim_coord_migration_active(const struct brim_coord *co)
 {
     struct mig_progress mp;
 
@@ -503,11 +503,11 @@ coord_migration_active(const struct coord *co)
 }
 
 static int
-cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
+cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
 {
     struct brim_buf        *out = brim_conn_out(c);
-    const struct brim_topo *t = &co->st.committed;
-    struct coord_member    *mb;
+    const struct brim_topo *t = &co->state.committed;
+    struct brim_coord_member    *mb;
     msgpack_packer          pk;
     uint64_t               *count, *disp, *caps, keys_sum = 0, keys_max = 0;
     uint64_t                pmax = 0, pmin = 0, bytes_sum = 0, rps_sum = 0;
@@ -565,10 +565,10 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     err |= kv_u64(&pk, "epoch", t->map.epoch);
     err |= kv_str(&pk, "eps", eps);
     err |= kv_u64(&pk, "partitions", P);
-    err |= kv_u64(&pk, "tokens", co->st.settings.tokens_per_node);
+    err |= kv_u64(&pk, "tokens", co->state.settings.tokens_per_node);
     err |= kv_u64(&pk, "members", N);
-    err |= kv_u64(&pk, "pending", (uint64_t) co->st.has_pending);
-    err |= kv_u64(&pk, "next_epoch", co->st.next_epoch);
+    err |= kv_u64(&pk, "pending", (uint64_t) co->state.has_pending);
+    err |= kv_u64(&pk, "next_epoch", co->state.next_epoch);
     err |= kv_u64(&pk, "cap", cap_one(t));
     err |= kv_bool(&pk, "within_cap", within);
     err |= kv_f64(&pk, "max_mean_partitions", pmean > 0 ? pmax / pmean : 0);
@@ -629,10 +629,10 @@ cmd_stats(struct coord *co, struct brim_conn *c, const struct brim_req *req)
     err |= kv_key(&pk, "auth");
     err |= msgpack_pack_map(&pk, 5);
     err |= kv_bool(&pk, "required", co->guard.secret != NULL);
-    err |= kv_u64(&pk, "auth_ok", co->guard.st.ok);
-    err |= kv_u64(&pk, "auth_failures", co->guard.st.failures);
-    err |= kv_u64(&pk, "auth_rate_limited", co->guard.st.rate_limited);
-    err |= kv_u64(&pk, "auth_out_failures", co->guard.st.out_failures);
+    err |= kv_u64(&pk, "auth_ok", co->guard.stats.ok);
+    err |= kv_u64(&pk, "auth_failures", co->guard.stats.failures);
+    err |= kv_u64(&pk, "auth_rate_limited", co->guard.stats.rate_limited);
+    err |= kv_u64(&pk, "auth_out_failures", co->guard.stats.out_failures);
     brim_free(count);
     brim_free(disp);
     brim_free(caps);
@@ -653,11 +653,11 @@ cmp_name(const void *a, const void *b)
 /* PLAN: the next map a join or a leave would give, from the committed one,
  * computed and counted without changing anything (PROTOCOL.md 10.2). */
 static int
-cmd_plan(struct coord *co, struct brim_conn *c, const struct brim_req *req)
+cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
 {
-    const struct brim_topo *ot = &co->st.committed;
+    const struct brim_topo *ot = &co->state.committed;
     struct brim_buf        *out = brim_conn_out(c);
-    struct coord_member    *mb;
+    struct brim_coord_member    *mb;
     struct brim_topo        nt;
     struct brim_member     *m;
     msgpack_packer          pk;
@@ -703,7 +703,7 @@ cmd_plan(struct coord *co, struct brim_conn *c, const struct brim_req *req)
         return reply_err(c, req->request_id, BRIM_EDENIED, msg);
     }
     if (brim_topo_init(&nt, ot->cluster_id, ot->seed, P, ot->tokens_per_node,
-                       ot->eps_ppm, co->st.next_epoch) != 0
+                       ot->eps_ppm, co->state.next_epoch) != 0
         || (nt.members = brim_calloc(N + 1, sizeof(*nt.members))) == NULL)
     {
         brim_topo_destroy(&nt);
@@ -725,7 +725,7 @@ cmd_plan(struct coord *co, struct brim_conn *c, const struct brim_req *req)
         m->state = BRIM_MEMBER_UP;
         qsort(nt.members, nt.nmembers, sizeof(*nt.members), cmp_name);
     }
-    rc = coord_place(co, &nt, &arc, &cap, err);
+    rc = brim_coord_place(co, &nt, &arc, &cap, err);
     if (rc != 0) {
         brim_topo_destroy(&nt);
         snprintf(msg, sizeof(msg), "plan: placement failed: %s", err);
@@ -743,7 +743,7 @@ cmd_plan(struct coord *co, struct brim_conn *c, const struct brim_req *req)
         }
         moved++;
         if (o < N) {
-            mb = coord_member_find(co, on, strlen(on));
+            mb = brim_coord_member_find(co, on, strlen(on));
             own = owned(ot, on);
             if (mb != NULL && own > 0) {
                 keys += (double) mb->hb_keys / own;
@@ -780,7 +780,7 @@ cmd_plan(struct coord *co, struct brim_conn *c, const struct brim_req *req)
 }
 
 static int
-cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
+cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
         const struct brim_req *req)
 {
     const struct brim_op_info *info = brim_op_info(req->op);
@@ -819,12 +819,12 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
     case BRIM_OP_LEAVE:
         return cmd_leave(co, c, cc, req);
     case BRIM_OP_MAP_FETCH:
-        return coord_reply_topo(c, req->op, req->request_id,
-                                &co->st.committed);
+        return brim_coord_reply_topo(c, req->op, req->request_id,
+                                &co->state.committed);
     case BRIM_OP_SUBSCRIBE:
-        if (co->st.committed.map.epoch > req->arg_epoch) {
-            return coord_reply_topo(c, req->op, req->request_id,
-                                    &co->st.committed);
+        if (co->state.committed.map.epoch > req->arg_epoch) {
+            return brim_coord_reply_topo(c, req->op, req->request_id,
+                                    &co->state.committed);
         }
         cc->sub_id = req->request_id;
         cc->sub_known = req->arg_epoch;
@@ -849,10 +849,10 @@ cmd_run(struct coord *co, struct brim_conn *c, struct coord_conn *cc,
 }
 
 int
-coord_dispatch(struct brim_conn *c, const char *body, size_t len)
+brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len)
 {
-    struct coord           *co = c->srv->data;
-    struct coord_conn      *cc = c->data;
+    struct brim_coord           *co = c->srv->data;
+    struct brim_coord_conn      *cc = c->data;
     struct brim_wire_limits lim;
     struct brim_req         req;
     char                    err[BRIM_ERRBUF_LEN] = "";
@@ -876,13 +876,13 @@ coord_dispatch(struct brim_conn *c, const char *body, size_t len)
 }
 
 void
-coord_conn_closed(struct brim_conn *c)
+brim_coord_conn_closed(struct brim_conn *c)
 {
-    struct coord_conn *cc = c->data;
+    struct brim_coord_conn *cc = c->data;
 
     if (cc != NULL && cc->member != NULL && cc->member->conn == c) {
         cc->member->conn = NULL;
-        coord_member_gone(cc->member);
+        brim_coord_member_gone(cc->member);
     }
     brim_free(cc);
     c->data = NULL;

@@ -24,7 +24,7 @@
 #define COORD_TICK_MS 50u
 
 /* brim-coord's command line. */
-struct coord_config {
+struct brim_coord_config {
     char                       listen[BRIM_ADDR_MAX + 1];
     char                       data_dir[4096];
     struct brim_coord_settings set;          /* for a new cluster */
@@ -38,13 +38,13 @@ struct coord_config {
 };
 
 /* One member the coordinator knows. */
-struct coord_member {
-    struct coord_member *next;          /* coord->members list */
+struct brim_coord_member {
+    struct brim_coord_member *next;          /* coord->members list */
     struct brim_member   m;             /* name, addr, weight, state, inc */
     uint64_t             last_hb_ms;    /* loop time of its last heartbeat */
     struct brim_conn    *conn;          /* its node-to-coord connection */
     struct brim_peer     peer;          /* coord-to-node connection */
-    struct coord        *coord;
+    struct brim_coord        *coord;
     int                  need_ack;      /* awaited for the pending epoch */
     int                  removed;       /* gone: freed once PEER is idle */
     int                  leaving;       /* LEAVE asked */
@@ -66,22 +66,22 @@ struct coord_member {
 };
 
 /* Per-connection state (brim_conn data). */
-struct coord_conn {
+struct brim_coord_conn {
     uint32_t             role;          /* from HELLO, 0 before */
-    struct coord_member *member;        /* a node's own member, or NULL */
+    struct brim_coord_member *member;        /* a node's own member, or NULL */
     uint64_t             sub_id;        /* held SUBSCRIBE's request id */
     uint64_t             sub_known;     /* its known epoch */
     uint64_t             sub_deadline;  /* loop ms; 0 = none held */
 };
 
-struct coord {
+struct brim_coord {
     uv_loop_t              *loop;
-    struct coord_config     cfg;
-    struct brim_coord_state st;
+    struct brim_coord_config     cfg;
+    struct brim_coord_state state;
     struct brim_server      srv;
     uv_timer_t              tick;
     uv_signal_t             sig_term, sig_int;
-    struct coord_member    *members;
+    struct brim_coord_member    *members;
     uint64_t                join_since_ms;   /* first queued join; 0 none */
     uint64_t                pending_since_ms;/* proposal sent at */
     uint32_t                acks_left;       /* for the pending epoch */
@@ -119,31 +119,31 @@ struct coord {
 };
 
 /* member.c */
-int coord_dispatch(struct brim_conn *c, const char *body, size_t len);
-void coord_conn_closed(struct brim_conn *c);
-void coord_tick(struct coord *co);
-int coord_members_from_state(struct coord *co);
-int coord_save(struct coord *co);
-void coord_members_free(struct coord *co);
-int coord_zones_init(void);
-struct coord_member *coord_member_find(struct coord *co, const char *name,
+int brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len);
+void brim_coord_conn_closed(struct brim_conn *c);
+void brim_coord_tick(struct brim_coord *co);
+int brim_coord_members_from_state(struct brim_coord *co);
+int brim_coord_save(struct brim_coord *co);
+void brim_coord_members_free(struct brim_coord *co);
+int brim_coord_zones_init(void);
+struct brim_coord_member *brim_coord_member_find(struct brim_coord *co, const char *name,
                                        size_t len);
-struct coord_member *coord_member_new(struct coord *co, const char *name,
+struct brim_coord_member *brim_coord_member_new(struct brim_coord *co, const char *name,
                                       size_t len);
-void coord_member_remove(struct coord_member *mb);
+void brim_coord_member_remove(struct brim_coord_member *mb);
 
 /* MB's own connection closed: a member not yet in the committed map (a
  * joiner that gave up, e.g. on a map of another P) is dropped, and a
  * change waiting for its acknowledgement is aborted at once. */
-void coord_member_gone(struct coord_member *mb);
-int coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc,
+void brim_coord_member_gone(struct brim_coord_member *mb);
+int brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc,
                 uint32_t *cap, char *err);
-int coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
+int brim_coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
                      const struct brim_topo *t);
 
 /* cmd.c: true while the last change's migration runs, as the members'
  * heartbeats tell it (or a change is pending). */
-int coord_migration_active(const struct coord *co);
+int brim_coord_migration_active(const struct brim_coord *co);
 
 /*
  * member.c: true when a join or a graceful leave must wait now, because
@@ -153,6 +153,6 @@ int coord_migration_active(const struct coord *co);
  * bytes) gets the reason. No clock ends the wait (issue 10): a stalled
  * migration is reported, and ends when its streams do or a node dies.
  */
-int coord_change_must_wait(struct coord *co, char *why, size_t len);
+int brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len);
 
 #endif /* BRIM_SERVER_COORD_COORD_H */

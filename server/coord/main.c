@@ -32,7 +32,7 @@
 
 /* ---- options (one table: the command line, --config and --help) ---- */
 
-#define COORD_OFF(f) offsetof(struct coord_config, f)
+#define COORD_OFF(f) offsetof(struct brim_coord_config, f)
 
 /* --eps, --tokens, --partitions: a new cluster's settings, noted as
  * given (a loaded cluster keeps its own and says so). */
@@ -40,7 +40,7 @@ static const char *
 coord_set_eps(void *cfg, const struct brim_option *o, const char *arg,
               char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct coord_config *c = cfg;
+    struct brim_coord_config *c = cfg;
 
     (void) o;
     c->given |= GIVEN_EPS;
@@ -51,7 +51,7 @@ static const char *
 coord_set_setting(void *cfg, const struct brim_option *o, const char *arg,
                   char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct coord_config *c = cfg;
+    struct brim_coord_config *c = cfg;
 
     c->given |= strcmp(o->name, "tokens") == 0 ? GIVEN_V : GIVEN_P;
     return brim_option_u32(cfg, o, arg, errbuf);
@@ -71,7 +71,7 @@ static const char *
 coord_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
                     char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct coord_config *c = cfg;
+    struct brim_coord_config *c = cfg;
     enum brim_log_level  lvl;
 
     (void) o;
@@ -103,10 +103,10 @@ coord_set_config(void *cfg, const struct brim_option *o, const char *arg,
 
 static const struct brim_option coord_options[] = {
     {"listen", "HOST:PORT", coord_set_addr, COORD_OFF(listen), 0,
-     sizeof(((struct coord_config *) 0)->listen), NULL,
+     sizeof(((struct brim_coord_config *) 0)->listen), NULL,
      "address to serve nodes and operators on (required)"},
     {"data-dir", "DIR", brim_option_str, COORD_OFF(data_dir), 0,
-     sizeof(((struct coord_config *) 0)->data_dir), NULL,
+     sizeof(((struct brim_coord_config *) 0)->data_dir), NULL,
      "where the cluster's state file lives (required)"},
     {"eps", "E", coord_set_eps, 0, 0, 0, "0.05",
      "cap slack, a decimal or none"},
@@ -131,13 +131,13 @@ static const struct brim_option coord_options[] = {
      UINT32_MAX, "300", "close connections silent this many seconds, 0 "
      "never; a SUBSCRIBE is answered within half of it"},
     {"secret-file", "FILE", coord_set_secret, COORD_OFF(secret_file), 0,
-     sizeof(((struct coord_config *) 0)->secret_file), "none",
+     sizeof(((struct brim_coord_config *) 0)->secret_file), "none",
      "the cluster secret (32 to 4096 bytes, mode 0600, owned by this "
      "user): nodes and admins prove it (AUTH) before JOIN, HEARTBEAT, "
      "LEAVE or PLAN, and so does this coordinator to nodes"},
     {"client-secret-file", "FILE", coord_set_secret,
      COORD_OFF(client_secret_file), 0,
-     sizeof(((struct coord_config *) 0)->client_secret_file), "none",
+     sizeof(((struct brim_coord_config *) 0)->client_secret_file), "none",
      "with --secret-file: every client proves this secret (or the "
      "cluster's) before any op"},
     {"config", "FILE", coord_set_config, 0, 0, 0, NULL,
@@ -160,7 +160,7 @@ static const char coord_notes[] =
 /* Options into CFG. Returns 0, 1 (--help printed) or -1 (usage error,
  * said why). */
 static int
-parse_args(struct coord_config *cfg, int argc, char **argv)
+parse_args(struct brim_coord_config *cfg, int argc, char **argv)
 {
     int rc;
 
@@ -220,9 +220,9 @@ lock_data_dir(const char *dir)
 
 /* Load DIR/state or create a new cluster. */
 static int
-load_state(struct coord *co)
+load_state(struct brim_coord *co)
 {
-    struct brim_coord_settings *s = &co->st.settings, *g = &co->cfg.set;
+    struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
     struct sockaddr_storage     sa;
     char                        err[BRIM_ERRBUF_LEN] = "";
     int                         rc;
@@ -240,10 +240,10 @@ load_state(struct coord *co)
     if (lock_data_dir(co->cfg.data_dir) != 0) {
         return -1;
     }
-    rc = brim_persist_load(co->cfg.data_dir, &co->st, err);
+    rc = brim_persist_load(co->cfg.data_dir, &co->state, err);
     if (rc == BRIM_ENOTFOUND) {
-        if (brim_coord_state_init(&co->st, g, err) != 0
-            || coord_save(co) != 0)
+        if (brim_coord_state_init(&co->state, g, err) != 0
+            || brim_coord_save(co) != 0)
         {
             fprintf(stderr, "brim-coord: %s\n", err);
             return -1;
@@ -268,31 +268,31 @@ load_state(struct coord *co)
     s->heartbeat_ms = g->heartbeat_ms;
     s->dead_after_ms = g->dead_after_ms;
     s->pending_timeout_ms = g->pending_timeout_ms;
-    if (co->st.has_pending) {
+    if (co->state.has_pending) {
         brim_log_info("aborting epoch %" PRIu64 " left pending",
-                      co->st.pending.map.epoch);
-        brim_topo_destroy(&co->st.pending);
-        co->st.has_pending = 0;
+                      co->state.pending.map.epoch);
+        brim_topo_destroy(&co->state.pending);
+        co->state.has_pending = 0;
     }
-    if (coord_save(co) != 0) {
+    if (brim_coord_save(co) != 0) {
         return -1;
     }
     brim_log_info("cluster %016" PRIx64 " loaded at epoch %" PRIu64,
-                  s->cluster_id, co->st.committed.map.epoch);
+                  s->cluster_id, co->state.committed.map.epoch);
     return 0;
 }
 
 static void
 tick_cb(uv_timer_t *t)
 {
-    coord_tick(t->data);
+    brim_coord_tick(t->data);
 }
 
 static void
 signal_cb(uv_signal_t *sig, int signum)
 {
-    struct coord        *co = sig->data;
-    struct coord_member *mb;
+    struct brim_coord        *co = sig->data;
+    struct brim_coord_member *mb;
 
     brim_log_info("signal %d: exiting", signum);
     if (co->stopping) {
@@ -311,7 +311,7 @@ signal_cb(uv_signal_t *sig, int signum)
 int
 main(int argc, char **argv)
 {
-    static struct coord       co;
+    static struct brim_coord       co;
     struct brim_server_config sc;
     char                      err[BRIM_ERRBUF_LEN];
 
@@ -337,13 +337,13 @@ main(int argc, char **argv)
         return 1;
     }
     if (!msgpack_zone_init(&co.zone, MSGPACK_ZONE_CHUNK_SIZE)
-        || coord_zones_init() != 0)
+        || brim_coord_zones_init() != 0)
     {
         fprintf(stderr, "brim-coord: out of memory\n");
         return 1;
     }
     memset(&sc, 0, sizeof(sc));
-    sc.max_frame_bytes = 2 * (size_t) co.st.settings.partitions
+    sc.max_frame_bytes = 2 * (size_t) co.state.settings.partitions
                          + (64u << 10) + 200u * BRIM_NODES_MAX;
     sc.out_high_water = 8u << 20;
     sc.out_low_water = 1u << 20;
@@ -351,16 +351,16 @@ main(int argc, char **argv)
     sc.idle_timeout_ms = co.cfg.idle_timeout_s * 1000u;
     sc.guard = &co.guard;
     if (brim_server_listen(&co.srv, co.loop, co.cfg.listen, &sc,
-                           coord_dispatch, coord_conn_closed, &co, err) != 0)
+                           brim_coord_dispatch, brim_coord_conn_closed, &co, err) != 0)
     {
         fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
     /* Restarted with a committed map: streams may be running, and which
      * ones is heard from the nodes before any change. */
-    co.last_streams = co.st.committed.map.epoch > 0;
+    co.last_streams = co.state.committed.map.epoch > 0;
     co.restarted = co.last_streams;
-    if (coord_members_from_state(&co) != 0) {
+    if (brim_coord_members_from_state(&co) != 0) {
         fprintf(stderr, "brim-coord: out of memory\n");
         return 1;
     }
@@ -375,8 +375,8 @@ main(int argc, char **argv)
     brim_log_info("listening on %s", co.cfg.listen);
     uv_run(co.loop, UV_RUN_DEFAULT);
     brim_server_destroy(&co.srv);
-    coord_members_free(&co);
-    brim_coord_state_destroy(&co.st);
+    brim_coord_members_free(&co);
+    brim_coord_state_destroy(&co.state);
     msgpack_zone_destroy(&co.zone);
     brim_guard_destroy(&co.guard);
     return 0;

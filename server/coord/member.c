@@ -27,12 +27,12 @@
 
 static msgpack_zone rep_zone;
 
-static void change_commit(struct coord *co);
-static void change_abort(struct coord *co, const char *why);
-static void member_sync(struct coord_member *mb);
+static void change_commit(struct brim_coord *co);
+static void change_abort(struct brim_coord *co, const char *why);
+static void member_sync(struct brim_coord_member *mb);
 
 int
-coord_save(struct coord *co)
+brim_coord_save(struct brim_coord *co)
 {
     char err[BRIM_ERRBUF_LEN];
     int  rc;
@@ -40,17 +40,17 @@ coord_save(struct coord *co)
     /* The state file is written and fsynced on the loop thread: 2.5 ms
      * median, 3.5 ms worst for a 140 KiB file on this machine's disk
      * (docs/design.md), against 500 ms heartbeats; kept simple. */
-    rc = brim_persist_save(co->cfg.data_dir, &co->st, err);
+    rc = brim_persist_save(co->cfg.data_dir, &co->state, err);
     if (rc != 0) {
         brim_log_error("persist: %s", err);
     }
     return rc;
 }
 
-struct coord_member *
-coord_member_find(struct coord *co, const char *name, size_t len)
+struct brim_coord_member *
+brim_coord_member_find(struct brim_coord *co, const char *name, size_t len)
 {
-    struct coord_member *mb;
+    struct brim_coord_member *mb;
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (!mb->removed && strlen(mb->m.name) == len
@@ -69,10 +69,10 @@ peer_closed(struct brim_peer *p, int status)
     (void) status;                  /* tick reconnects while an ack is owed */
 }
 
-struct coord_member *
-coord_member_new(struct coord *co, const char *name, size_t len)
+struct brim_coord_member *
+brim_coord_member_new(struct brim_coord *co, const char *name, size_t len)
 {
-    struct coord_member *mb;
+    struct brim_coord_member *mb;
 
     mb = brim_calloc(1, sizeof(*mb));
     if (mb == NULL) {
@@ -89,9 +89,9 @@ coord_member_new(struct coord *co, const char *name, size_t len)
 
 /* Mark MB gone; tick frees it once its peer connection is idle. */
 void
-coord_member_remove(struct coord_member *mb)
+brim_coord_member_remove(struct brim_coord_member *mb)
 {
-    struct coord_conn *cc;
+    struct brim_coord_conn *cc;
 
     mb->removed = 1;
     mb->need_ack = 0;
@@ -109,19 +109,19 @@ in_topo(const struct brim_topo *t, const char *name)
 }
 
 int
-coord_members_from_state(struct coord *co)
+brim_coord_members_from_state(struct brim_coord *co)
 {
-    struct coord_member *mb;
+    struct brim_coord_member *mb;
     uint32_t             i;
     const char          *n;
 
-    for (i = 0; i < co->st.committed.nmembers; i++) {
-        n = co->st.committed.members[i].name;
-        mb = coord_member_new(co, n, strlen(n));
+    for (i = 0; i < co->state.committed.nmembers; i++) {
+        n = co->state.committed.members[i].name;
+        mb = brim_coord_member_new(co, n, strlen(n));
         if (mb == NULL) {
             return BRIM_ENOMEM;
         }
-        mb->m = co->st.committed.members[i];
+        mb->m = co->state.committed.members[i];
         mb->m.state = BRIM_MEMBER_UP;
         mb->last_hb_ms = uv_now(co->loop);   /* a grace period to rejoin */
     }
@@ -129,16 +129,16 @@ coord_members_from_state(struct coord *co)
 }
 
 int
-coord_zones_init(void)
+brim_coord_zones_init(void)
 {
     return msgpack_zone_init(&rep_zone, MSGPACK_ZONE_CHUNK_SIZE) ? 0
                                                                  : BRIM_ENOMEM;
 }
 
 void
-coord_members_free(struct coord *co)
+brim_coord_members_free(struct brim_coord *co)
 {
-    struct coord_member *mb, *next;
+    struct brim_coord_member *mb, *next;
 
     for (mb = co->members; mb != NULL; mb = next) {
         next = mb->next;
@@ -151,7 +151,7 @@ coord_members_free(struct coord *co)
 /* ---- replies ---- */
 
 int
-coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
+brim_coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
            const struct brim_topo *t)
 {
     struct brim_rep rep;
@@ -177,8 +177,8 @@ static void
 propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
               void *arg)
 {
-    struct coord_member *mb = p->data;
-    struct coord        *co = mb->coord;
+    struct brim_coord_member *mb = p->data;
+    struct brim_coord        *co = mb->coord;
     struct brim_rep      rep;
     uint64_t             epoch = (uint64_t) (uintptr_t) arg;
 
@@ -191,21 +191,21 @@ propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
                       mb->m.name, epoch, brim_err_name(rep.status),
                       (int) rep.message_len, rep.message);
         if ((rep.status == BRIM_EBADREQ || rep.status == BRIM_EDENIED)
-            && co->st.has_pending && co->st.pending.map.epoch == epoch)
+            && co->state.has_pending && co->state.pending.map.epoch == epoch)
         {
             /* It cannot take this map (another P, another cluster): a
              * joiner is dropped, and the change is aborted now rather
              * than left pending until the member is declared dead. */
-            if (!in_topo(&co->st.committed, mb->m.name)) {
+            if (!in_topo(&co->state.committed, mb->m.name)) {
                 brim_log_warn("member %s dropped: it refused the map it "
                               "would join with", mb->m.name);
-                coord_member_remove(mb);
+                brim_coord_member_remove(mb);
             }
             change_abort(co, "a member refused the proposed map");
         }
         return;
     }
-    if (!co->st.has_pending || co->st.pending.map.epoch != epoch
+    if (!co->state.has_pending || co->state.pending.map.epoch != epoch
         || !mb->need_ack)
     {
         return;
@@ -224,7 +224,7 @@ ignore_reply(struct brim_peer *p, int status, const char *body, size_t len,
 }
 
 static void
-member_call(struct coord_member *mb, struct brim_req *req,
+member_call(struct brim_coord_member *mb, struct brim_req *req,
             brim_peer_reply_cb cb, void *arg)
 {
     struct brim_buf f;
@@ -242,7 +242,7 @@ member_call(struct coord_member *mb, struct brim_req *req,
 static void
 peer_connected(struct brim_peer *p, int status)
 {
-    struct coord_member *mb = p->data;
+    struct brim_coord_member *mb = p->data;
 
     if (status == 0) {
         member_sync(mb);
@@ -257,27 +257,27 @@ peer_connected(struct brim_peer *p, int status)
 /* Our HELLO to nodes, and AUTH with the cluster secret when there is one
  * (server/peer.h does both before the peer is open). */
 static void
-member_hello(struct coord_member *mb)
+member_hello(struct brim_coord_member *mb)
 {
-    struct coord          *co = mb->coord;
+    struct brim_coord          *co = mb->coord;
     struct brim_peer_hello h;
 
     memset(&h, 0, sizeof(h));
     h.role = BRIM_ROLE_COORD;
-    h.cluster_id = co->st.settings.cluster_id;
-    h.epoch = co->st.committed.map.epoch;
+    h.cluster_id = co->state.settings.cluster_id;
+    h.epoch = co->state.committed.map.epoch;
     h.name = "coord";
     h.secret = co->guard.secret;
-    h.failures = &co->guard.st.out_failures;
+    h.failures = &co->guard.stats.out_failures;
     brim_peer_set_hello(&mb->peer, &h);
 }
 
 /* Connect to MB (HELLO and AUTH first), and send the pending proposal if
  * it owes one. */
 static void
-member_sync(struct coord_member *mb)
+member_sync(struct brim_coord_member *mb)
 {
-    struct coord   *co = mb->coord;
+    struct brim_coord   *co = mb->coord;
     struct brim_req req;
     char            err[BRIM_ERRBUF_LEN];
 
@@ -297,18 +297,18 @@ member_sync(struct coord_member *mb)
         return;
     }
     memset(&req, 0, sizeof(req));
-    req.epoch = co->st.committed.map.epoch;
-    if (mb->need_ack && co->st.has_pending) {
+    req.epoch = co->state.committed.map.epoch;
+    if (mb->need_ack && co->state.has_pending) {
         req.op = BRIM_OP_EPOCH_PROPOSE;
-        req.topo = &co->st.pending;
+        req.topo = &co->state.pending;
         member_call(mb, &req, propose_reply,
-                    (void *) (uintptr_t) co->st.pending.map.epoch);
+                    (void *) (uintptr_t) co->state.pending.map.epoch);
     }
 }
 
 /* Send EPOCH_COMMIT or EPOCH_ABORT of EPOCH to MB if connected. */
 static void
-member_notify(struct coord_member *mb, uint32_t op, uint64_t epoch)
+member_notify(struct brim_coord_member *mb, uint32_t op, uint64_t epoch)
 {
     struct brim_req req;
 
@@ -317,7 +317,7 @@ member_notify(struct coord_member *mb, uint32_t op, uint64_t epoch)
     }
     memset(&req, 0, sizeof(req));
     req.op = op;
-    req.epoch = mb->coord->st.committed.map.epoch;
+    req.epoch = mb->coord->state.committed.map.epoch;
     req.arg_epoch = epoch;
     member_call(mb, &req, ignore_reply, NULL);
 }
@@ -325,7 +325,7 @@ member_notify(struct coord_member *mb, uint32_t op, uint64_t epoch)
 /* ---- changes ---- */
 
 static int
-member_active(const struct coord_member *mb)
+member_active(const struct brim_coord_member *mb)
 {
     return !mb->removed && !mb->leaving && mb->m.state != BRIM_MEMBER_DEAD;
 }
@@ -339,9 +339,9 @@ cmp_member(const void *a, const void *b)
 
 /* True when the active members are exactly the committed ones. */
 static int
-same_membership(struct coord *co, uint32_t n, const struct brim_member *m)
+same_membership(struct brim_coord *co, uint32_t n, const struct brim_member *m)
 {
-    const struct brim_topo *t = &co->st.committed;
+    const struct brim_topo *t = &co->state.committed;
     uint32_t                i;
 
     if (n != t->nmembers) {
@@ -362,10 +362,10 @@ same_membership(struct coord *co, uint32_t n, const struct brim_member *m)
 /* NT's map from the committed one; counts of moves in *ARC, *CAP. Pure:
  * changes nothing but NT (PLAN uses it for what-if maps). */
 int
-coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap,
+brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap,
       char *err)
 {
-    const struct brim_topo *ot = &co->st.committed;
+    const struct brim_topo *ot = &co->state.committed;
     struct brim_ring        oring, nring;
     uint32_t                P = nt->map.npartitions, i;
     uint64_t               *pos;
@@ -419,10 +419,10 @@ coord_place(struct coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap
  * to the new owners), DEAD otherwise (their partitions start empty).
  */
 static int
-list_departed(struct coord *co, struct brim_topo *nt)
+list_departed(struct brim_coord *co, struct brim_topo *nt)
 {
-    const struct brim_topo *ot = &co->st.committed;
-    struct coord_member    *mb;
+    const struct brim_topo *ot = &co->state.committed;
+    struct brim_coord_member    *mb;
     struct brim_member     *d;
     uint32_t                i, n = 0;
 
@@ -442,7 +442,7 @@ list_departed(struct coord *co, struct brim_topo *nt)
         }
         d = &nt->departed[nt->ndeparted++];
         *d = ot->members[i];
-        mb = coord_member_find(co, d->name, strlen(d->name));
+        mb = brim_coord_member_find(co, d->name, strlen(d->name));
         d->state = mb != NULL && mb->leaving
                            && mb->m.state != BRIM_MEMBER_DEAD
                        ? BRIM_MEMBER_LEAVING : BRIM_MEMBER_DEAD;
@@ -454,13 +454,13 @@ list_departed(struct coord *co, struct brim_topo *nt)
  * change made only for deaths (DEATHS_ONLY: a migration runs, so joins
  * and leaves wait), exactly the committed members that are not dead. */
 static int
-member_next(struct coord *co, const struct coord_member *mb, int deaths_only)
+member_next(struct brim_coord *co, const struct brim_coord_member *mb, int deaths_only)
 {
     if (!deaths_only) {
         return member_active(mb);
     }
     return !mb->removed && mb->m.state != BRIM_MEMBER_DEAD
-           && in_topo(&co->st.committed, mb->m.name);
+           && in_topo(&co->state.committed, mb->m.name);
 }
 
 /*
@@ -470,9 +470,9 @@ member_next(struct coord *co, const struct coord_member *mb, int deaths_only)
  * rather than completing those empty. Appends to NT->departed.
  */
 static int
-carry_departed(struct coord *co, struct brim_topo *nt)
+carry_departed(struct brim_coord *co, struct brim_topo *nt)
 {
-    const struct brim_topo *ot = &co->st.committed;
+    const struct brim_topo *ot = &co->state.committed;
     struct brim_member     *d;
     uint32_t                i, j, n;
 
@@ -509,10 +509,10 @@ carry_departed(struct coord *co, struct brim_topo *nt)
 
 /* Start a change if the membership differs from the committed map. */
 static void
-change_start(struct coord *co, int deaths_only)
+change_start(struct brim_coord *co, int deaths_only)
 {
-    struct brim_coord_settings *s = &co->st.settings;
-    struct coord_member        *mb;
+    struct brim_coord_settings *s = &co->state.settings;
+    struct brim_coord_member        *mb;
     struct brim_topo            nt;
     uint32_t                    n = 0, arc, cap;
     char                        err[BRIM_ERRBUF_LEN] = "";
@@ -525,7 +525,7 @@ change_start(struct coord *co, int deaths_only)
         n += member_next(co, mb, deaths_only);
     }
     if (brim_topo_init(&nt, s->cluster_id, s->seed, s->partitions,
-                       s->tokens_per_node, s->eps_ppm, co->st.next_epoch) != 0
+                       s->tokens_per_node, s->eps_ppm, co->state.next_epoch) != 0
         || (n > 0 && (nt.members = brim_calloc(n, sizeof(*nt.members)))
                          == NULL))
     {
@@ -554,17 +554,17 @@ change_start(struct coord *co, int deaths_only)
         co->dirty = 1;
         return;
     }
-    if (coord_place(co, &nt, &arc, &cap, err) != 0) {
+    if (brim_coord_place(co, &nt, &arc, &cap, err) != 0) {
         brim_log_error("placement failed: %s", err);
         brim_topo_destroy(&nt);
         return;
     }
-    co->st.pending = nt;
-    co->st.has_pending = 1;
-    co->st.next_epoch = nt.map.epoch + 1;
-    if (coord_save(co) != 0) {
-        brim_topo_destroy(&co->st.pending);
-        co->st.has_pending = 0;
+    co->state.pending = nt;
+    co->state.has_pending = 1;
+    co->state.next_epoch = nt.map.epoch + 1;
+    if (brim_coord_save(co) != 0) {
+        brim_topo_destroy(&co->state.pending);
+        co->state.has_pending = 0;
         co->retry_at_ms = uv_now(co->loop) + 1000;
         co->dirty = 1;
         return;
@@ -583,7 +583,7 @@ change_start(struct coord *co, int deaths_only)
     for (mb = co->members; mb != NULL; mb = mb->next) {
         mb->need_ack = !mb->removed && mb->m.state != BRIM_MEMBER_DEAD
                        && (member_active(mb)
-                           || in_topo(&co->st.committed, mb->m.name));
+                           || in_topo(&co->state.committed, mb->m.name));
         co->acks_left += (uint32_t) mb->need_ack;
     }
     if (co->acks_left == 0) {
@@ -598,22 +598,22 @@ change_start(struct coord *co, int deaths_only)
 }
 
 static void
-subscribers_answer(struct coord *co, int all)
+subscribers_answer(struct brim_coord *co, int all)
 {
     struct brim_conn  *c;
-    struct coord_conn *cc;
+    struct brim_coord_conn *cc;
     uint64_t           now = uv_now(co->loop);
 
     for (c = co->srv.conns; c != NULL; c = c->next) {
         cc = c->data;
         if (cc == NULL || cc->sub_deadline == 0
             || (!all && now < cc->sub_deadline
-                && co->st.committed.map.epoch <= cc->sub_known))
+                && co->state.committed.map.epoch <= cc->sub_known))
         {
             continue;
         }
         cc->sub_deadline = 0;
-        coord_reply_topo(c, BRIM_OP_SUBSCRIBE, cc->sub_id, &co->st.committed);
+        brim_coord_reply_topo(c, BRIM_OP_SUBSCRIBE, cc->sub_id, &co->state.committed);
         brim_conn_flush(c);
     }
 }
@@ -625,10 +625,10 @@ subscribers_answer(struct coord *co, int all)
  * rest, from the members' last heartbeats.
  */
 static void
-change_baseline(struct coord *co, const struct brim_topo *old)
+change_baseline(struct brim_coord *co, const struct brim_topo *old)
 {
-    const struct brim_topo *t = &co->st.committed;
-    struct coord_member    *mb;
+    const struct brim_topo *t = &co->state.committed;
+    struct brim_coord_member    *mb;
     uint64_t                total = 0, left = 0;
     uint32_t                joined = 0;
     int                     before, after;
@@ -655,20 +655,20 @@ change_baseline(struct coord *co, const struct brim_topo *old)
 }
 
 static void
-change_commit(struct coord *co)
+change_commit(struct brim_coord *co)
 {
-    struct coord_member *mb;
-    uint64_t             epoch = co->st.pending.map.epoch;
-    struct brim_topo     old = co->st.committed;
+    struct brim_coord_member *mb;
+    uint64_t             epoch = co->state.pending.map.epoch;
+    struct brim_topo     old = co->state.committed;
 
-    co->st.committed = co->st.pending;
-    memset(&co->st.pending, 0, sizeof(co->st.pending));
-    co->st.has_pending = 0;
-    if (coord_save(co) != 0) {
+    co->state.committed = co->state.pending;
+    memset(&co->state.pending, 0, sizeof(co->state.pending));
+    co->state.has_pending = 0;
+    if (brim_coord_save(co) != 0) {
         /* Not durable: undo and abort, as if unacknowledged. */
-        co->st.pending = co->st.committed;
-        co->st.committed = old;
-        co->st.has_pending = 1;
+        co->state.pending = co->state.committed;
+        co->state.committed = old;
+        co->state.has_pending = 1;
         change_abort(co, "the commit could not be persisted");
         return;
     }
@@ -678,17 +678,17 @@ change_commit(struct coord *co)
     co->last_arc = co->pending_arc;
     co->last_cap = co->pending_cap;
     brim_log_info("epoch %" PRIu64 " committed: %" PRIu32 " members",
-                  epoch, co->st.committed.nmembers);
+                  epoch, co->state.committed.nmembers);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (mb->removed) {
             continue;
         }
         member_notify(mb, BRIM_OP_EPOCH_COMMIT, epoch);
         mb->need_ack = 0;
-        if (in_topo(&co->st.committed, mb->m.name)) {
+        if (in_topo(&co->state.committed, mb->m.name)) {
             mb->m.state = BRIM_MEMBER_UP;
         } else if (mb->leaving || mb->m.state == BRIM_MEMBER_DEAD) {
-            coord_member_remove(mb);
+            brim_coord_member_remove(mb);
         } else {
             co->dirty = 1;              /* joined while this change was pending */
         }
@@ -697,17 +697,17 @@ change_commit(struct coord *co)
 }
 
 static void
-change_abort(struct coord *co, const char *why)
+change_abort(struct brim_coord *co, const char *why)
 {
-    struct coord_member *mb;
-    uint64_t             epoch = co->st.pending.map.epoch;
+    struct brim_coord_member *mb;
+    uint64_t             epoch = co->state.pending.map.epoch;
 
-    brim_topo_destroy(&co->st.pending);
-    co->st.has_pending = 0;
-    (void) coord_save(co);
+    brim_topo_destroy(&co->state.pending);
+    co->state.has_pending = 0;
+    (void) brim_coord_save(co);
     brim_log_warn("epoch %" PRIu64 " aborted: %s", epoch, why);
     for (mb = co->members; mb != NULL; mb = mb->next) {
-        if (mb->need_ack || in_topo(&co->st.committed, mb->m.name)
+        if (mb->need_ack || in_topo(&co->state.committed, mb->m.name)
             || member_active(mb))
         {
             member_notify(mb, BRIM_OP_EPOCH_ABORT, epoch);
@@ -725,13 +725,13 @@ change_abort(struct coord *co, const char *why)
  * received yet). What runs is what the nodes report in their heartbeats;
  * a coordinator that has just started has not heard them yet and waits
  * for every committed member's first heartbeat at the committed epoch. A
- * death does not wait (coord_tick()): its partitions need live owners now.
+ * death does not wait (brim_coord_tick()): its partitions need live owners now.
  */
 int
-coord_change_must_wait(struct coord *co, char *why, size_t len)
+brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len)
 {
-    const struct brim_topo *t = &co->st.committed;
-    struct coord_member    *mb;
+    const struct brim_topo *t = &co->state.committed;
+    struct brim_coord_member    *mb;
     uint64_t                in = 0, out = 0, sig = 0;
     uint32_t                busy = 0;
     size_t                  n;
@@ -789,20 +789,20 @@ coord_change_must_wait(struct coord *co, char *why, size_t len)
 }
 
 void
-coord_member_gone(struct coord_member *mb)
+brim_coord_member_gone(struct brim_coord_member *mb)
 {
-    struct coord *co = mb->coord;
+    struct brim_coord *co = mb->coord;
     int           waited;
 
     if (co->stopping || mb->removed
-        || in_topo(&co->st.committed, mb->m.name))
+        || in_topo(&co->state.committed, mb->m.name))
     {
         return;                     /* members: dead-after decides */
     }
-    waited = co->st.has_pending && mb->need_ack;
+    waited = co->state.has_pending && mb->need_ack;
     brim_log_warn("member %s: its connection closed before it joined a "
                   "committed map: dropped", mb->m.name);
-    coord_member_remove(mb);
+    brim_coord_member_remove(mb);
     co->dirty = 1;
     if (waited) {
         change_abort(co, "a joining member went away");
@@ -811,14 +811,14 @@ coord_member_gone(struct coord_member *mb)
 
 /* True when a committed member has been declared dead. */
 static int
-committed_member_dead(struct coord *co)
+committed_member_dead(struct brim_coord *co)
 {
-    const struct brim_topo *t = &co->st.committed;
-    struct coord_member    *mb;
+    const struct brim_topo *t = &co->state.committed;
+    struct brim_coord_member    *mb;
     uint32_t                i;
 
     for (i = 0; i < t->nmembers; i++) {
-        mb = coord_member_find(co, t->members[i].name,
+        mb = brim_coord_member_find(co, t->members[i].name,
                                strlen(t->members[i].name));
         if (mb == NULL || mb->m.state == BRIM_MEMBER_DEAD) {
             return 1;
@@ -834,11 +834,11 @@ committed_member_dead(struct coord *co)
  * shown in CLUSTER_STATS.
  */
 static void
-change_maybe_start(struct coord *co, uint64_t now)
+change_maybe_start(struct brim_coord *co, uint64_t now)
 {
     char why[256];
 
-    if (!coord_change_must_wait(co, why, sizeof(why))) {
+    if (!brim_coord_change_must_wait(co, why, sizeof(why))) {
         if (co->wait_why[0] != '\0') {
             brim_log_info("change: the migration is over after %" PRIu64
                           " ms; going on", now - co->wait_since_ms);
@@ -871,12 +871,12 @@ change_maybe_start(struct coord *co, uint64_t now)
 }
 
 void
-coord_tick(struct coord *co)
+brim_coord_tick(struct brim_coord *co)
 {
-    struct coord_member **pp, *mb;
+    struct brim_coord_member **pp, *mb;
     char                  why[256];
     uint64_t              now = uv_now(co->loop);
-    const struct brim_coord_settings *s = &co->st.settings;
+    const struct brim_coord_settings *s = &co->state.settings;
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (!mb->removed && mb->m.state != BRIM_MEMBER_DEAD
@@ -887,30 +887,30 @@ coord_tick(struct coord *co)
             mb->m.state = BRIM_MEMBER_DEAD;
             co->dirty = 1;
             co->retry_at_ms = 0;
-            if (co->st.has_pending && mb->need_ack) {
+            if (co->state.has_pending && mb->need_ack) {
                 change_abort(co, "a member died");
                 co->retry_at_ms = 0;
             }
-            if (!in_topo(&co->st.committed, mb->m.name)) {
-                coord_member_remove(mb);
+            if (!in_topo(&co->state.committed, mb->m.name)) {
+                brim_coord_member_remove(mb);
             }
         }
         if (mb->need_ack && mb->peer.state == BRIM_PEER_IDLE) {
             member_sync(mb);
         }
     }
-    if (co->st.has_pending
+    if (co->state.has_pending
         && now - co->pending_since_ms >= s->pending_timeout_ms)
     {
         change_abort(co, "not acknowledged within pending-timeout-ms");
     }
-    if (!co->st.has_pending && now >= co->retry_at_ms
+    if (!co->state.has_pending && now >= co->retry_at_ms
         && (co->dirty || (co->join_since_ms != 0
                       && now - co->join_since_ms >= co->cfg.join_window_ms)))
     {
         change_maybe_start(co, now);
-    } else if (!co->st.has_pending && co->wait_why[0] != '\0'
-               && !coord_change_must_wait(co, why, sizeof(why)))
+    } else if (!co->state.has_pending && co->wait_why[0] != '\0'
+               && !brim_coord_change_must_wait(co, why, sizeof(why)))
     {
         co->wait_why[0] = '\0';    /* nothing waits any more */
     }

@@ -72,18 +72,18 @@ brim_coord_settings_check(const struct brim_coord_settings *set,
 }
 
 int
-brim_coord_state_init(struct brim_coord_state *st,
+brim_coord_state_init(struct brim_coord_state *state,
                       const struct brim_coord_settings *set,
                       char errbuf[BRIM_ERRBUF_LEN])
 {
     int rc;
 
-    memset(st, 0, sizeof(*st));
+    memset(state, 0, sizeof(*state));
     rc = brim_coord_settings_check(set, errbuf);
     if (rc != 0) {
         return rc;
     }
-    if (brim_topo_init(&st->committed, set->cluster_id, set->seed,
+    if (brim_topo_init(&state->committed, set->cluster_id, set->seed,
                        set->partitions, set->tokens_per_node, set->eps_ppm,
                        0) != 0)
     {
@@ -91,17 +91,17 @@ brim_coord_state_init(struct brim_coord_state *st,
                     " partitions", set->partitions);
         return BRIM_ENOMEM;
     }
-    st->settings = *set;
-    st->next_epoch = 1;
+    state->settings = *set;
+    state->next_epoch = 1;
     return 0;
 }
 
 void
-brim_coord_state_destroy(struct brim_coord_state *st)
+brim_coord_state_destroy(struct brim_coord_state *state)
 {
-    brim_topo_destroy(&st->committed);
-    brim_topo_destroy(&st->pending);
-    memset(st, 0, sizeof(*st));
+    brim_topo_destroy(&state->committed);
+    brim_topo_destroy(&state->pending);
+    memset(state, 0, sizeof(*state));
 }
 
 /* Check that topology T (WHAT: "committed" or "pending") has SET's
@@ -129,28 +129,28 @@ persist_topo_matches(const struct brim_coord_settings *set,
 /* The invariants of a state that persist.h promises: settings in range,
  * topologies that carry them, epochs ordered and below next_epoch. */
 static int
-persist_state_check(const struct brim_coord_state *st, char *errbuf)
+persist_state_check(const struct brim_coord_state *state, char *errbuf)
 {
-    const struct brim_topo *c = &st->committed, *p = &st->pending;
+    const struct brim_topo *c = &state->committed, *p = &state->pending;
 
-    if (brim_coord_settings_check(&st->settings, errbuf) != 0
-        || persist_topo_matches(&st->settings, c, "committed", errbuf) != 0
-        || (st->has_pending
-            && persist_topo_matches(&st->settings, p, "pending", errbuf) != 0))
+    if (brim_coord_settings_check(&state->settings, errbuf) != 0
+        || persist_topo_matches(&state->settings, c, "committed", errbuf) != 0
+        || (state->has_pending
+            && persist_topo_matches(&state->settings, p, "pending", errbuf) != 0))
     {
         return BRIM_EINVAL;
     }
-    if (c->map.epoch >= st->next_epoch) {
+    if (c->map.epoch >= state->next_epoch) {
         brim_errfmt(errbuf, "committed epoch %" PRIu64 " is not below "
-                    "next_epoch %" PRIu64, c->map.epoch, st->next_epoch);
+                    "next_epoch %" PRIu64, c->map.epoch, state->next_epoch);
         return BRIM_EINVAL;
     }
-    if (st->has_pending
-        && (p->map.epoch <= c->map.epoch || p->map.epoch >= st->next_epoch))
+    if (state->has_pending
+        && (p->map.epoch <= c->map.epoch || p->map.epoch >= state->next_epoch))
     {
         brim_errfmt(errbuf, "pending epoch %" PRIu64 " is not between the "
                     "committed epoch %" PRIu64 " and next_epoch %" PRIu64,
-                    p->map.epoch, c->map.epoch, st->next_epoch);
+                    p->map.epoch, c->map.epoch, state->next_epoch);
         return BRIM_EINVAL;
     }
     return 0;
@@ -167,9 +167,9 @@ persist_pack_write(void *data, const char *p, size_t n)
 
 /* Append ST's body to OUT. Returns 0 or BRIM_ENOMEM. */
 static int
-persist_encode_body(struct brim_buf *out, const struct brim_coord_state *st)
+persist_encode_body(struct brim_buf *out, const struct brim_coord_state *state)
 {
-    const struct brim_coord_settings *s = &st->settings;
+    const struct brim_coord_settings *s = &state->settings;
     msgpack_packer                    pk;
     int                               err;
 
@@ -184,12 +184,12 @@ persist_encode_body(struct brim_buf *out, const struct brim_coord_state *st)
     err |= msgpack_pack_uint32(&pk, s->heartbeat_ms);
     err |= msgpack_pack_uint32(&pk, s->dead_after_ms);
     err |= msgpack_pack_uint32(&pk, s->pending_timeout_ms);
-    err |= msgpack_pack_uint64(&pk, st->next_epoch);
-    if (err != 0 || brim_topo_encode(out, &st->committed) != 0) {
+    err |= msgpack_pack_uint64(&pk, state->next_epoch);
+    if (err != 0 || brim_topo_encode(out, &state->committed) != 0) {
         return BRIM_ENOMEM;
     }
-    if (st->has_pending) {
-        return brim_topo_encode(out, &st->pending);
+    if (state->has_pending) {
+        return brim_topo_encode(out, &state->pending);
     }
     return msgpack_pack_nil(&pk) == 0 ? 0 : BRIM_ENOMEM;
 }
@@ -249,7 +249,7 @@ persist_decode_settings(const msgpack_object *o,
 /* The unpacked body ROOT into ST (zeroed by the caller; on error it may
  * hold topologies the caller destroys). */
 static int
-persist_decode_root(const msgpack_object *root, struct brim_coord_state *st,
+persist_decode_root(const msgpack_object *root, struct brim_coord_state *state,
                     char *errbuf)
 {
     const msgpack_object *a;
@@ -260,7 +260,7 @@ persist_decode_root(const msgpack_object *root, struct brim_coord_state *st,
     if (a == NULL) {
         return BRIM_EINVAL;
     }
-    rc = persist_decode_settings(&a[0], &st->settings, errbuf);
+    rc = persist_decode_settings(&a[0], &state->settings, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -268,21 +268,21 @@ persist_decode_root(const msgpack_object *root, struct brim_coord_state *st,
         brim_errfmt(errbuf, "next_epoch is not a non-negative integer");
         return BRIM_EINVAL;
     }
-    st->next_epoch = a[1].via.u64;
-    rc = brim_topo_decode(&a[2], &st->committed, why);
+    state->next_epoch = a[1].via.u64;
+    rc = brim_topo_decode(&a[2], &state->committed, why);
     if (rc != 0) {
         brim_errfmt(errbuf, "committed %s", why);
         return rc == BRIM_ENOMEM ? rc : BRIM_EINVAL;
     }
     if (a[3].type != MSGPACK_OBJECT_NIL) {
-        rc = brim_topo_decode(&a[3], &st->pending, why);
+        rc = brim_topo_decode(&a[3], &state->pending, why);
         if (rc != 0) {
             brim_errfmt(errbuf, "pending %s", why);
             return rc == BRIM_ENOMEM ? rc : BRIM_EINVAL;
         }
-        st->has_pending = 1;
+        state->has_pending = 1;
     }
-    return persist_state_check(st, errbuf);
+    return persist_state_check(state, errbuf);
 }
 
 /*
@@ -294,13 +294,13 @@ persist_decode_root(const msgpack_object *root, struct brim_coord_state *st,
  */
 static int
 persist_decode_body(const char *body, size_t len,
-                    struct brim_coord_state *st, char *errbuf)
+                    struct brim_coord_state *state, char *errbuf)
 {
     msgpack_zone   zone;
     msgpack_object root;
     int            rc;
 
-    memset(st, 0, sizeof(*st));
+    memset(state, 0, sizeof(*state));
     if (!msgpack_zone_init(&zone, MSGPACK_ZONE_CHUNK_SIZE)) {
         brim_errfmt(errbuf, "out of memory unpacking the body");
         return BRIM_ENOMEM;
@@ -313,11 +313,11 @@ persist_decode_body(const char *body, size_t len,
     } else if (rc != 0) {
         brim_errfmt(errbuf, "out of memory unpacking the body");
     } else {
-        rc = persist_decode_root(&root, st, errbuf);
+        rc = persist_decode_root(&root, state, errbuf);
     }
     msgpack_zone_destroy(&zone);
     if (rc != 0) {
-        brim_coord_state_destroy(st);
+        brim_coord_state_destroy(state);
     }
     return rc;
 }
@@ -514,7 +514,7 @@ persist_sync_dir(const char *dir, char *errbuf)
 }
 
 int
-brim_persist_save(const char *dir, const struct brim_coord_state *st,
+brim_persist_save(const char *dir, const struct brim_coord_state *state,
                   char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_coord_state check;
@@ -532,7 +532,7 @@ brim_persist_save(const char *dir, const struct brim_coord_state *st,
     rc = brim_buf_reserve(&file, BRIM_PERSIST_HDR);
     if (rc == 0) {
         brim_buf_commit(&file, BRIM_PERSIST_HDR);   /* filled in below */
-        rc = persist_encode_body(&file, st);
+        rc = persist_encode_body(&file, state);
     }
     if (rc != 0) {
         brim_buf_destroy(&file);
@@ -634,7 +634,7 @@ persist_read(const char *path, unsigned char **data, size_t *len,
 }
 
 int
-brim_persist_load(const char *dir, struct brim_coord_state *st,
+brim_persist_load(const char *dir, struct brim_coord_state *state,
                   char errbuf[BRIM_ERRBUF_LEN])
 {
     unsigned char *file;
@@ -642,7 +642,7 @@ brim_persist_load(const char *dir, struct brim_coord_state *st,
     size_t         len;
     int            rc;
 
-    memset(st, 0, sizeof(*st));
+    memset(state, 0, sizeof(*state));
     rc = persist_path(path, dir, BRIM_PERSIST_FILE, errbuf);
     if (rc != 0) {
         return rc;
@@ -654,7 +654,7 @@ brim_persist_load(const char *dir, struct brim_coord_state *st,
     rc = persist_check_header(file, len, why);
     if (rc == 0) {
         rc = persist_decode_body((const char *) file + BRIM_PERSIST_HDR,
-                                 len - BRIM_PERSIST_HDR, st, why);
+                                 len - BRIM_PERSIST_HDR, state, why);
     }
     brim_free(file);
     if (rc != 0) {

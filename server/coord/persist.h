@@ -82,12 +82,12 @@ int brim_coord_settings_check(const struct brim_coord_settings *set,
  * brim_coord_settings_check(); ERRBUF says why) or BRIM_ENOMEM; on error
  * ST is zeroed. Release with brim_coord_state_destroy().
  */
-int brim_coord_state_init(struct brim_coord_state *st,
+int brim_coord_state_init(struct brim_coord_state *state,
                           const struct brim_coord_settings *set,
                           char errbuf[BRIM_ERRBUF_LEN]);
 
 /* Free what ST holds and zero it; a zeroed state is fine. */
-void brim_coord_state_destroy(struct brim_coord_state *st);
+void brim_coord_state_destroy(struct brim_coord_state *state);
 
 /*
  * Write ST to DIR/state atomically: encode it, check that the encoding
@@ -105,7 +105,7 @@ void brim_coord_state_destroy(struct brim_coord_state *st);
  * with the path and strerror) or BRIM_ENOMEM. ERRBUF (NULL allowed) gets
  * a one-line reason.
  */
-int brim_persist_save(const char *dir, const struct brim_coord_state *st,
+int brim_persist_save(const char *dir, const struct brim_coord_state *state,
                       char errbuf[BRIM_ERRBUF_LEN]);
 
 /*
@@ -127,7 +127,7 @@ int brim_persist_save(const char *dir, const struct brim_coord_state *st,
  * On any error ST is zeroed (safe to destroy) and ERRBUF (NULL allowed)
  * holds one line naming the file and what is wrong.
  */
-int brim_persist_load(const char *dir, struct brim_coord_state *st,
+int brim_persist_load(const char *dir, struct brim_coord_state *state,
                       char errbuf[BRIM_ERRBUF_LEN]);
 
 #endif /* BRIM_SERVER_COORD_PERSIST_H */

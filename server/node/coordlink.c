@@ -5,8 +5,8 @@
  * reply carries, then HEARTBEAT with a few stats every interval. A lost
  * connection is retried with backoff and the node joins again under the
  * same incarnation; a DENIED heartbeat means this incarnation is fenced,
- * and the node stops serving and exits non-zero (rejoining as a new
- * incarnation is not done yet).
+ * and the node stops serving and exits non-zero (a restarted process is
+ * a new incarnation and joins afresh).
  *
  * SIGTERM on a cluster node is a graceful leave (DESIGN.md section 5):
  * brim_node_coord_leave() sends LEAVE for this node's own name on this

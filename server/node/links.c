@@ -273,6 +273,6 @@ brim_node_peer_hello(struct brim_node *node, struct brim_peer *p)
     h.epoch = node->topo.committed.map.epoch;
     h.name = node->cfg.name;
     h.secret = node->guard.secret;
-    h.failures = &node->guard.st.out_failures;
+    h.failures = &node->guard.stats.out_failures;
     brim_peer_set_hello(p, &h);
 }

@@ -1,10 +1,11 @@
 /*
- * server/node/main.c - brim-node: settings from the command line and an
- * optional config file, then one libuv loop serving the store. With
- * --standalone the node owns every partition; the cluster issue adds
- * --coordinator. SIGTERM or SIGINT stops it cleanly; a second one, or
- * SIGQUIT, exits at once. On a cluster node SIGTERM is a graceful leave
- * first (server/node/coord.c).
+ * server/node/main.c - brim-node's process: its options (one table for
+ * the command line, --config and --help), the node's modules started and
+ * stopped in order, signals, and the one libuv loop. With --standalone
+ * the node owns every partition; with --coordinator it joins a cluster.
+ * SIGTERM on a cluster node is a graceful leave first (coordlink.c);
+ * otherwise SIGTERM or SIGINT stops it cleanly; a second one, or
+ * SIGQUIT, exits at once.
  */
 #include "server/node/node.h"
 

@@ -99,7 +99,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
             brim_log_info("migrate: partition %u: its source is gone; "
                           "complete with what is here", p);
             mig_in_finish(m, p);
-            m->st.partitions_in_done++;
+            m->stats.partitions_in_done++;
         } else {
             m->in_src[p] = (uint16_t) src;
         }
@@ -183,16 +183,16 @@ brim_migrate_hit(struct brim_node *node, uint32_t partition, uint64_t hash,
     }
     switch (kind) {
     case BRIM_MIG_READ:
-        m->st.reads_in_flight++;
+        m->stats.reads_in_flight++;
         return;
     case BRIM_MIG_WRITE:
-        m->st.writes_in_flight++;
+        m->stats.writes_in_flight++;
         if (rc != 0) {
             return;
         }
         break;
     default:
-        m->st.deletes_in_flight++;
+        m->stats.deletes_in_flight++;
         break;
     }
     /* brim_migrate_before_write() made sure of a spare, so this holds. */
@@ -213,7 +213,7 @@ brim_migrate_before_write(struct brim_node *node, uint32_t partition,
         return 0;
     }
     if (mig_tomb_reserve(m) != 0) {
-        m->st.tomb_refusals++;
+        m->stats.tomb_refusals++;
         return BRIM_ERETRY;
     }
     return 0;
@@ -256,7 +256,7 @@ brim_migrate_get_stats(struct brim_node *node, struct brim_migrate_stats *out)
     if (node->mig == NULL) {
         memset(out, 0, sizeof(*out));
     } else {
-        *out = node->mig->st;
+        *out = node->mig->stats;
     }
     out->links_lost = node->links.lost;
 }

@@ -152,7 +152,7 @@ struct brim_migrate {
     int                scan_nomem;   /* while scanning: packing failed */
     double             pace_next_ms; /* loop ms before which no batch
                                         goes (--migrate-mb-per-s) */
-    struct brim_migrate_stats st;    /* counters */
+    struct brim_migrate_stats stats; /* counters */
 };
 
 /* ---- migrate_state.c ---- */

@@ -138,9 +138,9 @@ fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
              || rep.status == BRIM_ERETRY);
     if (!ok) {
         if (f->op == BRIM_OP_FORWARD_GET) {
-            m->st.forward_fails++;
+            m->stats.forward_fails++;
         } else {
-            m->st.pull_fails++;
+            m->stats.pull_fails++;
         }
     }
     if (ok && rep.status == BRIM_ERETRY) {
@@ -249,10 +249,10 @@ brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
     }
     brim_buf_destroy(&buf);
     if (f->op == BRIM_OP_FORWARD_GET) {
-        m->st.forwards++;
-        m->st.reads_in_flight++;
+        m->stats.forwards++;
+        m->stats.reads_in_flight++;
     } else {
-        m->st.pulls++;
+        m->stats.pulls++;
     }
     brim_conn_defer(c);
     return 1;
@@ -284,9 +284,9 @@ mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
                          "forward: this node holds no copy of the partition");
     }
     if (req->op == BRIM_OP_FORWARD_GET) {
-        m->st.forwards_served++;
+        m->stats.forwards_served++;
     } else {
-        m->st.pulls_served++;
+        m->stats.pulls_served++;
     }
     it = brim_store_peek(node->store, h, req->key, req->key_len, now);
     if (it == NULL) {

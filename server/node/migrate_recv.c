@@ -101,7 +101,7 @@ in_end(struct brim_migrate *m, uint32_t p)
     uint16_t                  src = m->in_src[p];
 
     mig_in_finish(m, p);
-    m->st.partitions_in_done++;
+    m->stats.partitions_in_done++;
     sm = src == MIG_NO_SRC ? NULL : brim_topo_source(cur, src);
     if (sm == NULL || sm->addr[0] == '\0') {
         return;                     /* the sender drops after a while */
@@ -137,9 +137,9 @@ mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
         }
     }
     if (m->in_reason != NULL && m->in_reason[p] == BRIM_MOVE_CAP) {
-        m->st.entries_in_cap += req->nentries;
+        m->stats.entries_in_cap += req->nentries;
     } else {
-        m->st.entries_in_arc += req->nentries;
+        m->stats.entries_in_arc += req->nentries;
     }
     return 0;
 }
@@ -212,7 +212,7 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                          "superseded or complete");
     }
     if (req->op == BRIM_OP_STREAM_BATCH) {
-        m->st.batches_in++;
+        m->stats.batches_in++;
         rc = mig_batch(m, p, req);
         if (rc != 0) {
             return mig_reply(c, id, rc, rc == BRIM_EBADREQ
@@ -264,7 +264,7 @@ probe_reply(struct brim_peer *peer, int status, const char *body, size_t len,
         if (rep.status == 0) {
             m->in_touch[q->p] = mig_touch_now(m);  /* queued or streaming */
         } else if (rep.status == BRIM_ERETRY) {
-            m->st.probes_source_gone++;
+            m->stats.probes_source_gone++;
             mig_in_source_gone(m, q->p, q->epoch, "its source holds no "
                                "copy any more");
         }
@@ -305,7 +305,7 @@ probe_send(struct brim_migrate *m, uint32_t p, struct brim_node_link *d)
         brim_free(q);
         return;
     }
-    m->st.probes++;
+    m->stats.probes++;
     m->probes_out++;
     m->in_probing[p] = 1;
 }
@@ -342,9 +342,9 @@ probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
                       "cluster and has not answered for %" PRIu64 " ms: it "
                       "is gone; complete with what is here", p, src->name,
                       now - d->heard_ms);
-        m->st.probes_source_gone++;
+        m->stats.probes_source_gone++;
         mig_in_finish(m, p);
-        m->st.partitions_in_done++;
+        m->stats.partitions_in_done++;
         return;
     }
     if (brim_link_ensure(d)) {
@@ -358,7 +358,7 @@ probe_tick_cb(uv_timer_t *t)
     struct brim_migrate *m = t->data;
     uint32_t             P = m->node->cfg.partitions, k, p, now, idle;
 
-    if (m->node->stopping || m->st.partitions_in_flight == 0) {
+    if (m->node->stopping || m->stats.partitions_in_flight == 0) {
         m->probe_armed = 0;
         return;
     }

@@ -110,7 +110,7 @@ mig_job_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
     j->dest = dest;
     brim_store_cursor_init(&j->cursor, p);
     m->jobs[m->njobs++] = j;
-    m->st.partitions_out_pending++;
+    m->stats.partitions_out_pending++;
     return 0;
 }
 
@@ -144,19 +144,19 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
 
     BRIM_ASSERT(j->state != OUT_DONE);
     job_set_state(j, OUT_DONE);
-    BRIM_ASSERT(m->st.partitions_out_pending > 0);
-    m->st.partitions_out_pending--;
+    BRIM_ASSERT(m->stats.partitions_out_pending > 0);
+    m->stats.partitions_out_pending--;
     brim_store_cursor_release(node->store, &j->cursor);
     if (!mig_owns(node, j->p) && !out_other_job(m, j)) {
         left = brim_store_drop_partition(node->store, j->p);
     }
     if (ok) {
-        m->st.partitions_out_done++;
+        m->stats.partitions_out_done++;
         brim_log_info("migrate: sent partition %u of epoch %" PRIu64
                       " to %s: %" PRIu64 " keys", j->p, j->epoch,
                       j->dest->addr, j->count);
     } else {
-        m->st.partitions_out_dropped++;
+        m->stats.partitions_out_dropped++;
         brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s "
                       "not completed (%s): %" PRIu64 " keys sent, %zu "
                       "dropped", j->p, j->epoch, j->dest->addr, why,
@@ -185,7 +185,7 @@ job_restart(struct brim_migrate *m, struct mig_job *j, uint64_t delay_ms,
                       "%s; streaming it again (restart %u)", j->p, j->epoch,
                       j->dest->addr, why, j->restarts);
     }
-    m->st.streams_restarted++;
+    m->stats.streams_restarted++;
     brim_store_cursor_release(m->node->store, &j->cursor);
     brim_store_cursor_init(&j->cursor, j->p);
     job_set_state(j, OUT_BEGIN);
@@ -259,12 +259,12 @@ scan_entry(const struct brim_item *it, void *arg)
     }
     need = (size_t) it->key_len + it->val_len + MIG_ENTRY_SLACK;
     if (need > m->frame_room) {
-        m->st.entries_refused++;
-        if (m->st.entries_refused % 100 == 1) {
+        m->stats.entries_refused++;
+        if (m->stats.entries_refused % 100 == 1) {
             brim_log_warn("migrate: a %u-byte value cannot be sent: the "
                           "receiver's frames take %zu bytes (%" PRIu64
                           " such entries so far)", it->val_len,
-                          m->frame_room, m->st.entries_refused);
+                          m->frame_room, m->stats.entries_refused);
         }
         return BRIM_SCAN_NEXT;
     }
@@ -279,8 +279,8 @@ scan_entry(const struct brim_item *it, void *arg)
         return BRIM_SCAN_STOP_BEFORE;   /* out of memory: try again */
     }
     m->scratch_n++;
-    m->st.keys_out++;
-    m->st.bytes_out += (uint64_t) it->key_len + it->val_len;
+    m->stats.keys_out++;
+    m->stats.bytes_out += (uint64_t) it->key_len + it->val_len;
     return m->scratch_n >= MIG_BATCH_ENTRIES
                    || m->scratch.len >= m->batch_bytes
                ? BRIM_SCAN_STOP
@@ -323,7 +323,7 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
     }
     BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK <= brim_link_max_frame(j->dest));
     j->count += m->scratch_n;
-    m->st.batches_out++;
+    m->stats.batches_out++;
     if (node->cfg.migrate_mb_per_s > 0) {
         m->pace_next_ms = (m->pace_next_ms > (double) now_ms
                                ? m->pace_next_ms : (double) now_ms)
@@ -389,7 +389,7 @@ job_refused(struct brim_migrate *m, struct mig_job *j,
     }
     /* NOMEM, a failed insert, anything else: the same stream again after
      * a backoff, for as long as the receiver owns the partition. */
-    m->st.stream_errors++;
+    m->stats.stream_errors++;
     delay = BRIM_MIN((uint64_t) MIG_ERROR_MIN_MS << BRIM_MIN(j->errors, 5u),
                      (uint64_t) MIG_ERROR_MAX_MS);
     j->errors++;
@@ -424,7 +424,7 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
     if (brim_wire_parse_rep(body, len, BRIM_OP_PING, &m->node->cfg.limits,
                             &m->node->zone, &rep, errbuf) != 0)
     {
-        m->st.stream_errors++;
+        m->stats.stream_errors++;
         job_restart(m, j, MIG_ERROR_MIN_MS, "malformed reply");
         return;
     }
@@ -452,7 +452,7 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
     case OUT_WAIT:
         j->errors = 0;
         job_set_state(j, OUT_READY);
-        j->not_before = now_ms + m->st.delay_ms;
+        j->not_before = now_ms + m->stats.delay_ms;
         break;
     case OUT_END:
         if (j->completed) {
@@ -468,7 +468,7 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
     default:
         break;
     }
-    mig_pump_soon(m, m->st.delay_ms);
+    mig_pump_soon(m, m->stats.delay_ms);
 }
 
 void

@@ -67,10 +67,10 @@ mig_get(struct brim_node *node)
     m->probe.data = m;
     env = getenv("BRIM_TEST_STREAM_DELAY_MS");
     if (env != NULL && *env != '\0'
-        && brim_parse_u32(env, 0, 3600000, &m->st.delay_ms) == 0)
+        && brim_parse_u32(env, 0, 3600000, &m->stats.delay_ms) == 0)
     {
         brim_log_warn("migrate: BRIM_TEST_STREAM_DELAY_MS=%u (test only): "
-                      "streaming is slowed per batch", m->st.delay_ms);
+                      "streaming is slowed per batch", m->stats.delay_ms);
     }
     node->mig = m;
     return m;
@@ -119,21 +119,21 @@ mig_free(struct brim_migrate *m)
 void
 mig_in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
 {
-    if (m->st.partitions_in_flight == 0) {
+    if (m->stats.partitions_in_flight == 0) {
         /* A migration into this node starts: time it (mig_in_finish). */
         m->in_since_ms = uv_now(m->node->loop);
-        m->in_since_bytes = m->st.bytes_in;
-        m->in_since_keys = m->st.keys_in;
+        m->in_since_bytes = m->stats.bytes_in;
+        m->in_since_keys = m->stats.keys_in;
     }
     m->in_src[p] = src >= 0 ? (uint16_t) src : MIG_NO_SRC;
     if (m->in_state[p] == IN_FLIGHT) {
         mig_tomb_clear(m, p);
-        m->st.partitions_in_flight--;
+        m->stats.partitions_in_flight--;
     }
     m->in_epoch[p] = epoch;
     m->in_state[p] = IN_FLIGHT;
     m->in_touch[p] = mig_touch_now(m);
-    m->st.partitions_in_flight++;
+    m->stats.partitions_in_flight++;
 }
 
 void
@@ -145,14 +145,14 @@ mig_in_finish(struct brim_migrate *m, uint32_t p)
         return;
     }
     mig_tomb_clear(m, p);
-    m->st.partitions_in_flight--;
+    m->stats.partitions_in_flight--;
     m->in_state[p] = IN_DONE;
-    if (m->st.partitions_in_flight == 0) {
+    if (m->stats.partitions_in_flight == 0) {
         ms = uv_now(m->node->loop) - m->in_since_ms;
-        bytes = m->st.bytes_in - m->in_since_bytes;
+        bytes = m->stats.bytes_in - m->in_since_bytes;
         brim_log_info("migrate: every incoming partition is complete: %"
                       PRIu64 " keys, %" PRIu64 " bytes in %" PRIu64 " ms "
-                      "(%.1f MB/s)", m->st.keys_in - m->in_since_keys,
+                      "(%.1f MB/s)", m->stats.keys_in - m->in_since_keys,
                       bytes, ms, ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
     }
 }
@@ -165,7 +165,7 @@ mig_in_source_gone(struct brim_migrate *m, uint32_t p, uint64_t epoch,
         brim_log_info("migrate: partition %u: %s; complete with what is "
                       "here", p, why);
         mig_in_finish(m, p);
-        m->st.partitions_in_done++;
+        m->stats.partitions_in_done++;
     }
 }
 
@@ -177,7 +177,7 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
 
     (void) p;
     if (mig_tomb_slot(m, h, e->key, e->key_len) != NULL) {
-        m->st.entries_skipped++;
+        m->stats.entries_skipped++;
         return 1;
     }
     rc = brim_store_insert_cold(m->node->store, h, e->key, e->key_len,
@@ -185,26 +185,26 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
                                 e->ttl_s == 0 ? 0 : now + e->ttl_s, e->cas,
                                 now);
     if (rc == 0) {
-        m->st.keys_in++;
-        m->st.bytes_in += e->key_len + e->value_len;
+        m->stats.keys_in++;
+        m->stats.bytes_in += e->key_len + e->value_len;
         return 0;
     }
     if (rc == BRIM_EEXISTS) {
-        m->st.entries_skipped++;    /* written here since: it wins */
+        m->stats.entries_skipped++;    /* written here since: it wins */
         return 1;
     }
     if (rc == BRIM_ETOOBIG || rc == BRIM_EINVAL) {
         /* Beyond this node's own limits: it could never hold it. */
-        m->st.entries_refused++;
-        if (m->st.entries_refused % 100 == 1) {
+        m->stats.entries_refused++;
+        if (m->stats.entries_refused % 100 == 1) {
             brim_log_warn("migrate: an entry of partition %u (%zu-byte "
                           "value) is beyond this node's limits: not "
                           "stored (%" PRIu64 " so far)", p, e->value_len,
-                          m->st.entries_refused);
+                          m->stats.entries_refused);
         }
         return 1;
     }
-    m->st.insert_failures++;
+    m->stats.insert_failures++;
     return rc;                      /* BRIM_ENOMEM: the sender retries */
 }
 
@@ -284,7 +284,7 @@ mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
     {
         return 0;
     }
-    if (m->st.tombstones >= m->ntbuckets) {
+    if (m->stats.tombstones >= m->ntbuckets) {
         mig_tomb_grow(m);           /* failing only lengthens chains */
     }
     t = m->ntbuckets == 0 ? NULL : brim_malloc(tomb_size(key_len));
@@ -306,7 +306,7 @@ mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
     m->tbuckets[b] = t;
     t->pnext = m->tomb_head[p];
     m->tomb_head[p] = t;
-    m->st.tombstones++;
+    m->stats.tombstones++;
     return 0;
 }
 
@@ -325,7 +325,7 @@ mig_tomb_clear(struct brim_migrate *m, uint32_t p)
             *slot = t->hnext;
         }
         brim_free(t);
-        m->st.tombstones--;
+        m->stats.tombstones--;
     }
     m->tomb_head[p] = NULL;
 }

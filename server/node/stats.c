@@ -103,7 +103,7 @@ static void
 stats_emit_all(struct stats_emit *e, struct brim_node *node)
 {
     struct brim_store_stats   ss;
-    struct brim_server_stats *cs = &node->srv.st;
+    struct brim_server_stats *cs = &node->srv.stats;
     struct brim_migrate_stats ms;
 
     brim_store_get_stats(node->store, &ss);
@@ -145,10 +145,10 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_CONNS, "connections_idle_closed", cs->conns_idle_closed);
     emit_u64(e, SEC_CONNS, "read_pauses", cs->pauses);
     emit_u64(e, SEC_CONNS, "bad_frames", cs->bad_frames);
-    emit_u64(e, SEC_CONNS, "auth_ok", node->guard.st.ok);
-    emit_u64(e, SEC_CONNS, "auth_failures", node->guard.st.failures);
-    emit_u64(e, SEC_CONNS, "auth_rate_limited", node->guard.st.rate_limited);
-    emit_u64(e, SEC_CONNS, "auth_out_failures", node->guard.st.out_failures);
+    emit_u64(e, SEC_CONNS, "auth_ok", node->guard.stats.ok);
+    emit_u64(e, SEC_CONNS, "auth_failures", node->guard.stats.failures);
+    emit_u64(e, SEC_CONNS, "auth_rate_limited", node->guard.stats.rate_limited);
+    emit_u64(e, SEC_CONNS, "auth_out_failures", node->guard.stats.out_failures);
     brim_migrate_get_stats(node, &ms);
     emit_u64(e, SEC_MIG, "mig_keys_in", ms.keys_in);
     emit_u64(e, SEC_MIG, "mig_bytes_in", ms.bytes_in);

@@ -36,7 +36,7 @@ struct brim_store {
     uint32_t                 reap_part; /* reclaim cursor: partition */
     uint32_t                 reap_bucket; /* reclaim cursor: bucket */
     struct brim_store_cursor *cursors;  /* scans stopped inside a bucket */
-    struct brim_store_stats  st;        /* counters */
+    struct brim_store_stats  stats;     /* counters */
 };
 
 static size_t
@@ -90,7 +90,7 @@ brim_store_new(const struct brim_store_config *config)
         brim_free(s);
         return NULL;
     }
-    s->st.table_bytes = malloc_usable_size(s->parts);
+    s->stats.table_bytes = malloc_usable_size(s->parts);
     return s;
 }
 
@@ -185,12 +185,12 @@ table_grow(struct brim_store *s, struct store_part *part)
         }
     }
     if (part->buckets != NULL) {
-        s->st.table_bytes -= malloc_usable_size(part->buckets);
+        s->stats.table_bytes -= malloc_usable_size(part->buckets);
         brim_free(part->buckets);
     } else {
-        s->st.partitions_used++;
+        s->stats.partitions_used++;
     }
-    s->st.table_bytes += malloc_usable_size(nb);
+    s->stats.table_bytes += malloc_usable_size(nb);
     part->buckets = nb;
     part->nbuckets = n;
 }
@@ -216,8 +216,8 @@ item_remove(struct brim_store *s, struct brim_item **slot)
     *slot = it->hnext;
     part->nitems--;
     queue_unlink(s, it);
-    s->st.items--;
-    s->st.item_bytes -= malloc_usable_size(it);
+    s->stats.items--;
+    s->stats.item_bytes -= malloc_usable_size(it);
     brim_free(it);
 }
 
@@ -255,7 +255,7 @@ store_evict_one(struct brim_store *s, const struct brim_item *protect)
         s->hand = o->prev;
     }
     item_remove_any(s, o);
-    s->st.evictions++;
+    s->stats.evictions++;
     return 0;
 }
 
@@ -285,7 +285,7 @@ store_find_live(struct brim_store *s, uint64_t hash, const void *key,
     slot = table_slot(s, hash, key, key_len);
     if (slot != NULL && item_expired(*slot, now)) {
         item_remove(s, slot);
-        s->st.expirations++;
+        s->stats.expirations++;
         return NULL;
     }
     return slot;
@@ -300,7 +300,7 @@ brim_store_get(struct brim_store *s, uint64_t hash, const void *key,
 
     slot = store_find_live(s, hash, key, key_len, now);
     if (slot == NULL) {
-        s->st.misses++;
+        s->stats.misses++;
         return BRIM_ENOTFOUND;
     }
     it = *slot;
@@ -310,7 +310,7 @@ brim_store_get(struct brim_store *s, uint64_t hash, const void *key,
     } else {
         it->visited = 1;
     }
-    s->st.hits++;
+    s->stats.hits++;
     *out = it;
     return 0;
 }
@@ -376,8 +376,8 @@ store_link(struct brim_store *s, struct brim_item *it)
     part->buckets[b] = it;
     part->nitems++;
     queue_push_head(s, it);
-    s->st.items++;
-    s->st.item_bytes += malloc_usable_size(it);
+    s->stats.items++;
+    s->stats.item_bytes += malloc_usable_size(it);
 }
 
 /*
@@ -495,7 +495,7 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode,
      * rounding and a table that doubled in store_link() can take a few
      * bytes more. Trim back under the limit, sparing the new item. */
     (void) store_make_room(s, 0, it);
-    s->st.sets++;
+    s->stats.sets++;
     if (cas_out != NULL) {
         *cas_out = it->cas;
     }
@@ -513,7 +513,7 @@ brim_store_del(struct brim_store *s, uint64_t hash, const void *key,
         return BRIM_ENOTFOUND;
     }
     item_remove(s, slot);
-    s->st.deletes++;
+    s->stats.deletes++;
     return 0;
 }
 
@@ -614,8 +614,8 @@ brim_store_drop_partition(struct brim_store *s, uint32_t partition)
             n++;
         }
     }
-    s->st.table_bytes -= malloc_usable_size(part->buckets);
-    s->st.partitions_used--;
+    s->stats.table_bytes -= malloc_usable_size(part->buckets);
+    s->stats.partitions_used--;
     brim_free(part->buckets);
     part->buckets = NULL;
     part->nbuckets = 0;
@@ -650,14 +650,14 @@ brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
             looked++;
             if (item_expired(*slot, now)) {
                 item_remove(s, slot);
-                s->st.expirations++;
+                s->stats.expirations++;
             } else {
                 slot = &(*slot)->hnext;
             }
         }
         s->reap_bucket++;
     }
-    s->st.reclaimed_scans += looked;
+    s->stats.reclaimed_scans += looked;
     return looked;
 }
 
@@ -774,7 +774,7 @@ brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
 void
 brim_store_get_stats(const struct brim_store *s, struct brim_store_stats *out)
 {
-    *out = s->st;
+    *out = s->stats;
 }
 
 size_t
