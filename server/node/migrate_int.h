@@ -107,6 +107,20 @@ struct mig_tomb {
     char             key[];
 };
 
+/*
+ * Test hook (BRIM_TEST_ALLOC_FAIL="tomb:N,spare:N,insert:N,send:N" in a node's
+ * environment): every Nth allocation at that site fails, through
+ * common/alloc.h's brim_alloc_fail_after(), so tests see the failure paths
+ * of migration run. Never set in production (the node warns).
+ */
+enum mig_fail_site {
+    MIG_FAIL_TOMB = 0,              /* a tombstone */
+    MIG_FAIL_SPARE,                 /* the spare tombstone */
+    MIG_FAIL_INSERT,                /* a streamed entry's item */
+    MIG_FAIL_SEND,                  /* a stream request's frame */
+    MIG_FAIL_SITES
+};
+
 /* One node's migration state (node->mig), made on first use. */
 struct brim_migrate {
     struct brim_node  *node;         /* borrowed: the owner */
@@ -152,6 +166,8 @@ struct brim_migrate {
     int                scan_nomem;   /* while scanning: packing failed */
     double             pace_next_ms; /* loop ms before which no batch
                                         goes (--migrate-mb-per-s) */
+    uint32_t           fail_every[MIG_FAIL_SITES]; /* test hook; 0 off */
+    uint32_t           fail_count[MIG_FAIL_SITES]; /* allocations seen */
     struct brim_migrate_stats stats; /* counters */
 };
 
@@ -169,6 +185,11 @@ int mig_owns(const struct brim_node *node, uint32_t partition);
 
 /* Loop time in the 100 ms units of in_touch. */
 uint32_t mig_touch_now(const struct brim_migrate *m);
+
+/* Test hook: before an allocation at SITE, arm the allocator to fail it
+ * when this is the Nth; mig_fail_disarm() right after the attempt. */
+void mig_fail_arm(struct brim_migrate *m, enum mig_fail_site site);
+void mig_fail_disarm(struct brim_migrate *m, enum mig_fail_site site);
 
 /* Partition P, lost by the source at index SRC (-1: none) of the
  * committed topology, is in flight under id (EPOCH, P). */

@@ -219,7 +219,9 @@ job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
         req.entries_raw_len = m->scratch.len;
     }
     brim_buf_init(&buf);
+    mig_fail_arm(m, MIG_FAIL_SEND);
     rc = brim_wire_encode_req(&buf, &req);
+    mig_fail_disarm(m, MIG_FAIL_SEND);
     if (rc == 0) {
         rc = brim_peer_call(&j->dest->peer, &buf, job_reply, j);
     }

@@ -25,6 +25,59 @@ mig_owns(const struct brim_node *node, uint32_t partition)
               == (uint16_t) node->topo.self;
 }
 
+/* BRIM_TEST_ALLOC_FAIL="tomb:N,spare:N,insert:N,send:N" (migrate_int.h). */
+static void
+mig_fail_parse(struct brim_migrate *m, const char *env)
+{
+    static const char *const names[MIG_FAIL_SITES] = {"tomb", "spare",
+                                                      "insert", "send"};
+    char                     item[32], *colon;
+    const char              *p = env;
+    size_t                   n;
+    uint32_t                 i, v;
+
+    while (p != NULL && *p != '\0') {
+        n = strcspn(p, ",");
+        if (n < sizeof(item)) {
+            memcpy(item, p, n);
+            item[n] = '\0';
+            colon = strchr(item, ':');
+            for (i = 0; colon != NULL && i < MIG_FAIL_SITES; i++) {
+                *colon = '\0';
+                if (strcmp(item, names[i]) == 0
+                    && brim_parse_u32(colon + 1, 1, UINT32_MAX, &v) == 0)
+                {
+                    m->fail_every[i] = v;
+                    brim_log_warn("migrate: BRIM_TEST_ALLOC_FAIL: every %u"
+                                  "th %s allocation fails (test only)", v,
+                                  names[i]);
+                }
+                *colon = ':';
+            }
+        }
+        p += n;
+        p += *p == ',';
+    }
+}
+
+void
+mig_fail_arm(struct brim_migrate *m, enum mig_fail_site site)
+{
+    if (m->fail_every[site] != 0
+        && ++m->fail_count[site] % m->fail_every[site] == 0)
+    {
+        brim_alloc_fail_after(1, 0);
+    }
+}
+
+void
+mig_fail_disarm(struct brim_migrate *m, enum mig_fail_site site)
+{
+    if (m->fail_every[site] != 0) {
+        brim_alloc_fail_after(0, 0);
+    }
+}
+
 struct brim_migrate *
 mig_get(struct brim_node *node)
 {
@@ -72,6 +125,7 @@ mig_get(struct brim_node *node)
         brim_log_warn("migrate: BRIM_TEST_STREAM_DELAY_MS=%u (test only): "
                       "streaming is slowed per batch", m->stats.delay_ms);
     }
+    mig_fail_parse(m, getenv("BRIM_TEST_ALLOC_FAIL"));
     node->mig = m;
     return m;
 }
@@ -180,10 +234,12 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
         m->stats.entries_skipped++;
         return 1;
     }
+    mig_fail_arm(m, MIG_FAIL_INSERT);
     rc = brim_store_insert_cold(m->node->store, h, e->key, e->key_len,
                                 e->value, e->value_len, e->flags,
                                 e->ttl_s == 0 ? 0 : now + e->ttl_s, e->cas,
                                 now);
+    mig_fail_disarm(m, MIG_FAIL_INSERT);
     if (rc == 0) {
         m->stats.keys_in++;
         m->stats.bytes_in += e->key_len + e->value_len;
@@ -267,7 +323,9 @@ mig_tomb_reserve(struct brim_migrate *m)
         mig_tomb_grow(m);
     }
     if (m->spare_tomb == NULL) {
+        mig_fail_arm(m, MIG_FAIL_SPARE);
         m->spare_tomb = brim_malloc(tomb_size(255));
+        mig_fail_disarm(m, MIG_FAIL_SPARE);
     }
     return m->ntbuckets == 0 || m->spare_tomb == NULL ? BRIM_ENOMEM : 0;
 }
@@ -287,7 +345,9 @@ mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
     if (m->stats.tombstones >= m->ntbuckets) {
         mig_tomb_grow(m);           /* failing only lengthens chains */
     }
+    mig_fail_arm(m, MIG_FAIL_TOMB);
     t = m->ntbuckets == 0 ? NULL : brim_malloc(tomb_size(key_len));
+    mig_fail_disarm(m, MIG_FAIL_TOMB);
     if (t == NULL && m->ntbuckets != 0) {
         /* The spare (brim_migrate_before_write() refills it) makes sure
          * an accepted write always leaves its tombstone. */

@@ -16,6 +16,10 @@ issue_10_coord_restart brim-coord restarted while a join streams: the next
 issue_10_no_wait_cap   a join whose migration lasts longer than the 60 s
                        that once capped the wait: the next join still
                        waits, every record verified
+issue_11_alloc_failures allocations fail on the migration path (test
+                       hook BRIM_TEST_ALLOC_FAIL): tombstones, inserted
+                       entries, stream frames; each failure is retried or
+                       refused RETRY, counted, and nothing is lost
 issue_10_link_reset    every TCP connection to the joiner reset once
                        (ss -K, root) mid-stream: the links are made
                        again, the streams restart, every record verified
@@ -71,7 +75,7 @@ def free_base(span):
 class Cluster:
     """A deploy/brim-cluster cluster in a temporary directory."""
 
-    def __init__(self, a, nodes, memory_mb, node_args=""):
+    def __init__(self, a, nodes, memory_mb, node_args="", env=None):
         self.a = a
         self.dir = tempfile.mkdtemp(prefix="brim-noloss-")
         self.base = free_base(nodes + 4)
@@ -79,6 +83,7 @@ class Cluster:
         self.env = dict(os.environ, BRIM_BIN=a.bin, BRIM_NODE_ARGS=node_args,
                         BRIM_CLUSTER_WAIT_S="240",
                         BRIM_SECRET_FILE=os.path.join(self.dir, "secret"))
+        self.env.update(env or {})
         self.run([a.launcher, "up", "--nodes", str(nodes), "--dir", self.dir,
                   "--base-port", str(self.base), "--memory-mb",
                   str(memory_mb)])
@@ -285,6 +290,46 @@ def issue_10_no_wait_cap(a):
         print("the second join committed %.1f s after the first" % took)
         assert took > 62, "the migration was shorter than the old cap"
         assert "superseded" not in c.logs()
+        verify(c, data, n)
+
+
+@case
+def issue_11_alloc_failures(a):
+    n = 20000
+    fail = {"BRIM_TEST_ALLOC_FAIL": "tomb:3,spare:2,insert:50,send:20"}
+    with running(Cluster(a, 3, 256, "--migrate-mb-per-s 2", env=fail)) as c:
+        data = os.path.join(c.dir, "data.jsonl")
+        make_records(data, n, 1000)
+        load(c, data)
+        bench = subprocess.Popen(
+            [os.path.join(a.bin, "brim-bench"), "--coordinator", c.coord,
+             "--verify", "--keys", "5000", "--key-prefix", "b:",
+             "--value-size", "100-4000", "--get-ratio", "0.5", "--rate",
+             "2000", "--connections", "4", "--duration", "14", "--json",
+             "--quiet"], env=c.env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT)
+        time.sleep(3)
+        c.add_node("node4")
+        out = bench.communicate(timeout=120)[0].decode(errors="replace")
+        r = bench_result(out)
+        print("brim-bench: lost=%d stale=%d errors=%d" %
+              (r["lost"], r["stale"], r["errors"]))
+        assert bench.returncode == 0, out
+        assert r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0, out
+        wait_quiet(c, 120)
+        total = {}
+        for x in ("node1", "node2", "node3", "node4"):
+            s = c.node_stats(x)
+            for k in ("mig_insert_failures", "mig_stream_errors",
+                      "mig_streams_restarted", "mig_tombstone_refusals",
+                      "mig_partitions_out_dropped", "mig_writes_in_flight",
+                      "mig_deletes_in_flight"):
+                total[k] = total.get(k, 0) + s[k]
+        print("counted: %r" % total)
+        assert total["mig_partitions_out_dropped"] == 0, total
+        assert total["mig_insert_failures"] > 0, "no insert failed"
+        assert total["mig_streams_restarted"] > 0, "no stream began again"
+        assert total["mig_tombstone_refusals"] > 0, "no write was refused"
         verify(c, data, n)
 
 
