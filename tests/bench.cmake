@@ -16,28 +16,9 @@ if(NOT TARGET brim-bench)
   return()
 endif()
 
-# The TCase names of tests/unit/test_<module>.c, from its add_case() calls,
-# so that a case cannot be added without being run.
-function(brim_bench_unit_test module)
-  set(src ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${module}.c)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
-  file(STRINGS ${src} lines REGEX "add_case\\(s, \"[A-Za-z0-9_]+\"")
-  set(cases "")
-  foreach(line IN LISTS lines)
-    string(REGEX REPLACE ".*add_case\\(s, \"([A-Za-z0-9_]+)\".*" "\\1"
-      tc "${line}")
-    list(APPEND cases ${tc})
-  endforeach()
-  if(NOT cases)
-    message(FATAL_ERROR "tests/unit/test_${module}.c has no add_case()")
-  endif()
-  brim_unit_test(${module} CASES ${cases} LIBS brim_bench_core)
-endfunction()
-
-brim_bench_unit_test(bench_hist)
-brim_bench_unit_test(bench_verify)
-brim_bench_unit_test(bench_workload)
-brim_bench_unit_test(bench_proto)
+foreach(module bench_hist bench_verify bench_workload bench_proto)
+  brim_unit_test(${module} LIBS brim_bench_core)
+endforeach()
 
 find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
