@@ -72,17 +72,11 @@ set_tests_properties(lint.client_install PROPERTIES LABELS lint TIMEOUT 120)
 if(TARGET brim-node AND TARGET brim-coord)
   add_executable(client_coord_tool cluster/client_coord_tool.c)
   target_link_libraries(client_coord_tool PRIVATE brim_static)
-  foreach(tc load mload spread brimctl stale leave_last push coord_restart
-             flush)
-    add_test(NAME client.coord.${tc}
-      COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_coord.py
-              --coord $<TARGET_FILE:brim-coord>
-              --node $<TARGET_FILE:brim-node>
-              --ctl $<TARGET_FILE:brimctl>
-              --tool $<TARGET_FILE:client_coord_tool> ${tc})
-    set_tests_properties(client.coord.${tc} PROPERTIES LABELS cluster
-      TIMEOUT 120)
-  endforeach()
+  # One test per case of tests/cluster/client_coord.py (--list).
+  brim_script_tests(PREFIX client.coord. SCRIPT cluster/client_coord.py
+    TIMEOUT 120 ARGS --coord $<TARGET_FILE:brim-coord>
+    --node $<TARGET_FILE:brim-node> --ctl $<TARGET_FILE:brimctl>
+    --tool $<TARGET_FILE:client_coord_tool>)
 endif()
 
 # brimctl import, verify (also --loop), leave --wait and stats --watch

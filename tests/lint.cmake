@@ -6,8 +6,8 @@
 #   lint.layering             the include rules between and inside folders
 #   lint.calls.<folder>       no call cycle between the files of a folder
 #   lint.unit_registration    every TCase is a CTest test and back
-#   lint.py_support           the Python tests' op table is proto/ops.h's;
-#                             no test script keeps its own copy
+#   lint.py_support           the Python tests' op table is the compiled
+#                             one; no test script keeps its own copy
 # Each one also runs by hand: see the usage line of tests/lint/<check>.py.
 if(NOT Python3_Interpreter_FOUND)
   message(WARNING "python3 not found: the lint.* tests are not registered")
@@ -44,3 +44,17 @@ brim_lint_test(unit_registration registration.py
   --ctest ${CMAKE_CTEST_COMMAND})
 brim_lint_test(unit_registration_selftest registration_selftest.py
   ${LINT}/registration.py)
+
+# The Python tests' op table (tests/support/brimtest.py reads it from the
+# headers) against the one compiled into proto/ops.c, and no copy of it
+# or of the partition hash in a test script.
+add_executable(op_table_dump lint/op_table_dump.c)
+target_link_libraries(op_table_dump PRIVATE brim_proto)
+brim_lint_test(py_support py_support.py --dump $<TARGET_FILE:op_table_dump>
+  --support ${CMAKE_CURRENT_SOURCE_DIR}/support
+  --scan ${CMAKE_CURRENT_SOURCE_DIR} --scan ${PROJECT_SOURCE_DIR}/deploy
+  --scan ${PROJECT_SOURCE_DIR}/sim)
+brim_lint_test(py_support_selftest py_support_selftest.py
+  ${LINT}/py_support.py $<TARGET_FILE:op_table_dump>
+  ${CMAKE_CURRENT_SOURCE_DIR}/support ${PROJECT_SOURCE_DIR}/proto/ops.h
+  ${PROJECT_SOURCE_DIR}/client/include/brim/status.h)
