@@ -7,8 +7,8 @@ tests/support/, and their op table is the one brim is built with.
    linked with proto/ops.c) prints the ones compiled into brim. They must
    be the same, line for line.
 2. No Python file under the SCAN directories, outside tests/support/ and
-   tests/lint/ (which name these things to look for them), keeps
-   its own copy: an opcode or role bound to a number (`JOIN = 32`,
+   tests/lint/ (which name these things to look for them), keeps its own
+   copy: an opcode or role bound to a number (`JOIN = 32`, `OP_JOIN = 32`,
    `"JOIN": 32`, `dict(JOIN=32)`, `ROLE_NODE = 2`), or libxxhash loaded
    directly with ctypes (brimtest.partition() is the helper).
 
@@ -28,7 +28,8 @@ def copies(path, names):
     """[(line, what)] of the copies of the op table or the hash in PATH."""
     alt = "|".join(sorted(names, key=len, reverse=True))
     bound = re.compile(r"""(?x)
-        (?:^|[\s,({])["']?(?:%s)["']?\s*[:=]\s*-?\d       # JOIN=32, "JOIN": 32
+        # JOIN=32, "JOIN": 32, OP_JOIN = 32
+        (?:^|[\s,({])["']?(?:(?:BRIM_)?OP_)?(?:%s)["']?\s*[:=]\s*-?\d
       | ^\s*(?:(?:%s)\s*,\s*)+(?:%s)\s*=\s*\(?\s*\d        # HELLO, PING = 1, 2
       | \bROLE_\w+(?:\s*,\s*ROLE_\w+)*\s*=\s*\(?\s*\d      # ROLE_NODE = 2
     """ % (alt, alt, alt))

@@ -38,6 +38,8 @@ CASES = [
     ("tuple", "HELLO, PING, STATS = 1, 2, 3\n", None, "fail",
      "bound to a number"),
     ("constant", "MAP_FETCH = 39\n", None, "fail", "bound to a number"),
+    ("prefixed_constant", "OP_MAP_FETCH = 39\n", None, "fail",
+     "bound to a number"),
     ("role", "ROLE_NODE, ROLE_COORD = 2, 3\n", None, "fail",
      "bound to a number"),
     ("own_xxhash", 'import ctypes\n_xx = ctypes.CDLL("libxxhash.so.0")\n',
