@@ -15,13 +15,14 @@
  * heartbeat, twice the lease, so a node cut off has stopped serving
  * before anyone serves its partitions (docs/design.md, "Leases").
  */
-#include "server/node/node.h"
+#include "server/node/lease.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/defs.h"
+#include "server/node/links.h"
 #include "server/log.h"
 
 /* How often the lease is looked at, ms (and a round's spacing). */
@@ -31,16 +32,16 @@ static void
 lease_renew(struct brim_node *node, uint64_t from_ms, uint32_t lease_ms,
             const char *how)
 {
-    struct brim_node_cluster *cl = &node->cl;
-    uint64_t                  until = from_ms + lease_ms;
-    int                       was_fresh = brim_node_lease_fresh(node);
+    struct brim_node_lease *l = &node->lease;
+    uint64_t                until = from_ms + lease_ms;
+    int                     was_fresh = brim_node_lease_fresh(node);
 
     if (lease_ms == 0) {
         return;
     }
-    cl->lease_ms = lease_ms;
-    if (until > cl->lease_until_ms) {
-        cl->lease_until_ms = until;
+    l->length_ms = lease_ms;
+    if (until > l->until_ms) {
+        l->until_ms = until;
     }
     if (!was_fresh && brim_node_lease_fresh(node)) {
         brim_log_info("lease renewed by %s: serving for %u ms", how,
@@ -54,14 +55,14 @@ brim_node_lease_fresh(const struct brim_node *node)
     if (node->cfg.standalone) {
         return 1;
     }
-    return uv_now(node->loop) < node->cl.lease_until_ms;
+    return uv_now(node->loop) < node->lease.until_ms;
 }
 
 void
 brim_node_lease_heartbeat(struct brim_node *node, uint64_t sent_ms,
                           uint32_t lease_ms)
 {
-    node->cl.hb_ok_ms = uv_now(node->loop);
+    node->lease.coord_ok_ms = uv_now(node->loop);
     lease_renew(node, sent_ms, lease_ms, "the coordinator");
 }
 
@@ -82,17 +83,17 @@ lease_confirm_rep(struct brim_peer *p, int status, const char *body,
     {
         return;
     }
-    if (rep.status != 0 || rep.request_id != node->cl.confirm_round) {
+    if (rep.status != 0 || rep.request_id != node->lease.round) {
         return;                     /* a no, or a reply to an older round */
     }
-    node->cl.confirm_ok++;
+    node->lease.round_ok++;
     /* A majority of the epoch's members, this node among them (counted
      * once per round). */
-    if (2 * (node->cl.confirm_ok + 1) > node->cl.committed.nmembers
-        && 2 * node->cl.confirm_ok <= node->cl.committed.nmembers)
+    if (2 * (node->lease.round_ok + 1) > node->topo.committed.nmembers
+        && 2 * node->lease.round_ok <= node->topo.committed.nmembers)
     {
-        node->cl.lease_member_renewals++;
-        lease_renew(node, node->cl.confirm_sent_ms, node->cl.lease_ms,
+        node->lease.member_renewals++;
+        lease_renew(node, node->lease.round_sent_ms, node->lease.length_ms,
                     "a majority of the epoch's members");
     }
 }
@@ -101,22 +102,22 @@ lease_confirm_rep(struct brim_peer *p, int status, const char *body,
 static void
 lease_confirm_round(struct brim_node *node, uint64_t now)
 {
-    const struct brim_topo *t = &node->cl.committed;
+    const struct brim_topo *t = &node->topo.committed;
     struct brim_req         req;
     struct brim_buf         buf;
     uint32_t                i;
 
-    node->cl.confirm_round++;
-    node->cl.confirm_ok = 0;
-    node->cl.confirm_sent_ms = now;
-    node->cl.lease_rounds++;
+    node->lease.round++;
+    node->lease.round_ok = 0;
+    node->lease.round_sent_ms = now;
+    node->lease.rounds++;
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_LEASE_CONFIRM;
-    req.request_id = node->cl.confirm_round;
+    req.request_id = node->lease.round;
     req.epoch = t->map.epoch;
     req.arg_epoch = t->map.epoch;
     for (i = 0; i < t->nmembers; i++) {
-        if ((int32_t) i == node->cl.self
+        if ((int32_t) i == node->topo.self
             || t->members[i].state == BRIM_MEMBER_DEAD
             || t->members[i].addr[0] == '\0')
         {
@@ -124,14 +125,14 @@ lease_confirm_round(struct brim_node *node, uint64_t now)
         }
         brim_buf_init(&buf);
         if (brim_wire_encode_req(&buf, &req) == 0) {
-            (void) brim_migrate_peer_call(node, t->members[i].addr, &buf,
+            (void) brim_links_call(&node->links, t->members[i].addr, &buf,
                                           lease_confirm_rep, node);
         }
         brim_buf_destroy(&buf);
     }
     /* Alone in its epoch: a majority of one. */
-    if (t->nmembers == 1 && node->cl.self == 0) {
-        lease_renew(node, now, node->cl.lease_ms, "being the only member");
+    if (t->nmembers == 1 && node->topo.self == 0) {
+        lease_renew(node, now, node->lease.length_ms, "being the only member");
     }
 }
 
@@ -139,49 +140,51 @@ static void
 lease_tick_cb(uv_timer_t *timer)
 {
     struct brim_node         *node = timer->data;
-    struct brim_node_cluster *cl = &node->cl;
-    uint64_t                  now = uv_now(node->loop);
-    uint32_t                  lease = cl->lease_ms;
+    struct brim_node_lease *l = &node->lease;
+    uint64_t                now = uv_now(node->loop);
+    uint32_t                lease = l->length_ms;
 
-    if (node->stopping || lease == 0 || cl->self < 0
-        || cl->committed.map.epoch == 0)
+    if (node->stopping || lease == 0 || node->topo.self < 0
+        || node->topo.committed.map.epoch == 0)
     {
         return;
     }
     /* Heartbeats renew it long before half the lease is gone; when they
      * do not, ask the members, at most once per heartbeat interval. */
-    if (cl->lease_until_ms < now + lease / 2
-        && now - cl->confirm_sent_ms >= cl->heartbeat_ms)
+    if (l->until_ms < now + lease / 2
+        && now - l->round_sent_ms >= node->coordlink.heartbeat_ms)
     {
         lease_confirm_round(node, now);
     }
-    if (cl->lease_until_ms <= now && cl->lease_until_ms > cl->lease_seen_ms) {
-        cl->lease_seen_ms = cl->lease_until_ms;
-        cl->lease_expiries++;
+    /* A lease only grows; an expiry is counted once. */
+    BRIM_ASSERT(l->seen_ms <= l->until_ms);
+    if (l->until_ms <= now && l->until_ms > l->seen_ms) {
+        l->seen_ms = l->until_ms;
+        l->expiries++;
         brim_log_warn("lease expired (neither the coordinator nor a majority "
                       "of epoch %" PRIu64 "'s members renewed it): data "
                       "ops get RETRY until it is renewed",
-                      cl->committed.map.epoch);
+                      node->topo.committed.map.epoch);
     }
 }
 
 void
 brim_node_lease_start(struct brim_node *node)
 {
-    uv_timer_init(node->loop, &node->cl.lease_timer);
-    node->cl.lease_timer.data = node;
-    uv_unref((uv_handle_t *) &node->cl.lease_timer);
-    uv_timer_start(&node->cl.lease_timer, lease_tick_cb, LEASE_TICK_MS,
+    uv_timer_init(node->loop, &node->lease.timer);
+    node->lease.timer.data = node;
+    uv_unref((uv_handle_t *) &node->lease.timer);
+    uv_timer_start(&node->lease.timer, lease_tick_cb, LEASE_TICK_MS,
                    LEASE_TICK_MS);
-    node->cl.lease_timer_init = 1;
+    node->lease.timer_init = 1;
 }
 
 void
 brim_node_lease_stop(struct brim_node *node)
 {
-    if (node->cl.lease_timer_init) {
-        uv_close((uv_handle_t *) &node->cl.lease_timer, NULL);
-        node->cl.lease_timer_init = 0;
+    if (node->lease.timer_init) {
+        uv_close((uv_handle_t *) &node->lease.timer, NULL);
+        node->lease.timer_init = 0;
     }
 }
 
@@ -190,7 +193,7 @@ brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
                               const struct brim_req *req)
 {
     struct brim_rep rep;
-    uint64_t        mine = node->cl.committed.map.epoch;
+    uint64_t        mine = node->topo.committed.map.epoch;
     char            msg[96];
 
     memset(&rep, 0, sizeof(rep));
@@ -203,7 +206,7 @@ brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
         return brim_wire_encode_status(brim_conn_out(c), req->request_id,
                                        BRIM_EDENIED, msg, strlen(msg));
     }
-    if (uv_now(node->loop) - node->cl.hb_ok_ms < node->cl.lease_ms / 2) {
+    if (uv_now(node->loop) - node->lease.coord_ok_ms < node->lease.length_ms / 2) {
         /* The coordinator answered us within half a lease (heartbeats
          * come thrice a lease): the asker's trouble is its own,
          * and the coordinator may be replacing it right now. */
@@ -213,18 +216,18 @@ brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
                                        BRIM_EDENIED, msg, strlen(msg));
     }
     if (mine > req->arg_epoch
-        || (node->cl.has_pending
-            && node->cl.pending.map.epoch > req->arg_epoch))
+        || (node->topo.has_pending
+            && node->topo.pending.map.epoch > req->arg_epoch))
     {
         /* A newer epoch exists: the asker may have been replaced. */
         snprintf(msg, sizeof(msg), "lease_confirm: epoch %" PRIu64 " is not "
                  "the newest (%" PRIu64 " is known here)", req->arg_epoch,
-                 node->cl.has_pending ? node->cl.pending.map.epoch : mine);
+                 node->topo.has_pending ? node->topo.pending.map.epoch : mine);
         return brim_wire_encode_status(brim_conn_out(c), req->request_id,
                                        BRIM_EEXISTS, msg, strlen(msg));
     }
     rep.epoch = mine;
-    rep.lease_ms = node->cl.lease_ms;
+    rep.lease_ms = node->lease.length_ms;
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_LEASE_CONFIRM,
                                 &rep);
 }

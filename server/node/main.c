@@ -23,6 +23,12 @@
 #include "common/placement.h"
 #include "common/ring.h"
 #include "server/log.h"
+#include "server/node/coordlink.h"
+#include "server/node/dispatch.h"
+#include "server/node/epoch.h"
+#include "server/node/lease.h"
+#include "server/node/links.h"
+#include "server/node/migrate.h"
 #include "server/random.h"
 
 #define NODE_TICK_MS 100
@@ -470,17 +476,18 @@ node_tick_cb(uv_timer_t *t)
 
     brim_store_reclaim(node->store, (uint32_t) time(NULL),
                        NODE_RECLAIM_BUDGET);
-    if (now_ms - node->st.last_tick_ms >= 1000) {
-        node->st.requests_per_sec =
-            (double) (node->st.requests - node->st.last_requests) * 1000.0
-            / (double) (now_ms - node->st.last_tick_ms);
-        node->st.last_requests = node->st.requests;
-        node->st.last_tick_ms = now_ms;
+    if (now_ms - node->stats.last_tick_ms >= 1000) {
+        node->stats.requests_per_sec =
+            (double) (node->stats.requests - node->stats.last_requests) * 1000.0
+            / (double) (now_ms - node->stats.last_tick_ms);
+        node->stats.last_requests = node->stats.requests;
+        node->stats.last_tick_ms = now_ms;
     }
 }
 
-void
-brim_node_stop(struct brim_node *node)
+/* Close every handle so that the loop ends (node->stop). */
+static void
+node_stop(struct brim_node *node)
 {
     if (node->stopping) {
         return;
@@ -490,6 +497,8 @@ brim_node_stop(struct brim_node *node)
         brim_node_coord_stop(node);
         brim_node_lease_stop(node);
     }
+    brim_links_stop(&node->links);
+    brim_migrate_stop(node);
     brim_server_close(&node->srv);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
     uv_close((uv_handle_t *) &node->flush_timer, NULL);
@@ -497,10 +506,6 @@ brim_node_stop(struct brim_node *node)
     uv_close((uv_handle_t *) &node->sig_int, NULL);
     uv_close((uv_handle_t *) &node->sig_quit, NULL);
 }
-
-/* server/node/coord.c: SIGTERM's graceful leave (declared here until
- * node.h, being reworked for migration, takes it). */
-int brim_node_coord_leave(struct brim_node *node);
 
 static void
 node_signal_cb(uv_signal_t *s, int signum)
@@ -523,7 +528,7 @@ node_signal_cb(uv_signal_t *s, int signum)
         }
     }
     brim_log_info("signal %d: closing connections and exiting", signum);
-    brim_node_stop(node);
+    node_stop(node);
 }
 
 static int
@@ -608,9 +613,12 @@ main(int argc, char **argv)
     node.incarnation = brim_random_u64();
     /* A cluster member learns its cluster's id from the coordinator. */
     node.cluster_id = node.cfg.standalone ? brim_random_u64() : 0;
-    node.cl.self = node.cl.self_pending = -1;
+    node.topo.self = node.topo.self_pending = -1;
+    node.stop = node_stop;
+    brim_links_init(&node.links, &node);
+    brim_links_listen(&node.links, brim_migrate_link_open);
     node.start_unix = (uint64_t) time(NULL);
-    node.st.last_tick_ms = uv_now(node.loop);
+    node.stats.last_tick_ms = uv_now(node.loop);
     /* The secret files are read once; their bytes are never logged. */
     brim_guard_init(&node.guard, node.loop, BRIM_ROLE_NODE);
     if (brim_guard_load(&node.guard, node.cfg.secret_file,
@@ -635,9 +643,11 @@ main(int argc, char **argv)
     brim_store_free(node.store);
     msgpack_zone_destroy(&node.zone);
     brim_guard_destroy(&node.guard);
+    brim_migrate_free(&node);
+    brim_links_destroy(&node.links);
     if (!node.cfg.standalone) {
-        brim_peer_destroy(&node.cl.coord);
-        brim_node_cluster_destroy(&node);
+        brim_peer_destroy(&node.coordlink.peer);
+        brim_node_topo_destroy(&node);
     }
     uv_loop_close(node.loop);
     brim_log_info("stopped");

@@ -89,21 +89,31 @@ int brim_migrate_before_write(struct brim_node *node, uint32_t partition,
                               uint64_t hash, const char *key, size_t key_len);
 
 /*
- * Before serving the keyed data op REQ (its frame body BODY[0 .. LEN),
- * borrowed) from C on the key hashed to H, routed to this node: when the
- * key's partition is in flight, the key is neither here nor tombstoned,
- * and the op is not a SET, the old owner is asked (DESIGN.md 7 step 4). A
- * GET is forwarded (FORWARD_GET) and the old owner's answer becomes the
- * reply, never stored; any other op first pulls the key (PULL), stores it
- * as a stream batch would (or tombstones it when the old owner has none),
- * then runs here from a copy of BODY. Returns 0 (serve it here now), 1
- * (C's reply is deferred: brim_conn_defer() was called, the reply comes
- * with the old owner's answer) or BRIM_ERETRY (answer RETRY now: the old
- * owner cannot be asked yet; it is being connected to).
+ * Continue the keyed data op REQ from C on the key hashed to H once its
+ * key is settled here (brim_migrate_fetch() calls it from the old owner's
+ * answer, with its own copy of the request): route it, run it, append its
+ * reply. REQ is borrowed for the call.
+ */
+typedef void (*brim_mig_continue_fn)(struct brim_node *node,
+                                     struct brim_conn *c,
+                                     const struct brim_req *req, uint64_t h);
+
+/*
+ * Before serving the keyed data op REQ (decoded, borrowed) from C on the
+ * key hashed to H, routed to this node: when the key's partition is in
+ * flight, the key is neither here nor tombstoned, and the op is not a
+ * SET, the old owner is asked (DESIGN.md 7 step 4). A GET is forwarded
+ * (FORWARD_GET) and the old owner's answer becomes the reply, never
+ * stored; any other op first pulls the key (PULL), stores it as a stream
+ * batch would, then CONT runs it here from a copy of REQ. Returns 0
+ * (serve it here now), 1 (C's reply is deferred: brim_conn_defer() was
+ * called, the reply comes with the old owner's answer) or BRIM_ERETRY
+ * (answer RETRY now: the old owner cannot be asked yet; its link is being
+ * made).
  */
 int brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
                        const struct brim_req *req, uint64_t h,
-                       const char *body, size_t len);
+                       brim_mig_continue_fn cont);
 
 /*
  * True when a miss of KEY (KEY_LEN bytes, hash H) here is not an answer
@@ -120,16 +130,18 @@ int brim_migrate_unsettled(struct brim_node *node, uint64_t h,
 int brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                        const struct brim_req *req);
 
-/*
- * Send the request frame FRAME (ownership of its bytes taken, as
- * brim_peer_call) to the node at ADDR on this node's node-to-node
- * connection to it; CB gets the reply with ARG. Returns 0, BRIM_EAGAIN
- * (the connection is being made: FRAME is not sent; call again later),
- * BRIM_ECLOSED or BRIM_ENOMEM.
- */
-int brim_migrate_peer_call(struct brim_node *node, const char *addr,
-                           struct brim_buf *frame, brim_peer_reply_cb cb,
-                           void *arg);
+struct brim_node_link;
+
+/* A node-to-node link opened (links.h listener, registered by main.c):
+ * the streams and COMPLETEs that waited for it go on. */
+void brim_migrate_link_open(struct brim_node *node,
+                            struct brim_node_link *link);
+
+/* Close migration's timers (the node is stopping). */
+void brim_migrate_stop(struct brim_node *node);
+
+/* Free the migration state (after the loop has stopped). */
+void brim_migrate_free(struct brim_node *node);
 
 /* Copy the counters. */
 void brim_migrate_get_stats(struct brim_node *node,

@@ -1,12 +1,11 @@
 /*
  * server/node/migrate_send.c - the sending side of migration (DESIGN.md 7
- * steps 3 and 5, section 13; PROTOCOL.md section 11): this node's
- * connections to other nodes, and the jobs that stream each partition it
- * lost to its new owner. A timer (the pump) runs the jobs in bounded
- * slices: at most MIG_ACTIVE partitions at once, one request in flight
- * each (the receiver's reply is the backpressure), each batch bounded by
- * entries, by MIG_BATCH_BYTES and by the receiver's frame limit from its
- * HELLO.
+ * steps 3 and 5, section 13; PROTOCOL.md section 11): the jobs that
+ * stream each partition this node lost to its new owner, over the node's
+ * links (links.h). A timer (the pump) runs the jobs in bounded slices: at
+ * most MIG_ACTIVE partitions at once, one request in flight each (the
+ * receiver's reply is the backpressure), each batch bounded by entries,
+ * by MIG_BATCH_BYTES and by the receiver's frame limit from its HELLO.
  *
  * The rule every path here keeps (DESIGN.md 7.6): a partition this node
  * has not handed over is dropped only when its receiver is no longer its
@@ -28,119 +27,44 @@
 #include "common/defs.h"
 #include "server/log.h"
 
-/* ---- connections to other nodes ---- */
-
-/* Connected, HELLO and AUTH done by the peer (brim_node_peer_hello()). */
-static void
-dest_connect_cb(struct brim_peer *p, int status)
-{
-    struct mig_dest *d = p->data;
-
-    if (status != 0) {
-        /* The close callback follows and sets the backoff. Log the
-         * first failure, then one in twenty. */
-        if (d->failures++ % 20 == 0) {
-            brim_log_warn("migrate: connect to %s: %s%s%s (%u in a row; "
-                          "retrying)", d->addr, brim_strerror(status),
-                          p->hs_error[0] != '\0' ? ": " : "", p->hs_error,
-                          d->failures);
-        }
-        return;
-    }
-    if (d->failures > 0 || d->links > 0) {
-        brim_log_info("migrate: connected to %s again", d->addr);
-    }
-    d->failures = 0;
-    d->heard_ms = uv_now(d->m->node->loop);
-    d->backoff_ms = MIG_LINK_MIN_MS;
-    d->links++;
-    mig_pump_soon(d->m, 0);
-}
-
-static void
-dest_close_cb(struct brim_peer *p, int status)
-{
-    struct mig_dest *d = p->data;
-    uint64_t         now = uv_now(d->m->node->loop);
-
-    if (d->failures == 0 && !d->m->node->stopping) {
-        brim_log_info("migrate: link to %s closed (%s); reconnecting in "
-                      "%u ms", d->addr, brim_strerror(status),
-                      d->backoff_ms);
-        d->m->st.links_lost++;
-    }
-    d->retry_at_ms = now + d->backoff_ms;
-    mig_pump_soon(d->m, d->backoff_ms);
-    d->backoff_ms = BRIM_MIN(2 * d->backoff_ms, MIG_LINK_MAX_MS);
-}
-
-struct mig_dest *
-mig_dest_get(struct brim_migrate *m, const char *addr)
-{
-    struct mig_dest *d;
-
-    for (d = m->dests; d != NULL; d = d->next) {
-        if (strcmp(d->addr, addr) == 0) {
-            return d;
-        }
-    }
-    d = brim_calloc(1, sizeof(*d));
-    if (d == NULL) {
-        return NULL;
-    }
-    snprintf(d->addr, sizeof(d->addr), "%s", addr);
-    d->m = m;
-    d->backoff_ms = MIG_LINK_MIN_MS;
-    d->heard_ms = uv_now(m->node->loop);
-    brim_peer_init(&d->peer, m->node->loop,
-                   m->node->cfg.limits.max_frame_bytes, dest_connect_cb,
-                   dest_close_cb, d);
-    d->next = m->dests;
-    m->dests = d;
-    return d;
-}
-
-int
-mig_dest_ensure(struct mig_dest *d)
-{
-    char     errbuf[BRIM_ERRBUF_LEN];
-    uint64_t now = uv_now(d->m->node->loop);
-
-    if (d->peer.state == BRIM_PEER_OPEN) {
-        return 1;
-    }
-    if (d->peer.state == BRIM_PEER_IDLE && now < d->retry_at_ms) {
-        /* Backing off: look again when it is over. */
-        mig_pump_soon(d->m, d->retry_at_ms - now);
-        return 0;
-    }
-    if (d->peer.state == BRIM_PEER_IDLE) {
-        brim_node_peer_hello(d->m->node, &d->peer);
-        if (brim_peer_connect(&d->peer, d->addr, errbuf) != 0) {
-            /* A bad address in a topology: try again later all the
-             * same, the next epoch may fix it. */
-            if (d->failures++ % 20 == 0) {
-                brim_log_warn("migrate: %s", errbuf);
-            }
-            d->retry_at_ms = uv_now(d->m->node->loop) + MIG_LINK_MAX_MS;
-            mig_pump_soon(d->m, MIG_LINK_MAX_MS);
-        } else {
-            uv_unref((uv_handle_t *) &d->peer.tcp);
-        }
-    }
-    return 0;
-}
-
-/* The largest request body D's node accepts (its HELLO), else ours. */
-static size_t
-dest_max_frame(const struct mig_dest *d)
-{
-    uint32_t v = d->peer.peer_limits.max_frame_bytes;
-
-    return v != 0 ? v : d->m->node->cfg.limits.max_frame_bytes;
-}
-
 /* ---- jobs ---- */
+
+/*
+ * Move J to state TO. The legal steps (enum mig_out_state): forward one
+ * at a time, READY <-> WAIT per batch, back to BEGIN on a restart from
+ * anywhere before DONE, and DONE from anywhere. Anything else is a bug of
+ * ours, not input: it stops the process.
+ */
+static void
+job_set_state(struct mig_job *j, enum mig_out_state to)
+{
+    enum mig_out_state from = j->state;
+    int                ok;
+
+    switch (to) {
+    case OUT_BEGIN:
+        ok = from != OUT_DONE;
+        break;
+    case OUT_READY:
+        ok = from == OUT_BEGIN || from == OUT_WAIT;
+        break;
+    case OUT_WAIT:
+    case OUT_END:
+        ok = from == OUT_READY;
+        break;
+    case OUT_COMPLETE_WAIT:
+        ok = from == OUT_END;
+        break;
+    case OUT_DONE:
+        ok = from != OUT_DONE;
+        break;
+    default:
+        ok = 0;
+        break;
+    }
+    BRIM_ASSERT(ok);
+    j->state = to;
+}
 
 static void
 job_free(struct brim_migrate *m, struct mig_job *j)
@@ -159,7 +83,7 @@ job_free(struct brim_migrate *m, struct mig_job *j)
 
 int
 mig_job_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
-              struct mig_dest *dest)
+              struct brim_node_link *dest)
 {
     struct mig_job **nj, *j;
     uint32_t         cap;
@@ -219,7 +143,7 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
     size_t            left = 0;
 
     BRIM_ASSERT(j->state != OUT_DONE);
-    j->state = OUT_DONE;
+    job_set_state(j, OUT_DONE);
     BRIM_ASSERT(m->st.partitions_out_pending > 0);
     m->st.partitions_out_pending--;
     brim_store_cursor_release(node->store, &j->cursor);
@@ -264,7 +188,7 @@ job_restart(struct brim_migrate *m, struct mig_job *j, uint64_t delay_ms,
     m->st.streams_restarted++;
     brim_store_cursor_release(m->node->store, &j->cursor);
     brim_store_cursor_init(&j->cursor, j->p);
-    j->state = OUT_BEGIN;
+    job_set_state(j, OUT_BEGIN);
     j->scan_done = 0;
     j->count = 0;
     j->not_before = now + delay_ms;
@@ -285,7 +209,7 @@ job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
     memset(&req, 0, sizeof(req));
     req.op = op;
     req.request_id = ++j->dest->next_id;
-    req.epoch = m->node->cl.committed.map.epoch;
+    req.epoch = m->node->topo.committed.map.epoch;
     req.arg_epoch = j->epoch;
     req.partition = j->p;
     req.count = j->count;
@@ -309,20 +233,6 @@ job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
     if (op == BRIM_OP_STREAM_END) {
         j->end_sent = 1;
     }
-}
-
-/* The stream entry of item IT with TTL seconds left. */
-void
-mig_item_entry(const struct brim_item *it, uint32_t ttl,
-               struct brim_wire_entry *e)
-{
-    e->key = brim_item_key(it);
-    e->key_len = it->key_len;
-    e->value = brim_item_value(it);
-    e->value_len = it->val_len;
-    e->flags = it->flags;
-    e->cas = it->cas;
-    e->ttl_s = ttl;
 }
 
 /*
@@ -384,7 +294,7 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
     struct brim_node *node = m->node;
 
     if (j->scan_done) {
-        j->state = OUT_END;
+        job_set_state(j, OUT_END);
         job_send_op(m, j, BRIM_OP_STREAM_END);
         return;
     }
@@ -398,7 +308,7 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
     m->scratch_n = 0;
     m->scan_nomem = 0;
     m->now = (uint32_t) time(NULL);
-    m->frame_room = dest_max_frame(j->dest) - MIG_FRAME_SLACK;
+    m->frame_room = brim_link_max_frame(j->dest) - MIG_FRAME_SLACK;
     m->batch_bytes = BRIM_MIN((size_t) MIG_BATCH_BYTES, m->frame_room);
     j->scan_done = brim_store_scan(node->store, &j->cursor, MIG_SCAN_BUCKETS,
                                    scan_entry, m);
@@ -411,7 +321,7 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         mig_pump_soon(m, 0);        /* nothing yet: next slice */
         return;
     }
-    BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK <= dest_max_frame(j->dest));
+    BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK <= brim_link_max_frame(j->dest));
     j->count += m->scratch_n;
     m->st.batches_out++;
     if (node->cfg.migrate_mb_per_s > 0) {
@@ -420,7 +330,7 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
                           + (double) m->scratch.len
                                 / (node->cfg.migrate_mb_per_s * 1e3);
     }
-    j->state = OUT_WAIT;
+    job_set_state(j, OUT_WAIT);
     job_send_op(m, j, BRIM_OP_STREAM_BATCH);
 }
 
@@ -442,13 +352,13 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         job_finish(m, j, 1, NULL);
         return;
     }
-    if (!mig_dest_ensure(j->dest)) {
+    if (!brim_link_ensure(j->dest)) {
         return;                     /* connecting: the callback pumps */
     }
     switch (j->state) {
     case OUT_QUEUED:
     case OUT_BEGIN:
-        j->state = OUT_BEGIN;
+        job_set_state(j, OUT_BEGIN);
         job_send_op(m, j, BRIM_OP_STREAM_BEGIN);
         return;
     case OUT_READY:
@@ -491,8 +401,8 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
           void *arg)
 {
     struct mig_job      *j = arg;
-    struct mig_dest     *d = p->data;
-    struct brim_migrate *m = d->m;
+    struct brim_node_link *d = p->data;
+    struct brim_migrate  *m = d->set->node->mig;
     struct brim_rep      rep;
     char                 errbuf[BRIM_ERRBUF_LEN];
     uint64_t             now_ms = uv_now(m->node->loop);
@@ -537,11 +447,11 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
     j->retries = 0;
     switch (j->state) {
     case OUT_BEGIN:
-        j->state = OUT_READY;
+        job_set_state(j, OUT_READY);
         break;
     case OUT_WAIT:
         j->errors = 0;
-        j->state = OUT_READY;
+        job_set_state(j, OUT_READY);
         j->not_before = now_ms + m->st.delay_ms;
         break;
     case OUT_END:
@@ -551,7 +461,7 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
         }
         /* The copy stays until the new owner's COMPLETE (it may still
          * forward reads and pulls), or a while at most. */
-        j->state = OUT_COMPLETE_WAIT;
+        job_set_state(j, OUT_COMPLETE_WAIT);
         j->not_before = now_ms + MIG_COMPLETE_WAIT_MS;
         mig_pump_soon(m, MIG_COMPLETE_WAIT_MS);
         return;
@@ -589,7 +499,7 @@ mig_complete(struct brim_migrate *m, uint64_t e, uint32_t p)
 static int
 job_dest_owns(const struct brim_node *node, const struct mig_job *j)
 {
-    const struct brim_topo *cur = &node->cl.committed;
+    const struct brim_topo *cur = &node->topo.committed;
     uint16_t                n = cur->map.owner[j->p];
 
     return n < cur->nmembers && cur->members[n].state != BRIM_MEMBER_DEAD
@@ -651,77 +561,9 @@ mig_holds(struct brim_migrate *m, uint32_t p)
     return 0;
 }
 
-/* ---- COMPLETE to old owners ---- */
-
-void
-mig_complete_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
-                   struct mig_dest *d)
-{
-    struct mig_cpend *nc;
-    uint32_t          cap;
-
-    if (m->ncpend == m->cap_cpend) {
-        cap = m->cap_cpend == 0 ? 64 : 2 * m->cap_cpend;
-        nc = brim_calloc(cap, sizeof(*nc));
-        if (nc == NULL) {
-            /* The old owner drops its copy MIG_COMPLETE_WAIT_MS after END
-             * anyway; COMPLETE only makes that sooner. */
-            return;
-        }
-        if (m->ncpend > 0) {
-            memcpy(nc, m->cpend, m->ncpend * sizeof(*nc));
-        }
-        brim_free(m->cpend);
-        m->cpend = nc;
-        m->cap_cpend = cap;
-    }
-    m->cpend[m->ncpend].epoch = epoch;
-    m->cpend[m->ncpend].p = p;
-    m->cpend[m->ncpend].d = d;
-    m->ncpend++;
-    mig_pump_soon(m, 0);
-}
-
-static void
-complete_rep(struct brim_peer *p, int status, const char *body, size_t len,
-             void *arg)
-{
-    (void) p, (void) status, (void) body, (void) len, (void) arg;
-}
-
-/* Send the COMPLETEs whose connection is open; the others wait for it. */
-static void
-mig_send_completes(struct brim_migrate *m)
-{
-    struct mig_cpend *cp;
-    struct brim_req   req;
-    struct brim_buf   buf;
-    uint32_t          i = 0;
-
-    while (i < m->ncpend) {
-        cp = &m->cpend[i];
-        if (!mig_dest_ensure(cp->d)) {
-            i++;                    /* connecting: the callback pumps */
-            continue;
-        }
-        memset(&req, 0, sizeof(req));
-        req.op = BRIM_OP_COMPLETE;
-        req.request_id = ++cp->d->next_id;
-        req.epoch = m->node->cl.committed.map.epoch;
-        req.arg_epoch = cp->epoch;
-        req.partition = cp->p;
-        brim_buf_init(&buf);
-        if (brim_wire_encode_req(&buf, &req) == 0) {
-            (void) brim_peer_call(&cp->d->peer, &buf, complete_rep, NULL);
-        }
-        brim_buf_destroy(&buf);
-        m->cpend[i] = m->cpend[--m->ncpend];
-    }
-}
-
 /* ---- the pump ---- */
 
-void
+static void
 mig_pump_cb(uv_timer_t *t)
 {
     struct brim_migrate *m = t->data;
@@ -733,7 +575,6 @@ mig_pump_cb(uv_timer_t *t)
     if (m->node->stopping) {
         return;
     }
-    mig_send_completes(m);
     for (i = 0; i < m->njobs; i++) {
         active += m->jobs[i]->state != OUT_QUEUED
                   && m->jobs[i]->state != OUT_DONE
@@ -774,21 +615,4 @@ mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms)
     uv_timer_start(&m->pump, mig_pump_cb, delay_ms, 0);
     m->pump_armed = 1;
     m->pump_due_ms = due;
-}
-
-int
-brim_migrate_peer_call(struct brim_node *node, const char *addr,
-                       struct brim_buf *frame, brim_peer_reply_cb cb,
-                       void *arg)
-{
-    struct brim_migrate *m = mig_get(node);
-    struct mig_dest     *d;
-
-    if (m == NULL || (d = mig_dest_get(m, addr)) == NULL) {
-        return BRIM_ENOMEM;
-    }
-    if (!mig_dest_ensure(d)) {
-        return BRIM_EAGAIN;         /* connecting: the next call goes */
-    }
-    return brim_peer_call(&d->peer, frame, cb, arg);
 }

@@ -6,13 +6,15 @@
  * all of them. docs/operations.md explains the
  * names.
  */
-#include "server/node/node.h"
+#include "server/node/stats.h"
 
 #include <string.h>
 #include <time.h>
 
 #include "common/alloc.h"
 #include "proto/frame.h"
+#include "server/node/epoch.h"
+#include "server/node/lease.h"
 
 /* Sections; a pair belongs to one. */
 #define SEC_NODE  0x1u
@@ -84,15 +86,15 @@ emit_ops(struct stats_emit *e, struct brim_node *node)
         return;
     }
     for (code = 0; code < BRIM_OP_CODE_LIMIT; code++) {
-        n += node->st.ops[code] > 0;
+        n += node->stats.ops[code] > 0;
     }
     if (e->rc == 0) {
         e->rc = brim_wire_stats_map(e->out, "ops", n);
     }
     for (code = 0; e->rc == 0 && code < BRIM_OP_CODE_LIMIT; code++) {
-        if (node->st.ops[code] > 0) {
+        if (node->stats.ops[code] > 0) {
             e->rc = brim_wire_stats_u64(e->out, brim_op_name(code),
-                                        node->st.ops[code]);
+                                        node->stats.ops[code]);
         }
     }
 }
@@ -108,21 +110,21 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_str(e, SEC_NODE, "name", node->cfg.name);
     emit_str(e, SEC_NODE, "role", "node");
     emit_u64(e, SEC_NODE, "incarnation", node->incarnation);
-    emit_u64(e, SEC_NODE, "committed_epoch", node->cl.committed.map.epoch);
+    emit_u64(e, SEC_NODE, "committed_epoch", node->topo.committed.map.epoch);
     emit_u64(e, SEC_NODE, "pending_epoch",
-             node->cl.has_pending ? node->cl.pending.map.epoch : 0);
+             node->topo.has_pending ? node->topo.pending.map.epoch : 0);
     emit_u64(e, SEC_NODE, "partitions_owned", brim_node_owned(node));
     emit_u64(e, SEC_NODE, "lease_fresh",
              (uint64_t) brim_node_lease_fresh(node));
-    emit_u64(e, SEC_NODE, "lease_rounds", node->cl.lease_rounds);
+    emit_u64(e, SEC_NODE, "lease_rounds", node->lease.rounds);
     emit_u64(e, SEC_NODE, "lease_member_renewals",
-             node->cl.lease_member_renewals);
-    emit_u64(e, SEC_NODE, "lease_expiries", node->cl.lease_expiries);
+             node->lease.member_renewals);
+    emit_u64(e, SEC_NODE, "lease_expiries", node->lease.expiries);
     emit_u64(e, SEC_NODE, "uptime_s",
              (uint64_t) time(NULL) - node->start_unix);
-    emit_u64(e, SEC_NODE, "requests", node->st.requests);
-    emit_u64(e, SEC_NODE, "bad_requests", node->st.bad_requests);
-    emit_f64(e, SEC_NODE, "requests_per_sec", node->st.requests_per_sec);
+    emit_u64(e, SEC_NODE, "requests", node->stats.requests);
+    emit_u64(e, SEC_NODE, "bad_requests", node->stats.bad_requests);
+    emit_f64(e, SEC_NODE, "requests_per_sec", node->stats.requests_per_sec);
     emit_u64(e, SEC_STORE, "partitions", node->cfg.partitions);
     emit_u64(e, SEC_STORE, "partitions_used", ss.partitions_used);
     emit_u64(e, SEC_STORE, "keys", ss.items);

@@ -1,5 +1,5 @@
 /*
- * server/node/coord.c - a cluster node's side of its coordinator
+ * server/node/coordlink.c - a cluster node's side of its coordinator
  * connection (PROTOCOL.md 10.1): connect, HELLO as role node, JOIN with
  * name, address, weight and incarnation, adopt the committed topology the
  * reply carries, then HEARTBEAT with a few stats every interval. A lost
@@ -20,7 +20,7 @@
  * once. The last member is refused (its keys would be lost): the node
  * logs so and keeps serving.
  */
-#include "server/node/node.h"
+#include "server/node/coordlink.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,6 +30,9 @@
 #include "common/defs.h"
 #include "proto/frame.h"
 #include "server/log.h"
+#include "server/node/change.h"
+#include "server/node/epoch.h"
+#include "server/node/lease.h"
 #include "server/node/migrate.h"
 
 #define COORD_HEARTBEAT_MS 500      /* default interval */
@@ -41,31 +44,9 @@
 #define COORD_LEAVE_LOG_MS 10000     /* progress of a long leave, logged */
 #define COORD_HB_STATS 9             /* stats a HEARTBEAT carries */
 
-/* The graceful leave in progress (one node per process). Kept here, not in
- * struct brim_node, while node.h is being reworked for migration. */
-enum leave_state {
-    LEAVE_NONE = 0,
-    LEAVE_WANTED,           /* asked by a signal; LEAVE not sent yet (no
-                               coordinator connection) */
-    LEAVE_ASKED,            /* LEAVE sent, waiting for its reply */
-    LEAVE_WAITING,          /* accepted: waiting for the epoch without us */
-    LEAVE_DENIED,           /* the last member: serving on */
-    LEAVE_LINGER            /* out of the map: answering MOVED a while */
-};
-
-static struct {
-    enum leave_state state;
-    uv_timer_t       timer;
-    int              timer_init;
-    uint64_t         since_ms;      /* loop time the leave was asked */
-    uint64_t         logged_ms;     /* loop time progress was last logged */
-    uint64_t         linger_until;  /* loop time: exit */
-} leave;
-
 static void coord_connect(struct brim_node *node);
 static int leave_removed(struct brim_node *node);
 static void leave_send(struct brim_node *node);
-int brim_node_coord_leave(struct brim_node *node);    /* main.c calls it */
 static void leave_linger(struct brim_node *node, const char *why);
 
 /* Encode REQ and send it on the coordinator connection; CB gets the reply
@@ -78,18 +59,18 @@ coord_send(struct brim_node *node, struct brim_req *req,
     int             rc;
 
     brim_buf_init(&buf);
-    req->request_id = ++node->cl.next_id;
-    req->epoch = node->cl.committed.map.epoch;
+    req->request_id = ++node->coordlink.next_id;
+    req->epoch = node->topo.committed.map.epoch;
     rc = brim_wire_encode_req(&buf, req);
     if (rc == 0) {
-        rc = brim_peer_call(&node->cl.coord, &buf, cb, node);
+        rc = brim_peer_call(&node->coordlink.peer, &buf, cb, node);
     }
     brim_buf_destroy(&buf);
     if (rc != 0) {
         brim_log_warn("coordinator %s: cannot send %s: %s",
                       node->cfg.coordinator, brim_op_name(req->op),
                       brim_strerror(rc));
-        brim_peer_close(&node->cl.coord);
+        brim_peer_close(&node->coordlink.peer);
     }
     return rc;
 }
@@ -109,7 +90,7 @@ coord_parse(struct brim_node *node, uint32_t op, const char *body,
     if (rc != 0) {
         brim_log_warn("coordinator %s: bad %s reply: %s; reconnecting",
                       node->cfg.coordinator, brim_op_name(op), errbuf);
-        brim_peer_close(&node->cl.coord);
+        brim_peer_close(&node->coordlink.peer);
     }
     return rc;
 }
@@ -128,9 +109,9 @@ coord_why(const struct brim_rep *rep, char *buf, size_t len)
 static void
 coord_give_up(struct brim_node *node)
 {
-    node->cl.fenced = 1;            /* data ops get RETRY meanwhile */
+    node->topo.fenced = 1;            /* data ops get RETRY meanwhile */
     node->exit_code = 1;
-    brim_node_stop(node);
+    node->stop(node);
 }
 
 static void
@@ -141,7 +122,7 @@ coord_map_rep(struct brim_peer *p, int status, const char *body, size_t len,
     struct brim_rep   rep;
     char              errbuf[BRIM_ERRBUF_LEN];
 
-    node->cl.fetch_out = 0;
+    node->coordlink.fetch_out = 0;
     if (status != 0 || coord_parse(node, BRIM_OP_MAP_FETCH, body, len, &rep)
         != 0 || rep.status != 0)
     {
@@ -159,14 +140,14 @@ brim_node_coord_fetch(struct brim_node *node)
 {
     struct brim_req req;
 
-    if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined
-        || node->cl.fetch_out)
+    if (node->coordlink.peer.state != BRIM_PEER_OPEN || !node->coordlink.joined
+        || node->coordlink.fetch_out)
     {
         return;                     /* one fetch at a time */
     }
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_MAP_FETCH;
-    node->cl.fetch_out = coord_send(node, &req, coord_map_rep) == 0;
+    node->coordlink.fetch_out = coord_send(node, &req, coord_map_rep) == 0;
 }
 
 static void
@@ -176,16 +157,16 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     struct brim_node *node = arg;
     struct brim_rep   rep;
     char              why[256];
-    uint64_t          sent_ms = node->cl.hb_sent_ms;
+    uint64_t          sent_ms = node->coordlink.hb_sent_ms;
 
-    node->cl.hb_out = 0;
+    node->coordlink.hb_out = 0;
     if (status != 0
         || coord_parse(node, BRIM_OP_HEARTBEAT, body, len, &rep) != 0)
     {
         return;
     }
-    if (rep.status == BRIM_EDENIED && leave.state != LEAVE_NONE
-        && leave.state != LEAVE_DENIED)
+    if (rep.status == BRIM_EDENIED && node->coordlink.leave != BRIM_LEAVE_NONE
+        && node->coordlink.leave != BRIM_LEAVE_DENIED)
     {
         /* Removed by the epoch that we may not have seen committed yet. */
         leave_linger(node, "the coordinator no longer knows this node");
@@ -209,12 +190,12 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     }
     if (rep.lease_ms > 0) {
         /* Three heartbeats per lease, so one lost one does not matter. */
-        node->cl.heartbeat_ms = BRIM_MAX(50u, BRIM_MIN(COORD_HEARTBEAT_MS,
+        node->coordlink.heartbeat_ms = BRIM_MAX(50u, BRIM_MIN(COORD_HEARTBEAT_MS,
                                                       rep.lease_ms / 3));
         brim_node_lease_heartbeat(node, sent_ms, rep.lease_ms);
     }
-    if (rep.epoch > node->cl.committed.map.epoch
-        && !(node->cl.has_pending && rep.epoch <= node->cl.pending.map.epoch))
+    if (rep.epoch > node->topo.committed.map.epoch
+        && !(node->topo.has_pending && rep.epoch <= node->topo.pending.map.epoch))
     {
         brim_node_coord_fetch(node);
     }
@@ -238,7 +219,7 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv,
     v[0] = ss.items;
     v[1] = ss.item_bytes;
     v[2] = brim_node_owned(node);
-    v[3] = (uint64_t) (node->st.requests_per_sec + 0.5);
+    v[3] = (uint64_t) (node->stats.requests_per_sec + 0.5);
     v[4] = ms.keys_in + ms.entries_skipped;
     v[5] = ms.partitions_in_flight;
     v[6] = ms.partitions_out_pending;
@@ -259,16 +240,17 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv,
 static void
 coord_timer_cb(uv_timer_t *t)
 {
-    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node, cl.timer);
+    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
+                                               coordlink.timer);
     struct brim_req   req;
     msgpack_object_kv kv[COORD_HB_STATS];
     msgpack_object    map;
 
-    if (node->cl.coord.state == BRIM_PEER_IDLE) {
+    if (node->coordlink.peer.state == BRIM_PEER_IDLE) {
         coord_connect(node);        /* the backoff delay is over */
         return;
     }
-    if (node->cl.coord.state != BRIM_PEER_OPEN || !node->cl.joined) {
+    if (node->coordlink.peer.state != BRIM_PEER_OPEN || !node->coordlink.joined) {
         return;
     }
     if (leave_removed(node)) {
@@ -281,14 +263,14 @@ coord_timer_cb(uv_timer_t *t)
     req.name_len = strlen(node->cfg.name);
     req.hello.incarnation = node->incarnation;
     req.obj = &map;
-    if (!node->cl.hb_out) {
+    if (!node->coordlink.hb_out) {
         /* The lease counts from the oldest unanswered heartbeat. */
-        node->cl.hb_sent_ms = uv_now(node->loop);
+        node->coordlink.hb_sent_ms = uv_now(node->loop);
     }
     if (coord_send(node, &req, coord_heartbeat_rep) == 0) {
-        node->cl.hb_out = 1;
-        uv_timer_start(&node->cl.timer, coord_timer_cb,
-                       node->cl.heartbeat_ms, 0);
+        node->coordlink.hb_out = 1;
+        uv_timer_start(&node->coordlink.timer, coord_timer_cb,
+                       node->coordlink.heartbeat_ms, 0);
     }
 }
 
@@ -330,11 +312,11 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
      * way, and the coordinator proposes the epoch that adds us. */
     brim_log_info("joined via coordinator %s%s (epoch %" PRIu64 ")",
                   node->cfg.coordinator, rep.status == 0 ? "" : " (queued)",
-                  node->cl.committed.map.epoch);
-    node->cl.joined = 1;
-    node->cl.backoff_ms = COORD_BACKOFF_MIN_MS;
+                  node->topo.committed.map.epoch);
+    node->coordlink.joined = 1;
+    node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
     /* A heartbeat at once: its reply gives the first lease. */
-    uv_timer_start(&node->cl.timer, coord_timer_cb, 0, 0);
+    uv_timer_start(&node->coordlink.timer, coord_timer_cb, 0, 0);
 }
 
 /* The address we serve on, as the coordinator should give it to others:
@@ -398,16 +380,16 @@ coord_connect_cb(struct brim_peer *p, int status)
     brim_log_info("connected to coordinator %s%s", node->cfg.coordinator,
                   node->guard.secret != NULL ? " (secret proven both ways)"
                                              : "");
-    if (leave.state == LEAVE_WANTED || leave.state == LEAVE_ASKED
-        || leave.state == LEAVE_WAITING)
+    if (node->coordlink.leave == BRIM_LEAVE_WANTED || node->coordlink.leave == BRIM_LEAVE_ASKED
+        || node->coordlink.leave == BRIM_LEAVE_WAITING)
     {
         /* Leaving: a JOIN could add this node back once its leave has
          * committed. A heartbeat makes this connection the member's (or
          * is DENIED when it is gone already), then LEAVE again, in that
          * order on the wire: a coordinator that restarted meanwhile has
          * forgotten the leave, and asking twice is harmless. */
-        node->cl.joined = 1;
-        coord_timer_cb(&node->cl.timer);
+        node->coordlink.joined = 1;
+        coord_timer_cb(&node->coordlink.timer);
         leave_send(node);
         return;
     }
@@ -419,19 +401,19 @@ coord_close_cb(struct brim_peer *p, int status)
 {
     struct brim_node *node = p->data;
 
-    node->cl.joined = 0;
+    node->coordlink.joined = 0;
     if (node->stopping) {
         return;
     }
-    if (leave.state == LEAVE_LINGER) {
+    if (node->coordlink.leave == BRIM_LEAVE_LINGER) {
         /* Out of the map already: only the drain is left. */
         return;
     }
     brim_log_info("coordinator %s: connection closed (%s); retrying in "
                   "%u ms", node->cfg.coordinator, brim_strerror(status),
-                  node->cl.backoff_ms);
-    uv_timer_start(&node->cl.timer, coord_timer_cb, node->cl.backoff_ms, 0);
-    node->cl.backoff_ms = BRIM_MIN(2 * node->cl.backoff_ms,
+                  node->coordlink.backoff_ms);
+    uv_timer_start(&node->coordlink.timer, coord_timer_cb, node->coordlink.backoff_ms, 0);
+    node->coordlink.backoff_ms = BRIM_MIN(2 * node->coordlink.backoff_ms,
                                    COORD_BACKOFF_MAX_MS);
 }
 
@@ -440,8 +422,8 @@ coord_connect(struct brim_node *node)
 {
     char errbuf[BRIM_ERRBUF_LEN];
 
-    brim_node_peer_hello(node, &node->cl.coord);
-    if (brim_peer_connect(&node->cl.coord, node->cfg.coordinator, errbuf)
+    brim_node_peer_hello(node, &node->coordlink.peer);
+    if (brim_peer_connect(&node->coordlink.peer, node->cfg.coordinator, errbuf)
         == BRIM_EINVAL)
     {
         brim_log_error("coordinator: %s", errbuf);
@@ -452,23 +434,23 @@ coord_connect(struct brim_node *node)
 void
 brim_node_coord_start(struct brim_node *node)
 {
-    brim_peer_init(&node->cl.coord, node->loop,
+    brim_peer_init(&node->coordlink.peer, node->loop,
                    node->coord_limits.max_frame_bytes, coord_connect_cb,
                    coord_close_cb, node);
-    uv_timer_init(node->loop, &node->cl.timer);
-    node->cl.heartbeat_ms = COORD_HEARTBEAT_MS;
-    node->cl.backoff_ms = COORD_BACKOFF_MIN_MS;
+    uv_timer_init(node->loop, &node->coordlink.timer);
+    node->coordlink.heartbeat_ms = COORD_HEARTBEAT_MS;
+    node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
     coord_connect(node);
 }
 
 void
 brim_node_coord_stop(struct brim_node *node)
 {
-    brim_peer_close(&node->cl.coord);
-    uv_close((uv_handle_t *) &node->cl.timer, NULL);
-    if (leave.timer_init) {
-        uv_close((uv_handle_t *) &leave.timer, NULL);
-        leave.timer_init = 0;
+    brim_peer_close(&node->coordlink.peer);
+    uv_close((uv_handle_t *) &node->coordlink.timer, NULL);
+    if (node->coordlink.leave_timer_init) {
+        uv_close((uv_handle_t *) &node->coordlink.leave_timer, NULL);
+        node->coordlink.leave_timer_init = 0;
     }
 }
 
@@ -478,16 +460,16 @@ static void
 leave_stop(struct brim_node *node, int code)
 {
     node->exit_code = code;
-    brim_node_stop(node);
+    node->stop(node);
 }
 
 static void
 leave_timer_need(struct brim_node *node)
 {
-    if (!leave.timer_init) {
-        uv_timer_init(node->loop, &leave.timer);
-        leave.timer.data = node;
-        leave.timer_init = 1;
+    if (!node->coordlink.leave_timer_init) {
+        uv_timer_init(node->loop, &node->coordlink.leave_timer);
+        node->coordlink.leave_timer.data = node;
+        node->coordlink.leave_timer_init = 1;
     }
 }
 
@@ -496,17 +478,17 @@ static void leave_timer_cb(uv_timer_t *t);
 static void
 leave_linger(struct brim_node *node, const char *why)
 {
-    if (leave.state == LEAVE_LINGER) {
+    if (node->coordlink.leave == BRIM_LEAVE_LINGER) {
         return;
     }
     brim_log_info("left the cluster (%s); answering MOVED for %u ms, then "
                   "exiting once every partition is handed over", why,
                   COORD_LINGER_MS);
-    leave.state = LEAVE_LINGER;
-    leave.linger_until = uv_now(node->loop) + COORD_LINGER_MS;
-    leave.logged_ms = uv_now(node->loop);
+    node->coordlink.leave = BRIM_LEAVE_LINGER;
+    node->coordlink.linger_until = uv_now(node->loop) + COORD_LINGER_MS;
+    node->coordlink.leave_logged_ms = uv_now(node->loop);
     leave_timer_need(node);
-    uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
+    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
                    COORD_LEAVE_POLL_MS);
 }
 
@@ -522,16 +504,16 @@ leave_timer_cb(uv_timer_t *t)
     if (node->stopping) {
         return;
     }
-    log_now = now - leave.logged_ms >= COORD_LEAVE_LOG_MS;
+    log_now = now - node->coordlink.leave_logged_ms >= COORD_LEAVE_LOG_MS;
     if (log_now) {
-        leave.logged_ms = now;
+        node->coordlink.leave_logged_ms = now;
     }
-    if (leave.state == LEAVE_LINGER) {
+    if (node->coordlink.leave == BRIM_LEAVE_LINGER) {
         /* DESIGN.md section 7 step 5: a leaving node exits only after its
          * last partition has been handed over. A receiver that dies ends
          * its streams (the next epoch says so), so this always ends. */
         brim_migrate_get_stats(node, &ms);
-        if (now >= leave.linger_until && ms.partitions_out_pending == 0) {
+        if (now >= node->coordlink.linger_until && ms.partitions_out_pending == 0) {
             leave_stop(node, 0);
         } else if (log_now) {
             brim_log_info("leave: %u partitions still streaming to their "
@@ -539,21 +521,21 @@ leave_timer_cb(uv_timer_t *t)
         }
         return;
     }
-    if (leave.state != LEAVE_NONE && leave.state != LEAVE_DENIED
-        && node->cl.committed.map.epoch > 0
-        && brim_topo_find(&node->cl.committed, node->cfg.name) < 0)
+    if (node->coordlink.leave != BRIM_LEAVE_NONE && node->coordlink.leave != BRIM_LEAVE_DENIED
+        && node->topo.committed.map.epoch > 0
+        && brim_topo_find(&node->topo.committed, node->cfg.name) < 0)
     {
         snprintf(why, sizeof(why), "epoch %" PRIu64 " committed without it",
-                 node->cl.committed.map.epoch);
+                 node->topo.committed.map.epoch);
         leave_linger(node, why);
         return;
     }
     if (log_now) {
         brim_log_info("leave: %s for %" PRIu64 " s; still serving",
-                      leave.state == LEAVE_WANTED
+                      node->coordlink.leave == BRIM_LEAVE_WANTED
                           ? "cannot reach the coordinator"
                           : "waiting for an epoch without this node",
-                      (now - leave.since_ms) / 1000);
+                      (now - node->coordlink.leave_since_ms) / 1000);
     }
 }
 
@@ -565,27 +547,27 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body,
     struct brim_rep   rep;
     char              why[256];
 
-    if (leave.state != LEAVE_ASKED) {
+    if (node->coordlink.leave != BRIM_LEAVE_ASKED) {
         return;
     }
     if (status != 0 || coord_parse(node, BRIM_OP_LEAVE, body, len, &rep)
         != 0)
     {
         /* The connection went: LEAVE again on the next one. */
-        leave.state = LEAVE_WANTED;
+        node->coordlink.leave = BRIM_LEAVE_WANTED;
         return;
     }
     if (rep.status == 0) {
         brim_log_info("leave accepted by coordinator %s (epoch %" PRIu64
                       "); draining", node->cfg.coordinator, rep.epoch);
-        leave.state = LEAVE_WAITING;
+        node->coordlink.leave = BRIM_LEAVE_WAITING;
         return;
     }
     if (rep.status == BRIM_EDENIED) {
         brim_log_warn("leave refused: %s; this is the last node and its "
                       "keys would be lost: still serving; SIGTERM again to "
                       "exit anyway", coord_why(&rep, why, sizeof(why)));
-        leave.state = LEAVE_DENIED;
+        node->coordlink.leave = BRIM_LEAVE_DENIED;
         return;
     }
     /* NOTFOUND (not a member, or already leaving) and the rest. */
@@ -605,7 +587,7 @@ leave_send(struct brim_node *node)
     req.name_len = strlen(node->cfg.name);
     req.arg_u32 = 0;
     if (coord_send(node, &req, coord_leave_rep) == 0) {
-        leave.state = LEAVE_ASKED;
+        node->coordlink.leave = BRIM_LEAVE_ASKED;
     }
 }
 
@@ -617,20 +599,20 @@ leave_removed(struct brim_node *node)
 {
     char why[80];
 
-    if (node->cl.committed.map.epoch == 0) {
+    if (node->topo.committed.map.epoch == 0) {
         return 0;
     }
-    if (brim_topo_find(&node->cl.committed, node->cfg.name) >= 0) {
+    if (brim_topo_find(&node->topo.committed, node->cfg.name) >= 0) {
         return 0;
     }
-    if (!node->cl.was_member || node->cl.fenced) {
+    if (!node->topo.was_member || node->topo.fenced) {
         return 0;
     }
-    if (leave.state == LEAVE_LINGER) {
+    if (node->coordlink.leave == BRIM_LEAVE_LINGER) {
         return 1;
     }
     snprintf(why, sizeof(why), "epoch %" PRIu64 " committed without it",
-             node->cl.committed.map.epoch);
+             node->topo.committed.map.epoch);
     leave_linger(node, why);
     return 1;
 }
@@ -641,21 +623,21 @@ leave_removed(struct brim_node *node)
 int
 brim_node_coord_leave(struct brim_node *node)
 {
-    if (leave.state != LEAVE_NONE) {
+    if (node->coordlink.leave != BRIM_LEAVE_NONE) {
         return -1;
     }
-    if (node->cl.fenced) {
+    if (node->topo.fenced) {
         return 0;
     }
-    if (!node->cl.was_member && !node->cl.joined) {
+    if (!node->topo.was_member && !node->coordlink.joined) {
         brim_log_info("leave: this node never joined a cluster: stopping");
         return 0;
     }
     leave_timer_need(node);
-    leave.since_ms = uv_now(node->loop);
-    leave.logged_ms = leave.since_ms;
-    leave.state = LEAVE_WANTED;
-    if (node->cl.coord.state == BRIM_PEER_OPEN && node->cl.joined) {
+    node->coordlink.leave_since_ms = uv_now(node->loop);
+    node->coordlink.leave_logged_ms = node->coordlink.leave_since_ms;
+    node->coordlink.leave = BRIM_LEAVE_WANTED;
+    if (node->coordlink.peer.state == BRIM_PEER_OPEN && node->coordlink.joined) {
         leave_send(node);
         brim_log_info("leaving: asked coordinator %s to remove this node",
                       node->cfg.coordinator);
@@ -665,7 +647,7 @@ brim_node_coord_leave(struct brim_node *node)
                       "again to exit at once, losing this node's keys)",
                       node->cfg.coordinator);
     }
-    uv_timer_start(&leave.timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
+    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
                    COORD_LEAVE_POLL_MS);
     return 1;
 }

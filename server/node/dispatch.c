@@ -1,0 +1,231 @@
+/*
+ * server/node/dispatch.c - brim-node's request layer: decode one frame
+ * (walked without allocating before msgpack-c sees it), check the
+ * connection's HELLO and role and the secret it proved (guard.c), count
+ * the request once, and hand it to the module that serves it: data ops
+ * to serve.c, epochs to epoch.c and change.c, streams to migrate*.c,
+ * lease confirmations to lease.c, STATS to stats.c. Request errors become
+ * error replies [status, id, message]; only a broken connection returns
+ * an error to conn.c.
+ */
+#include "server/node/dispatch.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/defs.h"
+#include "proto/frame.h"
+#include "server/log.h"
+#include "server/node/change.h"
+#include "server/node/epoch.h"
+#include "server/node/lease.h"
+#include "server/node/migrate.h"
+#include "server/node/serve.h"
+#include "server/node/stats.h"
+
+/* The connection's role after HELLO, kept in c->data; 0 before HELLO. */
+#define conn_role(c) ((uint32_t) (uintptr_t) (c)->data)
+
+static int
+dispatch_hello(struct brim_node *node, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    struct brim_rep rep;
+
+    if (req->hello.version != BRIM_WIRE_VERSION) {
+        return brim_node_reply_error(c, req->request_id, BRIM_EBADREQ,
+                               "hello: unsupported protocol version");
+    }
+    if (req->hello.cluster_id != 0 && node->cluster_id != 0
+        && req->hello.cluster_id != node->cluster_id)
+    {
+        return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
+                               "hello: this node belongs to another cluster");
+    }
+    c->data = (void *) (uintptr_t) req->hello.role;
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    rep.hello.version = BRIM_WIRE_VERSION;
+    rep.hello.role = BRIM_ROLE_NODE;
+    rep.hello.cluster_id = node->cluster_id;
+    rep.hello.incarnation = node->incarnation;
+    rep.epoch = node->topo.committed.map.epoch;
+    rep.hello.name = node->cfg.name;
+    rep.hello.name_len = strlen(node->cfg.name);
+    rep.limits = node->cfg.limits;
+    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_HELLO, &rep);
+}
+
+static void
+node_flush_cb(uv_timer_t *t)
+{
+    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
+                                               flush_timer);
+
+    brim_store_flush(node->store);
+    brim_log_info("flush: every item removed (delayed flush)");
+}
+
+/*
+ * EPOCH_PROPOSE, EPOCH_COMMIT, EPOCH_ABORT (PROTOCOL.md 10.2): only from a
+ * connection whose HELLO said role coord, and only in cluster mode.
+ */
+static int
+dispatch_epoch(struct brim_node *node, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    struct brim_rep rep;
+    char            errbuf[BRIM_ERRBUF_LEN];
+    int             rc = 0;
+
+    if (conn_role(c) != BRIM_ROLE_COORD || node->cfg.standalone) {
+        return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
+                               node->cfg.standalone
+                               ? "epoch: a standalone node has no epochs"
+                               : "epoch: needs a coordinator connection");
+    }
+    errbuf[0] = '\0';
+    switch (req->op) {
+    case BRIM_OP_EPOCH_PROPOSE:
+        rc = brim_node_propose(node, req->obj, errbuf);
+        if (rc != 0) {
+            brim_log_warn("EPOCH_PROPOSE from %s refused: %s", c->peer,
+                          errbuf);
+        }
+        break;
+    case BRIM_OP_EPOCH_COMMIT:
+        rc = brim_node_commit(node, req->arg_epoch);
+        if (rc != 0) {
+            snprintf(errbuf, sizeof(errbuf), "epoch: %" PRIu64 " is not "
+                     "pending here", req->arg_epoch);
+        }
+        break;
+    default:
+        brim_node_abort(node, req->arg_epoch);
+        break;
+    }
+    if (rc != 0) {
+        return brim_node_reply_error(c, req->request_id, rc, errbuf);
+    }
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+}
+
+/* Serve the decoded request REQ on C. Returns 0 or an encoding error. */
+static int
+dispatch_serve(struct brim_node *node, struct brim_conn *c,
+               const struct brim_req *req)
+{
+    struct brim_rep rep;
+    uint32_t        sections;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    if ((brim_op_info(req->op)->flags & BRIM_OPF_DATA) != 0) {
+        brim_node_epoch_seen(node, req->epoch);
+    }
+    switch (req->op) {
+    case BRIM_OP_HELLO:
+        return dispatch_hello(node, c, req);
+    case BRIM_OP_PING:
+        break;
+    case BRIM_OP_STATS:
+        if (brim_node_stats_sections(req->section, req->section_len,
+                                     &sections) != 0)
+        {
+            return brim_node_reply_error(c, req->request_id, BRIM_EINVAL,
+                                   "stats: unknown section; known: node, "
+                                   "store, conns, ops (empty: all)");
+        }
+        return brim_node_stats_reply(node, brim_conn_out(c), req->request_id,
+                                     sections);
+    case BRIM_OP_MGET:
+        return brim_node_serve_data(node, c, req);
+    case BRIM_OP_FLUSH:
+        if (conn_role(c) != BRIM_ROLE_ADMIN && conn_role(c) != BRIM_ROLE_COORD)
+        {
+            return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
+                                   "flush: needs an admin connection");
+        }
+        if (req->delay_s == 0) {
+            brim_store_flush(node->store);
+            brim_log_info("flush: every item removed (from %s)", c->peer);
+        } else {
+            uv_timer_start(&node->flush_timer, node_flush_cb,
+                           (uint64_t) req->delay_s * 1000, 0);
+        }
+        break;
+    case BRIM_OP_EPOCH_PROPOSE:
+    case BRIM_OP_EPOCH_COMMIT:
+    case BRIM_OP_EPOCH_ABORT:
+        return dispatch_epoch(node, c, req);
+    case BRIM_OP_STREAM_BEGIN:
+    case BRIM_OP_STREAM_BATCH:
+    case BRIM_OP_STREAM_END:
+    case BRIM_OP_COMPLETE:
+    case BRIM_OP_FORWARD_GET:
+    case BRIM_OP_PULL:
+    case BRIM_OP_STREAM_QUERY:
+        /* A request stamped with our pending epoch commits it first, as
+         * a data op's does (DESIGN.md 7 step 2). */
+        brim_node_epoch_seen(node, req->epoch);
+        return brim_migrate_serve(node, c, req);
+    case BRIM_OP_LEASE_CONFIRM:
+        return brim_node_lease_confirm_serve(node, c, req);
+    default:
+        if ((brim_op_info(req->op)->flags & BRIM_OPF_KEY) == 0) {
+            return brim_node_reply_error(c, req->request_id,
+                                         BRIM_EUNKNOWNOP, "not served by a "
+                                         "node (send it to the "
+                                         "coordinator)");
+        }
+        return brim_node_serve_data(node, c, req);
+    }
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+}
+
+int
+brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
+{
+    struct brim_node *node = c->srv->data;
+    struct brim_req   req;
+    char              errbuf[BRIM_ERRBUF_LEN];
+    int               rc;
+
+    errbuf[0] = '\0';
+    /* Only the coordinator's connections may carry a topology, and only
+     * other nodes' a stream batch (PROTOCOL.md 11). */
+    rc = brim_wire_parse_req(body, len, conn_role(c) == BRIM_ROLE_COORD
+                                        ? &node->coord_limits
+                                        : conn_role(c) == BRIM_ROLE_NODE
+                                        ? &node->peer_limits
+                                        : &node->cfg.limits,
+                             &node->zone, &req, errbuf);
+    node->stats.requests++;
+    if (rc == BRIM_ENOMEM) {
+        return rc;                  /* the connection cannot go on */
+    }
+    if (rc != 0) {
+        node->stats.bad_requests++;
+        rc = brim_node_reply_error(c, req.request_id, rc,
+                             errbuf[0] != '\0' ? errbuf : brim_strerror(rc));
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
+    node->stats.ops[req.op]++;
+    if (conn_role(c) == 0 && req.op != BRIM_OP_HELLO && req.op != BRIM_OP_PING)
+    {
+        rc = brim_node_reply_error(c, req.request_id, BRIM_EBADREQ,
+                             "send HELLO first");
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
+    /* AUTH, and ops that need a proven secret (PROTOCOL.md 12). */
+    rc = brim_guard_request(&node->guard, c, conn_role(c), &req);
+    if (rc != 0) {
+        return rc == BRIM_ENOMEM ? rc : 0;
+    }
+    rc = dispatch_serve(node, c, &req);
+    return rc == BRIM_ENOMEM ? rc : 0;
+}

@@ -1,0 +1,389 @@
+/*
+ * server/node/migrate_recv.c - the receiving side of migration (DESIGN.md
+ * 7 steps 3-5, PROTOCOL.md section 11): the stream ops a node serves
+ * (STREAM_BEGIN, _BATCH, _END from the old owner; COMPLETE and
+ * STREAM_QUERY, which it serves as the old owner; FORWARD_GET and PULL
+ * go to migrate_read.c), the COMPLETEs it owes old owners, and the probe
+ * that asks the source of a partition gone quiet whether more will come,
+ * so that no partition stays in flight for good.
+ */
+#include "server/node/migrate_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/hash.h"
+#include "server/log.h"
+#include "server/node/epoch.h"
+
+/* ---- COMPLETE to old owners ---- */
+
+void
+mig_complete_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
+                   struct brim_node_link *link)
+{
+    struct mig_cpend *nc;
+    uint32_t          cap;
+
+    if (m->ncpend == m->cap_cpend) {
+        cap = m->cap_cpend == 0 ? 64 : 2 * m->cap_cpend;
+        nc = brim_calloc(cap, sizeof(*nc));
+        if (nc == NULL) {
+            /* The old owner drops its copy MIG_COMPLETE_WAIT_MS after END
+             * anyway; COMPLETE only makes that sooner. */
+            return;
+        }
+        if (m->ncpend > 0) {
+            memcpy(nc, m->cpend, m->ncpend * sizeof(*nc));
+        }
+        brim_free(m->cpend);
+        m->cpend = nc;
+        m->cap_cpend = cap;
+    }
+    m->cpend[m->ncpend].epoch = epoch;
+    m->cpend[m->ncpend].p = p;
+    m->cpend[m->ncpend].link = link;
+    m->ncpend++;
+    mig_send_completes(m);
+}
+
+static void
+complete_rep(struct brim_peer *p, int status, const char *body, size_t len,
+             void *arg)
+{
+    (void) p, (void) status, (void) body, (void) len, (void) arg;
+}
+
+void
+mig_send_completes(struct brim_migrate *m)
+{
+    struct mig_cpend *cp;
+    struct brim_req   req;
+    struct brim_buf   buf;
+    uint32_t          i = 0;
+
+    while (i < m->ncpend) {
+        cp = &m->cpend[i];
+        if (!brim_link_ensure(cp->link)) {
+            i++;                    /* its link is being made */
+            continue;
+        }
+        memset(&req, 0, sizeof(req));
+        req.op = BRIM_OP_COMPLETE;
+        req.request_id = ++cp->link->next_id;
+        req.epoch = m->node->topo.committed.map.epoch;
+        req.arg_epoch = cp->epoch;
+        req.partition = cp->p;
+        brim_buf_init(&buf);
+        if (brim_wire_encode_req(&buf, &req) == 0) {
+            (void) brim_peer_call(&cp->link->peer, &buf, complete_rep, NULL);
+        }
+        brim_buf_destroy(&buf);
+        m->cpend[i] = m->cpend[--m->ncpend];
+    }
+}
+
+/* ---- stream ops ---- */
+
+/* STREAM_END of partition P came in: every key is here. Queue COMPLETE
+ * for the old owner; the pump sends it on the forwarding connection once
+ * no forward of P is unanswered (DESIGN.md 7 step 5). */
+static void
+in_end(struct brim_migrate *m, uint32_t p)
+{
+    const struct brim_topo   *cur = &m->node->topo.committed;
+    const struct brim_member *sm;
+    struct brim_node_link    *d;
+    uint16_t                  src = m->in_src[p];
+
+    mig_in_finish(m, p);
+    m->st.partitions_in_done++;
+    sm = src == MIG_NO_SRC ? NULL : brim_topo_source(cur, src);
+    if (sm == NULL || sm->addr[0] == '\0') {
+        return;                     /* the sender drops after a while */
+    }
+    d = brim_link_get(&m->node->links, sm->addr);
+    if (d != NULL) {
+        mig_complete_queue(m, m->in_epoch[p], p, d);
+    }
+}
+
+/* Insert the entries of one batch (checked by the decoder) for P. */
+static int
+mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
+{
+    struct brim_node      *node = m->node;
+    struct brim_wire_entry e;
+    uint64_t               h;
+    uint32_t               i, now = (uint32_t) time(NULL);
+    int                    rc;
+
+    m->in_touch[p] = mig_touch_now(m);
+    for (i = 0; i < req->nentries; i++) {
+        brim_wire_req_entry(req, i, &e);
+        h = brim_hash_key(brim_node_seed(node), e.key, e.key_len);
+        if (brim_partition_of(h, node->cfg.partitions) != p) {
+            return BRIM_EBADREQ;
+        }
+        /* Out of memory: the sender streams the partition again; what
+         * was inserted stays, and is skipped then. */
+        rc = mig_insert(m, p, h, &e, now);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    if (m->in_reason != NULL && m->in_reason[p] == BRIM_MOVE_CAP) {
+        m->st.entries_in_cap += req->nentries;
+    } else {
+        m->st.entries_in_arc += req->nentries;
+    }
+    return 0;
+}
+
+int
+brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
+                   const struct brim_req *req)
+{
+    struct brim_migrate *m;
+    uint64_t             id = req->request_id, e = req->arg_epoch;
+    uint32_t             p = req->partition;
+    int32_t              self;
+    int                  rc;
+
+    if ((uint32_t) (uintptr_t) c->data != BRIM_ROLE_NODE
+        || node->cfg.standalone)
+    {
+        return mig_reply(c, id, BRIM_EDENIED,
+                         "stream: only a node connection may stream");
+    }
+    if (p >= node->cfg.partitions) {
+        return mig_reply(c, id, BRIM_EINVAL, "stream: no such partition");
+    }
+    m = mig_get(node);
+    if (m == NULL) {
+        return mig_reply(c, id, BRIM_ENOMEM, "stream: out of memory");
+    }
+    self = node->topo.self;
+    if (req->op == BRIM_OP_FORWARD_GET || req->op == BRIM_OP_PULL) {
+        return mig_serve_copy(m, c, req);
+    }
+    if (req->op == BRIM_OP_COMPLETE) {
+        mig_complete(m, e, p);
+        return mig_reply(c, id, 0, NULL);
+    }
+    if (req->op == BRIM_OP_STREAM_QUERY) {
+        /* The new owner asks whether we still mean to stream P: we do
+         * while we own it or a job of ours holds it. */
+        return mig_holds(m, p)
+                   ? mig_reply(c, id, 0, NULL)
+                   : mig_reply(c, id, BRIM_ERETRY, "stream: this node "
+                               "holds no copy of the partition");
+    }
+    if (req->op == BRIM_OP_STREAM_BEGIN) {
+        if (node->topo.committed.map.epoch < e) {
+            return mig_reply(c, id, BRIM_ERETRY, "stream: epoch not "
+                             "committed here yet");
+        }
+        if (self < 0 || node->topo.committed.map.owner[p] != (uint16_t) self
+            || m->in_epoch[p] > e
+            || (m->in_epoch[p] == e && m->in_state[p] == IN_DONE))
+        {
+            return mig_reply(c, id, BRIM_EEXISTS,
+                             m->in_epoch[p] == e && m->in_state[p] == IN_DONE
+                                 ? "stream: migration id complete here"
+                                 : "stream: migration id superseded");
+        }
+        m->in_touch[p] = mig_touch_now(m);
+        if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
+            /* Our commit did not expect it (its source is not a live
+             * member or leaver of our epoch): writes made here since
+             * were not tombstoned, so a stream could undo them. */
+            return mig_reply(c, id, BRIM_EEXISTS, "stream: this node "
+                             "expects no stream of that partition");
+        }
+        return mig_reply(c, id, 0, NULL);
+    }
+    if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
+        return mig_reply(c, id, BRIM_EEXISTS, "stream: migration id "
+                         "superseded or complete");
+    }
+    if (req->op == BRIM_OP_STREAM_BATCH) {
+        m->st.batches_in++;
+        rc = mig_batch(m, p, req);
+        if (rc != 0) {
+            return mig_reply(c, id, rc, rc == BRIM_EBADREQ
+                             ? "stream: an entry of another partition"
+                             : "stream: out of memory inserting the batch; "
+                               "send it again");
+        }
+        return mig_reply(c, id, 0, NULL);
+    }
+    in_end(m, p);
+    brim_log_info("migrate: received partition %u of epoch %" PRIu64
+                  " (%" PRIu64 " entries sent)", p, e, req->count);
+    return mig_reply(c, id, 0, NULL);
+}
+
+
+/* ---- asking the source about quiet partitions (STREAM_QUERY) ---- */
+
+/* One STREAM_QUERY waiting for its answer. */
+struct mig_probe {
+    struct brim_migrate *m;
+    struct brim_node_link *d;       /* the source's link */
+    uint64_t             epoch;     /* the migration id asked about */
+    uint32_t             p;
+};
+
+static void
+probe_reply(struct brim_peer *peer, int status, const char *body, size_t len,
+            void *arg)
+{
+    struct mig_probe    *q = arg;
+    struct brim_migrate *m = q->m;
+    struct brim_rep      rep;
+    char                 errbuf[BRIM_ERRBUF_LEN];
+
+    (void) peer;
+    BRIM_ASSERT(m->probes_out > 0);
+    m->probes_out--;
+    m->in_probing[q->p] = 0;
+    if (status == 0) {
+        q->d->heard_ms = uv_now(m->node->loop);
+    }
+    if (status == 0 && m->in_state[q->p] == IN_FLIGHT
+        && m->in_epoch[q->p] == q->epoch
+        && brim_wire_parse_rep(body, len, BRIM_OP_STREAM_QUERY,
+                               &m->node->cfg.limits, &m->node->zone, &rep,
+                               errbuf) == 0)
+    {
+        if (rep.status == 0) {
+            m->in_touch[q->p] = mig_touch_now(m);  /* queued or streaming */
+        } else if (rep.status == BRIM_ERETRY) {
+            m->st.probes_source_gone++;
+            mig_in_source_gone(m, q->p, q->epoch, "its source holds no "
+                               "copy any more");
+        }
+    }
+    brim_free(q);
+}
+
+/* Ask the source of in-flight partition P whether it still streams it. */
+static void
+probe_send(struct brim_migrate *m, uint32_t p, struct brim_node_link *d)
+{
+    struct mig_probe *q;
+    struct brim_req   req;
+    struct brim_buf   buf;
+    int               rc;
+
+    q = brim_malloc(sizeof(*q));
+    if (q == NULL) {
+        return;                     /* asked again at the next tick */
+    }
+    q->m = m;
+    q->d = d;
+    q->epoch = m->in_epoch[p];
+    q->p = p;
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_STREAM_QUERY;
+    req.request_id = ++d->next_id;
+    req.epoch = m->node->topo.committed.map.epoch;
+    req.arg_epoch = q->epoch;
+    req.partition = p;
+    brim_buf_init(&buf);
+    rc = brim_wire_encode_req(&buf, &req);
+    if (rc == 0) {
+        rc = brim_peer_call(&d->peer, &buf, probe_reply, q);
+    }
+    brim_buf_destroy(&buf);
+    if (rc != 0) {
+        brim_free(q);
+        return;
+    }
+    m->st.probes++;
+    m->probes_out++;
+    m->in_probing[p] = 1;
+}
+
+/*
+ * In-flight partition P has heard nothing from its source for IDLE units
+ * of 100 ms. Ask the source; when the source is a node that left (it is
+ * no member, so nobody will declare it dead) and has not answered for
+ * dead-after, it is gone: complete with what is here (DESIGN.md 7.6).
+ */
+static void
+probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
+{
+    const struct brim_topo   *cur = &m->node->topo.committed;
+    const struct brim_member *src;
+    struct brim_node_link    *d;
+    uint64_t                  now = uv_now(m->node->loop), dead_ms;
+
+    (void) idle;
+    src = m->in_src[p] == MIG_NO_SRC ? NULL
+                                     : brim_topo_source(cur, m->in_src[p]);
+    if (src == NULL || src->addr[0] == '\0') {
+        mig_in_source_gone(m, p, m->in_epoch[p], "it has no source");
+        return;
+    }
+    d = brim_link_get(&m->node->links, src->addr);
+    if (d == NULL) {
+        return;
+    }
+    dead_ms = m->node->lease.length_ms != 0 ? 2 * (uint64_t) m->node->lease.length_ms
+                                        : 3000;
+    if (m->in_src[p] >= cur->nmembers && now - d->heard_ms >= dead_ms) {
+        brim_log_warn("migrate: partition %u: its source %s left the "
+                      "cluster and has not answered for %" PRIu64 " ms: it "
+                      "is gone; complete with what is here", p, src->name,
+                      now - d->heard_ms);
+        m->st.probes_source_gone++;
+        mig_in_finish(m, p);
+        m->st.partitions_in_done++;
+        return;
+    }
+    if (brim_link_ensure(d)) {
+        probe_send(m, p, d);
+    }
+}
+
+static void
+probe_tick_cb(uv_timer_t *t)
+{
+    struct brim_migrate *m = t->data;
+    uint32_t             P = m->node->cfg.partitions, k, p, now, idle;
+
+    if (m->node->stopping || m->st.partitions_in_flight == 0) {
+        m->probe_armed = 0;
+        return;
+    }
+    now = mig_touch_now(m);
+    for (k = 0; k < BRIM_MIN(P, (uint32_t) MIG_PROBE_SLICE)
+                && m->probes_out < MIG_PROBE_OUT;
+         k++)
+    {
+        p = m->probe_next;
+        m->probe_next = (m->probe_next + 1) & (P - 1);
+        idle = now - m->in_touch[p];
+        if (m->in_state[p] == IN_FLIGHT && !m->in_probing[p]
+            && idle >= MIG_PROBE_IDLE_MS / 100)
+        {
+            probe_one(m, p, idle);
+        }
+    }
+    uv_timer_start(&m->probe, probe_tick_cb, MIG_PROBE_TICK_MS, 0);
+}
+
+void
+mig_probe_start(struct brim_migrate *m)
+{
+    if (!m->probe_armed) {
+        m->probe_armed = 1;
+        uv_timer_start(&m->probe, probe_tick_cb, MIG_PROBE_TICK_MS, 0);
+    }
+}

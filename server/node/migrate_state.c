@@ -1,0 +1,351 @@
+/*
+ * server/node/migrate_state.c - the bottom of migration (migrate_int.h):
+ * the state a node keeps per partition coming in (migration id, source,
+ * in flight or complete), the tombstones that keep a stream from undoing
+ * writes and deletes made here meanwhile, and the insert of a streamed
+ * entry. Calls nothing of migration above it.
+ */
+#include "server/node/migrate_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "server/log.h"
+
+int
+mig_owns(const struct brim_node *node, uint32_t partition)
+{
+    return node->topo.self >= 0
+           && node->topo.committed.map.owner[partition]
+              == (uint16_t) node->topo.self;
+}
+
+struct brim_migrate *
+mig_get(struct brim_node *node)
+{
+    struct brim_migrate *m = node->mig;
+    const char          *env;
+    uint32_t             P = node->cfg.partitions;
+
+    if (m != NULL) {
+        return m;
+    }
+    m = brim_calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return NULL;
+    }
+    m->node = node;
+    m->in_epoch = brim_calloc(P, sizeof(*m->in_epoch));
+    m->in_state = brim_calloc(P, 1);
+    m->in_src = brim_calloc(P, sizeof(*m->in_src));
+    m->in_touch = brim_calloc(P, sizeof(*m->in_touch));
+    m->in_probing = brim_calloc(P, 1);
+    m->tomb_head = brim_calloc(P, sizeof(*m->tomb_head));
+    if (m->in_epoch == NULL || m->in_state == NULL || m->tomb_head == NULL
+        || m->in_src == NULL || m->in_touch == NULL || m->in_probing == NULL)
+    {
+        brim_free(m->in_src);
+        brim_free(m->in_epoch);
+        brim_free(m->in_state);
+        brim_free(m->in_touch);
+        brim_free(m->in_probing);
+        brim_free(m->tomb_head);
+        brim_free(m);
+        return NULL;
+    }
+    brim_buf_init(&m->scratch);
+    uv_timer_init(node->loop, &m->pump);
+    uv_unref((uv_handle_t *) &m->pump);
+    m->pump.data = m;
+    uv_timer_init(node->loop, &m->probe);
+    uv_unref((uv_handle_t *) &m->probe);
+    m->probe.data = m;
+    env = getenv("BRIM_TEST_STREAM_DELAY_MS");
+    if (env != NULL && *env != '\0') {
+        m->st.delay_ms = (uint32_t) strtoul(env, NULL, 10);
+        brim_log_warn("migrate: BRIM_TEST_STREAM_DELAY_MS=%u (test only): "
+                      "streaming is slowed per batch", m->st.delay_ms);
+    }
+    node->mig = m;
+    return m;
+}
+
+/* Loop time in the 100 ms units of in_touch. */
+uint32_t
+mig_touch_now(const struct brim_migrate *m)
+{
+    return (uint32_t) (uv_now(m->node->loop) / 100);
+}
+
+void
+mig_free(struct brim_migrate *m)
+{
+    uint32_t p;
+
+    if (m == NULL) {
+        return;
+    }
+    for (p = 0; p < m->node->cfg.partitions; p++) {
+        mig_tomb_clear(m, p);
+    }
+    while (m->njobs > 0) {
+        brim_store_cursor_release(m->node->store,
+                                  &m->jobs[m->njobs - 1]->cursor);
+        brim_free(m->jobs[--m->njobs]);
+    }
+    brim_free(m->jobs);
+    brim_free(m->cpend);
+    brim_free(m->tbuckets);
+    brim_free(m->spare_tomb);
+    brim_free(m->in_epoch);
+    brim_free(m->in_state);
+    brim_free(m->in_reason);
+    brim_free(m->in_src);
+    brim_free(m->in_touch);
+    brim_free(m->in_probing);
+    brim_free(m->tomb_head);
+    brim_buf_destroy(&m->scratch);
+    brim_free(m);
+}
+
+/* ---- partitions coming in ---- */
+
+void
+mig_in_start(struct brim_migrate *m, uint32_t p, uint64_t epoch, int32_t src)
+{
+    if (m->st.partitions_in_flight == 0) {
+        /* A migration into this node starts: time it (mig_in_finish). */
+        m->in_since_ms = uv_now(m->node->loop);
+        m->in_since_bytes = m->st.bytes_in;
+        m->in_since_keys = m->st.keys_in;
+    }
+    m->in_src[p] = src >= 0 ? (uint16_t) src : MIG_NO_SRC;
+    if (m->in_state[p] == IN_FLIGHT) {
+        mig_tomb_clear(m, p);
+        m->st.partitions_in_flight--;
+    }
+    m->in_epoch[p] = epoch;
+    m->in_state[p] = IN_FLIGHT;
+    m->in_touch[p] = mig_touch_now(m);
+    m->st.partitions_in_flight++;
+}
+
+void
+mig_in_finish(struct brim_migrate *m, uint32_t p)
+{
+    uint64_t ms, bytes;
+
+    if (m->in_state[p] != IN_FLIGHT) {
+        return;
+    }
+    mig_tomb_clear(m, p);
+    m->st.partitions_in_flight--;
+    m->in_state[p] = IN_DONE;
+    if (m->st.partitions_in_flight == 0) {
+        ms = uv_now(m->node->loop) - m->in_since_ms;
+        bytes = m->st.bytes_in - m->in_since_bytes;
+        brim_log_info("migrate: every incoming partition is complete: %"
+                      PRIu64 " keys, %" PRIu64 " bytes in %" PRIu64 " ms "
+                      "(%.1f MB/s)", m->st.keys_in - m->in_since_keys,
+                      bytes, ms, ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
+    }
+}
+
+void
+mig_in_source_gone(struct brim_migrate *m, uint32_t p, uint64_t epoch,
+                   const char *why)
+{
+    if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == epoch) {
+        brim_log_info("migrate: partition %u: %s; complete with what is "
+                      "here", p, why);
+        mig_in_finish(m, p);
+        m->st.partitions_in_done++;
+    }
+}
+
+int
+mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
+           const struct brim_wire_entry *e, uint32_t now)
+{
+    int rc;
+
+    (void) p;
+    if (mig_tomb_slot(m, h, e->key, e->key_len) != NULL) {
+        m->st.entries_skipped++;
+        return 1;
+    }
+    rc = brim_store_insert_cold(m->node->store, h, e->key, e->key_len,
+                                e->value, e->value_len, e->flags,
+                                e->ttl_s == 0 ? 0 : now + e->ttl_s, e->cas,
+                                now);
+    if (rc == 0) {
+        m->st.keys_in++;
+        m->st.bytes_in += e->key_len + e->value_len;
+        return 0;
+    }
+    if (rc == BRIM_EEXISTS) {
+        m->st.entries_skipped++;    /* written here since: it wins */
+        return 1;
+    }
+    if (rc == BRIM_ETOOBIG || rc == BRIM_EINVAL) {
+        /* Beyond this node's own limits: it could never hold it. */
+        m->st.entries_refused++;
+        if (m->st.entries_refused % 100 == 1) {
+            brim_log_warn("migrate: an entry of partition %u (%zu-byte "
+                          "value) is beyond this node's limits: not "
+                          "stored (%" PRIu64 " so far)", p, e->value_len,
+                          m->st.entries_refused);
+        }
+        return 1;
+    }
+    m->st.insert_failures++;
+    return rc;                      /* BRIM_ENOMEM: the sender retries */
+}
+
+/* ---- tombstones ---- */
+
+struct mig_tomb **
+mig_tomb_slot(struct brim_migrate *m, uint64_t hash, const char *key,
+              size_t key_len)
+{
+    struct mig_tomb **slot;
+
+    if (m->ntbuckets == 0) {
+        return NULL;
+    }
+    slot = &m->tbuckets[(hash >> 32) & (m->ntbuckets - 1)];
+    for (; *slot != NULL; slot = &(*slot)->hnext) {
+        if ((*slot)->hash == hash && (*slot)->key_len == key_len
+            && memcmp((*slot)->key, key, key_len) == 0)
+        {
+            return slot;
+        }
+    }
+    return NULL;
+}
+
+static void
+mig_tomb_grow(struct brim_migrate *m)
+{
+    struct mig_tomb **nb, *t, *next;
+    uint32_t          n = m->ntbuckets == 0 ? 64 : m->ntbuckets * 2, i, b;
+
+    nb = brim_calloc(n, sizeof(*nb));
+    if (nb == NULL) {
+        return;
+    }
+    for (i = 0; i < m->ntbuckets; i++) {
+        for (t = m->tbuckets[i]; t != NULL; t = next) {
+            next = t->hnext;
+            b = (uint32_t) (t->hash >> 32) & (n - 1);
+            t->hnext = nb[b];
+            nb[b] = t;
+        }
+    }
+    brim_free(m->tbuckets);
+    m->tbuckets = nb;
+    m->ntbuckets = n;
+}
+
+/* The size of a tombstone of KEY_LEN key bytes. */
+static size_t
+tomb_size(size_t key_len)
+{
+    return sizeof(struct mig_tomb) + key_len;
+}
+
+int
+mig_tomb_reserve(struct brim_migrate *m)
+{
+    if (m->ntbuckets == 0) {
+        mig_tomb_grow(m);
+    }
+    if (m->spare_tomb == NULL) {
+        m->spare_tomb = brim_malloc(tomb_size(255));
+    }
+    return m->ntbuckets == 0 || m->spare_tomb == NULL ? BRIM_ENOMEM : 0;
+}
+
+int
+mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
+             const char *key, size_t key_len)
+{
+    struct mig_tomb *t;
+    uint32_t         b;
+
+    if (key_len == 0 || key_len > 255
+        || mig_tomb_slot(m, hash, key, key_len) != NULL)
+    {
+        return 0;
+    }
+    if (m->st.tombstones >= m->ntbuckets) {
+        mig_tomb_grow(m);           /* failing only lengthens chains */
+    }
+    t = m->ntbuckets == 0 ? NULL : brim_malloc(tomb_size(key_len));
+    if (t == NULL && m->ntbuckets != 0) {
+        /* The spare (brim_migrate_before_write() refills it) makes sure
+         * an accepted write always leaves its tombstone. */
+        t = m->spare_tomb;
+        m->spare_tomb = NULL;
+    }
+    if (t == NULL) {
+        return BRIM_ENOMEM;
+    }
+    t->hash = hash;
+    t->p = p;
+    t->key_len = (uint8_t) key_len;
+    memcpy(t->key, key, key_len);
+    b = (uint32_t) (hash >> 32) & (m->ntbuckets - 1);
+    t->hnext = m->tbuckets[b];
+    m->tbuckets[b] = t;
+    t->pnext = m->tomb_head[p];
+    m->tomb_head[p] = t;
+    m->st.tombstones++;
+    return 0;
+}
+
+void
+mig_tomb_clear(struct brim_migrate *m, uint32_t p)
+{
+    struct mig_tomb *t, *next, **slot;
+
+    for (t = m->tomb_head[p]; t != NULL; t = next) {
+        next = t->pnext;
+        slot = mig_tomb_slot(m, t->hash, t->key, t->key_len);
+        while (slot != NULL && *slot != t) {
+            slot = &(*slot)->hnext;     /* same key cannot repeat */
+        }
+        if (slot != NULL) {
+            *slot = t->hnext;
+        }
+        brim_free(t);
+        m->st.tombstones--;
+    }
+    m->tomb_head[p] = NULL;
+}
+
+int
+mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
+{
+    return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
+                                   msg != NULL ? strlen(msg) : 0);
+}
+
+/* The stream entry of item IT with TTL seconds left. */
+void
+mig_item_entry(const struct brim_item *it, uint32_t ttl,
+               struct brim_wire_entry *e)
+{
+    e->key = brim_item_key(it);
+    e->key_len = it->key_len;
+    e->value = brim_item_value(it);
+    e->value_len = it->val_len;
+    e->flags = it->flags;
+    e->cas = it->cas;
+    e->ttl_s = ttl;
+}
+

@@ -1,0 +1,276 @@
+/*
+ * server/node/serve.c - the data ops a node serves (PROTOCOL.md 4-5):
+ * GET, GAT, SET and the other writes, DEL, TOUCH, INCR/DECR and MGET,
+ * each routed by the node's epoch (epoch.h), run against the store, and
+ * answered. A key of a partition in flight that is not here yet is first
+ * asked of its old owner (migrate.h); the op then continues from the
+ * request already decoded, so nothing is decoded, guarded or counted
+ * twice.
+ */
+#include "server/node/serve.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/defs.h"
+#include "common/hash.h"
+#include "proto/frame.h"
+#include "server/log.h"
+#include "server/node/coordlink.h"
+#include "server/node/epoch.h"
+#include "server/node/migrate.h"
+
+static uint32_t
+unix_now(void)
+{
+    return (uint32_t) time(NULL);
+}
+
+/*
+ * memcached's TTL rule: 0 never expires, up to 30 days is relative, above
+ * that an absolute Unix time (one in the past expires at once).
+ */
+static uint32_t
+serve_exptime(uint32_t ttl_s, uint32_t now)
+{
+    if (ttl_s == 0) {
+        return 0;
+    }
+    if (ttl_s > BRIM_WIRE_TTL_RELATIVE_MAX) {
+        return ttl_s <= now ? 1 : ttl_s;    /* 1: already in the past */
+    }
+    return now + ttl_s;
+}
+
+/* MGET: one entry per key, in order; a hit that would push the frame past
+ * the limit is answered TOOBIG for the client to fetch on its own. */
+static int
+serve_mget(struct brim_node *node, struct brim_conn *c,
+         const struct brim_req *req, uint32_t now)
+{
+    struct brim_buf        *out = brim_conn_out(c);
+    const struct brim_item *it;
+    const char             *key;
+    struct brim_rep         rrep;
+    size_t                  key_len, mark;
+    uint32_t                i;
+    uint64_t                h;
+    int                     rc, route, newer;
+
+    rc = brim_wire_mget_begin(out, req->request_id, req->nkeys, &mark);
+    for (i = 0; rc == 0 && i < req->nkeys; i++) {
+        brim_wire_req_key(req, i, &key, &key_len);
+        h = brim_hash_key(brim_node_seed(node), key, key_len);
+        route = brim_node_route(node, req->epoch, h, &rrep, &newer);
+        if (newer) {
+            brim_node_coord_fetch(node);
+        }
+        if (route == 0 && node->mig != NULL) {
+            brim_migrate_hit(node, brim_partition_of(h, node->cfg.partitions),
+                             h, key, key_len, BRIM_MIG_READ, 0);
+        }
+        if (route != 0) {
+            rc = brim_wire_mget_miss(out, route);   /* MOVED or RETRY */
+        } else if (brim_store_get(node->store, h, key, key_len, now, &it)
+                   != 0)
+        {
+            /* A key in flight may be at the old owner: the client GETs
+             * it alone, and that GET is forwarded. */
+            rc = brim_wire_mget_miss(out, brim_migrate_unsettled(
+                                              node, h, key, key_len)
+                                              ? BRIM_ERETRY
+                                              : BRIM_ENOTFOUND);
+        } else if (out->len - mark + it->val_len + 64
+                   > node->cfg.limits.max_frame_bytes)
+        {
+            rc = brim_wire_mget_miss(out, BRIM_ETOOBIG);
+        } else {
+            rc = brim_wire_mget_hit(out, brim_item_value(it), it->val_len,
+                                    it->flags, it->cas);
+        }
+    }
+    if (rc == 0) {
+        rc = brim_frame_end(out, mark);
+    } else {
+        brim_frame_abort(out, mark);
+    }
+    return rc;
+}
+
+static enum brim_store_mode
+serve_store_mode(uint32_t op)
+{
+    switch (op) {
+    case BRIM_OP_ADD:
+        return BRIM_STORE_ADD;
+    case BRIM_OP_REPLACE:
+        return BRIM_STORE_REPLACE;
+    case BRIM_OP_CAS:
+        return BRIM_STORE_CAS;
+    case BRIM_OP_APPEND:
+        return BRIM_STORE_APPEND;
+    case BRIM_OP_PREPEND:
+        return BRIM_STORE_PREPEND;
+    default:
+        return BRIM_STORE_SET;
+    }
+}
+
+/* Run the keyed data op REQ on the key hashed to H (routed here). */
+static int
+serve_data_op(struct brim_node *node, const struct brim_req *req,
+            struct brim_rep *rep, uint64_t h, uint32_t now)
+{
+    const struct brim_item *it;
+    int                     rc;
+
+    switch (req->op) {
+    case BRIM_OP_GET:
+    case BRIM_OP_GAT:
+        if (req->op == BRIM_OP_GAT) {
+            rc = brim_store_touch(node->store, h, req->key, req->key_len,
+                                  serve_exptime(req->ttl_s, now), now);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        rc = brim_store_get(node->store, h, req->key, req->key_len, now, &it);
+        if (rc == 0) {
+            rep->value = brim_item_value(it);
+            rep->value_len = it->val_len;
+            rep->flags = it->flags;
+            rep->cas = it->cas;
+        }
+        return rc;
+    case BRIM_OP_DEL:
+        return brim_store_del(node->store, h, req->key, req->key_len, now);
+    case BRIM_OP_TOUCH:
+        return brim_store_touch(node->store, h, req->key, req->key_len,
+                                serve_exptime(req->ttl_s, now), now);
+    case BRIM_OP_INCR:
+    case BRIM_OP_DECR:
+        return brim_store_incr(node->store, h, req->key, req->key_len,
+                               req->delta, req->op == BRIM_OP_DECR, now,
+                               &rep->number, &rep->cas);
+    default:
+        return brim_store_set(node->store, serve_store_mode(req->op), h,
+                              req->key, req->key_len, req->value,
+                              req->value_len, req->flags,
+                              serve_exptime(req->ttl_s, now), req->cas, now,
+                              &rep->cas);
+    }
+}
+
+static const char *
+serve_error_text(uint32_t op, int status)
+{
+    switch (status) {
+    case BRIM_ENOTSTORED:
+        return op == BRIM_OP_ADD ? "not stored: key exists"
+                                 : "not stored: key does not exist";
+    case BRIM_EEXISTS:
+        return "cas mismatch: the item changed since it was read";
+    case BRIM_ETOOBIG:
+        return "item too big for the node's memory limit or max value";
+    case BRIM_ENONUMERIC:
+        return "value is not a decimal number that fits 64 bits";
+    default:
+        return brim_strerror(status);
+    }
+}
+
+static void serve_continue(struct brim_node *node, struct brim_conn *c,
+                           const struct brim_req *req, uint64_t h);
+
+/*
+ * Route and run the keyed data op REQ from C on the key hashed to H, and
+ * append its reply. FETCHED: the old owner was asked already (the key is
+ * settled here), so it is not asked again. Returns 0, or BRIM_ENOMEM.
+ */
+static int
+serve_keyed(struct brim_node *node, struct brim_conn *c,
+            const struct brim_req *req, uint64_t h, int fetched)
+{
+    struct brim_rep rep;
+    uint32_t        p = brim_partition_of(h, node->cfg.partitions);
+    int             rc, newer;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    rc = brim_node_route(node, req->epoch, h, &rep, &newer);
+    if (newer) {
+        brim_node_coord_fetch(node);    /* a client knows a newer epoch */
+    }
+    if (rc == 0 && node->mig != NULL && !fetched) {
+        /* In flight and not here: the old owner is asked first. */
+        rc = brim_migrate_fetch(node, c, req, h, serve_continue);
+        if (rc == 1) {
+            return 0;                   /* the reply comes with its answer */
+        }
+    }
+    if (rc == 0 && node->mig != NULL
+        && (brim_op_info(req->op)->flags & BRIM_OPF_WRITE) != 0)
+    {
+        /* A write in flight must be able to leave its tombstone. */
+        rc = brim_migrate_before_write(node, p, h, req->key, req->key_len);
+    }
+    if (rc == BRIM_EMOVED || rc == BRIM_ERETRY) {
+        rep.status = rc;
+        rep.message = brim_strerror(rc);
+        rep.message_len = strlen(rep.message);
+        return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+    }
+    rc = serve_data_op(node, req, &rep, h, unix_now());
+    if (node->mig != NULL) {
+        brim_migrate_hit(node, p, h, req->key, req->key_len,
+                         req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
+                         ? BRIM_MIG_READ
+                         : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
+                                                  : BRIM_MIG_WRITE, rc);
+        if (req->op == BRIM_OP_GAT && rc == 0) {
+            brim_migrate_hit(node, p, h, req->key, req->key_len,
+                             BRIM_MIG_WRITE, rc);
+        }
+    }
+    if (rc != 0) {
+        return brim_node_reply_error(c, req->request_id, rc,
+                                     serve_error_text(req->op, rc));
+    }
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+}
+
+/* brim_mig_continue_fn: the old owner answered; run the op here. */
+static void
+serve_continue(struct brim_node *node, struct brim_conn *c,
+               const struct brim_req *req, uint64_t h)
+{
+    (void) serve_keyed(node, c, req, h, 1);
+}
+
+int
+brim_node_reply_error(struct brim_conn *c, uint64_t id, int status,
+                      const char *msg)
+{
+    if (-status > BRIM_STATUS_WIRE_MAX) {
+        status = BRIM_ENOMEM;       /* local codes never travel */
+    }
+    return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
+                                   msg != NULL ? strlen(msg) : 0);
+}
+
+int
+brim_node_serve_data(struct brim_node *node, struct brim_conn *c,
+                     const struct brim_req *req)
+{
+    uint64_t h;
+
+    if (req->op == BRIM_OP_MGET) {
+        return serve_mget(node, c, req, unix_now());
+    }
+    BRIM_ASSERT((brim_op_info(req->op)->flags & BRIM_OPF_KEY) != 0);
+    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
+    return serve_keyed(node, c, req, h, 0);
+}
