@@ -16,28 +16,9 @@ if(NOT TARGET brim-bench)
   return()
 endif()
 
-# The TCase names of tests/unit/test_<module>.c, from its add_case() calls,
-# so that a case cannot be added without being run.
-function(brim_bench_unit_test module)
-  set(src ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${module}.c)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
-  file(STRINGS ${src} lines REGEX "add_case\\(s, \"[A-Za-z0-9_]+\"")
-  set(cases "")
-  foreach(line IN LISTS lines)
-    string(REGEX REPLACE ".*add_case\\(s, \"([A-Za-z0-9_]+)\".*" "\\1"
-      tc "${line}")
-    list(APPEND cases ${tc})
-  endforeach()
-  if(NOT cases)
-    message(FATAL_ERROR "tests/unit/test_${module}.c has no add_case()")
-  endif()
-  brim_unit_test(${module} CASES ${cases} LIBS brim_bench_core)
-endfunction()
-
-brim_bench_unit_test(bench_hist)
-brim_bench_unit_test(bench_verify)
-brim_bench_unit_test(bench_workload)
-brim_bench_unit_test(bench_proto)
+foreach(module bench_hist bench_verify bench_workload bench_proto)
+  brim_unit_test(${module} LIBS brim_bench_core)
+endforeach()
 
 find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
@@ -46,39 +27,17 @@ if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
 
-set(BENCH_TEST ${Python3_EXECUTABLE}
-  ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_test.py
-  --bench $<TARGET_FILE:brim-bench>)
+# One test per case of tests/bench/bench_test.py (--list):
+# cluster.bench.<scenario>.<target>, and cluster.bench.usage.
+set(_bench_args --bench $<TARGET_FILE:brim-bench>)
 if(TARGET brim-node)
-  list(APPEND BENCH_TEST --node $<TARGET_FILE:brim-node>)
+  list(APPEND _bench_args --node $<TARGET_FILE:brim-node>)
 endif()
 if(TARGET brimctl)
-  list(APPEND BENCH_TEST --brimctl $<TARGET_FILE:brimctl>)
+  list(APPEND _bench_args --brimctl $<TARGET_FILE:brimctl>)
 endif()
-
-# brim_bench_cluster_test(SCENARIO TARGET)
-function(brim_bench_cluster_test scenario target)
-  set(name cluster.bench.${scenario}.${target})
-  add_test(NAME ${name} COMMAND ${BENCH_TEST} ${scenario} ${target})
-  set_tests_properties(${name} PROPERTIES LABELS cluster TIMEOUT 180
-    SKIP_RETURN_CODE 77)
-endfunction()
-
-add_test(NAME cluster.bench.usage COMMAND ${BENCH_TEST} usage)
-set_tests_properties(cluster.bench.usage PROPERTIES LABELS cluster
-  TIMEOUT 60)
-foreach(target memcached redis)
-  foreach(scenario smoke verify stale lost evictions)
-    brim_bench_cluster_test(${scenario} ${target})
-  endforeach()
-endforeach()
-if(TARGET brim-node)
-  foreach(scenario smoke verify stale lost evictions limits)
-    brim_bench_cluster_test(${scenario} brim)
-  endforeach()
-endif()
-# A fake node in the script: no server binary needed.
-brim_bench_cluster_test(refused brim)
+brim_script_tests(PREFIX cluster.bench. SCRIPT bench/bench_test.py
+  TIMEOUT 180 SKIP_CODE 77 ARGS ${_bench_args})
 
 # brim-bench --coordinator against deploy/brim-cluster: one test per case of
 # tests/cluster/bench_cluster.py (--list).

@@ -11,32 +11,16 @@ if(NOT TARGET brim_static)
 endif()
 find_package(Threads REQUIRED)
 
-# The TCase names of SRC, read from the calls of MACRO("name", ...), so a
-# case cannot be added without being run (check_main.c fails a binary
-# whose CK_RUN_CASE matches nothing).
-function(brim_client_cases src macro out)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
-  file(STRINGS ${src} lines REGEX "^ *${macro}\\(\"[A-Za-z0-9_]+\"")
-  set(cases "")
-  foreach(line IN LISTS lines)
-    string(REGEX REPLACE "^ *${macro}\\(\"([A-Za-z0-9_]+)\".*" "\\1" tc
-      "${line}")
-    list(APPEND cases ${tc})
-  endforeach()
-  if(NOT cases)
-    message(FATAL_ERROR "${src} has no ${macro}(\"...\") case")
-  endif()
-  set(${out} ${cases} PARENT_SCOPE)
-endfunction()
-
 add_library(brim_client_testnode STATIC cluster/client_node.c)
 target_link_libraries(brim_client_testnode
   PUBLIC brim_proto PkgConfig::CHECK Threads::Threads)
 
-# brim_client_test(faults FAULT_CASE [ENV ...]): tests/cluster/client_<name>.c
-function(brim_client_test name macro)
+# brim_client_test(faults [ENV ...]): tests/cluster/client_<name>.c, one
+# CTest test client.<name>.<case> per tcase_create("case") of the source
+# (brim_check_cases, tests/CMakeLists.txt).
+function(brim_client_test name)
   set(src ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_${name}.c)
-  brim_client_cases(${src} ${macro} cases)
+  brim_check_cases(${src} cases)
   add_executable(test_client_${name} ${src})
   target_link_libraries(test_client_${name}
     PRIVATE brim_static brim_client_testnode brim_testsupport)
@@ -48,10 +32,10 @@ function(brim_client_test name macro)
   endforeach()
 endfunction()
 
-brim_client_test(faults FAULT_CASE)
+brim_client_test(faults)
 
 if(TARGET brim-node)
-  brim_client_test(ops CLIENT_CASE BRIM_NODE_BIN=$<TARGET_FILE:brim-node>)
+  brim_client_test(ops BRIM_NODE_BIN=$<TARGET_FILE:brim-node>)
 
   foreach(tc basics binary ttl stats flush limits unreachable usage)
     add_test(NAME client.brimctl.${tc}
@@ -88,17 +72,11 @@ set_tests_properties(lint.client_install PROPERTIES LABELS lint TIMEOUT 120)
 if(TARGET brim-node AND TARGET brim-coord)
   add_executable(client_coord_tool cluster/client_coord_tool.c)
   target_link_libraries(client_coord_tool PRIVATE brim_static)
-  foreach(tc load mload spread brimctl stale leave_last push coord_restart
-             flush)
-    add_test(NAME client.coord.${tc}
-      COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_coord.py
-              --coord $<TARGET_FILE:brim-coord>
-              --node $<TARGET_FILE:brim-node>
-              --ctl $<TARGET_FILE:brimctl>
-              --tool $<TARGET_FILE:client_coord_tool> ${tc})
-    set_tests_properties(client.coord.${tc} PROPERTIES LABELS cluster
-      TIMEOUT 120)
-  endforeach()
+  # One test per case of tests/cluster/client_coord.py (--list).
+  brim_script_tests(PREFIX client.coord. SCRIPT cluster/client_coord.py
+    TIMEOUT 120 ARGS --coord $<TARGET_FILE:brim-coord>
+    --node $<TARGET_FILE:brim-node> --ctl $<TARGET_FILE:brimctl>
+    --tool $<TARGET_FILE:client_coord_tool>)
 endif()
 
 # brimctl import, verify (also --loop), leave --wait and stats --watch

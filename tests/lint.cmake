@@ -1,14 +1,60 @@
-# Lint checks (label lint): the include layering of STYLE.md section 1,
-# and a self-test that proves the layering lint fails on each violation.
-find_program(BRIM_SH sh REQUIRED)
+# Lint checks (label lint): the rules STYLE.md and DESIGN.md write down,
+# each with a self-test that plants a violation in a temporary tree and
+# shows the check failing on it (docs/testing.md, "Lint checks").
+#   lint.format               every tracked .c/.h is clang-format 14's output
+#                             (BRIM_LINT_FORMAT=off skips it: exit 77)
+#   lint.layering             the include rules between and inside folders
+#   lint.calls.<folder>       no call cycle between the files of a folder
+#   lint.unit_registration    every TCase is a CTest test and back
+#   lint.py_support           the Python tests' op table is the compiled
+#                             one; no test script keeps its own copy
+# Each one also runs by hand: see the usage line of tests/lint/<check>.py.
+if(NOT Python3_Interpreter_FOUND)
+  message(WARNING "python3 not found: the lint.* tests are not registered")
+  return()
+endif()
+set(LINT ${CMAKE_CURRENT_SOURCE_DIR}/lint)
 
-add_test(NAME lint.layering
-  COMMAND ${BRIM_SH} ${CMAKE_CURRENT_SOURCE_DIR}/lint/layering.sh
-          ${PROJECT_SOURCE_DIR})
-set_tests_properties(lint.layering PROPERTIES LABELS lint TIMEOUT 60)
+# brim_lint_test(NAME SCRIPT ARGS...): lint.NAME runs tests/lint/SCRIPT.
+function(brim_lint_test name script)
+  add_test(NAME lint.${name}
+    COMMAND ${Python3_EXECUTABLE} ${LINT}/${script} ${ARGN})
+  set_tests_properties(lint.${name} PROPERTIES LABELS lint TIMEOUT 120)
+endfunction()
 
-add_test(NAME lint.layering_selftest
-  COMMAND ${BRIM_SH} ${CMAKE_CURRENT_SOURCE_DIR}/lint/layering_selftest.sh
-          ${CMAKE_CURRENT_SOURCE_DIR}/lint/layering.sh)
-set_tests_properties(lint.layering_selftest PROPERTIES LABELS lint
-  TIMEOUT 60)
+brim_lint_test(format format.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(lint.format PROPERTIES SKIP_RETURN_CODE 77)
+brim_lint_test(format_selftest format_selftest.py ${LINT}/format.py
+  ${PROJECT_SOURCE_DIR}/.clang-format)
+
+brim_lint_test(layering layering.py ${PROJECT_SOURCE_DIR})
+brim_lint_test(layering_selftest layering_selftest.py ${LINT}/layering.py)
+
+# One test per folder, so that a cycle is named by its folder.
+foreach(folder server/node server/coord server client/lib client/bench
+               client/brimctl common proto sim)
+  string(REPLACE "/" "_" tname "${folder}")
+  brim_lint_test(calls.${tname} calls.py --root ${PROJECT_SOURCE_DIR}
+    ${folder})
+endforeach()
+brim_lint_test(calls_selftest calls_selftest.py ${LINT}/calls.py)
+
+brim_lint_test(unit_registration registration.py
+  --src ${CMAKE_CURRENT_SOURCE_DIR} --build ${CMAKE_BINARY_DIR}
+  --ctest ${CMAKE_CTEST_COMMAND})
+brim_lint_test(unit_registration_selftest registration_selftest.py
+  ${LINT}/registration.py)
+
+# The Python tests' op table (tests/support/brimtest.py reads it from the
+# headers) against the one compiled into proto/ops.c, and no copy of it
+# or of the partition hash in a test script.
+add_executable(op_table_dump lint/op_table_dump.c)
+target_link_libraries(op_table_dump PRIVATE brim_proto)
+brim_lint_test(py_support py_support.py --dump $<TARGET_FILE:op_table_dump>
+  --support ${CMAKE_CURRENT_SOURCE_DIR}/support
+  --scan ${CMAKE_CURRENT_SOURCE_DIR} --scan ${PROJECT_SOURCE_DIR}/deploy
+  --scan ${PROJECT_SOURCE_DIR}/sim)
+brim_lint_test(py_support_selftest py_support_selftest.py
+  ${LINT}/py_support.py $<TARGET_FILE:op_table_dump>
+  ${CMAKE_CURRENT_SOURCE_DIR}/support ${PROJECT_SOURCE_DIR}/proto/ops.h
+  ${PROJECT_SOURCE_DIR}/client/include/brim/status.h)

@@ -4,18 +4,8 @@
 # cluster, node.<case>), cases I10 to I13 of shared/cases/inputs.md among
 # them.
 
-# Unit tests: the case list is read from the source (every tcase_create),
-# as tests/common.cmake does.
-set(_store_src ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_store_src})
-file(STRINGS ${_store_src} _lines REGEX "tcase_create\\(\"[A-Za-z0-9_]+\"\\)")
-set(_cases "")
-foreach(_line IN LISTS _lines)
-  string(REGEX REPLACE ".*tcase_create\\(\"([A-Za-z0-9_]+)\"\\).*" "\\1"
-    _tc "${_line}")
-  list(APPEND _cases ${_tc})
-endforeach()
-brim_unit_test(store CASES ${_cases} LIBS brim_node_store)
+# Unit tests: the cases are read from the source by brim_unit_test.
+brim_unit_test(store LIBS brim_node_store)
 
 # Process-level tests: one CTest test per case of node_wire.py.
 find_package(Python3 COMPONENTS Interpreter)

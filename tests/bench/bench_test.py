@@ -7,7 +7,11 @@ exit status and output, and stops the server by PID. Every wait and loop is
 bounded in count and time. A missing server binary skips the test (exit 77)
 with a message.
 
-  bench_test.py --bench BIN [--node BIN] [--brimctl BIN] SCENARIO TARGET
+  bench_test.py --list
+  bench_test.py --bench BIN [--node BIN] [--brimctl BIN] SCENARIO.TARGET
+
+Each SCENARIO.TARGET is a case (tests/bench.cmake registers one CTest test
+cluster.bench.SCENARIO.TARGET per name of --list); "usage" has no target.
 
 Scenarios:
   smoke     closed loop with --json, --ops with two threads, --rate
@@ -27,7 +31,6 @@ Scenarios:
             ignored)
 """
 
-import argparse
 import json
 import os
 import re
@@ -39,9 +42,12 @@ import sys
 import threading
 import time
 
-SKIP = 77
 KEY_SIZE = 32
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+import brimtest as bt  # noqa: E402
+
+SKIP = bt.SKIP
 
 
 def fail(msg):
@@ -449,7 +455,6 @@ class FakeNode:
     MESSAGE = "frame above max_frame_bytes"
 
     def __init__(self):
-        sys.path.insert(0, os.path.join(HERE, "..", "cluster"))
         import brimwire
         self.w = brimwire
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -592,31 +597,45 @@ def scenario_usage(args):
             fail("%s, no server: leaks:\n%s" % (target, leaks[-3000:]))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bench", required=True)
-    ap.add_argument("--node")
-    ap.add_argument("--brimctl")
-    ap.add_argument("scenario")
-    ap.add_argument("target", nargs="?", default="redis")
-    args = ap.parse_args()
-    if args.scenario == "usage":
+def run(scenario, target, args):
+    """Start TARGET's server (a fake node for "refused") and run SCENARIO
+    against it; "usage" needs no server."""
+    args.target = target
+    if scenario == "usage":
         scenario_usage(args)
-        print("PASS")
         return
-    if args.scenario == "refused":
+    if scenario == "refused":
         server = FakeNode()
     else:
-        if args.scenario == "limits":
+        if scenario == "limits":
             args.node_args = ["--max-key-bytes", "16"]
-        server = Server(args.target, args,
-                        small=args.scenario == "evictions")
+        server = Server(target, args, small=scenario == "evictions")
     try:
-        globals()["scenario_" + args.scenario](args, server)
+        globals()["scenario_" + scenario](args, server)
     finally:
         server.stop()
-    print("PASS")
+
+
+def cases():
+    out = bt.Cases([("usage", ("usage", "redis"))])
+    for target in ("memcached", "redis"):
+        for scenario in ("smoke", "verify", "stale", "lost", "evictions"):
+            out["%s.%s" % (scenario, target)] = (scenario, target)
+    for scenario in ("smoke", "verify", "stale", "lost", "evictions",
+                     "limits"):
+        out["%s.brim" % scenario] = (scenario, "brim")
+    out["refused.brim"] = ("refused", "brim")      # a fake node in here
+    return out
+
+
+CASES = cases()
+
+
+def main():
+    return bt.main(CASES, options=[("--bench", {}), ("--node", {}),
+                                   ("--brimctl", {})], need=["bench"],
+                   run=lambda which, args: run(which[0], which[1], args))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

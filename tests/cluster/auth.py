@@ -48,22 +48,22 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 import coord_membership as cm  # noqa: E402
 import migrate_basic as mb  # noqa: E402
 
 P = 256
-ROLE_CLIENT, ROLE_NODE, ROLE_COORD, ROLE_ADMIN = 1, 2, 3, 4
-OPS = {"JOIN": 32, "LEAVE": 33, "HEARTBEAT": 34, "EPOCH_PROPOSE": 35,
-       "EPOCH_COMMIT": 37, "MAP_FETCH": 39, "MEMBERS": 42, "PLAN": 43,
-       "AUTH": 45, "CLUSTER_STATS": 46, "STREAM_BEGIN": 64,
-       "FORWARD_GET": 68}
+ROLE_CLIENT, ROLE_NODE, ROLE_COORD, ROLE_ADMIN = (
+    bt.ROLE[r] for r in ("CLIENT", "NODE", "COORD", "ADMIN"))
+OPS = bt.OP                     # proto/ops.h's table
 DENIED = bw.ST["DENIED"]
-# Cases register with migrate_basic's decorator, in a registry of their
-# own, and run through its main() (--list, --bin DIR CASE).
-CASES = mb.CASES = {}
-case = mb.case
+# Cases register in a registry of their own and run through
+# migrate_basic's main() (--list, --bin DIR CASE).
+CASES = bt.Cases()
+case = CASES
 
 
 def text(v):
@@ -72,7 +72,7 @@ def text(v):
 
 def owner_name(t, key):
     """KEY's owner in topology T (migrate_basic's fetch() shape), P here."""
-    p = mb._xx.XXH3_64bits_withSeed(key, len(key), t["seed"]) & (P - 1)
+    p = bt.partition(key, t["seed"], P)
     return t["members"][t["owner"][p]][0]
 
 
@@ -699,4 +699,4 @@ def brimctl_secret(bindir):
 
 
 if __name__ == "__main__":
-    sys.exit(mb.main())
+    sys.exit(mb.main(CASES))

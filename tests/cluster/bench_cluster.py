@@ -17,7 +17,6 @@ Cases (each its own CTest test, tests/bench.cmake):
 Every process is stopped by PID (brim-cluster down, in a finally block);
 every wait is bounded.
 """
-import argparse
 import json
 import os
 import random
@@ -28,12 +27,12 @@ import sys
 import tempfile
 import time
 
-CASES = {}
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+import brimtest as bt  # noqa: E402
 
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES = bt.Cases()
+case = CASES
 
 
 def fail(msg):
@@ -178,26 +177,16 @@ def membership(args):
         cl.down()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--bench")
-    ap.add_argument("--cluster")
-    ap.add_argument("--bin")
-    ap.add_argument("case", nargs="?")
-    args = ap.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-        return
-    if args.case not in CASES:
-        fail("unknown case %r" % args.case)
+def tools_present(args):
     for what in ("bench", "cluster"):
         if not getattr(args, what) or not os.path.exists(getattr(args, what)):
-            print("skip: no %s" % what)
-            sys.exit(77)
-    CASES[args.case](args)
-    print("PASS")
+            raise bt.Skip("no %s" % what)
+
+
+def main():
+    return bt.main(CASES, options=[("--bench", {}), ("--cluster", {}),
+                                   ("--bin", {})], before=tools_present)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -26,7 +26,6 @@ Cases (each its own CTest test, tests/client.cmake):
 Every process is stopped by PID (brim-cluster down and Popen.kill in
 finally blocks); every wait is bounded.
 """
-import argparse
 import json
 import os
 import re
@@ -36,9 +35,12 @@ import sys
 import tempfile
 import time
 
-from bench_cluster import Cluster, fail
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+import brimtest as bt  # noqa: E402
+from bench_cluster import Cluster, fail  # noqa: E402
 
-CASES = {}
+CASES = bt.Cases()
 
 
 def case(fn):
@@ -302,20 +304,11 @@ def leave_wait(cl, ctl, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--cluster", help="deploy/brim-cluster")
-    ap.add_argument("--bin", help="the build's bin directory")
-    ap.add_argument("case", nargs="?", choices=list(CASES))
-    args = ap.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-    elif args.case is None or not args.cluster or not args.bin:
-        ap.error("need --cluster SCRIPT --bin DIR CASE")
-    else:
-        CASES[args.case](args)
-        print("PASS")
+    return bt.main(CASES, options=[
+        ("--cluster", dict(help="deploy/brim-cluster")),
+        ("--bin", dict(help="the build's bin directory"))],
+        need=["cluster", "bin"])
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

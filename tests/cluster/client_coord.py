@@ -3,6 +3,7 @@
 against a real brim-coord and three real brim-nodes on free loopback ports
 (--partitions 1024, temp dir; every process stopped by PID).
 
+    client_coord.py --list
     client_coord.py --coord C --node N --ctl CTL --tool TOOL CASE
 
 Cases: load, mload, spread, brimctl, stale, leave_last, push (a client
@@ -10,7 +11,6 @@ learns a join's epoch from the coordinator's push, with no data call),
 coord_restart (the coordinator is killed and restarted under a GET/SET
 loop: no call fails, and the subscription comes back by itself).
 """
-import argparse
 import json
 import os
 import select
@@ -23,10 +23,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 
-MAP_FETCH = 39
+MAP_FETCH = bt.OP["MAP_FETCH"]
 P = 1024
 
 
@@ -396,28 +398,29 @@ def case_flush(cl, a):
     assert sum(after.values()) == 0, after
 
 
-CASES = {"load": case_load, "mload": case_mload, "spread": case_spread,
-         "brimctl": case_brimctl, "stale": case_stale,
-         "leave_last": case_leave_last, "push": case_push,
-         "coord_restart": case_coord_restart, "flush": case_flush}
+CASES = bt.Cases([
+    ("load", case_load), ("mload", case_mload), ("spread", case_spread),
+    ("brimctl", case_brimctl), ("stale", case_stale),
+    ("leave_last", case_leave_last), ("push", case_push),
+    ("coord_restart", case_coord_restart), ("flush", case_flush)])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--coord", "--node", "--ctl", "--tool"):
-        ap.add_argument(o, required=True)
-    ap.add_argument("case", choices=sorted(CASES))
-    a = ap.parse_args()
+def run_case(fn, a):
     cl = Cluster(a)
     try:
-        CASES[a.case](cl, a)
+        fn(cl, a)
     except BaseException:
         print(cl.logs()[-8000:], file=sys.stderr)
         raise
     finally:
         cl.close()
-    print("PASS", a.case)
+
+
+def main():
+    tools = ("coord", "node", "ctl", "tool")
+    return bt.main(CASES, options=[("--" + t, {}) for t in tools],
+                   need=tools, run=run_case)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -537,25 +537,25 @@ brim_test_suite(void)
 
     s = suite_create("client_faults");
 
-#define FAULT_CASE(name, fn)                                                 \
-    tc = tcase_create(name);                                                 \
+#define FAULT_CASE(tcase, fn)                                                \
+    tc = (tcase);                                                            \
     tcase_set_timeout(tc, 30);                                               \
     tcase_add_test(tc, fn);                                                  \
     suite_add_tcase(s, tc)
 
-    FAULT_CASE("bad_msgpack", client_bad_msgpack);
-    FAULT_CASE("bad_shape", client_bad_shape);
-    FAULT_CASE("wrong_id", client_wrong_id);
-    FAULT_CASE("huge_frame", client_huge_frame);
-    FAULT_CASE("unsolicited", client_unsolicited);
-    FAULT_CASE("lost_connection", client_lost_connection);
-    FAULT_CASE("retry", client_retry);
-    FAULT_CASE("moved", client_moved);
-    FAULT_CASE("silent_node", client_silent_node);
-    FAULT_CASE("hello_timeout", client_hello_timeout);
-    FAULT_CASE("connection_error", client_connection_error);
-    FAULT_CASE("busy", client_busy);
-    FAULT_CASE("mget_again", client_mget_again);
+    FAULT_CASE(tcase_create("bad_msgpack"), client_bad_msgpack);
+    FAULT_CASE(tcase_create("bad_shape"), client_bad_shape);
+    FAULT_CASE(tcase_create("wrong_id"), client_wrong_id);
+    FAULT_CASE(tcase_create("huge_frame"), client_huge_frame);
+    FAULT_CASE(tcase_create("unsolicited"), client_unsolicited);
+    FAULT_CASE(tcase_create("lost_connection"), client_lost_connection);
+    FAULT_CASE(tcase_create("retry"), client_retry);
+    FAULT_CASE(tcase_create("moved"), client_moved);
+    FAULT_CASE(tcase_create("silent_node"), client_silent_node);
+    FAULT_CASE(tcase_create("hello_timeout"), client_hello_timeout);
+    FAULT_CASE(tcase_create("connection_error"), client_connection_error);
+    FAULT_CASE(tcase_create("busy"), client_busy);
+    FAULT_CASE(tcase_create("mget_again"), client_mget_again);
 #undef FAULT_CASE
     return s;
 }

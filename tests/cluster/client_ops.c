@@ -574,28 +574,29 @@ brim_test_suite(void)
 
     s = suite_create("client_ops");
 
-#define CLIENT_CASE(name, fn, timeout)                                       \
-    tc = tcase_create(name);                                                 \
+#define CLIENT_CASE(tcase, fn, timeout)                                      \
+    tc = (tcase);                                                            \
     tcase_add_checked_fixture(tc, node_setup, node_teardown);                \
     tcase_set_timeout(tc, timeout);                                          \
     tcase_add_test(tc, fn);                                                  \
     suite_add_tcase(s, tc)
 
-    CLIENT_CASE("roundtrip", client_roundtrip_binary, 30);
-    CLIENT_CASE("add_replace", client_add_replace, 30);
-    CLIENT_CASE("cas", client_cas, 30);
-    CLIENT_CASE("append_prepend", client_append_prepend, 30);
-    CLIENT_CASE("incr_decr", client_incr_decr, 30);
-    CLIENT_CASE("touch_ttl", client_touch_ttl, 30);
-    CLIENT_CASE("del", client_del, 30);
-    CLIENT_CASE("mget_mset", client_mget_mset, 60);
-    CLIENT_CASE("mget_big", client_mget_big_values, 60);
-    CLIENT_CASE("flush", client_flush, 30);
-    CLIENT_CASE("stats", client_stats, 30);
-    CLIENT_CASE("refused", client_connect_refused, 30);
-    CLIENT_CASE("silent_listener", client_timeout_silent_listener, 30);
-    CLIENT_CASE("stopped_node", client_timeout_stopped_node, 30);
-    CLIENT_CASE("restart", client_reconnect_after_restart, 60);
+    CLIENT_CASE(tcase_create("roundtrip"), client_roundtrip_binary, 30);
+    CLIENT_CASE(tcase_create("add_replace"), client_add_replace, 30);
+    CLIENT_CASE(tcase_create("cas"), client_cas, 30);
+    CLIENT_CASE(tcase_create("append_prepend"), client_append_prepend, 30);
+    CLIENT_CASE(tcase_create("incr_decr"), client_incr_decr, 30);
+    CLIENT_CASE(tcase_create("touch_ttl"), client_touch_ttl, 30);
+    CLIENT_CASE(tcase_create("del"), client_del, 30);
+    CLIENT_CASE(tcase_create("mget_mset"), client_mget_mset, 60);
+    CLIENT_CASE(tcase_create("mget_big"), client_mget_big_values, 60);
+    CLIENT_CASE(tcase_create("flush"), client_flush, 30);
+    CLIENT_CASE(tcase_create("stats"), client_stats, 30);
+    CLIENT_CASE(tcase_create("refused"), client_connect_refused, 30);
+    CLIENT_CASE(tcase_create("silent_listener"), client_timeout_silent_listener,
+                30);
+    CLIENT_CASE(tcase_create("stopped_node"), client_timeout_stopped_node, 30);
+    CLIENT_CASE(tcase_create("restart"), client_reconnect_after_restart, 60);
 #undef CLIENT_CASE
     return s;
 }

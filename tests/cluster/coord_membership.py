@@ -18,13 +18,14 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 
-ROLE_NODE, ROLE_COORD, ROLE_ADMIN = 2, 3, 4
-OPS = {"JOIN": 32, "LEAVE": 33, "HEARTBEAT": 34, "EPOCH_PROPOSE": 35,
-       "EPOCH_COMMIT": 37, "EPOCH_ABORT": 38, "MAP_FETCH": 39,
-       "SUBSCRIBE": 40, "MEMBERS": 42, "PLAN": 43, "CLUSTER_STATS": 46}
+ROLE_NODE, ROLE_COORD, ROLE_ADMIN = (bt.ROLE[r] for r in
+                                     ("NODE", "COORD", "ADMIN"))
+OPS = bt.OP                     # proto/ops.h's table
 EEXISTS, EDENIED = None, None
 
 
@@ -529,17 +530,14 @@ def case_node_leave_self(binary):
         teardown(co, nodes, d)
 
 
-CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+CASES = bt.Cases((k[5:], v) for k, v in globals().items()
+                  if k.startswith("case_"))
 
 
 def main():
-    if sys.argv[1:] == ["--list"]:
-        print("\n".join(CASES))
-        return 0
-    binary, case = sys.argv[2], sys.argv[3]
-    CASES[case](binary)
-    print("ok", case)
-    return 0
+    return bt.main(CASES, options=[("--coord", dict(
+        help="the brim-coord binary"))], need=["coord"],
+        run=lambda fn, a: fn(a.coord))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True     # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 from coord_membership import OPS, fetch  # noqa: E402
 
@@ -134,17 +136,14 @@ def case_sigterm_quit(bindir):
         cl.close()
 
 
-CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+CASES = bt.Cases((k[5:], v) for k, v in globals().items()
+                  if k.startswith("case_"))
 
 
 def main():
-    if sys.argv[1:] == ["--list"]:
-        print("\n".join(CASES))
-        return 0
-    bindir, case = sys.argv[2], sys.argv[3]
-    CASES[case](bindir)
-    print("ok", case)
-    return 0
+    return bt.main(CASES, options=[("--bin", dict(
+        help="the build's bin directory"))], need=["bin"],
+        run=lambda fn, a: fn(a.bin))
 
 
 if __name__ == "__main__":

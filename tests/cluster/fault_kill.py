@@ -28,7 +28,9 @@ import threading
 import time
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import bench_cluster as bc  # noqa: E402
 import brimwire as bw  # noqa: E402
 import migrate_basic as mb  # noqa: E402
@@ -37,10 +39,10 @@ from migrate_basic import P, call_ok, part  # noqa: E402
 DEAD_AFTER_MS = 3000
 OWNER_NONE = 65535
 STATE_DEAD = 4
-# Cases register with migrate_basic's decorator, in a registry of their
-# own, and run through its main() (--list, --bin DIR CASE).
-CASES = mb.CASES = {}
-case = mb.case
+# Cases register in a registry of their own and run through
+# migrate_basic's main() (--list, --bin DIR CASE).
+CASES = bt.Cases()
+case = CASES
 
 
 def key_of(i):
@@ -673,4 +675,4 @@ def conditional_ops_in_flight(bindir):
 
 
 if __name__ == "__main__":
-    sys.exit(mb.main())
+    sys.exit(mb.main(CASES))

@@ -58,7 +58,9 @@ import threading
 import time
 import types
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 import coord_membership as cm  # noqa: E402
 import migrate_basic as mb  # noqa: E402
@@ -67,9 +69,8 @@ import node_wire as nw  # noqa: E402
 from node_wire import check, expect_status, ping_ok, wait_for  # noqa: E402
 
 KIB = 1 << 10
-ROLE_NODE = 2
-STREAM = dict(STREAM_BEGIN=64, STREAM_BATCH=65, STREAM_END=66, COMPLETE=67,
-              FORWARD_GET=68, PULL=69)
+ROLE_NODE = bt.ROLE["NODE"]
+STREAM = bw.OP                  # the stream ops, proto/ops.h's codes
 FLOOD = 500                     # connections of a flood
 MAX_CONNS = 64                  # the servers' --max-conns in a flood
 IDLE = 200                      # silent clients
@@ -82,8 +83,8 @@ FLOOD_RSS_KIB = 8 * KIB
 
 # Cases register in a registry of their own and run through
 # migrate_basic's main() (--list, --bin DIR CASE), as fault_kill.py's do.
-CASES = mb.CASES = {}
-case = mb.case
+CASES = bt.Cases()
+case = CASES
 
 
 def port_in_range(lo=29000, hi=32000):
@@ -862,4 +863,4 @@ def coord_i13_slow_reader(bindir):
 
 
 if __name__ == "__main__":
-    sys.exit(mb.main())
+    sys.exit(mb.main(CASES))

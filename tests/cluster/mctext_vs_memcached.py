@@ -17,14 +17,13 @@ depends on its slab overhead.
 
     mctext_vs_memcached.py --model build/bin/mctext_model
         [--memcached /usr/bin/memcached] [--cases 2000] [--seed 1]
-        [vs_memcached]
+        vs_memcached
 
 (--list prints the one case name, for tests/proto.cmake.)
 
 Exits 0 when every case agrees, 1 on a mismatch (printed), 77 (skipped)
 when there is no memcached binary. memcached is stopped by PID.
 """
-import argparse
 import os
 import random
 import shutil
@@ -34,7 +33,9 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+import brimtest as bt  # noqa: E402
 
 # Cases checked by hand against memcached 1.6.18 while writing the parser.
 FIXED = [
@@ -352,24 +353,13 @@ def walk_squashed(mine, theirs):
     return False
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model")
-    ap.add_argument("--memcached", default=shutil.which("memcached")
-                    or "/usr/bin/memcached")
-    ap.add_argument("--cases", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("case", nargs="?")
-    a = ap.parse_args()
-    if a.list:
-        print("vs_memcached")
-        return 0
-    if a.model is None:
-        ap.error("--model is required")
+CASES = bt.Cases()
+
+
+@CASES
+def vs_memcached(a):
     if not os.access(a.memcached, os.X_OK):
-        print("no memcached binary at %s: skipped" % a.memcached)
-        return SKIP
+        raise bt.Skip("no memcached binary at %s" % a.memcached)
     rng = random.Random(a.seed)
     cases = [c if isinstance(c, tuple) else (c,) for c in FIXED]
     cases += [gen_case(rng) for _ in range(a.cases)]
@@ -395,6 +385,15 @@ def main():
         proc.wait()
     print("%d cases, %d mismatches" % (len(cases), bad))
     return 1 if bad else 0
+
+
+def main():
+    return bt.main(CASES, options=[
+        ("--model", {}),
+        ("--memcached", dict(default=shutil.which("memcached")
+                             or "/usr/bin/memcached")),
+        ("--cases", dict(type=int, default=2000)),
+        ("--seed", dict(type=int, default=1))], need=["model"])
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ fourth node joins, and the partitions it gains are streamed to it.
 Each case is its own CTest test (tests/node.cmake). Every process is
 stopped by PID; every wait is bounded.
 """
-import argparse
-import ctypes
 import os
 import re
 import shutil
@@ -22,24 +20,17 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 
 P = 1024
-MAP_FETCH = 39
-ROLE_ADMIN = 4
+MAP_FETCH = bt.OP["MAP_FETCH"]
+ROLE_ADMIN = bt.ROLE["ADMIN"]
 NKEYS = 5000
-CASES = {}
-
-_xx = ctypes.CDLL("libxxhash.so.0")
-_xx.XXH3_64bits_withSeed.restype = ctypes.c_uint64
-_xx.XXH3_64bits_withSeed.argtypes = (ctypes.c_char_p, ctypes.c_size_t,
-                                     ctypes.c_uint64)
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES = bt.Cases()
+case = CASES
 
 
 class Proc:
@@ -167,7 +158,7 @@ class Cluster:
 
 
 def part(t, key):
-    return _xx.XXH3_64bits_withSeed(key, len(key), t["seed"]) & (P - 1)
+    return bt.partition(key, t["seed"], P)
 
 
 def owner_name(t, key):
@@ -366,19 +357,13 @@ def ttl_survives(bindir):
         cl.close()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--bin")
-    ap.add_argument("case", nargs="?")
-    a = ap.parse_args()
-    if a.list:
-        print("\n".join(CASES))
-        return 0
-    if a.case not in CASES or not a.bin:
-        ap.error("need --bin DIR and one of: %s" % ", ".join(CASES))
-    CASES[a.case](a.bin)
-    return 0
+def main(cases=CASES, required_env=None):
+    """The command line of this script and of those built on it
+    (fault_kill.py, hostile.py, auth.py, multihost.py), each with its own
+    CASES: --list, or --bin DIR CASE."""
+    return bt.main(cases, options=[("--bin", dict(
+        help="the build's bin directory"))], need=["bin"],
+        run=lambda fn, a: fn(a.bin), required_env=required_env)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,8 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 MULTIHOST = os.path.normpath(os.path.join(HERE, "..", "..", "deploy",
                                           "multihost"))
-sys.path[:0] = [HERE, MULTIHOST]
+sys.path[:0] = [HERE, MULTIHOST, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 import delay_relay  # noqa: E402
 import fault_kill as fk  # noqa: E402
@@ -75,12 +76,13 @@ DEAD_AFTER_MS = fk.DEAD_AFTER_MS            # brim-coord --dead-after-ms
 LEASE_MS = DEAD_AFTER_MS // 2               # DESIGN.md 7 step 7 default
 LEASE_GRACE_MS = 300                        # loop turns, timer ticks
 COORD_PORT, NODE_PORT, RELAY_PORT = 7400, 7401, 7500
-CASES = mb.CASES = {}
-case = mb.case
+CASES = bt.Cases()
+case = CASES
 
 
-class Skip(Exception):
-    """The harness cannot run here (netns.sh exit 77)."""
+# The harness cannot run here (netns.sh exit 77): the case is skipped,
+# or fails with BRIM_MULTIHOST_REQUIRED=1 (brimtest.main()).
+Skip = bt.Skip
 
 
 # ---- namespaces ----
@@ -755,16 +757,7 @@ def slow_node(bindir):
 
 
 def main():
-    try:
-        return mb.main()
-    except Skip as e:
-        msg = "multihost: cannot run here: %s" % e
-        if os.environ.get("BRIM_MULTIHOST_REQUIRED") == "1":
-            print(msg + " (BRIM_MULTIHOST_REQUIRED=1: failing)",
-                  file=sys.stderr)
-            return 1
-        print(msg + " (skipped: exit 77)", file=sys.stderr)
-        return SKIP
+    return mb.main(CASES, required_env="BRIM_MULTIHOST_REQUIRED")
 
 
 if __name__ == "__main__":

@@ -6,15 +6,13 @@ the node's connection and answers HELLO, JOIN and HEARTBEAT, and it
 connects to the node as role coord to send EPOCH_PROPOSE, EPOCH_COMMIT and
 EPOCH_ABORT with topologies built by `topo()` (PROTOCOL.md section 9). The
 maps need valid owner indices only, not the placement rule. Keys are put in
-partitions with XXH3-64 from the system's libxxhash (as common/hash.c).
+partitions with brimtest.partition() (XXH3-64, as common/hash.c).
 Every process is stopped by PID and every wait is bounded.
 
 Usage: node_cluster.py --node PATH/TO/brim-node CASE
        node_cluster.py --list
 """
 
-import argparse
-import ctypes
 import os
 import socket
 import subprocess
@@ -23,14 +21,15 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt                                    # noqa: E402
 import brimwire as bw                                    # noqa: E402
 from brimwire import ST                                  # noqa: E402
 from node_wire import check                              # noqa: E402
 
-OPC = dict(bw.OP, JOIN=32, HEARTBEAT=34, EPOCH_PROPOSE=35, EPOCH_COMMIT=37,
-           EPOCH_ABORT=38, MAP_FETCH=39)
-ROLE_NODE, ROLE_COORD = 2, 3
+OPC = bw.OP                             # proto/ops.h's, through brimtest
+ROLE_NODE, ROLE_COORD = bt.ROLE["NODE"], bt.ROLE["COORD"]
 CID = 0x5eed0000c1c1c1c1                # the fake cluster's id
 SEED = 0x1234abcd                       # its hash seed
 P = 256                                 # partitions (the node's --partitions)
@@ -38,21 +37,12 @@ NAME = "n1"                             # the node under test
 OTHER = ("n2", "127.0.0.1:9")           # a member that is never contacted
 MEMBER_UP = 2
 
-CASES = {}
-
-_xx = ctypes.CDLL("libxxhash.so.0")
-_xx.XXH3_64bits_withSeed.restype = ctypes.c_uint64
-_xx.XXH3_64bits_withSeed.argtypes = (ctypes.c_char_p, ctypes.c_size_t,
-                                     ctypes.c_uint64)
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES = bt.Cases()
+case = CASES
 
 
 def partition(key):
-    return _xx.XXH3_64bits_withSeed(key, len(key), SEED) & (P - 1)
+    return bt.partition(key, SEED, P)
 
 
 def keys_by_parity(n=40):
@@ -540,19 +530,10 @@ def options(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--node")
-    ap.add_argument("case", nargs="?", choices=sorted(CASES))
-    args = ap.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-        return
-    if args.node is None or args.case is None:
-        ap.error("--node and a case are required")
-    CASES[args.case](args)
-    print("ok: node.cluster_%s" % args.case)
+    return bt.main(CASES, description=__doc__.split("\n")[0],
+                   options=[("--node", dict(help="the brim-node binary"))],
+                   need=["node"])
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,7 +12,6 @@ Usage: node_wire.py --node PATH/TO/brim-node CASE
        node_wire.py --list      (the cases; CMake registers one test each)
 """
 
-import argparse
 import os
 import random
 import socket
@@ -22,19 +21,17 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+import brimtest as bt                                    # noqa: E402
 import brimwire as bw                                    # noqa: E402
 from brimwire import OP, ST                              # noqa: E402
 
 MIB = 1 << 20
 KIB = 1 << 10
 
-CASES = {}
-
-
-def case(fn):
-    CASES[fn.__name__] = fn
-    return fn
+CASES = bt.Cases()
+case = CASES
 
 
 def check(cond, msg, *args):
@@ -1065,19 +1062,8 @@ def finish(node):
         node.cleanup()
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--list", action="store_true",
-                    help="print the case names, one a line, and exit")
-    ap.add_argument("--node", help="the brim-node binary")
-    ap.add_argument("case", nargs="?", choices=sorted(CASES))
-    args = ap.parse_args()
-    if args.list:
-        print("\n".join(CASES))
-        return
-    if args.node is None or args.case is None:
-        ap.error("--node and a case are required")
-    # The two codecs must agree where both exist.
+def codec_check(args):
+    """The two codecs must agree where both exist."""
     sample = [13, 1 << 40, 0, b"k", b"\x00" * 300, "text", -5, None,
               {"a": [1, 2]}, 1.5]
     check(bw.strict_unpack(bw.small_pack(sample)) == sample,
@@ -1085,9 +1071,13 @@ def main():
     check(bw.unpack(bw.pack(sample)) == sample, "codec round trip")
     check(bw.strict_unpack(bw.pack(sample)) == sample, "codecs disagree")
     print("codec: %s" % bw.codec_name())
-    CASES[args.case](args)
-    print("ok: node.%s" % args.case)
+
+
+def main():
+    return bt.main(CASES, description=__doc__.split("\n")[0],
+                   options=[("--node", dict(help="the brim-node binary"))],
+                   need=["node"], before=codec_check)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,13 +5,19 @@ Each file is a byte stream as a socket delivers it: one or more frames
 (4-byte big-endian length, then a msgpack body), per proto/PROTOCOL.md.
 Valid requests of every op, replies of every shape, and the malformed
 inputs of cases I10 to I12 (shared/cases/inputs.md). The msgpack is packed
-here by hand, independently of proto/wire.c, with no third-party module.
+here by hand, independently of proto/wire.c, with no third-party module;
+the opcodes and statuses are tests/support/brimtest.py's, read from
+proto/ops.h and <brim/status.h>.
 
     python3 tests/fuzz/gen_wire_corpus.py [OUTDIR]
 """
 import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+from brimtest import OP, ST  # noqa: E402
 
 
 def pack(o):
@@ -70,11 +76,13 @@ def frame(body):
 
 
 # Opcodes and statuses of proto/ops.h and <brim/status.h>.
-HELLO, PING, STATS = 1, 2, 3
-GET, MGET, GAT, SET, ADD, REPLACE, CAS = 10, 11, 12, 13, 14, 15, 16
-APPEND, PREPEND, DEL, TOUCH, INCR, DECR, FLUSH = 17, 18, 19, 20, 21, 22, 23
-JOIN = 32
-NOTFOUND, BADREQ, TOOBIG, MOVED, RETRY = 1, 2, 4, 5, 6
+(HELLO, PING, STATS, GET, MGET, GAT, SET, ADD, REPLACE, CAS, APPEND, PREPEND,
+ DEL, TOUCH, INCR, DECR, FLUSH, JOIN) = (OP[n] for n in (
+    "HELLO", "PING", "STATS", "GET", "MGET", "GAT", "SET", "ADD", "REPLACE",
+    "CAS", "APPEND", "PREPEND", "DEL", "TOUCH", "INCR", "DECR", "FLUSH",
+    "JOIN"))
+NOTFOUND, BADREQ, TOOBIG, MOVED, RETRY = (ST[n] for n in (
+    "NOTFOUND", "BADREQ", "TOOBIG", "MOVED", "RETRY"))
 
 K = b"user:42"
 V = b"hello world"

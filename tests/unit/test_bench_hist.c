@@ -111,13 +111,11 @@ START_TEST(hist_merge_adds)
 }
 END_TEST
 
-/* One TCase per behaviour; tests/bench.cmake reads these names. */
+/* Add TC, holding the one test TEST, to S. The names are read from the
+ * tcase_create("...") calls by tests/CMakeLists.txt. */
 static void
-add_case(Suite *s, const char *name, const TTest *test)
+add_case(Suite *s, TCase *tc, const TTest *test)
 {
-    TCase *tc;
-
-    tc = tcase_create(name);
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, test);
     suite_add_tcase(s, tc);
@@ -129,11 +127,13 @@ brim_test_suite(void)
     Suite *s;
 
     s = suite_create("bench_hist");
-    add_case(s, "small_values_exact", hist_small_values_exact);
-    add_case(s, "buckets_tile_the_range", hist_buckets_tile_the_range);
-    add_case(s, "relative_error_bound", hist_relative_error_bound);
-    add_case(s, "percentiles", hist_percentiles);
-    add_case(s, "empty", hist_empty);
-    add_case(s, "merge_adds", hist_merge_adds);
+    add_case(s, tcase_create("small_values_exact"), hist_small_values_exact);
+    add_case(s, tcase_create("buckets_tile_the_range"),
+             hist_buckets_tile_the_range);
+    add_case(s, tcase_create("relative_error_bound"),
+             hist_relative_error_bound);
+    add_case(s, tcase_create("percentiles"), hist_percentiles);
+    add_case(s, tcase_create("empty"), hist_empty);
+    add_case(s, tcase_create("merge_adds"), hist_merge_adds);
     return s;
 }

@@ -363,13 +363,11 @@ START_TEST(proto_brim_hello_limits)
 }
 END_TEST
 
-/* One TCase per behaviour; tests/bench.cmake reads these names. */
+/* Add TC, holding the one test TEST, to S. The names are read from the
+ * tcase_create("...") calls by tests/CMakeLists.txt. */
 static void
-add_case(Suite *s, const char *name, const TTest *test)
+add_case(Suite *s, TCase *tc, const TTest *test)
 {
-    TCase *tc;
-
-    tc = tcase_create(name);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test);
     suite_add_tcase(s, tc);
@@ -381,15 +379,16 @@ brim_test_suite(void)
     Suite *s;
 
     s = suite_create("bench_proto");
-    add_case(s, "mc_requests", proto_mc_requests);
-    add_case(s, "mc_replies", proto_mc_replies);
-    add_case(s, "mc_out_of_step", proto_mc_out_of_step);
-    add_case(s, "mc_stats", proto_mc_stats);
-    add_case(s, "redis_requests", proto_redis_requests);
-    add_case(s, "redis_replies", proto_redis_replies);
-    add_case(s, "brim_request_round_trip", proto_brim_request_round_trip);
-    add_case(s, "brim_replies", proto_brim_replies);
-    add_case(s, "brim_unknown_id", proto_brim_unknown_id);
-    add_case(s, "brim_hello_limits", proto_brim_hello_limits);
+    add_case(s, tcase_create("mc_requests"), proto_mc_requests);
+    add_case(s, tcase_create("mc_replies"), proto_mc_replies);
+    add_case(s, tcase_create("mc_out_of_step"), proto_mc_out_of_step);
+    add_case(s, tcase_create("mc_stats"), proto_mc_stats);
+    add_case(s, tcase_create("redis_requests"), proto_redis_requests);
+    add_case(s, tcase_create("redis_replies"), proto_redis_replies);
+    add_case(s, tcase_create("brim_request_round_trip"),
+             proto_brim_request_round_trip);
+    add_case(s, tcase_create("brim_replies"), proto_brim_replies);
+    add_case(s, tcase_create("brim_unknown_id"), proto_brim_unknown_id);
+    add_case(s, tcase_create("brim_hello_limits"), proto_brim_hello_limits);
     return s;
 }

@@ -271,13 +271,11 @@ START_TEST(verify_writable_bound)
 }
 END_TEST
 
-/* One TCase per behaviour; tests/bench.cmake reads these names. */
+/* Add TC, holding the one test TEST, to S. The names are read from the
+ * tcase_create("...") calls by tests/CMakeLists.txt. */
 static void
-add_case(Suite *s, const char *name, const TTest *test)
+add_case(Suite *s, TCase *tc, const TTest *test)
 {
-    TCase *tc;
-
-    tc = tcase_create(name);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test);
     suite_add_tcase(s, tc);
@@ -289,22 +287,32 @@ brim_test_suite(void)
     Suite *s;
 
     s = suite_create("bench_verify");
-    add_case(s, "read_of_last_ack_ok", verify_read_of_last_ack_ok);
-    add_case(s, "older_value_is_stale", verify_older_value_is_stale);
-    add_case(s, "in_flight_write_may_show", verify_in_flight_write_may_show);
-    add_case(s, "concurrent_writes_either_order",
+    add_case(s, tcase_create("read_of_last_ack_ok"),
+             verify_read_of_last_ack_ok);
+    add_case(s, tcase_create("older_value_is_stale"),
+             verify_older_value_is_stale);
+    add_case(s, tcase_create("in_flight_write_may_show"),
+             verify_in_flight_write_may_show);
+    add_case(s, tcase_create("concurrent_writes_either_order"),
              verify_concurrent_writes_either_order);
-    add_case(s, "value_after_delete_is_stale",
+    add_case(s, tcase_create("value_after_delete_is_stale"),
              verify_value_after_delete_is_stale);
-    add_case(s, "miss_after_set_is_lost", verify_miss_after_set_is_lost);
-    add_case(s, "miss_near_ttl_end_ok", verify_miss_near_ttl_end_ok);
-    add_case(s, "miss_with_write_out_ok", verify_miss_with_write_out_ok);
-    add_case(s, "write_sent_during_read_ok", verify_write_sent_during_read_ok);
-    add_case(s, "failed_write_stays_possible",
+    add_case(s, tcase_create("miss_after_set_is_lost"),
+             verify_miss_after_set_is_lost);
+    add_case(s, tcase_create("miss_near_ttl_end_ok"),
+             verify_miss_near_ttl_end_ok);
+    add_case(s, tcase_create("miss_with_write_out_ok"),
+             verify_miss_with_write_out_ok);
+    add_case(s, tcase_create("write_sent_during_read_ok"),
+             verify_write_sent_during_read_ok);
+    add_case(s, tcase_create("failed_write_stays_possible"),
              verify_failed_write_stays_possible);
-    add_case(s, "failed_set_miss_not_lost", verify_failed_set_miss_not_lost);
-    add_case(s, "unwritten_key_not_judged", verify_unwritten_key_not_judged);
-    add_case(s, "foreign_value_is_stale", verify_foreign_value_is_stale);
-    add_case(s, "writable_bound", verify_writable_bound);
+    add_case(s, tcase_create("failed_set_miss_not_lost"),
+             verify_failed_set_miss_not_lost);
+    add_case(s, tcase_create("unwritten_key_not_judged"),
+             verify_unwritten_key_not_judged);
+    add_case(s, tcase_create("foreign_value_is_stale"),
+             verify_foreign_value_is_stale);
+    add_case(s, tcase_create("writable_bound"), verify_writable_bound);
     return s;
 }

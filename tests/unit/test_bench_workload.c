@@ -134,13 +134,11 @@ START_TEST(workload_threads_split_keys)
 }
 END_TEST
 
-/* One TCase per behaviour; tests/bench.cmake reads these names. */
+/* Add TC, holding the one test TEST, to S. The names are read from the
+ * tcase_create("...") calls by tests/CMakeLists.txt. */
 static void
-add_case(Suite *s, const char *name, const TTest *test)
+add_case(Suite *s, TCase *tc, const TTest *test)
 {
-    TCase *tc;
-
-    tc = tcase_create(name);
     tcase_add_test(tc, test);
     suite_add_tcase(s, tc);
 }
@@ -151,9 +149,10 @@ brim_test_suite(void)
     Suite *s;
 
     s = suite_create("bench_workload");
-    add_case(s, "key_format", workload_key_format);
-    add_case(s, "value_round_trip", workload_value_round_trip);
-    add_case(s, "mix_ratios", workload_mix_ratios);
-    add_case(s, "threads_split_keys", workload_threads_split_keys);
+    add_case(s, tcase_create("key_format"), workload_key_format);
+    add_case(s, tcase_create("value_round_trip"), workload_value_round_trip);
+    add_case(s, tcase_create("mix_ratios"), workload_mix_ratios);
+    add_case(s, tcase_create("threads_split_keys"),
+             workload_threads_split_keys);
     return s;
 }

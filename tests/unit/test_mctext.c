@@ -1207,13 +1207,11 @@ START_TEST(mctext_names)
 }
 END_TEST
 
-/* Add the TCase named NAME holding the one test FN, with the fixture. */
+/* Add TC, holding the one test FN, with the fixture, to S. The names are
+ * read from the tcase_create("...") calls by tests/CMakeLists.txt. */
 static void
-add_case(Suite *s, const char *name, const TTest *fn)
+add_case(Suite *s, TCase *tc, const TTest *fn)
 {
-    TCase *tc;
-
-    tc = tcase_create(name);
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, fn);
     suite_add_tcase(s, tc);
@@ -1225,29 +1223,29 @@ brim_test_suite(void)
     Suite *s;
 
     s = suite_create("mctext");
-    add_case(s, "limits", mctext_limits);
-    add_case(s, "get_family", mctext_get_family);
-    add_case(s, "storage", mctext_storage);
-    add_case(s, "delete", mctext_delete);
-    add_case(s, "incr_decr", mctext_incr_decr);
-    add_case(s, "touch", mctext_touch);
-    add_case(s, "other_commands", mctext_other_commands);
-    add_case(s, "noreply", mctext_noreply);
-    add_case(s, "pipelined", mctext_pipelined);
-    add_case(s, "split_points", mctext_split_points);
-    add_case(s, "data_chunk", mctext_data_chunk);
-    add_case(s, "key_too_long", mctext_key_too_long);
-    add_case(s, "line_too_long", mctext_line_too_long);
-    add_case(s, "unknown", mctext_unknown);
-    add_case(s, "bad_numbers", mctext_bad_numbers);
-    add_case(s, "value_limit", mctext_value_limit);
-    add_case(s, "negative_exptime", mctext_negative_exptime);
-    add_case(s, "meta_get_flags", mctext_meta_get_flags);
-    add_case(s, "meta_set", mctext_meta_set);
-    add_case(s, "meta_delete_arith", mctext_meta_delete_arith);
-    add_case(s, "meta_debug_noop", mctext_meta_debug_noop);
-    add_case(s, "base64_keys", mctext_base64_keys);
-    add_case(s, "opaque", mctext_opaque);
-    add_case(s, "names", mctext_names);
+    add_case(s, tcase_create("limits"), mctext_limits);
+    add_case(s, tcase_create("get_family"), mctext_get_family);
+    add_case(s, tcase_create("storage"), mctext_storage);
+    add_case(s, tcase_create("delete"), mctext_delete);
+    add_case(s, tcase_create("incr_decr"), mctext_incr_decr);
+    add_case(s, tcase_create("touch"), mctext_touch);
+    add_case(s, tcase_create("other_commands"), mctext_other_commands);
+    add_case(s, tcase_create("noreply"), mctext_noreply);
+    add_case(s, tcase_create("pipelined"), mctext_pipelined);
+    add_case(s, tcase_create("split_points"), mctext_split_points);
+    add_case(s, tcase_create("data_chunk"), mctext_data_chunk);
+    add_case(s, tcase_create("key_too_long"), mctext_key_too_long);
+    add_case(s, tcase_create("line_too_long"), mctext_line_too_long);
+    add_case(s, tcase_create("unknown"), mctext_unknown);
+    add_case(s, tcase_create("bad_numbers"), mctext_bad_numbers);
+    add_case(s, tcase_create("value_limit"), mctext_value_limit);
+    add_case(s, tcase_create("negative_exptime"), mctext_negative_exptime);
+    add_case(s, tcase_create("meta_get_flags"), mctext_meta_get_flags);
+    add_case(s, tcase_create("meta_set"), mctext_meta_set);
+    add_case(s, tcase_create("meta_delete_arith"), mctext_meta_delete_arith);
+    add_case(s, tcase_create("meta_debug_noop"), mctext_meta_debug_noop);
+    add_case(s, tcase_create("base64_keys"), mctext_base64_keys);
+    add_case(s, tcase_create("opaque"), mctext_opaque);
+    add_case(s, tcase_create("names"), mctext_names);
     return s;
 }

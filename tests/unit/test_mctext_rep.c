@@ -279,13 +279,11 @@ START_TEST(mctext_expiry)
 }
 END_TEST
 
-/* Add the TCase named NAME holding the one test FN, with the fixture. */
+/* Add TC, holding the one test FN, with the fixture, to S. The names are
+ * read from the tcase_create("...") calls by tests/CMakeLists.txt. */
 static void
-add_case(Suite *s, const char *name, const TTest *fn)
+add_case(Suite *s, TCase *tc, const TTest *fn)
 {
-    TCase *tc;
-
-    tc = tcase_create(name);
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, fn);
     suite_add_tcase(s, tc);
@@ -297,9 +295,9 @@ brim_test_suite(void)
     Suite *s;
 
     s = suite_create("mctext_rep");
-    add_case(s, "golden_replies", mctext_golden_replies);
-    add_case(s, "golden_misc", mctext_golden_misc);
-    add_case(s, "encode_nomem", mctext_encode_nomem);
-    add_case(s, "expiry", mctext_expiry);
+    add_case(s, tcase_create("golden_replies"), mctext_golden_replies);
+    add_case(s, tcase_create("golden_misc"), mctext_golden_misc);
+    add_case(s, tcase_create("encode_nomem"), mctext_encode_nomem);
+    add_case(s, tcase_create("expiry"), mctext_expiry);
     return s;
 }

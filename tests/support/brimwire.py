@@ -1,4 +1,6 @@
-"""brimwire.py - brim's wire protocol for process-level tests, in Python.
+"""tests/support/brimwire.py - brim's wire protocol for process-level
+tests, in Python. The opcodes, roles and statuses are brimtest's, read from
+the C headers.
 
 Frames are a 4-byte big-endian body length, then one msgpack array
 (proto/PROTOCOL.md): requests [op, request_id, epoch, args...], replies
@@ -20,22 +22,21 @@ import subprocess
 import tempfile
 import time
 
+import brimtest
+
 try:                                    # Debian: python3-msgpack
     import msgpack as _msgpack
 except ImportError:                     # a pyenv or venv without it
     _msgpack = None
 
-# ---- protocol constants (proto/ops.h, brim/status.h) ----
+# ---- protocol constants: read from proto/ops.h and <brim/status.h> ----
 
-OP = dict(HELLO=1, PING=2, STATS=3, GET=10, MGET=11, GAT=12, SET=13, ADD=14,
-          REPLACE=15, CAS=16, APPEND=17, PREPEND=18, DEL=19, TOUCH=20,
-          INCR=21, DECR=22, FLUSH=23)
-ST = dict(OK=0, NOTFOUND=1, BADREQ=2, UNKNOWNOP=3, TOOBIG=4, MOVED=5,
-          RETRY=6, BUSY=7, EXISTS=8, NOTSTORED=9, NOMEM=10, INVAL=11,
-          NONUMERIC=12, DENIED=13, NOSPACE=14, NONODES=15)
-ST_NAME = {v: k for k, v in ST.items()}
-ROLE_CLIENT, ROLE_ADMIN = 1, 4
-WIRE_STATUS_MAX = 99
+OP = brimtest.OP                        # every defined op, NAME -> code
+ST = brimtest.ST                        # wire statuses, NAME -> value
+ST_NAME = brimtest.ST_NAME
+ROLE = brimtest.ROLE                    # enum brim_role, CLIENT -> 1 ...
+ROLE_CLIENT, ROLE_ADMIN = ROLE["CLIENT"], ROLE["ADMIN"]
+WIRE_STATUS_MAX = brimtest.WIRE_STATUS_MAX
 
 
 class CodecError(ValueError):
