@@ -206,9 +206,29 @@ def _dead(run):
         return
     for name, s in run.last_stats.items():
         if s.get("mig_partitions_out_dropped"):
+            why = _drop_reasons(os.path.join(run.cl.dir, name + ".log"))
             run.violation("%s dropped %d partitions it should have streamed "
-                          "(mig_partitions_out_dropped; no node died)"
-                          % (name, s["mig_partitions_out_dropped"]))
+                          "(mig_partitions_out_dropped; no node died): %s"
+                          % (name, s["mig_partitions_out_dropped"], why))
+
+
+DROP_RE = re.compile(r"partition \d+ of epoch (\d+) to \S+ not completed "
+                     r"\(([^)]*)\)")
+
+
+def _drop_reasons(path):
+    """The sender's own words for the partitions it dropped, counted."""
+    c = collections.Counter()
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = DROP_RE.search(line)
+                if m:
+                    c["epoch %s: %s" % m.groups()] += 1
+    except OSError:
+        pass
+    return ", ".join("%s x%d" % kv for kv in sorted(c.items())) or \
+        "no reason logged"
 
 
 def _logs(run):

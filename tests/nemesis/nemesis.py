@@ -445,6 +445,10 @@ def summary(run, harness_error):
 def print_report(run, s):
     run.log("---- report, seed %d ----" % run.a.seed)
     for k, (n, st, sk) in sorted(s["faults"].items()):
+        if k in planmod.CONFIG_FAULTS:
+            run.log("fault %-17s %2d (a node's configuration, not an event)"
+                    % (k, n))
+            continue
         run.log("fault %-17s %2d injected, %2d while partitions were in "
                 "flight%s" % (k, n, st, ", %d skipped" % sk if sk else ""))
     if s["migrations_s"]:
