@@ -137,6 +137,7 @@ def _datasets(run, cs):
             continue
         missing, different, unread = direct_read(topo, ds, ports)
         run.records_missing += len(missing)
+        run.records_bad += len(missing) + len(different) + len(unread)
         if different:
             run.violation("%d imported records read back different (first "
                           "%s)" % (len(different), different[0].decode()))

@@ -107,10 +107,11 @@ def _tcp_reset(run, f, victim, rec):
 
 def _bigvals(run, f, victim, rec):
     cl = run.cl
-    path = os.path.join(cl.dir, "bigvals.%d.jsonl" % rec["step"])
+    k = len(run.datasets)
+    path = os.path.join(cl.dir, "bigvals.%d.jsonl" % k)
     n = f.params["count"]
-    ds = Dataset(path, "nemb%d.%d:" % (run.plan.seed, rec["step"]),
-                 [run.a.max_value_bytes] * n, run.plan.seed + rec["step"])
+    ds = Dataset(path, "nemb%d.%d:" % (run.plan.seed, k),
+                 [run.a.max_value_bytes] * n, run.plan.seed * 100 + k)
     ds.write()
     rc, line = import_file(cl, ds, timeout=120)
     run.datasets.append(ds)

@@ -71,12 +71,14 @@ class Run:
         self.final_topo = None
         self.records_checked = 0
         self.records_missing = 0
+        self.records_bad = 0        # missing, different or unreadable
         self.warn_groups = {}
         self.migrations = []        # (step, seconds from commit to settled)
         self.steps_done = 0
         self.cl = None
         self.bench = None
         self.monitor_stop = threading.Event()
+        self.broken = None          # why the changes cannot go on
 
     # ---- the event log ----
 
@@ -144,12 +146,16 @@ class Run:
                 "mig_partitions_out_done", "mig_partitions_out_dropped"))
             if not n.proc.alive() and not n.proc.expected_exit:
                 n.proc.expected_exit = True
+                n.judged = True
+                self.broken = "%s exited by itself" % n.name
                 self.violation("%s exited by itself (status %s): %s" % (
-                    n.name, n.proc.proc.returncode,
-                    " | ".join(n.proc.tail(3))))
+                    n.name, n.proc.proc.returncode, " | ".join(
+                        x[24:] for x in n.proc.tail(40)
+                        if " W " in x or " E " in x)[-400:]))
         if not self.coord_fault:
             if not cl.coord.alive() and not cl.coord.expected_exit:
                 cl.coord.expected_exit = True
+                self.broken = "brim-coord exited by itself"
                 self.violation("brim-coord exited by itself (status %s): %s"
                                % (cl.coord.proc.returncode,
                                   " | ".join(cl.coord.tail(3))))
@@ -167,6 +173,7 @@ class Run:
         """Until the committed map has the step's change in it."""
         deadline = time.monotonic() + timeout
         while True:
+            self.check_broken()
             t = self.cl.topo()
             if t is not None and t["epoch"] > 0:
                 self.maps.setdefault(t["epoch"], t)
@@ -179,6 +186,10 @@ class Run:
                     "within %.0f s" % (step.index, step.kind, step.name,
                                        timeout)))
             time.sleep(0.1)
+
+    def check_broken(self):
+        if self.broken:
+            raise Stop(self.broken)
 
     def violation_stop(self, msg):
         self.violation(msg)
@@ -227,6 +238,7 @@ class Run:
         bound = 3 * est_s + 90
         why = None
         while True:
+            self.check_broken()
             why = self.settled()
             if why is None:
                 return time.monotonic() - t0
@@ -271,6 +283,7 @@ class Run:
                    "in_flight": total, "per_node": per,
                    "detail": "asked while step %d streams" % prev.index}
             self.record(rec)
+        self.check_broken()
         t_req = time.monotonic()
         self.request(step)
         wait = 90 + (1.5 * prev.est_s if prev is not None and
@@ -286,6 +299,7 @@ class Run:
             left = t_commit + f.delay_s - time.monotonic()
             if left > 0:
                 time.sleep(left)
+            self.check_broken()
             rec = faults.strike(self, step, f)
             self.record(rec)
         self.steps_done += 1
@@ -436,6 +450,7 @@ def summary(run, harness_error):
         "errors": sum(r.get("errors") or 0 for r in b),
         "records_checked": run.records_checked,
         "records_missing": run.records_missing,
+        "records_bad": run.records_bad,
         "migrations_s": [round(m, 1) for _, m in run.migrations],
         "killed": sorted(run.killed),
         "duration_s": round(run.elapsed(), 1),
@@ -461,8 +476,9 @@ def print_report(run, s):
                              s["lost"], s["stale"], s["errors"],
                              " (lost not judged: a node was killed)"
                              if run.killed else ""))
-    run.log("imported records checked: %d, missing %d"
-            % (s["records_checked"], s["records_missing"]))
+    run.log("imported records checked: %d, missing %d, missing, different or "
+            "unreadable %d" % (s["records_checked"], s["records_missing"],
+                               s["records_bad"]))
     for (src, lvl, msg), c in sorted(run.warn_groups.items(),
                                      key=lambda x: -x[1])[:14]:
         run.log("log %s %s x%d: %s" % (src, lvl, c, msg))
@@ -579,7 +595,7 @@ def seed_line(s, secs):
             "violations %d" % (head, s.get("profile"), s["changes"],
                                s["planned"], inj, st, s["reads_checked"],
                                s["writes"],
-                               s["records_checked"] - s["records_missing"],
+                               s["records_checked"] - s.get("records_bad", 0),
                                s["records_checked"], s["lost"], s["stale"],
                                s["errors"], len(s["violations"])))
     for v in s["violations"][:4]:
