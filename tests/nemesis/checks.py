@@ -36,7 +36,6 @@ DEAD_RE = re.compile(r"member (\S+): no heartbeat for (\d+) ms: dead")
 
 def final(run):
     """Every end-of-run check; violations go to RUN.violation()."""
-    cl = run.cl
     cs = _cluster_state(run)
     _datasets(run, cs)
     _dead(run)

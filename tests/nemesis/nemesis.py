@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,6 +34,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import checks  # noqa: E402
+import driver  # noqa: E402
 import faults  # noqa: E402
 import plan as planmod  # noqa: E402
 from cluster import Cluster  # noqa: E402
@@ -305,7 +305,7 @@ class Run:
         self.steps_done += 1
         if step.back_to_back:
             return
-        took = self.wait_settled("step %d" % step.index, step.est_s)
+        self.wait_settled("step %d" % step.index, step.est_s)
         mig = time.monotonic() - t_commit
         self.migrations.append((step.index, mig))
         self.log("step %d: settled %.1f s after its commit (estimate %.0f s)"
@@ -539,93 +539,6 @@ def run_one(args):
     return EXIT_VIOLATION if run.violations else EXIT_OK
 
 
-# ---- many seeds ----
-
-def run_many(args):
-    lo, hi = args.seeds
-    totals = {}
-    rows = []
-    worst = EXIT_OK
-    for seed in range(lo, hi + 1):
-        fd, path = tempfile.mkstemp(prefix="nemesis-%d-" % seed,
-                                    suffix=".json")
-        os.close(fd)
-        cmd = [sys.executable, os.path.abspath(__file__), "--seed",
-               str(seed), "--summary-json", path] + args.passthrough
-        log = open(os.path.join(args.dir or tempfile.gettempdir(),
-                                "nemesis-seed-%d.out" % seed), "w")
-        t0 = time.monotonic()
-        try:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL).returncode
-        except KeyboardInterrupt:
-            print("interrupted at seed %d" % seed)
-            return 130
-        log.close()
-        try:
-            with open(path) as f:
-                s = json.load(f)
-        except (OSError, ValueError):
-            s = {"seed": seed, "result": "error", "violations": [],
-                 "harness_error": "no summary (exit %d)" % rc,
-                 "faults": {}}
-        os.unlink(path)
-        s["out"] = log.name
-        rows.append(s)
-        worst = max(worst, rc if rc in (0, 1, 3) else 3)
-        print(seed_line(s, time.monotonic() - t0), flush=True)
-        for k, v in s.get("faults", {}).items():
-            t = totals.setdefault(k, [0, 0, 0])
-            for i in range(3):
-                t[i] += v[i]
-    print_totals(rows, totals)
-    return worst
-
-
-def seed_line(s, secs):
-    f = s.get("faults", {})
-    inj = sum(v[0] for k, v in f.items() if k != "slow")
-    st = sum(v[1] for k, v in f.items() if k != "slow")
-    head = "seed %-4d %-5s %4.0fs" % (s["seed"], s["result"].upper(), secs)
-    if s["result"] == "error":
-        return head + "  harness error: %s (output %s)" % (
-            s.get("harness_error"), s.get("out"))
-    line = ("%s  %s changes %d/%d  faults %d (%d in streams)  reads %d  "
-            "writes %d  records %d/%d  lost=%d stale=%d errors=%d  "
-            "violations %d" % (head, s.get("profile"), s["changes"],
-                               s["planned"], inj, st, s["reads_checked"],
-                               s["writes"],
-                               s["records_checked"] - s.get("records_bad", 0),
-                               s["records_checked"], s["lost"], s["stale"],
-                               s["errors"], len(s["violations"])))
-    for v in s["violations"][:4]:
-        line += "\n      - " + v[:220]
-    if len(s["violations"]) > 4:
-        line += "\n      - ... %d more (%s)" % (len(s["violations"]) - 4,
-                                                s.get("out"))
-    return line
-
-
-def print_totals(rows, totals):
-    print("---- totals over %d seeds ----" % len(rows))
-    for k, (n, st, sk) in sorted(totals.items()):
-        print("  %-17s %4d injected, %4d while partitions were in flight%s"
-              % (k, n, st, ", %d skipped" % sk if sk else ""))
-    ok = [r for r in rows if r["result"] != "error"]
-    print("  acknowledged writes %d, reads checked %d, imported records "
-          "checked %d" % (sum(r["writes"] for r in ok),
-                          sum(r["reads_checked"] for r in ok),
-                          sum(r["records_checked"] for r in ok)))
-    print("  seeds: %d pass, %d fail, %d harness errors; violations %d"
-          % (sum(r["result"] == "pass" for r in rows),
-             sum(r["result"] == "fail" for r in rows),
-             sum(r["result"] == "error" for r in rows),
-             sum(len(r["violations"]) for r in rows)))
-    bad = [str(r["seed"]) for r in rows if r["result"] != "pass"]
-    if bad:
-        print("  failing seeds: %s" % " ".join(bad))
-
-
 # ---- the command line ----
 
 def seed_range(s):
@@ -789,7 +702,7 @@ def main(argv):
     if args.partitions & (args.partitions - 1):
         ap.error("--partitions must be a power of two")
     if args.seeds is not None:
-        return run_many(args)
+        return driver.run_many(args, os.path.abspath(__file__))
     for b in ("brim-coord", "brim-node", "brimctl", "brim-bench"):
         if not os.access(os.path.join(args.bin, b), os.X_OK):
             ap.error("no %s in %s (build first, or give --bin)" % (b,
