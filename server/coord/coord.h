@@ -22,6 +22,10 @@
 #define COORD_SUBSCRIBE_HOLD_MS 30000u
 /* The coordinator's tick: joins, deaths, timeouts. */
 #define COORD_TICK_MS 50u
+/* A node backs off at most this long between attempts to reach the
+ * coordinator (server/node/coordlink.c): a restarted coordinator declares
+ * no node dead before dead-after plus this. */
+#define COORD_NODE_BACKOFF_MAX_MS 5000u
 
 /* brim-coord's command line. */
 struct brim_coord_config {
@@ -97,6 +101,10 @@ struct brim_coord {
                                                 partitions between members
                                                 (set at a restart with a
                                                 committed map: unknown) */
+    uint64_t                last_tick_ms;    /* loop ms of the last tick */
+    uint64_t                deaths_after_ms; /* loop ms: no death declared
+                                                before (a restart's grace:
+                                                nodes back off up to 5 s) */
     int                     restarted;       /* loaded a committed map: each
                                                 member must be heard once
                                                 before a change */

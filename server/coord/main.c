@@ -360,6 +360,11 @@ main(int argc, char **argv)
      * ones is heard from the nodes before any change. */
     co.last_streams = co.state.committed.map.epoch > 0;
     co.restarted = co.last_streams;
+    /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
+     * reach us: give them that, on top of dead-after, before any is
+     * declared dead. */
+    co.deaths_after_ms = uv_now(co.loop)
+                         + COORD_NODE_BACKOFF_MAX_MS;
     if (brim_coord_members_from_state(&co) != 0) {
         fprintf(stderr, "brim-coord: out of memory\n");
         return 1;

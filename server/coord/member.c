@@ -870,6 +870,34 @@ change_maybe_start(struct brim_coord *co, uint64_t now)
     }
 }
 
+/*
+ * DESIGN.md 13: a coordinator that was itself paused (SIGSTOP, a stalled
+ * VM, a long fsync) does not count its own pause against the nodes. When
+ * the loop clock jumped by more than half of dead-after since the last
+ * tick, every member's heartbeat clock and the pending epoch's timeout
+ * start again from now: the nodes are heard again before any is declared
+ * dead (once, the whole cluster was declared dead in one millisecond).
+ */
+static void
+coord_tick_gap(struct brim_coord *co, uint64_t now)
+{
+    struct brim_coord_member *mb;
+    uint64_t                  gap = now - co->last_tick_ms;
+
+    if (co->last_tick_ms != 0
+        && gap > co->state.settings.dead_after_ms / 2)
+    {
+        brim_log_warn("this coordinator did not run for %" PRIu64 " ms "
+                      "(paused?): hearing the nodes again before any is "
+                      "declared dead", gap);
+        for (mb = co->members; mb != NULL; mb = mb->next) {
+            mb->last_hb_ms = now;
+        }
+        co->pending_since_ms = now;
+    }
+    co->last_tick_ms = now;
+}
+
 void
 brim_coord_tick(struct brim_coord *co)
 {
@@ -878,9 +906,11 @@ brim_coord_tick(struct brim_coord *co)
     uint64_t              now = uv_now(co->loop);
     const struct brim_coord_settings *s = &co->state.settings;
 
+    coord_tick_gap(co, now);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (!mb->removed && mb->m.state != BRIM_MEMBER_DEAD
-            && now - mb->last_hb_ms > s->dead_after_ms)
+            && now - mb->last_hb_ms > s->dead_after_ms
+            && now >= co->deaths_after_ms)
         {
             brim_log_warn("member %s: no heartbeat for %" PRIu64 " ms: dead",
                           mb->m.name, now - mb->last_hb_ms);

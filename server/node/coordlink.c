@@ -396,6 +396,23 @@ coord_connect_cb(struct brim_peer *p, int status)
     coord_join(node);
 }
 
+/*
+ * The longest reconnect delay: COORD_BACKOFF_MAX_MS, or half the lease
+ * once the coordinator has named one, so that a restarted coordinator
+ * hears this node well within dead-after (twice the lease).
+ */
+static uint32_t
+coord_backoff_max(const struct brim_node *node)
+{
+    uint32_t lease = node->lease.length_ms;
+
+    if (lease == 0) {
+        return COORD_BACKOFF_MAX_MS;
+    }
+    return BRIM_MAX(COORD_BACKOFF_MIN_MS, BRIM_MIN(COORD_BACKOFF_MAX_MS,
+                                                   lease / 2));
+}
+
 static void
 coord_close_cb(struct brim_peer *p, int status)
 {
@@ -412,9 +429,10 @@ coord_close_cb(struct brim_peer *p, int status)
     brim_log_info("coordinator %s: connection closed (%s); retrying in "
                   "%u ms", node->cfg.coordinator, brim_strerror(status),
                   node->coordlink.backoff_ms);
-    uv_timer_start(&node->coordlink.timer, coord_timer_cb, node->coordlink.backoff_ms, 0);
+    uv_timer_start(&node->coordlink.timer, coord_timer_cb,
+                   node->coordlink.backoff_ms, 0);
     node->coordlink.backoff_ms = BRIM_MIN(2 * node->coordlink.backoff_ms,
-                                   COORD_BACKOFF_MAX_MS);
+                                          coord_backoff_max(node));
 }
 
 static void
@@ -513,8 +531,18 @@ leave_timer_cb(uv_timer_t *t)
          * last partition has been handed over. A receiver that dies ends
          * its streams (the next epoch says so), so this always ends. */
         brim_migrate_get_stats(node, &ms);
-        if (now >= node->coordlink.linger_until && ms.partitions_out_pending == 0) {
-            leave_stop(node, 0);
+        if (now >= node->coordlink.linger_until
+            && ms.partitions_out_pending == 0)
+        {
+            /* Exit 1 when a partition could not be handed over (its new
+             * owner was declared dead): a supervisor can tell a leave
+             * that lost keys from one that did not. */
+            if (ms.partitions_out_dropped > 0) {
+                brim_log_warn("leave: %" PRIu64 " partitions could not be "
+                              "handed over (their new owners died); their "
+                              "keys are lost", ms.partitions_out_dropped);
+            }
+            leave_stop(node, ms.partitions_out_dropped > 0 ? 1 : 0);
         } else if (log_now) {
             brim_log_info("leave: %u partitions still streaming to their "
                           "new owners", ms.partitions_out_pending);
