@@ -17,7 +17,6 @@
 #include "common/parse.h"
 #include "proto/frame.h"
 #include "proto/wire.h"
-#include "server/guard.h"
 #include "server/log.h"
 
 #define CONN_READ_CHUNK (64u << 10)  /* bytes per read */
@@ -96,8 +95,8 @@ conn_maybe_free(struct brim_conn *c)
     if (c->next != NULL) {
         c->next->prev = c->prev;
     }
-    if (srv->cfg.guard != NULL) {
-        brim_guard_closed(srv->cfg.guard, c);
+    if (srv->cfg.gone != NULL) {
+        srv->cfg.gone(srv->cfg.gone_arg, c);
     }
     if (srv->on_close != NULL) {
         srv->on_close(c);

@@ -44,6 +44,9 @@ enum brim_conn_state {
     BRIM_CONN_CLOSING               /* uv_close() called; waiting for refs */
 };
 
+/* A connection is about to be freed: ARG is the listener's GONE_ARG. */
+typedef void (*brim_conn_gone_fn)(void *arg, struct brim_conn *c);
+
 /* Settings of one listener; every connection it accepts follows them. */
 struct brim_server_config {
     size_t   max_frame_bytes;       /* body bytes; larger headers close */
@@ -51,8 +54,10 @@ struct brim_server_config {
     size_t   out_low_water;         /* resume below this */
     uint32_t idle_timeout_ms;       /* 0: never; close silent connections */
     uint32_t max_conns;             /* refuse (BUSY, close) beyond this */
-    struct brim_guard *guard;       /* AUTH's accepting side (guard.h), told
-                                       of each close; NULL: none. Borrowed:
+    brim_conn_gone_fn gone;         /* told of each connection freed
+                                       (AUTH's accepting side, guard.h:
+                                       brim_guard_conn_gone); NULL: none */
+    void             *gone_arg;     /* its first argument; borrowed:
                                        outlives the listener */
 };
 

@@ -130,6 +130,12 @@ brim_guard_closed(struct brim_guard *g, struct brim_conn *c)
     }
 }
 
+void
+brim_guard_conn_gone(void *guard, struct brim_conn *c)
+{
+    brim_guard_closed(guard, c);
+}
+
 /* The secret a connection of ROLE proves, and its scope; NULL: none. */
 static const struct brim_auth_secret *
 guard_key(const struct brim_guard *g, uint32_t role,

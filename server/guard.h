@@ -108,4 +108,8 @@ int brim_guard_request(struct brim_guard *g, struct brim_conn *c,
  * proof counts as a failed proof. */
 void brim_guard_closed(struct brim_guard *g, struct brim_conn *c);
 
+/* brim_guard_closed() as a listener's brim_conn_gone_fn (conn.h): set a
+ * server's GONE to it and GONE_ARG to the guard. */
+void brim_guard_conn_gone(void *guard, struct brim_conn *c);
+
 #endif /* BRIM_SERVER_GUARD_H */

@@ -349,7 +349,8 @@ main(int argc, char **argv)
     sc.out_low_water = 1u << 20;
     sc.max_conns = co.cfg.max_conns;
     sc.idle_timeout_ms = co.cfg.idle_timeout_s * 1000u;
-    sc.guard = &co.guard;
+    sc.gone = brim_guard_conn_gone;
+    sc.gone_arg = &co.guard;
     if (brim_server_listen(&co.srv, co.loop, co.cfg.listen, &sc,
                            brim_coord_dispatch, brim_coord_conn_closed, &co, err) != 0)
     {

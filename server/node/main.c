@@ -460,7 +460,8 @@ node_start(struct brim_node *node)
     cc.out_low_water = node->cfg.out_high_water / 2;
     cc.idle_timeout_ms = node->cfg.idle_timeout_s * 1000;
     cc.max_conns = node->cfg.max_conns;
-    cc.guard = &node->guard;
+    cc.gone = brim_guard_conn_gone;
+    cc.gone_arg = &node->guard;
     if (brim_wire_limits_check(&node->cfg.limits, errbuf) != 0
         || brim_server_listen(&node->srv, node->loop, node->cfg.listen, &cc,
                               brim_node_dispatch, NULL, node, errbuf) != 0)

@@ -44,9 +44,6 @@ import sys
 # files are all in one entry of its folder; an entry no cycle needs is
 # reported so that it can be removed.
 ALLOW = [
-    # TODO(#11): being untangled. conn.c tells guard.c a connection closed;
-    # guard.c writes and fails connections through conn.c.
-    ("server", ("conn.c", "guard.c"), "TODO(#11): being untangled"),
     # TODO(#11): being untangled. pool.c, route.c and coord.c report errors
     # through client.c's brim_lib_errmsg(), which calls all three.
     ("client/lib", ("client.c", "coord.c", "pool.c", "route.c"),
@@ -58,13 +55,6 @@ ALLOW = [
     # TODO(#11): being untangled. import.c takes cmd.c's error helpers,
     # cmd.c dispatches to import.c.
     ("client/brimctl", ("cmd.c", "import.c"), "TODO(#11): being untangled"),
-    # TODO(#11): being untangled. mctext.c hands meta commands to
-    # mctext_meta.c, which takes mctext.c's number and token readers.
-    ("proto", ("mctext.c", "mctext_meta.c"), "TODO(#11): being untangled"),
-    # TODO(#11): being untangled. main.c dispatches to each command, and
-    # the commands take main.c's flag parsers, seed and clock.
-    ("sim", ("grid.c", "main.c", "place.c", "report.c", "spread.c"),
-     "TODO(#11): being untangled"),
 ]
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
