@@ -58,3 +58,9 @@ brim_lint_test(py_support_selftest py_support_selftest.py
   ${LINT}/py_support.py $<TARGET_FILE:op_table_dump>
   ${CMAKE_CURRENT_SOURCE_DIR}/support ${PROJECT_SOURCE_DIR}/proto/ops.h
   ${PROJECT_SOURCE_DIR}/client/include/brim/status.h)
+
+# docs/design.md's "Architecture" graphs are the ones calls.py computes.
+brim_lint_test(design_graph design_graph.py --calls ${LINT}/calls.py
+  --root ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/docs/design.md)
+brim_lint_test(design_graph_selftest design_graph_selftest.py
+  ${LINT}/design_graph.py ${LINT}/calls.py)

@@ -316,6 +316,55 @@ def writes_win_in_window(bindir):
 
 
 @case
+def forward_counts_once(bindir):
+    """Issue 11: a forwarded GET and a pulled DEL are counted once each in
+    STATS (requests and ops), exactly as a request served here is: the
+    old owner's answer continues the decoded request, it is not
+    dispatched again."""
+    cl, t1 = start3(bindir, delay_ms=300)
+    try:
+        keys = load(cl, t1, n=3000)
+        cl.add("node4")
+        t2 = cl.wait_members(4)
+        to4 = [k for k in keys if owner_name(t2, k) == "node4"]
+        to4.sort(key=lambda k: -part(t2, k))    # streamed last
+        wait_served(cl, "node4", to4[-1])
+        c4 = cl.conn("node4")
+
+        def counts():
+            s = cl.stats("node4")
+            ops = s.get("ops", {})
+            return (s["requests"], ops.get("GET", 0), ops.get("DEL", 0),
+                    ops.get("STATS", 0), s["mig_forwards"], s["mig_pulls"])
+
+        r0, get0, del0, st0, fw0, pl0 = counts()
+        gets, dels = to4[0:20], to4[20:30]
+        for i, k in enumerate(gets):
+            rep = c4.call("GET", 100 + i, k)
+            assert rep[0] == 0 and rep[2] == value_of(keys.index(k)), rep
+        for i, k in enumerate(dels):
+            rep = c4.call("DEL", 200 + i, k)
+            assert rep[0] == 0, ("DEL of a key not streamed yet", rep)
+        r1, get1, del1, st1, fw1, pl1 = counts()
+        assert fw1 - fw0 > 0 and pl1 - pl0 > 0, \
+            "nothing was forwarded or pulled: the test proves nothing"
+        assert get1 - get0 == len(gets), (get0, get1)
+        assert del1 - del0 == len(dels), (del0, del1)
+        # Every request in between, the first STATS included, once.
+        assert r1 - r0 == len(gets) + len(dels) + (st1 - st0), \
+            (r0, r1, st0, st1)
+        print("forward_counts_once: %d GETs (%d forwarded), %d DELs (%d "
+              "pulled): GET +%d, DEL +%d, requests +%d" %
+              (len(gets), fw1 - fw0, len(dels), pl1 - pl0, get1 - get0,
+               del1 - del0, r1 - r0))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+@case
 def ttl_survives(bindir):
     """Keys with TTL 100 are still there after migration; keys with TTL 6
     at load are gone at the new owner 7.5 s after the join, so the
