@@ -366,6 +366,8 @@ main(int argc, char **argv)
      * declared dead. */
     co.deaths_after_ms = uv_now(co.loop)
                          + COORD_NODE_BACKOFF_MAX_MS;
+    /* A pause before the first tick counts as one too. */
+    co.last_tick_ms = uv_now(co.loop);
     if (brim_coord_members_from_state(&co) != 0) {
         fprintf(stderr, "brim-coord: out of memory\n");
         return 1;

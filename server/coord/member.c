@@ -884,8 +884,7 @@ coord_tick_gap(struct brim_coord *co, uint64_t now)
     struct brim_coord_member *mb;
     uint64_t                  gap = now - co->last_tick_ms;
 
-    if (co->last_tick_ms != 0
-        && gap > co->state.settings.dead_after_ms / 2)
+    if (gap > co->state.settings.dead_after_ms / 2)
     {
         brim_log_warn("this coordinator did not run for %" PRIu64 " ms "
                       "(paused?): hearing the nodes again before any is "

@@ -41,6 +41,7 @@ link_connect_cb(struct brim_peer *p, int status)
     l->failures = 0;
     l->wanted = 0;
     l->heard_ms = uv_now(links->node->loop);
+    l->down_since_ms = 0;
     l->backoff_ms = BRIM_LINK_BACKOFF_MIN_MS;
     l->opens++;
     for (i = 0; i < links->nlisteners; i++) {
@@ -64,6 +65,10 @@ link_close_cb(struct brim_peer *p, int status)
         links->lost++;
     }
     l->retry_at_ms = uv_now(links->node->loop) + l->backoff_ms;
+    if (l->down_since_ms == 0) {
+        l->down_since_ms = uv_now(links->node->loop);
+    }
+    l->asked_ms = 0;                /* its questions were lost with it */
     l->backoff_ms = BRIM_MIN(2 * l->backoff_ms,
                              (uint32_t) BRIM_LINK_BACKOFF_MAX_MS);
     /* Users with calls in flight heard ECLOSED and ask again; a link

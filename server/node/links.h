@@ -38,6 +38,11 @@ struct brim_node_link {
     uint64_t                opens;       /* times it opened */
     uint64_t                heard_ms;    /* loop ms it last opened or a
                                             user said it answered */
+    uint64_t                down_since_ms; /* loop ms it closed or failed
+                                            to open, not open since; 0 */
+    uint64_t                asked_ms;    /* loop ms of the oldest question
+                                            a user is waiting on (0 none;
+                                            users set and clear it) */
     struct brim_node_links *set;         /* its owner */
     struct brim_node_link  *next;        /* the set's list */
 };

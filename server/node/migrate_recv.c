@@ -254,6 +254,7 @@ probe_reply(struct brim_peer *peer, int status, const char *body, size_t len,
     m->in_probing[q->p] = 0;
     if (status == 0) {
         q->d->heard_ms = uv_now(m->node->loop);
+        q->d->asked_ms = 0;         /* it answers */
     }
     if (status == 0 && m->in_state[q->p] == IN_FLIGHT
         && m->in_epoch[q->p] == q->epoch
@@ -307,6 +308,9 @@ probe_send(struct brim_migrate *m, uint32_t p, struct brim_node_link *d)
     }
     m->stats.probes++;
     m->probes_out++;
+    if (d->asked_ms == 0) {
+        d->asked_ms = uv_now(m->node->loop);
+    }
     m->in_probing[p] = 1;
 }
 
@@ -337,11 +341,17 @@ probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
     }
     dead_ms = m->node->lease.length_ms != 0 ? 2 * (uint64_t) m->node->lease.length_ms
                                         : 3000;
-    if (m->in_src[p] >= cur->nmembers && now - d->heard_ms >= dead_ms) {
+    /* A departed source is gone when a question to it went unanswered,
+     * or its link stayed down, for dead-after: no one else will say so. */
+    if (m->in_src[p] >= cur->nmembers
+        && ((d->asked_ms != 0 && now - d->asked_ms >= dead_ms)
+            || (d->down_since_ms != 0 && now - d->down_since_ms >= dead_ms)))
+    {
         brim_log_warn("migrate: partition %u: its source %s left the "
                       "cluster and has not answered for %" PRIu64 " ms: it "
                       "is gone; complete with what is here", p, src->name,
-                      now - d->heard_ms);
+                      now - (d->asked_ms != 0 ? d->asked_ms
+                                              : d->down_since_ms));
         m->stats.probes_source_gone++;
         mig_in_finish(m, p);
         m->stats.partitions_in_done++;
