@@ -220,7 +220,7 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc
 {
     struct brim_coord_member *mb, *o;
     char                 msg[256];
-    int                  others = 0;
+    int                  others = 0, together = 0;
     uint32_t             force = req->arg_u32;
 
     mb = brim_coord_member_find(co, req->name, req->name_len);
@@ -244,24 +244,37 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc
                            0);
     }
     for (o = co->members; o != NULL; o = o->next) {
-        others += o != mb && !o->removed && !o->leaving
-                  && o->m.state != BRIM_MEMBER_DEAD;
+        if (o == mb || o->removed || o->m.state == BRIM_MEMBER_DEAD) {
+            continue;
+        }
+        others += !o->leaving;
+        /* Asked to leave, and not proposed yet: leaving with this one. */
+        together += o->leaving && !co->state.has_pending
+                    && brim_topo_find(&co->state.committed, o->m.name) >= 0;
     }
-    if (others == 0 && brim_topo_find(&co->state.committed, mb->m.name) >= 0
-        && force == 0)
+    if (others == 0 && together == 0 && force == 0
+        && brim_topo_find(&co->state.committed, mb->m.name) >= 0)
     {
-        snprintf(msg, sizeof(msg), "leave: %s is the last member: its keys "
-                 "would be lost (use force)", mb->m.name);
+        snprintf(msg, sizeof(msg), "leave refused: %s is the last member of "
+                 "the cluster, and its keys would be lost; brimctl leave "
+                 "--force %s removes it anyway", mb->m.name, mb->m.name);
         return reply_err(c, req->request_id, BRIM_EDENIED, msg);
     }
-    brim_log_info("member %s leaving%s%s", mb->m.name,
+    brim_log_info("member %s leaving%s%s%s", mb->m.name,
                   force != 0 ? " (forced)" : "",
-                  cc->role == BRIM_ROLE_NODE ? " (asked by itself)" : "");
+                  cc->role == BRIM_ROLE_NODE ? " (asked by itself)" : "",
+                  others == 0 && together > 0
+                      ? ": every member is leaving, the cluster stops" : "");
     mb->leaving = 1;
-    co->dirty = 1;
-    co->retry_at_ms = 0;
+    /* Leaves that arrive together are one change, as joins are (systemd
+     * or a container runtime stop every node at once): the change starts
+     * a join window after the first of them. */
+    if (co->join_since_ms == 0) {
+        co->join_since_ms = uv_now(co->loop);
+    }
     return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
-                       co->state.next_epoch + (uint64_t) co->state.has_pending, 0);
+                       co->state.next_epoch + (uint64_t) co->state.has_pending,
+                       0);
 }
 
 /* A member's partitions in the committed map. */

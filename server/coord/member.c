@@ -562,6 +562,10 @@ change_start(struct brim_coord *co, int deaths_only)
     co->state.pending = nt;
     co->state.has_pending = 1;
     co->state.next_epoch = nt.map.epoch + 1;
+    if (n == 0 && co->state.committed.nmembers > 0) {
+        brim_log_info("every member left: the cluster stops without moving "
+                      "data (the keys it held are dropped)");
+    }
     if (brim_coord_save(co) != 0) {
         brim_topo_destroy(&co->state.pending);
         co->state.has_pending = 0;

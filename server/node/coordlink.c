@@ -106,11 +106,13 @@ coord_why(const struct brim_rep *rep, char *buf, size_t len)
 }
 
 /* Exit non-zero once the loop winds down: the node cannot go on. */
+/* Exit CODE (1, or BRIM_NODE_EXIT_SECRET) once the loop winds down: the
+ * node cannot go on. */
 static void
-coord_give_up(struct brim_node *node)
+coord_give_up(struct brim_node *node, int code)
 {
     node->topo.fenced = 1;            /* data ops get RETRY meanwhile */
-    node->exit_code = 1;
+    node->exit_code = code;
     node->stop(node);
 }
 
@@ -180,7 +182,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
                        "%016" PRIx64 "): %s; exiting",
                        node->cfg.coordinator, node->incarnation,
                        coord_why(&rep, why, sizeof(why)));
-        coord_give_up(node);
+        coord_give_up(node, 1);
         return;
     }
     if (rep.status != 0) {
@@ -290,7 +292,20 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
          * heartbeating it forever would help nobody. */
         brim_log_error("%s does not serve JOIN: it is not a brim-coord "
                        "(check --coordinator)", node->cfg.coordinator);
-        coord_give_up(node);
+        coord_give_up(node, 1);
+        return;
+    }
+    if (rep.status == BRIM_EDENIED && !node->coordlink.accepted) {
+        /* JOIN needs a proven cluster secret (PROTOCOL.md 12): this node
+         * has none, so it was never accepted: a configuration error. */
+        brim_log_error("coordinator %s refused the join of %s: %s; the "
+                       "coordinator requires the cluster secret: start this "
+                       "node with --secret-file FILE (the coordinator's "
+                       "file); exiting with status %d",
+                       node->cfg.coordinator, node->cfg.name,
+                       coord_why(&rep, why, sizeof(why)),
+                       BRIM_NODE_EXIT_SECRET);
+        coord_give_up(node, BRIM_NODE_EXIT_SECRET);
         return;
     }
     if (rep.status == BRIM_EEXISTS || rep.status == BRIM_EINVAL
@@ -299,13 +314,13 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
         brim_log_error("coordinator %s refused the join of %s: %s",
                        node->cfg.coordinator, node->cfg.name,
                        coord_why(&rep, why, sizeof(why)));
-        coord_give_up(node);
+        coord_give_up(node, 1);
         return;
     }
     if (rep.status == 0 && brim_node_adopt(node, rep.obj, errbuf) != 0) {
         brim_log_error("coordinator %s: the map in JOIN's reply is refused: "
                        "%s", node->cfg.coordinator, errbuf);
-        coord_give_up(node);
+        coord_give_up(node, 1);
         return;
     }
     /* OK, or BUSY: queued behind a change in progress; heartbeat either
@@ -314,6 +329,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
                   node->cfg.coordinator, rep.status == 0 ? "" : " (queued)",
                   node->topo.committed.map.epoch);
     node->coordlink.joined = 1;
+    node->coordlink.accepted = 1;
     node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
     /* A heartbeat at once: its reply gives the first lease. */
     uv_timer_start(&node->coordlink.timer, coord_timer_cb, 0, 0);
@@ -361,14 +377,33 @@ coord_connect_cb(struct brim_peer *p, int status)
     {
         brim_log_error("coordinator %s: %s", node->cfg.coordinator,
                        p->hs_error);
-        coord_give_up(node);        /* another cluster, another version */
+        coord_give_up(node, 1);        /* another cluster, another version */
+        return;
+    }
+    if (status != 0 && p->hs_failed_op == BRIM_OP_AUTH
+        && !node->coordlink.accepted)
+    {
+        /* Never accepted by a coordinator: the secret file is wrong (or
+         * this address is not our coordinator's), a configuration error
+         * to say and stop on (PROTOCOL.md 12.2). */
+        brim_log_error("coordinator %s: the cluster secret was refused "
+                       "(%s): this node's --secret-file %s is not the "
+                       "coordinator's, or %s is not this cluster's "
+                       "coordinator; exiting with status %d",
+                       node->cfg.coordinator, p->hs_error,
+                       node->cfg.secret_file, node->cfg.coordinator,
+                       BRIM_NODE_EXIT_SECRET);
+        coord_give_up(node, BRIM_NODE_EXIT_SECRET);
         return;
     }
     if (status != 0 && p->hs_failed_op == BRIM_OP_AUTH) {
-        /* Retried with backoff: an impostor cannot make us exit, and the
-         * real coordinator may come back on this address. */
-        brim_log_error("coordinator %s: AUTH failed: %s; not joining",
-                       node->cfg.coordinator, p->hs_error);
+        /* Accepted before: retried with backoff. An impostor cannot make
+         * us exit, and the real coordinator may come back on this
+         * address (auth_out_failures counts the refusals). */
+        brim_log_warn("coordinator %s: AUTH failed: %s; retrying (this "
+                      "node was accepted before: an impostor, or a "
+                      "coordinator whose secret changed)",
+                      node->cfg.coordinator, p->hs_error);
         return;
     }
     if (status != 0) {
@@ -445,7 +480,7 @@ coord_connect(struct brim_node *node)
         == BRIM_EINVAL)
     {
         brim_log_error("coordinator: %s", errbuf);
-        coord_give_up(node);
+        coord_give_up(node, 1);
     }
 }
 

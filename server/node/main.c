@@ -3,9 +3,9 @@
  * the command line, --config and --help), the node's modules started and
  * stopped in order, signals, and the one libuv loop. With --standalone
  * the node owns every partition; with --coordinator it joins a cluster.
- * SIGTERM on a cluster node is a graceful leave first (coordlink.c);
- * otherwise SIGTERM or SIGINT stops it cleanly; a second one, or
- * SIGQUIT, exits at once.
+ * SIGTERM or SIGINT (Ctrl-C at a terminal) on a cluster node is a
+ * graceful leave first (coordlink.c); on a standalone node either stops
+ * it cleanly; a second one, or SIGQUIT, exits at once.
  */
 #include "server/node/node.h"
 
@@ -276,7 +276,9 @@ static const char node_synopsis[] =
 
 static const char node_notes[] =
     "\nExit status: 0 after a clean stop or a completed leave; 1 when it "
-    "cannot\nstart or was fenced; 2 on a usage error.\n";
+    "cannot\nstart, was fenced, or left without handing every partition "
+    "over; 2 on a\nusage error; 3 when the coordinator refused its cluster "
+    "secret (or needs one)\nbefore ever accepting it.\n";
 
 /*
  * The memory limit must leave room for data: at least four times the
@@ -406,13 +408,16 @@ node_signal_cb(uv_signal_t *s, int signum)
         brim_log_info("signal %d: exiting at once", signum);
         _exit(0);
     }
-    if (signum == SIGTERM && !node->cfg.standalone) {
+    /* Ctrl-C is what a person at a terminal has: it leaves as SIGTERM
+     * does, so that the node's keys are handed over (issue 12). */
+    if ((signum == SIGTERM || signum == SIGINT) && !node->cfg.standalone) {
         rc = brim_node_coord_leave(node);
         if (rc > 0) {
             return;             /* leaving: the drain stops the node */
         }
         if (rc < 0) {
-            brim_log_info("signal %d again: exiting at once", signum);
+            brim_log_info("signal %d again: exiting at once, without "
+                          "handing over what is left", signum);
             _exit(0);
         }
     }

@@ -115,6 +115,8 @@ struct brim_node_coordlink {
     uint32_t              backoff_ms;   /* next reconnect delay */
     int                   joined;       /* the coordinator knows this
                                            connection as ours */
+    int                   accepted;     /* a coordinator ever accepted
+                                           our JOIN (our secret is right) */
     int                   fetch_out;    /* a MAP_FETCH is unanswered */
     uint64_t              next_id;      /* request ids on it */
     uint64_t              hb_sent_ms;   /* oldest unanswered HEARTBEAT's
@@ -162,6 +164,10 @@ struct brim_node {
     struct brim_guard       guard;       /* AUTH on our listener, and
                                             the secrets */
 };
+
+/* brim-node's exit status when its cluster secret is missing or refused
+ * before any coordinator accepted it: a configuration error. */
+#define BRIM_NODE_EXIT_SECRET 3
 
 /* Fill CFG with brim-node's defaults. */
 void brim_node_config_default(struct brim_node_config *cfg);

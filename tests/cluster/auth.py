@@ -10,8 +10,10 @@ with fakes and an impostor written in Python that speak raw frames
 Cases (each its own CTest test, tests/auth.cmake):
   forms_and_serves      with a secret a cluster forms, serves, and streams
                         a joiner's partitions to it (node-to-node AUTH)
-  node_without_secret   a node with another secret, or none, cannot join;
-                        the refusals are counted on both sides
+  node_without_secret   a node with another secret, or none, cannot join:
+                        never accepted, it exits 3 naming the secret
+  secret_changed_after_join  a node accepted once keeps retrying when
+                        the coordinator's secret changes, counting it
   fakes_denied          a fake node and a fake admin without the secret:
                         EPOCH_PROPOSE, EPOCH_COMMIT, STREAM_BEGIN,
                         FORWARD_GET to a node, JOIN, HEARTBEAT, LEAVE,
@@ -326,32 +328,60 @@ def node_without_secret(bindir):
     def body(cl):
         cl.add("node1")
         cl.wait_members(1)
-        # Another secret: its AUTH to the coordinator fails (it finds the
-        # coordinator's proof wrong and closes); it retries, never joins.
+        # Another secret, never accepted: its AUTH to the coordinator fails
+        # (it finds the coordinator's proof wrong); a node that no
+        # coordinator ever accepted takes that as its own misconfiguration
+        # and exits with status 3, saying so (issue 12).
         other = os.path.join(cl.dir, "other-secret")
         write_secret(other)
-        bad = cl.add("wrong", secret_path=other)
-        wait_for("the wrong-secret node counts failed handshakes",
-                 lambda: node_stats(bad.port)["auth_out_failures"] >= 2,
-                 timeout=15)
-        wait_for("the coordinator counts abandoned proofs",
-                 lambda: cl.coord_auth()["auth_failures"] >= 2)
-        assert bad.proc.poll() is None, "it should keep retrying"
+        bad = cl.add("wrong", secret_path=other, wait=False)
+        rc = bad.proc.wait(timeout=15)
+        assert rc == 3, (rc, bad.output()[-2000:])
+        out = bad.output()
+        assert "cluster secret was refused" in out and "--secret-file" in out, \
+            out
+        wait_for("the coordinator counts the abandoned proof",
+                 lambda: cl.coord_auth()["auth_failures"] >= 1)
         names = [m[0] for m in cl.fetch()["members"]]
         assert names == ["node1"], names
-        assert node_stats(bad.port)["committed_epoch"] == 0
-        assert "AUTH failed" in bad.output(), bad.output()
-        # No secret at all: JOIN is refused, and the node exits non-zero.
+        # No secret at all: JOIN is refused; the same configuration error.
         before = cl.coord_auth()["auth_failures"]
         none = cl.add("nosecret", secret_path=None, wait=False)
         rc = none.proc.wait(timeout=15)
-        assert rc != 0, rc
+        assert rc == 3, (rc, none.output()[-2000:])
         out = none.output()
         assert "refused the join" in out and "DENIED" in out, out
+        assert "--secret-file" in out, out
         assert cl.coord_auth()["auth_failures"] > before
         names = [m[0] for m in cl.fetch()["members"]]
         assert names == ["node1"], names
         print("coordinator auth:", cl.coord_auth())
+    with_cluster(bindir, body)
+
+
+@case
+def secret_changed_after_join(bindir):
+    """Issue 12: a node that a coordinator accepted keeps retrying when a
+    later coordinator on that address refuses its proof (an impostor
+    cannot make it exit), logs each refusal as a warning, and counts it
+    in auth_out_failures."""
+    def body(cl):
+        n1 = cl.add("node1")
+        cl.wait_members(1)
+        # The coordinator comes back with another secret.
+        other = os.path.join(cl.dir, "other-secret")
+        write_secret(other)
+        cmd = list(cl.coord.cmd)
+        cmd[cmd.index("--secret-file") + 1] = other
+        cl.coord.stop()
+        cl.coord = mb.Proc(cmd, os.path.join(cl.dir, "coord2.log"))
+        mb.wait_port(cl.cport, cl.coord)
+        wait_for("the node counts refused handshakes",
+                 lambda: node_stats(n1.port)["auth_out_failures"] >= 2,
+                 timeout=20)
+        assert n1.proc.poll() is None, "an accepted node must keep retrying"
+        out = n1.output()
+        assert "AUTH failed" in out and "retrying" in out, out[-2000:]
     with_cluster(bindir, body)
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tests/cluster/coord_sigterm.py - SIGTERM on a cluster node is a graceful
-leave (DESIGN.md section 5, server/node/coord.c): real brim-coord and
+leave (DESIGN.md section 5, server/node/coordlink.c), and so is SIGINT;
+SIGTERM to every node at once stops the cluster: real brim-coord and
 brim-node processes on loopback, every one stopped by PID.
 
     coord_sigterm.py --list
@@ -102,6 +103,66 @@ def case_sigterm_leaves(bindir):
         assert all(o < 2 for o in t2["owner"]), "partition without owner"
         assert cl.procs["node1"].poll() is None
         assert cl.procs["node3"].poll() is None
+    finally:
+        cl.close()
+
+
+def brimctl(cl, *args):
+    p = subprocess.run([os.path.join(cl.bindir, "brimctl"), "--coordinator",
+                        "127.0.0.1:%d" % cl.port] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=60)
+    return p.returncode, p.stdout
+
+
+def case_sigint_leaves(bindir):
+    """Issue 12: Ctrl-C (SIGINT) on a cluster node is a graceful leave, as
+    SIGTERM is: the node's keys are handed over, not lost."""
+    cl = Cluster(bindir, 3)
+    try:
+        data = os.path.join(cl.d, "data.jsonl")
+        with open(data, "w") as f:
+            for i in range(2000):
+                f.write('{"key":"k%d","value":"v%d-%s"}\n' % (i, i, "x" * 50))
+        rc, out = brimctl(cl, "import", data, "--format", "jsonl")
+        assert rc == 0, out
+        p = cl.procs["node2"]
+        p.send_signal(signal.SIGINT)
+        cl.wait(lambda x: x["members"] == ["node1", "node3"])
+        rc = p.wait(timeout=LEAVE_BOUND_S + 2)
+        assert rc == 0, (rc, cl.log("node2"))
+        assert "left the cluster" in cl.log("node2"), cl.log("node2")
+        rc, out = brimctl(cl, "verify", data, "--format", "jsonl")
+        assert rc == 0 and "verified 2000/2000" in out, out
+    finally:
+        cl.close()
+
+
+def case_sigterm_all_at_once(bindir):
+    """Issue 12: SIGTERM to every node at once (systemctl stop, a container
+    runtime) is one change, and with every member leaving there is nothing
+    to hand over: the cluster stops without moving data, and every node
+    exits 0 promptly."""
+    cl = Cluster(bindir, 4)
+    try:
+        t = cl.wait(lambda t: True)
+        start = time.monotonic()
+        for i in range(1, 5):
+            cl.procs["node%d" % i].send_signal(signal.SIGTERM)
+        for i in range(1, 5):
+            name = "node%d" % i
+            rc = cl.procs[name].wait(timeout=LEAVE_BOUND_S + 2)
+            assert rc == 0, (name, rc, cl.log(name))
+        took = time.monotonic() - start
+        assert took < LEAVE_BOUND_S, took
+        t2 = cl.wait(lambda x: x["members"] == [])
+        coord = cl.log("coord")
+        assert "every member left: the cluster stops" in coord, coord
+        # One change: the epoch after the four nodes' is the empty one.
+        assert t2["epoch"] == t["epoch"] + 1, (t["epoch"], t2["epoch"])
+        for i in range(1, 5):
+            log = cl.log("node%d" % i)
+            assert "streaming 0 it lost" in log, log[-1500:]
     finally:
         cl.close()
 
