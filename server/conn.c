@@ -361,7 +361,12 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread <= 0) {               /* 0 is EAGAIN, not an error */
         if (nread < 0) {
-            if (nread != UV_EOF) {
+            /* A peer that closes, or resets (a client that exits), is
+             * how connections end: not worth a line but at debug. */
+            if (nread == UV_ECONNRESET) {
+                brim_log_debug("%s: read: %s", c->peer,
+                               uv_strerror((int) nread));
+            } else if (nread != UV_EOF) {
                 brim_log_info("%s: read: %s", c->peer,
                               uv_strerror((int) nread));
             }

@@ -18,12 +18,15 @@ static char                log_role[64] = "brim";
 static char                log_name[64];
 static enum brim_log_level log_level = BRIM_LOG_INFO;
 
+int brim_log_debug_on;
+
 void
 brim_log_init(const char *role, const char *name, enum brim_log_level level)
 {
     snprintf(log_role, sizeof(log_role), "%s", role);
     snprintf(log_name, sizeof(log_name), "%s", name != NULL ? name : "");
     log_level = level;
+    brim_log_debug_on = level >= BRIM_LOG_DEBUG;
 }
 
 int

@@ -2,6 +2,7 @@
  * server/log.h - daemon logging: one line per event, to stderr, as
  * "2026-05-01T10:00:00.123Z node:n1[4242] W migrate.c:210 message".
  * Only the daemons log; common/, proto/ and libbrim return codes instead.
+ * Debug lines are printed with --log-level debug only.
  * Formatting uses a fixed stack buffer and never allocates.
  */
 #ifndef BRIM_SERVER_LOG_H
@@ -36,11 +37,15 @@ void brim_log_write(enum brim_log_level level, const char *file, int line,
     brim_log_write(BRIM_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
 #define brim_log_info(...)                                                  \
     brim_log_write(BRIM_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
-#ifdef BRIM_DEBUG
+/* Nonzero when --log-level debug is set (brim_log_init()): a debug line
+ * costs one test of it otherwise, so per-partition detail can stay. */
+extern int brim_log_debug_on;
+
 #define brim_log_debug(...)                                                 \
-    brim_log_write(BRIM_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__)
-#else
-#define brim_log_debug(...) ((void) 0)
-#endif
+    do {                                                                     \
+        if (brim_log_debug_on) {                                             \
+            brim_log_write(BRIM_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__); \
+        }                                                                    \
+    } while (0)
 
 #endif /* BRIM_SERVER_LOG_H */

@@ -364,8 +364,9 @@ main(int argc, char **argv)
     /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
      * reach us: give them that, on top of dead-after, before any is
      * declared dead. */
-    co.deaths_after_ms = uv_now(co.loop)
-                         + COORD_NODE_BACKOFF_MAX_MS;
+    co.deaths_after_ms = co.restarted ? uv_now(co.loop)
+                                        + COORD_NODE_BACKOFF_MAX_MS
+                                      : 0;
     /* A pause before the first tick counts as one too. */
     co.last_tick_ms = uv_now(co.loop);
     if (brim_coord_members_from_state(&co) != 0) {

@@ -42,6 +42,7 @@ link_connect_cb(struct brim_peer *p, int status)
     l->wanted = 0;
     l->heard_ms = uv_now(links->node->loop);
     l->down_since_ms = 0;
+    l->gone_warned = 0;
     l->backoff_ms = BRIM_LINK_BACKOFF_MIN_MS;
     l->opens++;
     for (i = 0; i < links->nlisteners; i++) {

@@ -40,6 +40,8 @@ struct brim_node_link {
                                             user said it answered */
     uint64_t                down_since_ms; /* loop ms it closed or failed
                                             to open, not open since; 0 */
+    int                     gone_warned; /* a user said once that its node
+                                            is gone (reset when it opens) */
     uint64_t                asked_ms;    /* loop ms of the oldest question
                                             a user is waiting on (0 none;
                                             users set and clear it) */

@@ -72,7 +72,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
     const struct brim_member *sm;
     struct brim_node_link  *d;
     uint32_t                p, P = cur->map.npartitions, queued = 0;
-    uint32_t                gained = 0, held = 0;
+    uint32_t                gained = 0, held = 0, gone = 0;
     uint16_t                o, n;
     int32_t                 src;
 
@@ -96,10 +96,11 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                                         : brim_topo_source(old, m->in_src[p]);
         src = sm != NULL ? brim_topo_find_source(cur, sm->name) : -1;
         if (src < 0 || src == node->topo.self) {
-            brim_log_info("migrate: partition %u: its source is gone; "
-                          "complete with what is here", p);
+            brim_log_debug("migrate: partition %u: its source is gone; "
+                           "complete with what is here", p);
             mig_in_finish(m, p);
             m->stats.partitions_in_done++;
+            gone++;
         } else {
             m->in_src[p] = (uint16_t) src;
         }
@@ -161,10 +162,11 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         mig_reasons(m, old, cur);
         mig_probe_start(m);         /* no partition stays in flight */
     }
-    if (queued > 0 || gained > 0 || held > 0) {
+    if (queued > 0 || gained > 0 || held > 0 || gone > 0) {
         brim_log_info("migrate: epoch %" PRIu64 ": %u partitions to stream "
-                      "out, %u coming in, %u of dead members start empty",
-                      cur->map.epoch, queued, gained, held);
+                      "out, %u coming in, %u of dead members start empty, "
+                      "%u in flight completed (their source is gone)",
+                      cur->map.epoch, queued, gained, held, gone);
     }
     mig_pump_soon(m, 0);
 }

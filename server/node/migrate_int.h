@@ -43,6 +43,7 @@
 #define MIG_ERROR_MIN_MS  500       /* an error reply: restart after this, */
 #define MIG_ERROR_MAX_MS  10000     /* doubling up to this */
 #define MIG_COMPLETE_WAIT_MS 10000
+#define MIG_LOG_MS        5000      /* a migration's progress line */
 /* Receiver: an in-flight partition with no batch for MIG_PROBE_IDLE_MS
  * is asked about (STREAM_QUERY); the probe timer looks every
  * MIG_PROBE_TICK_MS at most MIG_PROBE_SLICE partitions, with at most
@@ -166,6 +167,12 @@ struct brim_migrate {
     int                scan_nomem;   /* while scanning: packing failed */
     double             pace_next_ms; /* loop ms before which no batch
                                         goes (--migrate-mb-per-s) */
+    int                out_running;  /* a migration out is being logged */
+    uint64_t           out_since_ms, out_logged_ms; /* its start, last line */
+    uint64_t           out_since_bytes, out_since_keys, out_since_done;
+                                     /* bytes_out, keys_out and partitions
+                                        ended when it started */
+    uint64_t           in_logged_ms; /* loop ms of the last line in */
     uint32_t           fail_every[MIG_FAIL_SITES]; /* test hook; 0 off */
     uint32_t           fail_count[MIG_FAIL_SITES]; /* allocations seen */
     struct brim_migrate_stats stats; /* counters */

@@ -223,8 +223,8 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
         return mig_reply(c, id, 0, NULL);
     }
     in_end(m, p);
-    brim_log_info("migrate: received partition %u of epoch %" PRIu64
-                  " (%" PRIu64 " entries sent)", p, e, req->count);
+    brim_log_debug("migrate: received partition %u of epoch %" PRIu64
+                   " (%" PRIu64 " entries sent)", p, e, req->count);
     return mig_reply(c, id, 0, NULL);
 }
 
@@ -347,11 +347,15 @@ probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
         && ((d->asked_ms != 0 && now - d->asked_ms >= dead_ms)
             || (d->down_since_ms != 0 && now - d->down_since_ms >= dead_ms)))
     {
-        brim_log_warn("migrate: partition %u: its source %s left the "
-                      "cluster and has not answered for %" PRIu64 " ms: it "
-                      "is gone; complete with what is here", p, src->name,
-                      now - (d->asked_ms != 0 ? d->asked_ms
-                                              : d->down_since_ms));
+        if (!d->gone_warned) {      /* once per source, not per partition */
+            d->gone_warned = 1;
+            brim_log_warn("migrate: %s left the cluster and has not "
+                          "answered for %" PRIu64 " ms: it is gone; its "
+                          "partitions in flight complete with what is here",
+                          src->name, now - (d->asked_ms != 0
+                                                ? d->asked_ms
+                                                : d->down_since_ms));
+        }
         m->stats.probes_source_gone++;
         mig_in_finish(m, p);
         m->stats.partitions_in_done++;
@@ -373,6 +377,16 @@ probe_tick_cb(uv_timer_t *t)
         return;
     }
     now = mig_touch_now(m);
+    if (uv_now(m->node->loop) - m->in_logged_ms >= MIG_LOG_MS
+        && uv_now(m->node->loop) - m->in_since_ms >= MIG_LOG_MS)
+    {
+        m->in_logged_ms = uv_now(m->node->loop);
+        brim_log_info("migrate: receiving: %u partitions in flight, %"
+                      PRIu64 " keys and %" PRIu64 " bytes in so far",
+                      m->stats.partitions_in_flight,
+                      m->stats.keys_in - m->in_since_keys,
+                      m->stats.bytes_in - m->in_since_bytes);
+    }
     for (k = 0; k < BRIM_MIN(P, (uint32_t) MIG_PROBE_SLICE)
                 && m->probes_out < MIG_PROBE_OUT;
          k++)

@@ -152,9 +152,9 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
     }
     if (ok) {
         m->stats.partitions_out_done++;
-        brim_log_info("migrate: sent partition %u of epoch %" PRIu64
-                      " to %s: %" PRIu64 " keys", j->p, j->epoch,
-                      j->dest->addr, j->count);
+        brim_log_debug("migrate: sent partition %u of epoch %" PRIu64
+                       " to %s: %" PRIu64 " keys", j->p, j->epoch,
+                       j->dest->addr, j->count);
     } else {
         m->stats.partitions_out_dropped++;
         brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s "
@@ -565,6 +565,52 @@ mig_holds(struct brim_migrate *m, uint32_t p)
 
 /* ---- the pump ---- */
 
+/*
+ * One line per migration out of this node, not one per partition: a line
+ * every MIG_LOG_MS while streams run, and one when the last is handed
+ * over, with counts (per-partition lines are at debug).
+ */
+static void
+mig_out_progress(struct brim_migrate *m, uint64_t now_ms)
+{
+    const struct brim_migrate_stats *st = &m->stats;
+    uint64_t                         ms, bytes;
+
+    if (st->partitions_out_pending > 0 && !m->out_running) {
+        m->out_running = 1;
+        m->out_since_ms = now_ms;
+        m->out_logged_ms = now_ms;
+        m->out_since_bytes = st->bytes_out;
+        m->out_since_keys = st->keys_out;
+        m->out_since_done = st->partitions_out_done + st->partitions_out_dropped;
+        return;
+    }
+    if (!m->out_running) {
+        return;
+    }
+    ms = now_ms - m->out_since_ms;
+    bytes = st->bytes_out - m->out_since_bytes;
+    if (st->partitions_out_pending == 0) {
+        m->out_running = 0;
+        brim_log_info("migrate: every outgoing partition is handed over: %"
+                      PRIu64 " partitions, %" PRIu64 " keys, %" PRIu64
+                      " bytes in %" PRIu64 " ms (%.1f MB/s)%s",
+                      st->partitions_out_done + st->partitions_out_dropped
+                          - m->out_since_done,
+                      st->keys_out - m->out_since_keys, bytes, ms,
+                      ms > 0 ? bytes / 1e3 / (double) ms : 0.0,
+                      st->partitions_out_dropped > 0
+                          ? " (some dropped: see the warnings)" : "");
+    } else if (now_ms - m->out_logged_ms >= MIG_LOG_MS) {
+        m->out_logged_ms = now_ms;
+        brim_log_info("migrate: streaming out: %u partitions to go, %"
+                      PRIu64 " keys and %" PRIu64 " bytes sent in %" PRIu64
+                      " ms (%.1f MB/s)", st->partitions_out_pending,
+                      st->keys_out - m->out_since_keys, bytes, ms,
+                      ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
+    }
+}
+
 static void
 mig_pump_cb(uv_timer_t *t)
 {
@@ -577,6 +623,7 @@ mig_pump_cb(uv_timer_t *t)
     if (m->node->stopping) {
         return;
     }
+    mig_out_progress(m, now_ms);
     for (i = 0; i < m->njobs; i++) {
         active += m->jobs[i]->state != OUT_QUEUED
                   && m->jobs[i]->state != OUT_DONE
@@ -603,6 +650,9 @@ mig_pump_cb(uv_timer_t *t)
     }
     if (next != UINT64_MAX) {
         mig_pump_soon(m, next - now_ms);
+    }
+    if (m->out_running) {
+        mig_pump_soon(m, MIG_LOG_MS);   /* the progress line, and the end */
     }
 }
 

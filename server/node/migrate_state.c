@@ -216,8 +216,8 @@ mig_in_source_gone(struct brim_migrate *m, uint32_t p, uint64_t epoch,
                    const char *why)
 {
     if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == epoch) {
-        brim_log_info("migrate: partition %u: %s; complete with what is "
-                      "here", p, why);
+        brim_log_debug("migrate: partition %u: %s; complete with what is "
+                       "here", p, why);
         mig_in_finish(m, p);
         m->stats.partitions_in_done++;
     }

@@ -89,7 +89,9 @@ class Cluster:
         port = bw.free_port()
         n = Proc([os.path.join(self.bindir, "brim-node"), "--name", name,
                   "--coordinator", "127.0.0.1:%d" % self.cport, "--listen",
-                  "127.0.0.1:%d" % port, "--partitions", str(P)],
+                  "127.0.0.1:%d" % port, "--partitions", str(P),
+                  # Per-partition lines ("sent partition") are at debug.
+                  "--log-level", "debug"],
                  os.path.join(self.dir, name + ".log"), env=self.env)
         n.port = port
         self.nodes[name] = n
