@@ -19,6 +19,28 @@
 # Exits non-zero on any failure. Works from any directory.
 set -euo pipefail
 
+usage() {
+    cat <<'USAGE'
+usage: deploy/test.sh [ctest arguments...]
+
+Build brim and run its tests, from a fresh Debian 12 machine:
+  1. install the Debian packages of deploy/packages.txt that are missing
+     (as root; as any other user it prints the apt-get command and exits 1);
+  2. configure and build build/ (RelWithDebInfo);
+  3. run ctest --output-on-failure -j2 with the arguments given, e.g.
+       deploy/test.sh -L unit          the unit tests only
+       deploy/test.sh -R nemesis       the fault harness's short run
+
+Environment: BRIM_BUILD_DIR (build directory, default build),
+BRIM_CMAKE_ARGS (extra cmake arguments), BRIM_CTEST_ARGS (extra ctest
+arguments before yours). Exit status: ctest's, or 1 when the packages or
+the build fail.
+USAGE
+}
+case "${1:-}" in
+-h|--help) usage; exit 0 ;;
+esac
+
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 

@@ -38,3 +38,13 @@ brim_script_tests(PREFIX node.cluster_ SCRIPT cluster/node_cluster.py
 # migrate.<case>; the case list comes from the script (--list).
 brim_script_tests(PREFIX migrate. SCRIPT cluster/migrate_basic.py
   TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
+# cmake --install installs the daemons (issue 12).
+add_test(NAME lint.install_daemons
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/install_daemons.sh
+          ${CMAKE_BINARY_DIR})
+set_tests_properties(lint.install_daemons PROPERTIES LABELS lint TIMEOUT 120)
+
+# What a new user once tripped over (issue 12): tests/cluster/papercuts.py.
+brim_script_tests(PREFIX papercuts. SCRIPT cluster/papercuts.py
+  TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)

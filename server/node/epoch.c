@@ -69,6 +69,58 @@ brim_node_epoch_known(const struct brim_node *node)
  * known), same P as the store, newer than the committed epoch. On success
  * *OUT holds it (the caller owns it).
  */
+/*
+ * The cluster has P partitions and this node another count: a node that
+ * was not given --partitions takes the cluster's, while it is still
+ * empty and has seen no topology (its store is made again for P); one
+ * given --partitions explicitly refuses a cluster of another P. Returns
+ * 0, or -1 with ERRBUF saying why.
+ */
+static int
+epoch_take_partitions(struct brim_node *node, uint32_t p,
+                      char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_store_config sc = node->store_cfg;
+    struct brim_store_stats  ss;
+    struct brim_store       *store;
+
+    brim_store_get_stats(node->store, &ss);
+    if (node->cfg.partitions_set) {
+        brim_errfmt(errbuf, "epoch: the cluster has %u partitions, this node "
+                    "was started with --partitions %u (leave it out to take "
+                    "the cluster's)", p, node->cfg.partitions);
+        return -1;
+    }
+    if (node->topo.committed.map.epoch != 0 || node->topo.has_pending
+        || ss.items != 0 || node->mig != NULL)
+    {
+        brim_errfmt(errbuf, "epoch: the cluster has %u partitions, this node "
+                    "%u, and it holds data already: restart it", p,
+                    node->cfg.partitions);
+        return -1;
+    }
+    if (4 * brim_store_fixed_bytes(p) > sc.mem_limit_bytes) {
+        brim_errfmt(errbuf, "epoch: the cluster's %u partitions need more "
+                    "than this node's --memory-mb %u for their table alone",
+                    p, node->cfg.memory_mb);
+        return -1;
+    }
+    sc.npartitions = p;
+    store = brim_store_new(&sc);
+    if (store == NULL) {
+        brim_errfmt(errbuf, "epoch: out of memory making a store of %u "
+                    "partitions", p);
+        return -1;
+    }
+    brim_store_free(node->store);
+    node->store = store;
+    node->store_cfg = sc;
+    brim_log_info("the cluster has %u partitions: this node takes them "
+                  "(it was not given --partitions)", p);
+    node->cfg.partitions = p;
+    return 0;
+}
+
 int
 brim_node_topo_decode(struct brim_node *node, const msgpack_object *t,
                       struct brim_topo *out, char errbuf[BRIM_ERRBUF_LEN])
@@ -84,10 +136,10 @@ brim_node_topo_decode(struct brim_node *node, const msgpack_object *t,
                     ", this node is in cluster %016" PRIx64,
                     out->cluster_id, node->cluster_id);
         rc = BRIM_EDENIED;
-    } else if (out->map.npartitions != node->cfg.partitions) {
-        brim_errfmt(errbuf, "epoch: topology has %u partitions, this node "
-                    "was started with --partitions %u", out->map.npartitions,
-                    node->cfg.partitions);
+    } else if (out->map.npartitions != node->cfg.partitions
+               && epoch_take_partitions(node, out->map.npartitions, errbuf)
+                      != 0)
+    {
         rc = BRIM_EBADREQ;
     } else if (out->map.epoch == 0
                || out->map.epoch <= node->topo.committed.map.epoch)

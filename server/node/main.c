@@ -128,6 +128,7 @@ node_set_partitions(void *cfg, const struct brim_option *o, const char *arg,
     struct brim_node_config *c = cfg;
     const char              *why;
 
+    c->partitions_set = 1;
     why = brim_option_u32(cfg, o, arg, errbuf);
     if (why == NULL && (c->partitions & (c->partitions - 1)) != 0) {
         brim_errfmt(errbuf, "%u is not a power of two", c->partitions);
@@ -243,7 +244,8 @@ static const struct brim_option node_options[] = {
      "limit"},
     {"partitions", "P", node_set_partitions, NODE_OFF(partitions),
      BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX, "65536",
-     "partitions, a power of two 256..1048576"},
+     "partitions, a power of two 256..1048576; a cluster node not given it "
+     "takes its cluster's"},
     {"seed", "S", brim_option_u64, NODE_OFF(seed), 0, UINT64_MAX, "0",
      "standalone: the key hash's seed (a cluster node takes its "
      "cluster's)"},
@@ -440,6 +442,7 @@ node_start(struct brim_node *node)
     sc.max_value_bytes = node->cfg.limits.max_value_bytes;
     sc.policy = node->cfg.policy;
     sc.cas_prefix = node->incarnation & 0xffffff;
+    node->store_cfg = sc;
     node->store = brim_store_new(&sc);
     if (node->store == NULL) {
         fprintf(stderr, "brim-node: out of memory creating the store\n");
@@ -454,9 +457,13 @@ node_start(struct brim_node *node)
     node->peer_limits.max_batch_entries = BRIM_WIRE_BATCH_LIMIT;
     node->coord_limits = node->cfg.limits;
     node->coord_limits.max_members = BRIM_NODES_MAX;
+    /* A node not given --partitions may take a cluster's larger P: its
+     * topologies' frames are bounded by the largest P. */
     node->coord_limits.max_frame_bytes = BRIM_MAX(
         node->cfg.limits.max_frame_bytes,
-        2u * node->cfg.partitions + (64u << 10) + 200u * BRIM_NODES_MAX);
+        2u * (node->cfg.partitions_set || node->cfg.standalone
+                  ? node->cfg.partitions : BRIM_PARTITIONS_MAX)
+            + (64u << 10) + 200u * BRIM_NODES_MAX);
     memset(&cc, 0, sizeof(cc));
     cc.max_frame_bytes = node->cfg.standalone
                          ? node->cfg.limits.max_frame_bytes

@@ -42,6 +42,9 @@ struct brim_node_config {
     uint32_t               weight_ppm;       /* cluster: weight, millionths */
     int                    weight_set;       /* --weight was given */
     int                    name_set;         /* --name was given */
+    int                    partitions_set;   /* --partitions was given: a
+                                                cluster of another P is
+                                                refused, not taken */
     uint32_t               migrate_mb_per_s; /* stream pace, 10^6 B/s;
                                                 0: unpaced */
     int                    log_level;        /* enum brim_log_level */
@@ -136,6 +139,7 @@ struct brim_node {
     uv_loop_t              *loop;        /* the one loop */
     struct brim_server      srv;         /* client listener */
     struct brim_store      *store;       /* the data */
+    struct brim_store_config store_cfg;  /* what it was made with */
     msgpack_zone            zone;        /* reused to unpack requests */
     struct brim_wire_limits coord_limits; /* on coord connections: a
                                              topology's frame and members */

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""tests/cluster/papercuts.py - what a new user once tripped over (issue
+12), each as a real cluster of brim-coord and brim-node processes on
+loopback, stopped by PID.
+
+    papercuts.py --list
+    papercuts.py --bin BUILD/bin CASE
+
+partitions_from_cluster  a node not given --partitions takes its
+                         cluster's P and serves; one given another P is
+                         refused with a message naming --partitions
+"""
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
+import brimwire as bw  # noqa: E402
+import migrate_basic as mb  # noqa: E402
+
+CASES = bt.Cases()
+case = CASES
+
+
+class Cluster(mb.Cluster):
+    """migrate_basic's cluster (its coordinator has P = mb.P), whose nodes
+    are started with exactly the arguments a case gives."""
+
+    def add_node(self, name, *args, wait=True):
+        port = bw.free_port()
+        n = mb.Proc([os.path.join(self.bindir, "brim-node"), "--name", name,
+                     "--coordinator", "127.0.0.1:%d" % self.cport,
+                     "--listen", "127.0.0.1:%d" % port] + list(args),
+                    os.path.join(self.dir, name + ".log"), env=self.env)
+        n.port = port
+        self.nodes[name] = n
+        if wait:
+            mb.wait_port(port, n)
+        return n
+
+
+@case
+def partitions_from_cluster(bindir):
+    cl = Cluster(bindir)
+    try:
+        cl.add_node("node1")                # no --partitions: takes P
+        cl.add_node("node2", "--partitions", str(mb.P))
+        t = cl.wait_members(2)
+        s = cl.stats("node1")
+        assert s["partitions"] == mb.P, s["partitions"]
+        assert "takes them" in cl.nodes["node1"].output()
+        # It serves the keys the map gives it.
+        for i in range(200):
+            key = b"k%d" % i
+            owner = mb.owner_name(t, key)
+            rep = cl.conn(owner).call("SET", 1 + i, key, b"v", 0, 0)
+            assert rep[0] == 0, (owner, rep)
+        # Another P given explicitly: refused, and said so.
+        bad = cl.add_node("node3", "--partitions", str(2 * mb.P),
+                          wait=False)
+        rc = bad.proc.wait(timeout=15)
+        out = bad.output()
+        assert rc != 0, out
+        assert "--partitions" in out and str(mb.P) in out, out
+        assert [m[0] for m in cl.fetch()["members"]] == ["node1", "node2"]
+        print("partitions_from_cluster: node1 took P = %d; node3 with P = "
+              "%d refused: exit %d" % (mb.P, 2 * mb.P, rc))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+def main():
+    return mb.main(CASES)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
