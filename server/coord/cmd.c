@@ -330,6 +330,22 @@ cmd_members(struct brim_coord *co, struct brim_conn *c, const struct brim_req *r
     return brim_frame_end(out, mark);
 }
 
+/* Member I's share of TOTAL by weight among T's members (WSUM the sum of
+ * their weights): TOTAL x w_i / WSUM; 1 when WSUM is 0 (no division by
+ * zero in a ratio). */
+static double
+weighted_share(const struct brim_topo *t, uint32_t i, double total,
+               uint64_t wsum)
+{
+    double share;
+
+    if (wsum == 0) {
+        return 1.0;
+    }
+    share = total * (double) t->members[i].weight_ppm / (double) wsum;
+    return share > 0 ? share : 1.0;
+}
+
 /* ---- CLUSTER_STATS and PLAN: maps built with a packer ---- */
 
 static int
@@ -522,10 +538,10 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
     const struct brim_topo *t = &co->state.committed;
     struct brim_coord_member    *mb;
     msgpack_packer          pk;
-    uint64_t               *count, *disp, *caps, keys_sum = 0, keys_max = 0;
-    uint64_t                pmax = 0, pmin = 0, bytes_sum = 0, rps_sum = 0;
+    uint64_t               *count, *disp, *caps, keys_sum = 0;
+    uint64_t                bytes_sum = 0, rps_sum = 0, wsum = 0;
     uint32_t                N = t->nmembers, nnodes = 0, i, moved;
-    double                  pmean, kmean;
+    double                  lmax = 0, lmin = 0, kmax = 0, l, share;
     int32_t                 idx;
     int                     err = 0, within = 1;
     struct mig_progress     mp;
@@ -545,11 +561,17 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
         return reply_err(c, req->request_id, BRIM_ENOMEM,
                          "cluster_stats: no memory");
     }
+    /* Load is against each member's weighted share, P x w_i / sum(w)
+     * (issue 12: a weight-2 node within its cap once showed load 1.58). */
+    for (i = 0; i < N; i++) {
+        wsum += t->members[i].weight_ppm;
+    }
     for (i = 0; i < N; i++) {
         disp[N] += disp[i];
         within &= count[i] <= caps[i];
-        pmax = i == 0 || count[i] > pmax ? count[i] : pmax;
-        pmin = i == 0 || count[i] < pmin ? count[i] : pmin;
+        l = count[i] / weighted_share(t, i, (double) P, wsum);
+        lmax = i == 0 || l > lmax ? l : lmax;
+        lmin = i == 0 || l < lmin ? l : lmin;
     }
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (mb->removed) {
@@ -558,13 +580,18 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
         nnodes++;
         if (brim_topo_find(t, mb->m.name) >= 0) {
             keys_sum += mb->hb_keys;
-            keys_max = BRIM_MAX(keys_max, mb->hb_keys);
         }
         bytes_sum += mb->hb_bytes;
         rps_sum += mb->hb_rps;
     }
-    pmean = N > 0 ? (double) P / N : 0.0;
-    kmean = N > 0 ? (double) keys_sum / N : 0.0;
+    for (mb = co->members; keys_sum > 0 && mb != NULL; mb = mb->next) {
+        idx = mb->removed ? -1 : brim_topo_find(t, mb->m.name);
+        if (idx >= 0) {
+            share = weighted_share(t, (uint32_t) idx, (double) keys_sum,
+                                   wsum);
+            kmax = BRIM_MAX(kmax, mb->hb_keys / share);
+        }
+    }
     eps_text(t->eps_ppm, eps, sizeof(eps));
     moved = co->last_arc + co->last_cap;
 
@@ -584,9 +611,9 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
     err |= kv_u64(&pk, "next_epoch", co->state.next_epoch);
     err |= kv_u64(&pk, "cap", cap_one(t));
     err |= kv_bool(&pk, "within_cap", within);
-    err |= kv_f64(&pk, "max_mean_partitions", pmean > 0 ? pmax / pmean : 0);
-    err |= kv_f64(&pk, "min_mean_partitions", pmean > 0 ? pmin / pmean : 0);
-    err |= kv_f64(&pk, "max_mean_keys", kmean > 0 ? keys_max / kmean : 0);
+    err |= kv_f64(&pk, "max_mean_partitions", lmax);
+    err |= kv_f64(&pk, "min_mean_partitions", lmin);
+    err |= kv_f64(&pk, "max_mean_keys", kmax);
     err |= kv_u64(&pk, "keys", keys_sum);
     err |= kv_u64(&pk, "bytes", bytes_sum);
     err |= kv_u64(&pk, "requests_per_sec", rps_sum);
@@ -606,8 +633,10 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
         err |= kv_u64(&pk, "partitions", idx >= 0 ? count[idx] : 0);
         err |= kv_u64(&pk, "displaced", idx >= 0 ? disp[idx] : 0);
         err |= kv_u64(&pk, "cap", idx >= 0 ? caps[idx] : 0);
-        err |= kv_f64(&pk, "load", idx >= 0 && pmean > 0
-                                   ? count[idx] / pmean : 0.0);
+        err |= kv_f64(&pk, "load", idx >= 0
+                                   ? count[idx] / weighted_share(
+                                         t, (uint32_t) idx, (double) P, wsum)
+                                   : 0.0);
         err |= kv_u64(&pk, "keys", mb->hb_keys);
         err |= kv_u64(&pk, "bytes", mb->hb_bytes);
         err |= kv_u64(&pk, "requests_per_sec", mb->hb_rps);
@@ -681,7 +710,7 @@ cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
     uint32_t                i, arc = 0, cap = 0, moved = 0, own;
     int32_t                 idx = -1;
     double                  ideal, keys = 0.0;
-    uint64_t                cap_before;
+    uint64_t                cap_before, wsum;
     size_t                  mark;
     int                     rc, e = 0;
 
@@ -765,7 +794,11 @@ cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
     }
     cap_before = cap_one(ot);
     if (kind == 1) {
-        ideal = (double) P / (N + 1);
+        /* The newcomer's weighted share: P x w / (sum of weights + w). */
+        for (i = 0, wsum = 0; i < N; i++) {
+            wsum += ot->members[i].weight_ppm;
+        }
+        ideal = (double) P * w / (double) (wsum + w);
     } else {
         ideal = (double) owned(ot, name);
     }

@@ -633,8 +633,7 @@ change_baseline(struct brim_coord *co, const struct brim_topo *old)
 {
     const struct brim_topo *t = &co->state.committed;
     struct brim_coord_member    *mb;
-    uint64_t                total = 0, left = 0;
-    uint32_t                joined = 0;
+    uint64_t                total = 0, left = 0, wjoined = 0, wall = 0;
     int                     before, after;
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
@@ -647,14 +646,16 @@ change_baseline(struct brim_coord *co, const struct brim_topo *old)
             total += mb->hb_keys;
             left += after ? 0 : mb->hb_keys;
         }
-        joined += after && !before;
+        wjoined += after && !before ? mb->m.weight_ppm : 0;
+        wall += after ? mb->m.weight_ppm : 0;
     }
     co->last_keys_total = total;
     co->last_streams = old->nmembers > 0;   /* the first map moves nothing */
     co->last_ideal_keys = (double) left;
-    if (t->nmembers > 0) {
-        co->last_ideal_keys += (double) (total - left) * joined
-                               / t->nmembers;
+    if (wall > 0) {
+        /* The joiners' weighted share of the keys that stayed. */
+        co->last_ideal_keys += (double) (total - left) * (double) wjoined
+                               / (double) wall;
     }
 }
 

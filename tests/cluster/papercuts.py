@@ -9,6 +9,8 @@ loopback, stopped by PID.
 partitions_from_cluster  a node not given --partitions takes its
                          cluster's P and serves; one given another P is
                          refused with a message naming --partitions
+weighted_load            load, max/mean and PLAN's ideal and churn are
+                         against each node's weighted share
 """
 import os
 import sys
@@ -20,6 +22,7 @@ sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
 import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 import migrate_basic as mb  # noqa: E402
+from coord_membership import cluster_stats, plan  # noqa: E402
 
 CASES = bt.Cases()
 case = CASES
@@ -73,6 +76,43 @@ def partitions_from_cluster(bindir):
         raise
     finally:
         cl.close()
+
+
+@case
+def weighted_load(bindir):
+    cl = Cluster(bindir)
+    try:
+        cl.add_node("node1")
+        cl.add_node("node2")
+        cl.add_node("node3", "--weight", "2")
+        cl.wait_members(3)
+        c = bw.Conn(cl.cport, role=bw.ROLE_ADMIN)
+        st = cluster_stats(c)
+        loads = {bt_text(n["name"]): n["load"] for n in st["nodes"]}
+        parts = {bt_text(n["name"]): n["partitions"] for n in st["nodes"]}
+        # node3 holds about half of P: its share, so its load is about 1.
+        assert 0.85 < loads["node3"] < 1.15, (loads, parts)
+        assert all(0.85 < v < 1.15 for v in loads.values()), loads
+        assert st["max_mean_partitions"] < 1.15, st["max_mean_partitions"]
+        # PLAN: a weight-2 newcomer's ideal is P x 2 / (1 + 1 + 2 + 2).
+        rc, p = plan(c, 1, "big", 2000000)
+        assert rc == 0, p
+        want = mb.P * 2 / 6
+        assert abs(p["ideal"] - want) < 1e-6, (p["ideal"], want)
+        assert abs(p["churn"] - p["partitions_moved"] / want) < 1e-9, p
+        assert p["churn"] < 1.3, p
+        c.close()
+        print("weighted_load: loads %r, plan join big (weight 2): ideal "
+              "%.1f, churn %.3f" % (loads, p["ideal"], p["churn"]))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+def bt_text(v):
+    return v.decode() if isinstance(v, (bytes, bytearray)) else v
 
 
 def main():
