@@ -204,7 +204,15 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
                                         ? &node->peer_limits
                                         : &node->cfg.limits,
                              &node->zone, &req, errbuf);
-    node->stats.requests++;
+    /* Client requests apart from the cluster's own traffic (streams,
+     * forwards, proposals, lease confirmations): requests_per_sec is the
+     * clients' (issue 12: an idle cluster once showed 52,087 after a
+     * join). A frame before HELLO counts as a client's. */
+    if (conn_role(c) == BRIM_ROLE_NODE || conn_role(c) == BRIM_ROLE_COORD) {
+        node->stats.internal_requests++;
+    } else {
+        node->stats.requests++;
+    }
     if (rc == BRIM_ENOMEM) {
         return rc;                  /* the connection cannot go on */
     }

@@ -56,8 +56,12 @@ struct brim_node_config {
 
 /* Per-op and request counters the node reports. */
 struct brim_node_stats {
-    uint64_t ops[BRIM_OP_CODE_LIMIT];  /* requests served, by opcode */
-    uint64_t requests;                 /* all requests */
+    uint64_t ops[BRIM_OP_CODE_LIMIT];  /* requests served, by opcode:
+                                          clients' and internal alike */
+    uint64_t requests;                 /* client requests (roles client,
+                                          admin, or before HELLO) */
+    uint64_t internal_requests;        /* from other nodes and the
+                                          coordinator */
     uint64_t bad_requests;             /* refused as malformed */
     uint64_t last_requests;            /* requests at the last rate tick */
     uint64_t last_tick_ms;             /* loop time of the last tick */

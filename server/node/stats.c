@@ -123,6 +123,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_NODE, "uptime_s",
              (uint64_t) time(NULL) - node->start_unix);
     emit_u64(e, SEC_NODE, "requests", node->stats.requests);
+    emit_u64(e, SEC_NODE, "internal_requests",
+             node->stats.internal_requests);
     emit_u64(e, SEC_NODE, "bad_requests", node->stats.bad_requests);
     emit_f64(e, SEC_NODE, "requests_per_sec", node->stats.requests_per_sec);
     emit_u64(e, SEC_STORE, "partitions", node->cfg.partitions);

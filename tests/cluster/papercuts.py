@@ -11,6 +11,10 @@ partitions_from_cluster  a node not given --partitions takes its
                          refused with a message naming --partitions
 weighted_load            load, max/mean and PLAN's ideal and churn are
                          against each node's weighted share
+internal_requests        migration frames and other cluster traffic are
+                         counted apart from client requests: an idle
+                         node that received a join's streams shows no
+                         client requests per second
 """
 import os
 import sys
@@ -104,6 +108,36 @@ def weighted_load(bindir):
         c.close()
         print("weighted_load: loads %r, plan join big (weight 2): ideal "
               "%.1f, churn %.3f" % (loads, p["ideal"], p["churn"]))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+@case
+def internal_requests(bindir):
+    cl = Cluster(bindir)
+    try:
+        cl.add_node("node1", "--partitions", str(mb.P))
+        cl.add_node("node2", "--partitions", str(mb.P))
+        t1 = cl.wait_members(2)
+        mb.load(cl, t1, n=4000)
+        cl.add_node("node3", "--partitions", str(mb.P))
+        cl.wait_members(3)
+        cl.wait_streams_done()
+        time.sleep(2.5)                     # a rate tick with no clients
+        s = cl.stats("node3")
+        assert s["mig_batches_in"] > 0, "nothing streamed in"
+        assert s["internal_requests"] >= s["mig_batches_in"], s
+        # Only this test's own STATS requests are client requests here.
+        assert s["requests"] < 20, s["requests"]
+        assert s["requests_per_sec"] < 5, s["requests_per_sec"]
+        print("internal_requests: node3 %d internal (%d batches in), %d "
+              "client requests, %.1f/s" % (s["internal_requests"],
+                                          s["mig_batches_in"],
+                                          s["requests"],
+                                          s["requests_per_sec"]))
     except BaseException:
         cl.dump()
         raise
