@@ -302,8 +302,9 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
             return BRIM_EBADREQ;
         }
         if (req->value_len > lim->max_value_bytes) {
-            brim_errfmt(errbuf, "wire: %s: value is %zu bytes, max %" PRIu32,
-                        op, req->value_len, lim->max_value_bytes);
+            brim_errfmt(errbuf, "wire: %s: value is %zu bytes, above the "
+                        "node's limit %" PRIu32 " (--max-value-bytes)", op,
+                        req->value_len, lim->max_value_bytes);
             return BRIM_ETOOBIG;
         }
         return 0;

@@ -95,6 +95,9 @@ conn_maybe_free(struct brim_conn *c)
     if (c->next != NULL) {
         c->next->prev = c->prev;
     }
+    if (c->paused_total) {
+        srv->total_paused--;
+    }
     if (srv->cfg.gone != NULL) {
         srv->cfg.gone(srv->cfg.gone_arg, c);
     }
@@ -160,10 +163,12 @@ brim_conn_flush(struct brim_conn *c)
     brim_buf_init(&c->out);
     b = uv_buf_init(w->buf.data, (unsigned int) w->buf.len);
     c->out_inflight += w->buf.len;
+    c->srv->stats.out_bytes += w->buf.len;
     c->refs++;
     rc = uv_write(&w->req, (uv_stream_t *) &c->tcp, &b, 1, conn_write_cb);
     if (rc != 0) {
         c->out_inflight -= w->buf.len;
+        c->srv->stats.out_bytes -= w->buf.len;
         c->refs--;
         brim_buf_destroy(&w->buf);
         brim_free(w);
@@ -230,7 +235,7 @@ brim_conn_resume(struct brim_conn *c)
         conn_maybe_free(c);
         return;
     }
-    if (c->state == BRIM_CONN_PAUSED
+    if (c->state == BRIM_CONN_PAUSED && !c->paused_total
         && c->out.len + c->out_inflight < c->srv->cfg.out_high_water)
     {
         conn_set_state(c, BRIM_CONN_READING);
@@ -241,6 +246,15 @@ brim_conn_resume(struct brim_conn *c)
         return;
     }
     brim_conn_flush(c);     /* paused for output: the write callback goes on */
+}
+
+/* True when SRV's unsent replies, all connections together, pass its
+ * out_total_limit. */
+static int
+conn_total_full(const struct brim_server *srv)
+{
+    return srv->cfg.out_total_limit != 0
+           && srv->stats.out_bytes > srv->cfg.out_total_limit;
 }
 
 /*
@@ -259,6 +273,16 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
     while (c->state == BRIM_CONN_READING && !c->deferred) {
         if (c->out.len + c->out_inflight > srv->cfg.out_high_water) {
             conn_set_state(c, BRIM_CONN_PAUSED);
+            break;
+        }
+        if (conn_total_full(srv) && c->out.len + c->out_inflight > 0) {
+            /* Every connection's unsent replies together are over the
+             * bound: one that has some of its own waits (one with none
+             * is not the cause, and reading it costs nothing yet). */
+            conn_set_state(c, BRIM_CONN_PAUSED);
+            c->paused_total = 1;
+            srv->total_paused++;
+            srv->stats.out_total_pauses++;
             break;
         }
         rc = brim_frame_peek(data + off, len - off, srv->cfg.max_frame_bytes,
@@ -295,6 +319,48 @@ conn_process_buffered(struct brim_conn *c)
     brim_conn_flush(c);
 }
 
+/* Read again on paused C: the frames held while paused first. */
+static void
+conn_resume_reading(struct brim_conn *c)
+{
+    conn_set_state(c, BRIM_CONN_READING);
+    conn_process_buffered(c);           /* frames held while paused */
+    if (c->state == BRIM_CONN_READING) {
+        conn_read_start(c);
+    }
+}
+
+/*
+ * The unsent replies of SRV fell: when they are below half of the total
+ * bound, the connections paused for it read again (the total bound is one
+ * pool: a connection is not held for another's slow reader longer than
+ * the pool stays full).
+ */
+static void
+conn_total_drained(struct brim_server *srv)
+{
+    struct brim_conn *c, *next;
+
+    if (srv->total_paused == 0
+        || srv->stats.out_bytes > srv->cfg.out_total_limit / 2)
+    {
+        return;
+    }
+    for (c = srv->conns; c != NULL && srv->total_paused > 0; c = next) {
+        next = c->next;
+        if (!c->paused_total) {
+            continue;
+        }
+        c->paused_total = 0;
+        srv->total_paused--;
+        if (c->state == BRIM_CONN_PAUSED && !c->deferred
+            && c->out.len + c->out_inflight < srv->cfg.out_high_water)
+        {
+            conn_resume_reading(c);
+        }
+    }
+}
+
 static void
 conn_write_cb(uv_write_t *req, int status)
 {
@@ -302,6 +368,7 @@ conn_write_cb(uv_write_t *req, int status)
     struct brim_conn  *c = w->c;
 
     c->out_inflight -= w->buf.len;
+    c->srv->stats.out_bytes -= w->buf.len;
     c->srv->stats.bytes_out += status == 0 ? w->buf.len : 0;
     brim_buf_destroy(&w->buf);
     brim_free(w);
@@ -314,15 +381,21 @@ conn_write_cb(uv_write_t *req, int status)
         if (c->out_inflight == 0 && c->out.len == 0) {
             conn_close(c);
         }
-    } else if (c->state == BRIM_CONN_PAUSED && !c->deferred
-               && c->out.len + c->out_inflight < c->srv->cfg.out_low_water)
-    {
-        conn_set_state(c, BRIM_CONN_READING);
-        conn_process_buffered(c);       /* frames held while paused */
-        if (c->state == BRIM_CONN_READING) {
-            conn_read_start(c);
+    } else if (c->state == BRIM_CONN_PAUSED && !c->deferred) {
+        if (c->paused_total && c->out.len + c->out_inflight == 0) {
+            /* Its own replies are all sent: it is not what holds the
+             * pool, and it may have one more batch (a reader that keeps
+             * up is not stopped by others that do not). */
+            c->paused_total = 0;
+            c->srv->total_paused--;
+        }
+        if (!c->paused_total
+            && c->out.len + c->out_inflight < c->srv->cfg.out_low_water)
+        {
+            conn_resume_reading(c);
         }
     }
+    conn_total_drained(c->srv);
     conn_maybe_free(c);
 }
 

@@ -54,6 +54,13 @@ struct brim_server_config {
     size_t   out_low_water;         /* resume below this */
     uint32_t idle_timeout_ms;       /* 0: never; close silent connections */
     uint32_t max_conns;             /* refuse (BUSY, close) beyond this */
+    size_t   out_total_limit;       /* reply bytes unsent on all
+                                       connections: above it a connection
+                                       with replies of its own unsent
+                                       stops reading until they are sent
+                                       or the total falls below half (so
+                                       it is passed by at most one batch
+                                       per connection); 0: no bound */
     brim_conn_gone_fn gone;         /* told of each connection freed
                                        (AUTH's accepting side, guard.h:
                                        brim_guard_conn_gone); NULL: none */
@@ -72,6 +79,10 @@ struct brim_server_stats {
     uint64_t bytes_in;              /* bytes read */
     uint64_t bytes_out;             /* bytes written */
     uint64_t pauses;                /* times reading paused for output */
+    uint64_t out_bytes;             /* reply bytes handed to the kernel
+                                       and not yet written, all
+                                       connections (out_total_limit) */
+    uint64_t out_total_pauses;      /* connections paused because of it */
 };
 
 /* A listener and the connections it accepted. */
@@ -89,6 +100,8 @@ struct brim_server {
     int                       read_buf_busy; /* lent to a read in progress */
     struct brim_server_stats  stats;        /* counters */
     int                       closing;      /* brim_server_close() called */
+    uint32_t                  total_paused; /* connections paused for
+                                               out_total_limit */
 };
 
 /* Where a connection's AUTH stands (PROTOCOL.md 12; server/guard.c reads
@@ -115,6 +128,8 @@ struct brim_conn {
                                        while a reply is deferred */
     int                   deferred; /* a reply is deferred: no frame is
                                        dispatched or read until resumed */
+    int                   paused_total; /* paused for the server's
+                                       out_total_limit, not its own */
     uint64_t              last_active_ms; /* loop time of the last read */
     void                 *data;     /* the daemon's per-connection state */
     struct brim_conn_auth auth;     /* its AUTH (server/guard.h) */

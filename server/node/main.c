@@ -44,6 +44,7 @@ brim_node_config_default(struct brim_node_config *cfg)
     snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:11311");
     snprintf(cfg->name, sizeof(cfg->name), "standalone");
     cfg->memory_mb = 64;
+    cfg->buffer_mb = 64;
     cfg->max_conns = 1024;
     cfg->idle_timeout_s = 300;
     cfg->partitions = BRIM_PARTITIONS_DEFAULT;
@@ -224,8 +225,13 @@ static const struct brim_option node_options[] = {
      "node name: 1 to 64 of [A-Za-z0-9._:-]; for logs and stats, and the "
      "member name in a cluster"},
     {"memory-mb", "M", brim_option_u32, NODE_OFF(memory_mb), 1, 1u << 20,
-     "64", "memory limit of the data plane in MiB: items, tables and "
-     "connection buffers"},
+     "64", "memory limit of the data in MiB: items (key, value and header, "
+     "at their allocated size) and tables; eviction keeps it (connection "
+     "buffers have --buffer-mb)"},
+    {"buffer-mb", "M", brim_option_u32, NODE_OFF(buffer_mb), 1, 1u << 20,
+     "64", "unsent replies of all connections together, in MiB: above it "
+     "a connection that has replies waiting stops reading until half of "
+     "it is sent (not counted in --memory-mb)"},
     {"max-value-bytes", "B", node_set_max_value,
      NODE_OFF(limits.max_value_bytes), 1, BRIM_WIRE_VALUE_LIMIT, "1048576",
      "largest value; frames may be this plus 64 KiB"},
@@ -442,6 +448,10 @@ node_start(struct brim_node *node)
     sc.max_value_bytes = node->cfg.limits.max_value_bytes;
     sc.policy = node->cfg.policy;
     sc.cas_prefix = node->incarnation & 0xffffff;
+    /* --memory-mb bounds the data: items and tables, not connection
+     * buffers, which have --buffer-mb (issue 12: reply buffers once
+     * evicted stored values). */
+    sc.data_only = 1;
     node->store_cfg = sc;
     node->store = brim_store_new(&sc);
     if (node->store == NULL) {
@@ -472,6 +482,7 @@ node_start(struct brim_node *node)
     cc.out_low_water = node->cfg.out_high_water / 2;
     cc.idle_timeout_ms = node->cfg.idle_timeout_s * 1000;
     cc.max_conns = node->cfg.max_conns;
+    cc.out_total_limit = (size_t) node->cfg.buffer_mb << 20;
     cc.gone = brim_guard_conn_gone;
     cc.gone_arg = &node->guard;
     if (brim_wire_limits_check(&node->cfg.limits, errbuf) != 0

@@ -29,7 +29,10 @@
 struct brim_node_config {
     char                   listen[128];      /* "host:port" */
     char                   name[65];         /* node name, for logs */
-    uint32_t               memory_mb;        /* data-plane limit, MiB */
+    uint32_t               memory_mb;        /* the data's limit (items,
+                                                tables), MiB */
+    uint32_t               buffer_mb;        /* unsent replies, all
+                                                connections, MiB */
     uint32_t               max_conns;        /* open connections */
     uint32_t               idle_timeout_s;   /* 0: never */
     uint32_t               partitions;       /* P */

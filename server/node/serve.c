@@ -182,6 +182,37 @@ serve_error_text(uint32_t op, int status)
     }
 }
 
+/*
+ * TOOBIG, with its real cause (issue 12: "too big for the memory limit
+ * or max value" left the user to guess): the value (or APPEND's and
+ * PREPEND's result) above --max-value-bytes, or an item the memory limit
+ * cannot hold even after evicting.
+ */
+static int
+serve_toobig(struct brim_node *node, struct brim_conn *c,
+             const struct brim_req *req, uint64_t h)
+{
+    const struct brim_item *old;
+    char                    msg[256];
+    size_t                  len = req->value_len;
+
+    if (req->op == BRIM_OP_APPEND || req->op == BRIM_OP_PREPEND) {
+        old = brim_store_peek(node->store, h, req->key, req->key_len,
+                              unix_now());
+        len += old != NULL ? old->val_len : 0;
+    }
+    if (len > node->cfg.limits.max_value_bytes) {
+        snprintf(msg, sizeof(msg), "too big: the value would be %zu bytes, "
+                 "above this node's --max-value-bytes %u", len,
+                 node->cfg.limits.max_value_bytes);
+    } else {
+        snprintf(msg, sizeof(msg), "too big: an item of %zu bytes does not "
+                 "fit this node's --memory-mb %u (items and tables), even "
+                 "after evicting", len + req->key_len, node->cfg.memory_mb);
+    }
+    return brim_node_reply_error(c, req->request_id, BRIM_ETOOBIG, msg);
+}
+
 static void serve_continue(struct brim_node *node, struct brim_conn *c,
                            const struct brim_req *req, uint64_t h);
 
@@ -234,6 +265,9 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
             brim_migrate_hit(node, p, h, req->key, req->key_len,
                              BRIM_MIG_WRITE, rc);
         }
+    }
+    if (rc == BRIM_ETOOBIG) {
+        return serve_toobig(node, c, req, h);
     }
     if (rc != 0) {
         return brim_node_reply_error(c, req->request_id, rc,

@@ -132,7 +132,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_STORE, "keys", ss.items);
     emit_u64(e, SEC_STORE, "bytes", ss.item_bytes);
     emit_u64(e, SEC_STORE, "table_bytes", ss.table_bytes);
-    emit_u64(e, SEC_STORE, "memory_used", brim_alloc_bytes());
+    emit_u64(e, SEC_STORE, "memory_used", brim_store_data_bytes(node->store));
+    emit_u64(e, SEC_STORE, "process_bytes", brim_alloc_bytes());
     emit_u64(e, SEC_STORE, "memory_limit",
              (uint64_t) node->cfg.memory_mb << 20);
     emit_u64(e, SEC_STORE, "hits", ss.hits);
@@ -146,6 +147,10 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_CONNS, "connections_refused", cs->conns_refused);
     emit_u64(e, SEC_CONNS, "connections_idle_closed", cs->conns_idle_closed);
     emit_u64(e, SEC_CONNS, "read_pauses", cs->pauses);
+    emit_u64(e, SEC_CONNS, "buffer_bytes", cs->out_bytes);
+    emit_u64(e, SEC_CONNS, "buffer_limit", (uint64_t) node->cfg.buffer_mb
+                                           << 20);
+    emit_u64(e, SEC_CONNS, "buffer_pauses", cs->out_total_pauses);
     emit_u64(e, SEC_CONNS, "bad_frames", cs->bad_frames);
     emit_u64(e, SEC_CONNS, "auth_ok", node->guard.stats.ok);
     emit_u64(e, SEC_CONNS, "auth_failures", node->guard.stats.failures);

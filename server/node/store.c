@@ -42,6 +42,9 @@ struct brim_store {
 static size_t
 store_mem_used(const struct brim_store *s)
 {
+    if (s->cfg.data_only) {
+        return brim_store_data_bytes(s);
+    }
     return s->cfg.mem_used != NULL ? s->cfg.mem_used() : brim_alloc_bytes();
 }
 
@@ -769,6 +772,13 @@ brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
         }
     }
     return cur->bucket >= part->nbuckets;
+}
+
+size_t
+brim_store_data_bytes(const struct brim_store *s)
+{
+    return (size_t) (s->stats.item_bytes + s->stats.table_bytes)
+           + sizeof(*s);
 }
 
 void

@@ -92,6 +92,11 @@ struct brim_store_config {
     uint64_t               cas_prefix;     /* incarnation bits, high 24 */
     size_t               (*mem_used)(void); /* bytes held; NULL: the
                                               thread's brim_alloc_bytes */
+    int                    data_only;      /* the limit counts the store's
+                                              own bytes only (items, tables,
+                                              the partition array), not
+                                              MEM_USED: a node's buffers
+                                              have their own bound */
 };
 
 struct brim_store;
@@ -265,6 +270,10 @@ void brim_store_cursor_release(struct brim_store *store,
  */
 int brim_store_scan(struct brim_store *store, struct brim_store_cursor *cur,
                     uint32_t max_buckets, brim_store_scan_cb cb, void *arg);
+
+/* Bytes the store holds: its items and tables at their allocated sizes
+ * and its partition array (what data_only limits). */
+size_t brim_store_data_bytes(const struct brim_store *store);
 
 /* Copy the counters into *OUT. */
 void brim_store_get_stats(const struct brim_store *store,

@@ -559,8 +559,8 @@ def i13_slow_reader(args):
                                  0), "OK", "SET 64 KiB")
         st0 = bw.stats(admin)
         rss0 = node.rss_kib()
-        mem0 = st0["memory_used"]
-        print("before: RSS %d KiB, memory_used %d, limit %d" %
+        mem0 = st0["process_bytes"]
+        print("before: RSS %d KiB, process_bytes %d, limit %d" %
               (rss0, mem0, st0["memory_limit"]))
 
         slow = node.conn()
@@ -583,7 +583,7 @@ def i13_slow_reader(args):
             pings.append(ping_ok(node, admin, bound_s=2.0,
                                  what="PING beside the slow reader"))
             worst_rss = max(worst_rss, node.rss_kib())
-            worst_mem = max(worst_mem, bw.stats(admin)["memory_used"])
+            worst_mem = max(worst_mem, bw.stats(admin)["process_bytes"])
             time.sleep(0.1)
         th.join(10)
         check(not th.is_alive(), "the sender thread did not finish")
@@ -595,11 +595,11 @@ def i13_slow_reader(args):
             pings.append(ping_ok(node, admin, bound_s=2.0,
                                  what="PING beside the stalled reader"))
             worst_rss = max(worst_rss, node.rss_kib())
-            worst_mem = max(worst_mem, bw.stats(admin)["memory_used"])
+            worst_mem = max(worst_mem, bw.stats(admin)["process_bytes"])
             time.sleep(0.1)
         st1 = bw.stats(admin)
         print("sender: %s after %d of %d bytes; read_pauses %d; PINGs %d, "
-              "slowest %.3f s; worst RSS %d KiB, worst memory_used %d" %
+              "slowest %.3f s; worst RSS %d KiB, worst process_bytes %d" %
               (result.get("outcome"), result.get("sent", 0), len(data),
                st1["read_pauses"], len(pings), max(pings), worst_rss,
                worst_mem))
@@ -621,14 +621,14 @@ def i13_slow_reader(args):
         # added, but the queue's buffers grow by doubling and are counted
         # at capacity, so up to twice that: 8 MiB + a reply + a read chunk.
         check(worst_mem <= st0["memory_limit"],
-              "memory_used %d above the limit %d", worst_mem,
+              "process_bytes %d above the memory limit %d", worst_mem,
               st0["memory_limit"])
         check(worst_mem - mem0 <= 9 * MIB,
-              "memory_used grew by %d bytes with one slow reader",
+              "process_bytes grew by %d bytes with one slow reader",
               worst_mem - mem0)
         # RSS: the limit plus a margin. Measured (plain build): about
         # 2.3 MiB at start and 6.5 MiB stalled (the 4 MiB output queue;
-        # memory_used counts ~8 MiB because it counts the queue's buffer
+        # process_bytes counts ~8 MiB because it counts the queue's buffer
         # capacity, not touched pages). 32 MiB of margin over 64 MiB
         # leaves room for allocator behaviour, none for a queue that grows
         # with the 6.5 GB of replies asked for.
@@ -645,9 +645,9 @@ def i13_slow_reader(args):
         wait_for(lambda: bw.stats(admin)["connections"] == 1, 10,
                  "the reset connection to be closed")
         mem2 = wait_for(lambda: (lambda m: m if m <= mem0 + 256 * KIB
-                                 else None)(bw.stats(admin)["memory_used"]),
-                        10, "memory_used to return near %d" % mem0)
-        print("after the reset: memory_used %d (before %d)" % (mem2, mem0))
+                                 else None)(bw.stats(admin)["process_bytes"]),
+                        10, "process_bytes to return near %d" % mem0)
+        print("after the reset: process_bytes %d (before %d)" % (mem2, mem0))
         expect_status(admin.call("GET", 5, b"big"), "OK", "GET after")
         admin.close()
     finally:

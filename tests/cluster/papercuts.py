@@ -15,7 +15,13 @@ internal_requests        migration frames and other cluster traffic are
                          counted apart from client requests: an idle
                          node that received a join's streams shows no
                          client requests per second
+reply_buffers            readers of 1 MiB values that do not read
+                         fill reply buffers: they are bounded by
+                         --buffer-mb, counted in STATS, and evict no
+                         stored value; a reader that keeps up is served
+                         meanwhile; TOOBIG names --max-value-bytes
 """
+import socket
 import os
 import sys
 import time
@@ -143,6 +149,77 @@ def internal_requests(bindir):
         raise
     finally:
         cl.close()
+
+
+@case
+def reply_buffers(bindir):
+    mib = 1 << 20
+    node = bw.Node(os.path.join(bindir, "brim-node"), "--memory-mb", "24",
+                   "--buffer-mb", "4")
+    stalled = []
+    try:
+        c = node.conn(timeout=20)
+        value = b"x" * (mib - 64)
+        for i in range(8):                  # 8 MiB of data in 24
+            rep = c.call("SET", 10 + i, b"v%d" % i, value, 0, 0)
+            assert rep[0] == 0, rep
+        # 16 readers ask for 40 values each (640 MiB) and read nothing.
+        for r in range(16):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+            s.settimeout(5)
+            s.connect(("127.0.0.1", node.port))
+            s.sendall(bw.hello(1))
+            s.sendall(b"".join(bw.req("GET", 100 + j, b"v%d" % (j % 8))
+                               for j in range(40)))
+            stalled.append(s)
+        deadline = time.monotonic() + 20
+        while True:
+            st = bw.stats(c)
+            if st["buffer_pauses"] >= 8 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert st["buffer_pauses"] > 0, st
+        assert st["buffer_limit"] == 4 * mib, st["buffer_limit"]
+        # The bound is passed by at most one batch per connection.
+        assert st["buffer_bytes"] <= 4 * mib + 17 * 2 * mib, st
+        # Meanwhile a reader that keeps up stores and reads 1 MiB values.
+        for i in range(8, 12):
+            rep = c.call("SET", 10 + i, b"v%d" % i, value, 0, 0)
+            assert rep[0] == 0, rep
+        for i in range(12):
+            rep = c.call("GET", 30 + i, b"v%d" % i)
+            assert rep[0] == 0 and rep[2] == value, rep[:2]
+        st = bw.stats(c)
+        assert st["evictions"] == 0, st["evictions"]
+        assert st["keys"] == 12, st["keys"]
+        assert st["memory_used"] < st["memory_limit"], st
+        held = st["buffer_bytes"]
+        # TOOBIG says which limit: the value's, by name.
+        rep = c.call("SET", 60, b"big", b"y" * (mib + 1), 0, 0)
+        assert rep[0] != 0 and "--max-value-bytes" in bt_text(rep[2]), rep
+        rep = c.call("APPEND", 61, b"v0", b"y" * 100)
+        assert rep[0] != 0 and "--max-value-bytes" in bt_text(rep[2]), rep
+        for s in stalled:
+            s.close()
+        stalled = []
+        deadline = time.monotonic() + 20
+        while bw.stats(c)["buffer_bytes"] > 0:
+            assert time.monotonic() < deadline, "buffers not released"
+            time.sleep(0.2)
+        c.close()
+        print("reply_buffers: 16 stalled readers held %.1f MiB of replies "
+              "(bound 4 MiB, %d pauses); 12 x 1 MiB values stored, 0 "
+              "evicted" % (held / mib, st["buffer_pauses"]))
+        node.stop()
+        node.check_clean()
+    except BaseException:
+        print(node.output()[-4000:])
+        raise
+    finally:
+        for s in stalled:
+            s.close()
+        node.stop()
 
 
 def bt_text(v):

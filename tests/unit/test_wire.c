@@ -788,7 +788,8 @@ START_TEST(wire_value_limit)
                                          &zone, &got, err),
                      BRIM_ETOOBIG);
     ck_assert_uint_eq(got.request_id, req.request_id);
-    ck_assert_str_eq(err, "wire: SET: value is 1048577 bytes, max 1048576");
+    ck_assert_str_eq(err, "wire: SET: value is 1048577 bytes, above the node's "
+                     "limit 1048576 (--max-value-bytes)");
     free(value);
 }
 END_TEST
