@@ -18,7 +18,7 @@
 
 #include <brim.h>
 
-#include "client/lib/coord.h"
+#include "client/lib/coordlink.h"
 #include "proto/ops.h"
 #include "proto/topo.h"
 
@@ -527,7 +527,7 @@ cmd_json_of(const msgpack_object *o)
     }
 }
 
-/* Callback of brim_coord_call(): keep the reply as JSON in *ARG. */
+/* Callback of brim_coordlink_call(): keep the reply as JSON in *ARG. */
 static int
 cmd_coord_keep(const msgpack_object *obj, uint64_t epoch, void *arg)
 {
@@ -702,7 +702,7 @@ cmd_nodes(struct brim_ctl *ctl)
         return rc;
     }
     rep = NULL;
-    rc = brim_coord_call(ctl->client, BRIM_OP_MEMBERS, NULL, 0, 0,
+    rc = brim_coordlink_call(ctl->client, BRIM_OP_MEMBERS, NULL, 0, 0,
                          cmd_coord_keep, &rep);
     if (rc != 0) {
         json_decref(rep);
@@ -747,7 +747,7 @@ cmd_fetch_cluster_stats(struct brim_ctl *ctl, json_t **rep)
     int rc;
 
     *rep = NULL;
-    rc = brim_coord_call(ctl->client, BRIM_OP_CLUSTER_STATS, NULL, 0, 0,
+    rc = brim_coordlink_call(ctl->client, BRIM_OP_CLUSTER_STATS, NULL, 0, 0,
                          cmd_coord_keep, rep);
     if (rc == 0 && !json_is_object(*rep)) {
         rc = BRIM_EBADREPLY;
@@ -870,7 +870,7 @@ cmd_leave(struct brim_ctl *ctl)
     }
     rep = NULL;
     snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
-    rc = brim_coord_call(ctl->client, BRIM_OP_LEAVE, ctl->argv[0],
+    rc = brim_coordlink_call(ctl->client, BRIM_OP_LEAVE, ctl->argv[0],
                          ctl->force ? 1 : 0, 0, cmd_coord_keep, &rep);
     if (rc != 0) {
         json_decref(rep);
@@ -913,7 +913,7 @@ cmd_plan(struct brim_ctl *ctl)
     }
     rep = NULL;
     snprintf(what, sizeof(what), "plan %s %.64s", ctl->argv[0], ctl->argv[1]);
-    rc = brim_coord_call(ctl->client, BRIM_OP_PLAN, ctl->argv[1], kind,
+    rc = brim_coordlink_call(ctl->client, BRIM_OP_PLAN, ctl->argv[1], kind,
                          ctl->weight_ppm, cmd_coord_keep, &rep);
     if (rc != 0) {
         json_decref(rep);

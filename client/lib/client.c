@@ -170,10 +170,10 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
     if (rc == 0) {
         c->cluster_id = c->coord->cluster_id;
         deadline = brim_net_now_ms() + c->connect_timeout_ms;
-        rc = brim_coord_refresh(c, deadline);
+        rc = brim_coordlink_refresh(c, deadline);
     }
     if (rc == 0) {
-        rc = brim_coord_sub_start(c);   /* connects later, never waits */
+        rc = brim_coordlink_sub_start(c);   /* connects later, never waits */
         if (rc != 0) {
             brim_lib_errmsg(c, "out of memory");
         }
@@ -240,9 +240,9 @@ brim_close(struct brim_client *c)
     if (c == NULL) {
         return;
     }
-    brim_coord_sub_free(c);
+    brim_coordlink_sub_free(c);
     brim_pool_free(c);
-    brim_coord_free(c);
+    brim_coordlink_free(c);
     brim_free(c->server_addr);
     if (c->secret != NULL) {
         brim_auth_secret_wipe(c->secret);
@@ -263,7 +263,7 @@ brim_epoch(struct brim_client *c)
     if (c == NULL) {
         return 0;
     }
-    brim_coord_sub_poll(c, 1);      /* a pushed map that has arrived */
+    brim_coordlink_sub_poll(c, 1);      /* a pushed map that has arrived */
     return c->epoch;
 }
 

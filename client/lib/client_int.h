@@ -2,8 +2,9 @@
  * client/lib/client_int.h - libbrim's private structures and the calls its
  * modules share: net.c (addresses, sockets, clocks), pool.c (one connection
  * per node, HELLO, the pipelined exchange of frames), route.c (which node a
- * call goes to, and the retry rules of DESIGN.md section 5), coord.c (the
- * topology, and the SUBSCRIBE kept at the coordinator). Not installed.
+ * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
+ * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
+ * admin calls). Not installed.
  */
 #ifndef BRIM_CLIENT_LIB_CLIENT_INT_H
 #define BRIM_CLIENT_LIB_CLIENT_INT_H
@@ -28,7 +29,7 @@
 #define BRIM_BACKOFF_MIN_MS 1
 #define BRIM_BACKOFF_MAX_MS 100
 
-/* The coordinator subscription (coord.c): how long the coordinator holds
+/* The coordinator subscription (coordlink.c): how long the coordinator holds
  * a SUBSCRIBE before it answers with the current map (PROTOCOL.md 10.2),
  * plus the slack after which a silent connection is given up, ms; and the
  * pause before a new connection after a failure, doubling from MIN to
@@ -121,7 +122,7 @@ enum brim_sub_state {
  * a connection of its own (its reply is held back, PROTOCOL.md 10.1, so it
  * cannot share the MAP_FETCH connection). libbrim has no thread and no
  * loop of its own: this is moved on only from inside API calls, one
- * non-blocking step at a time (brim_coord_sub_poll()), and never makes a
+ * non-blocking step at a time (brim_coordlink_sub_poll()), and never makes a
  * call wait.
  */
 struct brim_sub {
@@ -321,7 +322,7 @@ int64_t brim_route_deadline(const struct brim_client *c);
 /* Free what the calls' runs left behind (redirect addresses). */
 void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
 
-/* ---- coord.c ---- */
+/* ---- coordlink.c ---- */
 
 /*
  * Fetch the committed topology from the coordinator (MAP_FETCH) by
@@ -329,10 +330,10 @@ void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
  * one held. Returns 0 or the error (C->errmsg says why); the old map stays
  * on error.
  */
-int brim_coord_refresh(struct brim_client *c, int64_t deadline_ms);
+int brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms);
 
 /* Free the topology and the member table. */
-void brim_coord_free(struct brim_client *c);
+void brim_coordlink_free(struct brim_client *c);
 
 /*
  * Start C's subscription to pushed epochs: a connection of its own to the
@@ -340,22 +341,22 @@ void brim_coord_free(struct brim_client *c);
  * reply. Nothing waits: the connect is only begun. Returns 0 or
  * BRIM_ENOMEM.
  */
-int brim_coord_sub_start(struct brim_client *c);
+int brim_coordlink_sub_start(struct brim_client *c);
 
 /*
  * Move C's subscription on by one non-blocking step: take in the replies
  * that have arrived (installing a topology newer than C's map, as
- * brim_coord_refresh() would), send what is due, (re)connect after the
+ * brim_coordlink_refresh() would), send what is due, (re)connect after the
  * backoff, give up a connection silent past BRIM_SUB_HOLD_MS plus
  * BRIM_SUB_SLACK_MS. Never waits and never fails: a failure closes the
  * connection and a new one is tried after a backoff. Unless FORCE, does
  * nothing when it already ran in this millisecond (data calls call it
  * first thing). C->errmsg is left as it was.
  */
-void brim_coord_sub_poll(struct brim_client *c, int force);
+void brim_coordlink_sub_poll(struct brim_client *c, int force);
 
 /* Close and free C's subscription connection. */
-void brim_coord_sub_free(struct brim_client *c);
+void brim_coordlink_sub_free(struct brim_client *c);
 
 /* ---- client.c ---- */
 

@@ -2,7 +2,7 @@
  * client/lib/net.c - libbrim's sockets: "host:port" parsing, a TCP connect
  * bounded by a deadline (non-blocking connect plus poll), and the monotonic
  * clock every timeout is measured on; and a connect that does not wait at
- * all, for the coordinator subscription (coord.c). Blocking DNS is the one
+ * all, for the coordinator subscription (coordlink.c). Blocking DNS is the one
  * exception to the deadline (see brim_net_connect()).
  */
 #include "client/lib/client_int.h"

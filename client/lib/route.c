@@ -250,7 +250,7 @@ route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
         return;
     }
     memcpy(keep, c->errmsg, sizeof(keep));
-    (void) brim_coord_refresh(c, deadline_ms);
+    (void) brim_coordlink_refresh(c, deadline_ms);
     memcpy(c->errmsg, keep, sizeof(keep));
     for (i = 0; i < nb; i++) {
         if (batch[i]->state == BRIM_CALL_PENDING && batch[i]->target == NULL
@@ -298,7 +298,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
 
     /* Take in a map the coordinator pushed, so that these calls go by it:
      * one non-blocking look at the subscription, never a wait. */
-    brim_coord_sub_poll(c, 0);
+    brim_coordlink_sub_poll(c, 0);
     batch = &one;
     if (ncalls > 1) {
         batch = brim_malloc(ncalls * sizeof(*batch));

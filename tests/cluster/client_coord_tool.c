@@ -36,7 +36,7 @@
 
 #include <brim.h>
 
-#include "client/lib/coord.h"
+#include "client/lib/coordlink.h"
 #include "proto/topo.h"
 
 #define TIMEOUT_MS 3000
@@ -313,7 +313,7 @@ main(int argc, char **argv)
                 brim_err_name(rc), err);
         return 1;
     }
-    epoch0 = brim_coord_topo(c)->map.epoch;
+    epoch0 = brim_coordlink_topo(c)->map.epoch;
     worst = 0;
     rc = 0;
     if (strcmp(argv[2], "load") == 0) {
@@ -325,7 +325,7 @@ main(int argc, char **argv)
     } else if (strcmp(argv[2], "churn") == 0) {
         rc = churn(c, n, &worst) || await_push(c);
     } else if (strcmp(argv[2], "stale") == 0) {
-        brim_coord_subscribe(c, 0);     /* MOVED is what this tests */
+        brim_coordlink_subscribe(c, 0);     /* MOVED is what this tests */
         rc = set_all(c, n, "v", &worst);
         if (rc == 0) {
             printf("ready epoch=%" PRIu64 "\n", epoch0);
@@ -336,11 +336,13 @@ main(int argc, char **argv)
         }
         worst = 0;
         rc = rc || set_all(c, n, "w", &worst) || get_all(c, n, "w");
-        brim_coord_counts(c, &moved, &retry, &refresh);
-        if (rc == 0 && (moved == 0 || brim_coord_topo(c)->map.epoch <= epoch0)) {
+        brim_coordlink_counts(c, &moved, &retry, &refresh);
+        if (rc == 0
+            && (moved == 0 || brim_coordlink_topo(c)->map.epoch <= epoch0))
+        {
             fprintf(stderr, "client_coord_tool: stale map never moved "
                     "(moved=%" PRIu64 ", epoch %" PRIu64 ")\n", moved,
-                    brim_coord_topo(c)->map.epoch);
+                    brim_coordlink_topo(c)->map.epoch);
             rc = 1;
         }
         if (worst > TIMEOUT_MS) {
@@ -364,11 +366,11 @@ main(int argc, char **argv)
         fprintf(stderr, "client_coord_tool: unknown mode %s\n", argv[2]);
         rc = 2;
     }
-    brim_coord_counts(c, &moved, &retry, &refresh);
+    brim_coordlink_counts(c, &moved, &retry, &refresh);
     printf("%s n=%d epoch=%" PRIu64 " moved=%" PRIu64 " retry=%" PRIu64
            " refresh=%" PRIu64 " pushed=%" PRIu64 " worst_ms=%" PRId64 "\n",
-           rc == 0 ? "ok" : "FAILED", n, brim_coord_topo(c)->map.epoch,
-           moved, retry, refresh, brim_coord_pushed(c), worst);
+           rc == 0 ? "ok" : "FAILED", n, brim_coordlink_topo(c)->map.epoch,
+           moved, retry, refresh, brim_coordlink_pushed(c), worst);
     brim_close(c);
     return rc;
 }

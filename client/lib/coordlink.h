@@ -1,10 +1,10 @@
 /*
- * client/lib/coord.h - libbrim's calls to the coordinator that brimctl and
- * brim-bench use beside <brim.h> (they link brim_static). Not installed
+ * client/lib/coordlink.h - libbrim's calls to the coordinator that brimctl
+ * and the tests use beside <brim.h> (they link brim_static). Not installed
  * and not exported from libbrim.so: the reply is a msgpack object.
  */
-#ifndef BRIM_CLIENT_LIB_COORD_H
-#define BRIM_CLIENT_LIB_COORD_H
+#ifndef BRIM_CLIENT_LIB_COORDLINK_H
+#define BRIM_CLIENT_LIB_COORDLINK_H
 
 #include <stdint.h>
 
@@ -20,7 +20,7 @@ struct brim_topo;                   /* proto/topo.h */
  * borrowed for the call only. Returns 0 or an error that becomes the
  * call's status.
  */
-typedef int (*brim_coord_cb)(const msgpack_object *obj, uint64_t epoch,
+typedef int (*brim_coordlink_cb)(const msgpack_object *obj, uint64_t epoch,
                              void *arg);
 
 /*
@@ -31,22 +31,22 @@ typedef int (*brim_coord_cb)(const msgpack_object *obj, uint64_t epoch,
  * holds its message) or a transport error. BRIM_EINVAL when C has no
  * coordinator.
  */
-int brim_coord_call(struct brim_client *c, uint32_t op, const char *name,
-                    uint32_t arg_u32, uint32_t weight_ppm, brim_coord_cb cb,
+int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
+                    uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
                     void *arg);
 
 /* The topology C routes with, or NULL in standalone mode. Borrowed. */
-const struct brim_topo *brim_coord_topo(const struct brim_client *c);
+const struct brim_topo *brim_coordlink_topo(const struct brim_client *c);
 
 /* Counters of C: MOVED answers followed, RETRY/BUSY answers, map fetches. */
-void brim_coord_counts(const struct brim_client *c, uint64_t *moved,
+void brim_coordlink_counts(const struct brim_client *c, uint64_t *moved,
                        uint64_t *retry, uint64_t *refresh);
 
 /*
  * Epochs pushed to C: the times a SUBSCRIBE reply carried a map newer than
  * C's and it was installed (0 in standalone mode).
  */
-uint64_t brim_coord_pushed(const struct brim_client *c);
+uint64_t brim_coordlink_pushed(const struct brim_client *c);
 
 /*
  * Turn C's subscription to pushed epochs off (ON 0: its connection is
@@ -54,6 +54,6 @@ uint64_t brim_coord_pushed(const struct brim_client *c);
  * as a test of those paths wants) or on again (ON 1: a new connection at
  * the next call). Nothing in standalone mode.
  */
-void brim_coord_subscribe(struct brim_client *c, int on);
+void brim_coordlink_subscribe(struct brim_client *c, int on);
 
-#endif /* BRIM_CLIENT_LIB_COORD_H */
+#endif /* BRIM_CLIENT_LIB_COORDLINK_H */

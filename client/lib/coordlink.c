@@ -1,9 +1,9 @@
 /*
- * client/lib/coord.c - cluster mode (DESIGN.md section 5, PROTOCOL.md 10):
- * the topology fetched from the coordinator with MAP_FETCH or pushed to a
- * held SUBSCRIBE, the member table that turns owner[partition] into a
- * pooled connection, and the generic request to the coordinator that
- * brimctl uses (MEMBERS, LEAVE, PLAN, CLUSTER_STATS).
+ * client/lib/coordlink.c - libbrim's link to the coordinator in cluster
+ * mode (DESIGN.md section 5, PROTOCOL.md 10): the topology fetched with
+ * MAP_FETCH or pushed to a held SUBSCRIBE, the member table that turns
+ * owner[partition] into a pooled connection, and the generic request to
+ * the coordinator that brimctl uses (MEMBERS, LEAVE, PLAN, CLUSTER_STATS).
  *
  * The subscription lives on a connection of its own and, libbrim being
  * synchronous (every byte moves inside an API call), it is advanced one
@@ -12,7 +12,7 @@
  * connect() now and then (backoff up to BRIM_SUB_BACKOFF_MAX_MS).
  */
 #include "client/lib/client_int.h"
-#include "client/lib/coord.h"
+#include "client/lib/coordlink.h"
 
 #include <errno.h>
 #include <string.h>
@@ -45,7 +45,7 @@ coord_topo_reply(struct brim_call *call, const struct brim_rep *rep)
 }
 
 void
-brim_coord_free(struct brim_client *c)
+brim_coordlink_free(struct brim_client *c)
 {
     brim_topo_destroy(&c->topo);
     memset(&c->topo, 0, sizeof(c->topo));
@@ -79,7 +79,7 @@ coord_install(struct brim_client *c, struct brim_topo *t)
             return BRIM_ENOMEM;
         }
     }
-    brim_coord_free(c);
+    brim_coordlink_free(c);
     c->topo = *t;
     c->members = members;
     c->epoch = t->map.epoch;
@@ -127,7 +127,7 @@ coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
 }
 
 int
-brim_coord_refresh(struct brim_client *c, int64_t deadline_ms)
+brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
 {
     struct brim_topo t;
     struct brim_call call;
@@ -327,7 +327,7 @@ sub_step(struct brim_client *c, int64_t now)
 }
 
 int
-brim_coord_sub_start(struct brim_client *c)
+brim_coordlink_sub_start(struct brim_client *c)
 {
     struct brim_sub *s = &c->sub;
 
@@ -341,12 +341,12 @@ brim_coord_sub_start(struct brim_client *c)
     s->state = BRIM_SUB_IDLE;
     s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
     s->retry_at_ms = 0;
-    brim_coord_sub_poll(c, 1);
+    brim_coordlink_sub_poll(c, 1);
     return 0;
 }
 
 void
-brim_coord_sub_poll(struct brim_client *c, int force)
+brim_coordlink_sub_poll(struct brim_client *c, int force)
 {
     struct brim_sub *s = &c->sub;
     char             keep[BRIM_ERRBUF_LEN];
@@ -385,14 +385,14 @@ brim_coord_sub_poll(struct brim_client *c, int force)
 }
 
 void
-brim_coord_sub_free(struct brim_client *c)
+brim_coordlink_sub_free(struct brim_client *c)
 {
     brim_pool_node_free(c->sub.conn);
     memset(&c->sub, 0, sizeof(c->sub));
 }
 
 void
-brim_coord_subscribe(struct brim_client *c, int on)
+brim_coordlink_subscribe(struct brim_client *c, int on)
 {
     if (c == NULL || c->sub.conn == NULL) {
         return;
@@ -404,14 +404,14 @@ brim_coord_subscribe(struct brim_client *c, int on)
 }
 
 uint64_t
-brim_coord_pushed(const struct brim_client *c)
+brim_coordlink_pushed(const struct brim_client *c)
 {
     return c != NULL ? c->sub.npushed : 0;
 }
 
-/* What brim_coord_call() hands its callback. */
+/* What brim_coordlink_call() hands its callback. */
 struct coord_cb_arg {
-    brim_coord_cb cb;
+    brim_coordlink_cb cb;
     void         *arg;
 };
 
@@ -427,8 +427,8 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
 }
 
 int
-brim_coord_call(struct brim_client *c, uint32_t op, const char *name,
-                uint32_t arg_u32, uint32_t weight_ppm, brim_coord_cb cb,
+brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
+                uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
                 void *arg)
 {
     struct coord_cb_arg a;
@@ -463,14 +463,14 @@ brim_coord_call(struct brim_client *c, uint32_t op, const char *name,
 }
 
 const struct brim_topo *
-brim_coord_topo(const struct brim_client *c)
+brim_coordlink_topo(const struct brim_client *c)
 {
     return c != NULL && c->coord != NULL && c->members != NULL ? &c->topo
                                                                : NULL;
 }
 
 void
-brim_coord_counts(const struct brim_client *c, uint64_t *moved,
+brim_coordlink_counts(const struct brim_client *c, uint64_t *moved,
                   uint64_t *retry, uint64_t *refresh)
 {
     *moved = c->nmoved;
