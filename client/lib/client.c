@@ -38,7 +38,7 @@ brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len)
 {
     size_t max;
 
-    max = c->home != NULL ? c->home->limits.max_key_bytes : BRIM_KEY_MAX;
+    max = c->home != NULL ? c->home->link.limits.max_key_bytes : BRIM_KEY_MAX;
     if (key == NULL || key_len == 0 || key_len > max) {
         brim_lib_errmsg(c, "key is %zu bytes, allowed 1 .. %zu",
                         key == NULL ? (size_t) 0 : key_len, max);
@@ -118,10 +118,10 @@ client_start(const struct brim_opts *opts, const char *addr,
              struct brim_client **out, char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_client *c;
-    char                host[BRIM_LIB_ADDR_MAX], port[6];
+    char                host[BRIM_SOCK_ADDR_MAX], port[6];
     int                 rc;
 
-    rc = brim_net_split(addr, host, sizeof(host), port, errbuf);
+    rc = brim_sock_split(addr, "brim", host, sizeof(host), port, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -163,13 +163,13 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         return BRIM_ENOMEM;
     }
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    c->coord->frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
-                          + 200u * BRIM_NODES_MAX;
+    c->coord->link.conf.frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
+                                    + 200u * BRIM_NODES_MAX;
     c->home = c->coord;
     rc = brim_pool_ready(c, c->coord, INT64_MAX);
     if (rc == 0) {
-        c->cluster_id = c->coord->cluster_id;
-        deadline = brim_net_now_ms() + c->connect_timeout_ms;
+        c->cluster_id = c->coord->link.peer.cluster_id;
+        deadline = brim_sock_now_ms() + c->connect_timeout_ms;
         rc = brim_coordlink_refresh(c, deadline);
     }
     if (rc == 0) {
@@ -273,7 +273,7 @@ brim_value_max(const struct brim_client *c)
     if (c == NULL || c->home == NULL) {
         return BRIM_VALUE_MAX;
     }
-    return c->home->limits.max_value_bytes;
+    return c->home->link.limits.max_value_bytes;
 }
 
 /* Run the one call CALL; returns its status. */

@@ -14,10 +14,7 @@
 #include "client/lib/client_int.h"
 #include "client/lib/coordlink.h"
 
-#include <errno.h>
 #include <string.h>
-
-#include <sys/socket.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -110,7 +107,7 @@ coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
 
     if (c->cluster_id != 0 && t->cluster_id != c->cluster_id) {
         brim_lib_errmsg(c, "%s: topology of another cluster",
-                        c->coord->addr);
+                        c->coord->link.addr);
         brim_topo_destroy(t);
         return BRIM_EBADREPLY;
     }
@@ -150,7 +147,7 @@ brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
         brim_topo_destroy(&t);
         if (rc == BRIM_EBADREPLY) {
             brim_lib_errmsg(c, "%s: malformed topology in MAP_FETCH reply",
-                            c->coord->addr);
+                            c->coord->link.addr);
         }
         return rc;
     }
@@ -161,74 +158,37 @@ brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
 
 /* ---- the subscription ---- */
 
-/*
- * Queue OP (HELLO or SUBSCRIBE with C's epoch) on the subscription's
- * connection at NOW.
- */
+/* Queue a SUBSCRIBE with C's epoch on the subscription's link at NOW. */
 static int
-sub_send(struct brim_client *c, uint32_t op, int64_t now)
+sub_send(struct brim_client *c, int64_t now)
 {
-    struct brim_sub       *s = &c->sub;
-    struct brim_pool_node *n = s->conn;
-    struct brim_req        req;
+    struct brim_sub *s = &c->sub;
+    struct brim_req  req;
 
-    if (n->out_off == n->out.len) {
-        n->out.len = 0;             /* all written: start over */
-        n->out_off = 0;
-    }
     memset(&req, 0, sizeof(req));
-    req.op = op;
-    req.request_id = ++c->next_id;
+    req.op = BRIM_OP_SUBSCRIBE;
     req.epoch = c->epoch;
-    if (op == BRIM_OP_HELLO) {
-        brim_pool_hello_req(c, &req);
-        s->hello_id = req.request_id;
-    } else {
-        req.arg_epoch = c->epoch;
-        s->sub_id = req.request_id;
-        s->due_ms = now + BRIM_SUB_HOLD_MS + BRIM_SUB_SLACK_MS;
-    }
-    return brim_wire_encode_req(&n->out, &req);
+    req.arg_epoch = c->epoch;
+    s->due_ms = now + BRIM_SUB_HOLD_MS + BRIM_SUB_SLACK_MS;
+    return brim_link_queue(&s->conn->link, &req, NULL, 0, NULL);
 }
 
 /*
- * Handle the frame BODY[0 .. LEN) for the client ARG: HELLO's reply first,
- * then each SUBSCRIBE's, which installs a newer map and sends the next
- * SUBSCRIBE. Returns 0 or the error that ends the connection (a refusal's
- * status).
+ * Handle REP, a SUBSCRIBE's reply (the link took HELLO's): install a
+ * newer map and send the next SUBSCRIBE. Returns 0 or the error that ends
+ * the connection (a refusal's status).
  */
 static int
-sub_reply(void *arg, const char *body, uint32_t len)
+sub_reply(struct brim_client *c, const struct brim_rep *rep)
 {
-    struct brim_client    *c = arg;
-    struct brim_sub       *s = &c->sub;
-    struct brim_pool_node *n = s->conn;
-    struct brim_rep        rep;
-    struct brim_topo       t;
-    uint64_t               want;
-    uint32_t               op;
-    int                    rc;
+    struct brim_sub  *s = &c->sub;
+    struct brim_topo  t;
+    int               rc;
 
-    op = s->hello_id != 0 ? BRIM_OP_HELLO : BRIM_OP_SUBSCRIBE;
-    want = s->hello_id != 0 ? s->hello_id : s->sub_id;
-    rc = brim_wire_parse_rep(body, len, op, &n->limits, &n->zone, &rep,
-                             NULL);
-    if (rc != 0) {
-        return BRIM_EBADREPLY;
+    if (rep->status != 0) {
+        return rep->status;         /* DENIED (another cluster)... */
     }
-    if (rep.request_id != want) {
-        /* An error with id 0 refuses the connection as a whole. */
-        return rep.request_id == 0 && rep.status != 0 ? rep.status
-                                                      : BRIM_EBADREPLY;
-    }
-    if (rep.status != 0) {
-        return rep.status;          /* DENIED (another cluster)... */
-    }
-    if (op == BRIM_OP_HELLO) {
-        s->hello_id = 0;
-        return 0;
-    }
-    rc = coord_topo_decode(&rep, &t);
+    rc = coord_topo_decode(rep, &t);
     if (rc == 0) {
         /* Only a newer epoch counts: the same one comes back when the
          * coordinator's hold runs out, or after a MAP_FETCH got it. */
@@ -244,54 +204,49 @@ sub_reply(void *arg, const char *body, uint32_t len)
     }
     s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
     s->attempts = 0;
-    return sub_send(c, BRIM_OP_SUBSCRIBE, s->looked_ms); /* this step */
+    return sub_send(c, s->looked_ms);   /* this step's time */
 }
 
-/* Read what the subscription's socket holds, handling whole frames. */
+/* Read what the subscription's socket holds, handling whole replies. */
 static int
 sub_read(struct brim_client *c)
 {
-    struct brim_pool_node *n = c->sub.conn;
-    ssize_t                r;
-    int                    rc;
+    struct brim_link       *l = &c->sub.conn->link;
+    struct brim_link_reply  r;
+    int                     rc;
 
     for (;;) {
-        if (brim_buf_reserve(&n->in, BRIM_READ_CHUNK) != 0) {
-            return BRIM_ENOMEM;
+        rc = brim_link_read(l);
+        if (rc <= 0) {
+            break;                  /* 0: it would block */
         }
-        r = recv(n->fd, brim_buf_tail(&n->in), n->in.cap - n->in.len,
-                 MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR) {
-            continue;
+        while ((rc = brim_link_take(l, &r)) == 1) {
+            rc = sub_reply(c, &r.rep);
+            if (rc != 0) {
+                return rc;
+            }
         }
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        }
-        if (r <= 0) {
-            return r == 0 ? BRIM_ECLOSED : BRIM_ESYS;
-        }
-        brim_buf_commit(&n->in, (size_t) r);
-        rc = brim_pool_frames(c, n, sub_reply, c);
         if (rc != 0) {
             return rc;
         }
     }
-    if (n->in.len == 0 && n->in.cap > BRIM_OUT_KEEP) {
-        brim_buf_destroy(&n->in);   /* a large topology's memory */
-    }
-    return 0;
+    brim_link_trim(l);              /* a large topology's memory */
+    return rc;
 }
 
 /* One step of the subscription at NOW, from any state but OFF. */
 static int
 sub_step(struct brim_client *c, int64_t now)
 {
-    struct brim_sub *s = &c->sub;
-    int              rc;
+    struct brim_sub  *s = &c->sub;
+    struct brim_link *l = &s->conn->link;
+    int               rc;
 
     if (s->state == BRIM_SUB_IDLE) {
-        rc = brim_net_connect_start(s->conn->addr, s->attempts++,
-                                    &s->conn->fd, NULL);
+        /* HELLO states what the client knows now. */
+        l->conf.cluster_id = c->cluster_id;
+        l->epoch = c->epoch;
+        rc = brim_link_connect_start(l, s->attempts++);
         if (rc != 0) {
             return rc;
         }
@@ -299,16 +254,13 @@ sub_step(struct brim_client *c, int64_t now)
         s->due_ms = now + c->connect_timeout_ms;
     }
     if (s->state == BRIM_SUB_CONNECTING) {
-        rc = brim_net_connect_done(s->conn->fd);
+        rc = brim_link_connect_done(l);     /* queues HELLO */
         if (rc == BRIM_EAGAIN) {
             return now >= s->due_ms ? BRIM_ETIMEDOUT : 0;
         }
         if (rc == 0) {
             /* Pipelined: the coordinator answers in order, HELLO first. */
-            rc = sub_send(c, BRIM_OP_HELLO, now);
-        }
-        if (rc == 0) {
-            rc = sub_send(c, BRIM_OP_SUBSCRIBE, now);
+            rc = sub_send(c, now);
         }
         if (rc != 0) {
             return rc;
@@ -318,7 +270,7 @@ sub_step(struct brim_client *c, int64_t now)
     /* Replies first: one that arrived while C was idle is not a timeout. */
     rc = sub_read(c);
     if (rc == 0) {
-        rc = brim_pool_write(c, s->conn);
+        rc = brim_link_flush(l);
     }
     if (rc == 0 && now >= s->due_ms) {
         rc = BRIM_ETIMEDOUT;
@@ -331,13 +283,15 @@ brim_coordlink_sub_start(struct brim_client *c)
 {
     struct brim_sub *s = &c->sub;
 
-    s->conn = brim_pool_node_new(c->coord->addr);
+    /* No AUTH on this connection (PROTOCOL.md 12.1): a coordinator with a
+     * client secret refuses its SUBSCRIBE, and the map then moves on
+     * MOVED, RETRY and unreachable nodes alone. */
+    s->conn = brim_pool_node_new(c, c->coord->link.addr, 0);
     if (s->conn == NULL) {
         return BRIM_ENOMEM;
     }
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    s->conn->limits.max_frame_bytes = BRIM_MAX(
-        s->conn->limits.max_frame_bytes, c->coord->frame_min);
+    s->conn->link.conf.frame_min = c->coord->link.conf.frame_min;
     s->state = BRIM_SUB_IDLE;
     s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
     s->retry_at_ms = 0;
@@ -356,7 +310,7 @@ brim_coordlink_sub_poll(struct brim_client *c, int force)
     if (s->state == BRIM_SUB_OFF) {
         return;
     }
-    now = brim_net_now_ms();
+    now = brim_sock_now_ms();
     if ((force == 0 && now == s->looked_ms)
         || (s->state == BRIM_SUB_IDLE && now < s->retry_at_ms))
     {
@@ -371,7 +325,6 @@ brim_coordlink_sub_poll(struct brim_client *c, int force)
         return;
     }
     brim_pool_close(s->conn);
-    s->hello_id = 0;
     if (rc == BRIM_EUNKNOWNOP || rc == BRIM_EDENIED) {
         /* A coordinator without SUBSCRIBE, or one that wants a proof this
          * client cannot give (PROTOCOL.md 12.3): asking again would only
@@ -398,7 +351,6 @@ brim_coordlink_subscribe(struct brim_client *c, int on)
         return;
     }
     brim_pool_close(c->sub.conn);
-    c->sub.hello_id = 0;
     c->sub.state = on ? BRIM_SUB_IDLE : BRIM_SUB_OFF;
     c->sub.retry_at_ms = 0;
 }

@@ -199,7 +199,7 @@ brim_stats(struct brim_client *c, const char *section_filter,
         return BRIM_EINVAL;
     }
     memset(&w, 0, sizeof(w));
-    w.node = c->home->addr;         /* TODO(#4): every node, then the map */
+    w.node = c->home->link.addr;    /* TODO(#4): every node, then the map */
     w.cb = cb;
     w.arg = arg;
     memset(&call, 0, sizeof(call));
