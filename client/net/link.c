@@ -402,6 +402,7 @@ brim_link_read(struct brim_link *l)
             return 1;
         }
         if (r == 0) {
+            l->sys_errno = 0;       /* end of stream, not an error */
             return BRIM_ECLOSED;
         }
         if (errno == EINTR) {

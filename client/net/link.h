@@ -240,10 +240,10 @@ int brim_link_flush(struct brim_link *l);
 
 /*
  * One recv() of up to BRIM_LINK_READ_CHUNK bytes onto L's input. Returns
- * 1 (bytes came), 0 (none: it would block), BRIM_ECLOSED (end of stream;
- * ERR is not written), BRIM_ESYS ("ADDR: recv: reason", and SYS_ERRNO; a
- * reset is BRIM_ECLOSED too) or BRIM_ENOMEM. Pointers into the input and
- * taken replies are invalid afterwards.
+ * 1 (bytes came), 0 (none: it would block), BRIM_ECLOSED (end of stream:
+ * SYS_ERRNO 0, ERR not written), BRIM_ESYS ("ADDR: recv: reason", and
+ * SYS_ERRNO; a reset is BRIM_ECLOSED with both) or BRIM_ENOMEM. Pointers
+ * into the input and taken replies are invalid afterwards.
  */
 int brim_link_read(struct brim_link *l);
 
