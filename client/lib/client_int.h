@@ -272,6 +272,27 @@ void brim_coordlink_sub_poll(struct brim_client *c, int force);
 /* Close and free C's subscription connection. */
 void brim_coordlink_sub_free(struct brim_client *c);
 
+/*
+ * Called with the OK reply's object (MEMBERS, PLAN, CLUSTER_STATS: the
+ * array or map; LEAVE: NULL, and EPOCH the epoch of the change). OBJ is
+ * borrowed for the call only. Returns 0 or an error that becomes the
+ * call's status.
+ */
+typedef int (*brim_coordlink_cb)(const msgpack_object *obj, uint64_t epoch,
+                                 void *arg);
+
+/*
+ * Send OP (BRIM_OP_MEMBERS, PLAN, CLUSTER_STATS, LEAVE, MAP_FETCH...) to
+ * the coordinator of C (connected with coord_addr) with NAME (NULL for
+ * none), ARG_U32 (LEAVE's force, PLAN's kind) and WEIGHT_PPM, and call CB
+ * with the reply (admin.c decodes it). Returns 0, the coordinator's error
+ * status (brim_errmsg() holds its message) or a transport error.
+ * BRIM_EINVAL when C has no coordinator.
+ */
+int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
+                        uint32_t arg_u32, uint32_t weight_ppm,
+                        brim_coordlink_cb cb, void *arg);
+
 /* ---- client.c ---- */
 
 /* Write C->errmsg with printf FMT (one line). */

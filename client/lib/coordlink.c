@@ -380,8 +380,8 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
 
 int
 brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
-                uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
-                void *arg)
+                    uint32_t arg_u32, uint32_t weight_ppm,
+                    brim_coordlink_cb cb, void *arg)
 {
     struct coord_cb_arg a;
     struct brim_call    call;
@@ -423,7 +423,7 @@ brim_coordlink_topo(const struct brim_client *c)
 
 void
 brim_coordlink_counts(const struct brim_client *c, uint64_t *moved,
-                  uint64_t *retry, uint64_t *refresh)
+                      uint64_t *retry, uint64_t *refresh)
 {
     *moved = c->nmoved;
     *retry = c->nretry;
