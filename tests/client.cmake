@@ -1,7 +1,12 @@
 # libbrim and brimctl tests (included by tests/CMakeLists.txt):
+#   unit.client_link.<case> client/net's link: framing, matching, handshake
+#                          (label unit)
 #   client.faults.<case>   libbrim against a scripted fake node (label cluster)
 #   client.ops.<case>      libbrim against a real brim-node (label cluster)
 #   client.brimctl.<case>  brimctl against a real brim-node (label cluster)
+#   client.coord.<case>    libbrim in cluster mode, its typed admin calls
+#                          (admin) and brimctl against a real brim-coord
+#                          and brim-nodes (label cluster)
 #   lint.client_exports    libbrim.so exports exactly <brim.h>'s functions
 #   lint.client_install    cmake --install, then a program built with
 #                          pkg-config --cflags --libs brim runs, and the
@@ -50,6 +55,13 @@ endfunction()
 
 brim_client_test(faults FAULT_CASE)
 
+# unit.client_link.<case>: the transport of client/net/ (framing, replies
+# matched in order, the HELLO and AUTH handshake, the blocking helpers),
+# one CTest test per LINK_CASE("name", ...) of tests/unit/test_client_link.c.
+brim_client_cases(${CMAKE_CURRENT_SOURCE_DIR}/unit/test_client_link.c
+  LINK_CASE _link_cases)
+brim_unit_test(client_link CASES ${_link_cases} LIBS brim_client_net)
+
 if(TARGET brim-node)
   brim_client_test(ops CLIENT_CASE BRIM_NODE_BIN=$<TARGET_FILE:brim-node>)
 
@@ -94,7 +106,7 @@ if(TARGET brim-node AND TARGET brim-coord)
   add_executable(client_coord_tool cluster/client_coord_tool.c)
   target_link_libraries(client_coord_tool PRIVATE brim_static)
   foreach(tc load mload spread brimctl stale leave_last push coord_restart
-             flush)
+             flush admin)
     add_test(NAME client.coord.${tc}
       COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_coord.py
               --coord $<TARGET_FILE:brim-coord>

@@ -76,8 +76,8 @@ struct brim_member_info {
 };
 
 /*
- * List the cluster's members, in the coordinator's order (by name), the
- * ones that left already excepted. On success *MEMBERS is a new array of
+ * List the cluster's members, in the coordinator's order, the ones that
+ * left already excepted. On success *MEMBERS is a new array of
  * *NMEMBERS entries (NULL and 0 when the cluster has no member) that the
  * caller frees with brim_members_free(). Sent again after a lost
  * connection. Returns 0 or an error of the list above.
