@@ -199,7 +199,9 @@ brim_stats(struct brim_client *c, const char *section_filter,
         return BRIM_EINVAL;
     }
     memset(&w, 0, sizeof(w));
-    w.node = c->home->link.addr;    /* TODO(#4): every node, then the map */
+    /* The standalone node, or in cluster mode the coordinator (its own
+     * STATS; brim_cluster_stats() has every node's figures). */
+    w.node = c->home->link.addr;
     w.cb = cb;
     w.arg = arg;
     memset(&call, 0, sizeof(call));
