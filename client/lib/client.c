@@ -276,21 +276,6 @@ brim_value_max(const struct brim_client *c)
     return c->home->link.limits.max_value_bytes;
 }
 
-/* Run the one call CALL; returns its status. */
-static int
-client_run(struct brim_client *c, struct brim_call *call)
-{
-    int rc;
-
-    (void) brim_route_run(c, call, 1, brim_route_deadline(c));
-    rc = call->status;
-    brim_route_calls_destroy(call, 1);
-    if (rc == 0) {
-        c->errmsg[0] = '\0';
-    }
-    return rc;
-}
-
 /* Start a call of OP on KEY: check the key and clear the last error. */
 static int
 client_key_call(struct brim_client *c, struct brim_call *call, uint32_t op,
@@ -362,7 +347,7 @@ client_fetch(struct brim_client *c, uint32_t op, const void *key,
     call.req.ttl_s = ttl_s;
     call.on_reply = client_value_reply;
     call.arg = out;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -432,7 +417,7 @@ client_store(struct brim_client *c, uint32_t op, const void *key,
     call.req.cas = expect;
     call.on_reply = client_cas_reply;
     call.arg = cas_out;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -500,7 +485,7 @@ client_simple(struct brim_client *c, uint32_t op, const void *key,
         return rc;
     }
     call.req.ttl_s = ttl_s;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -543,7 +528,7 @@ client_arith(struct brim_client *c, uint32_t op, const void *key,
     call.req.delta = delta;
     call.on_reply = client_number_reply;
     call.arg = result;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -574,7 +559,7 @@ client_keyless(struct brim_client *c, uint32_t op, uint32_t delay_s)
     call.req.op = op;
     call.req.delay_s = delay_s;
     call.target = c->home;          /* standalone node, or coordinator */
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -598,7 +583,7 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
         call.req.op = BRIM_OP_FLUSH;
         call.req.delay_s = delay_s;
         call.target = c->members[i];
-        rc = client_run(c, &call);
+        rc = brim_route_one(c, &call);
         sent++;
         if (rc != 0 && first == 0) {
             first = rc;

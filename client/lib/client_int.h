@@ -230,6 +230,13 @@ struct brim_pool_node *brim_route_key(struct brim_client *c, const void *key,
 int brim_route_run(struct brim_client *c, struct brim_call *calls,
                    size_t ncalls, int64_t deadline_ms);
 
+/*
+ * Run the one call CALL within request_timeout_ms (brim_route_run()) and
+ * free what its run left behind. Returns its status; on 0 C->errmsg is
+ * cleared.
+ */
+int brim_route_one(struct brim_client *c, struct brim_call *call);
+
 /* The deadline of a call starting now: now + request_timeout_ms. */
 int64_t brim_route_deadline(const struct brim_client *c);
 

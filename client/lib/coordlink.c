@@ -385,7 +385,6 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
 {
     struct coord_cb_arg a;
     struct brim_call    call;
-    int                 rc;
 
     if (c == NULL || c->coord == NULL) {
         if (c != NULL) {
@@ -405,13 +404,7 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
     call.target = c->coord;
     call.on_reply = coord_obj_reply;
     call.arg = &a;
-    (void) brim_route_run(c, &call, 1, brim_route_deadline(c));
-    rc = call.status;
-    brim_route_calls_destroy(&call, 1);
-    if (rc == 0) {
-        c->errmsg[0] = '\0';
-    }
-    return rc;
+    return brim_route_one(c, &call);
 }
 
 const struct brim_topo *

@@ -41,6 +41,20 @@ brim_route_deadline(const struct brim_client *c)
     return brim_sock_now_ms() + c->request_timeout_ms;
 }
 
+int
+brim_route_one(struct brim_client *c, struct brim_call *call)
+{
+    int rc;
+
+    (void) brim_route_run(c, call, 1, brim_route_deadline(c));
+    rc = call->status;
+    brim_route_calls_destroy(call, 1);
+    if (rc == 0) {
+        c->errmsg[0] = '\0';
+    }
+    return rc;
+}
+
 void
 brim_route_calls_destroy(struct brim_call *calls, size_t ncalls)
 {
