@@ -43,11 +43,12 @@ struct admin_field {
     uint8_t             nnames;     /* ADMIN_ENUM: entries of NAMES */
 };
 
-#define ADMIN_F(st, key, member, kind)                                       \
-    { key, kind, sizeof(((struct st *) 0)->member),                          \
-      offsetof(struct st, member), NULL, 0 }
-#define ADMIN_E(st, key, member, names)                                      \
-    { key, ADMIN_ENUM, 0, offsetof(struct st, member), names,                \
+/* A field KEY of struct TYPE's MEMBER, stored as KIND (or an enum). */
+#define ADMIN_F(type, key, member, kind)                                     \
+    { key, kind, sizeof(((struct type *) 0)->member),                        \
+      offsetof(struct type, member), NULL, 0 }
+#define ADMIN_E(type, key, member, names)                                    \
+    { key, ADMIN_ENUM, 0, offsetof(struct type, member), names,              \
       BRIM_ARRAY_LEN(names) }
 
 /* enum brim_node_state's names, as CLUSTER_STATS spells them. */
@@ -520,8 +521,8 @@ brim_plan(struct brim_client *c, int kind, const char *name,
 
 /* One allocation: the stats, then their node rows. */
 struct admin_stats {
-    struct brim_cluster_stats st;       /* what the caller gets */
-    struct brim_cluster_node  rows[];   /* st.nodes points here */
+    struct brim_cluster_stats stats;    /* what the caller gets */
+    struct brim_cluster_node  rows[];   /* stats.nodes points here */
 };
 
 /* brim_coordlink_call() callback of CLUSTER_STATS: a new struct admin_stats
@@ -548,10 +549,10 @@ admin_stats_reply(const msgpack_object *obj, uint64_t epoch, void *arg)
     if (s == NULL) {
         return BRIM_ENOMEM;
     }
-    s->st.nodes = n > 0 ? s->rows : NULL;
-    s->st.nnodes = n;
+    s->stats.nodes = n > 0 ? s->rows : NULL;
+    s->stats.nnodes = n;
     rc = admin_decode(obj, admin_stats_fields,
-                      BRIM_ARRAY_LEN(admin_stats_fields), &s->st);
+                      BRIM_ARRAY_LEN(admin_stats_fields), &s->stats);
     for (i = 0; rc == 0 && i < n; i++) {
         rc = admin_decode(&nodes->via.array.ptr[i], admin_node_fields,
                           BRIM_ARRAY_LEN(admin_node_fields), &s->rows[i]);
@@ -560,12 +561,12 @@ admin_stats_reply(const msgpack_object *obj, uint64_t epoch, void *arg)
     if (rc == 0 && m != NULL) {
         rc = admin_decode(m, admin_migration_fields,
                           BRIM_ARRAY_LEN(admin_migration_fields),
-                          &s->st.migration);
+                          &s->stats.migration);
     }
     m = admin_get(obj, "auth");
     if (rc == 0 && m != NULL) {
         rc = admin_decode(m, admin_auth_fields,
-                          BRIM_ARRAY_LEN(admin_auth_fields), &s->st.auth);
+                          BRIM_ARRAY_LEN(admin_auth_fields), &s->stats.auth);
     }
     if (rc != 0) {
         brim_free(s);
@@ -591,7 +592,7 @@ brim_cluster_stats(struct brim_client *c, struct brim_cluster_stats **stats)
         brim_free(s);
         return rc;
     }
-    *stats = &s->st;
+    *stats = &s->stats;
     return 0;
 }
 
