@@ -12,6 +12,10 @@
 #                                brim-bench --coordinator against a local
 #                                cluster (deploy/brim-cluster), one test
 #                                per case (label cluster)
+#   cluster.bench_secret.<case>  tests/cluster/client_bench_secret.py:
+#                                brim-bench --secret-file against a local
+#                                cluster whose nodes require a client
+#                                secret (brim-cluster up --client-secret)
 if(NOT TARGET brim-bench)
   return()
 endif()
@@ -44,6 +48,11 @@ brim_script_tests(PREFIX cluster.bench. SCRIPT bench/bench_test.py
 if(TARGET brim-node AND TARGET brim-coord)
   brim_script_tests(PREFIX cluster.bench_cluster. SCRIPT cluster/bench_cluster.py
     TIMEOUT 300 SKIP_CODE 77 ARGS --bench $<TARGET_FILE:brim-bench>
+    --cluster ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
+    --bin $<TARGET_FILE_DIR:brim-node>)
+  brim_script_tests(PREFIX cluster.bench_secret.
+    SCRIPT cluster/client_bench_secret.py TIMEOUT 300 SKIP_CODE 77
+    ARGS --bench $<TARGET_FILE:brim-bench>
     --cluster ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
     --bin $<TARGET_FILE_DIR:brim-node>)
 endif()

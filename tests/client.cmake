@@ -1,7 +1,12 @@
 # libbrim and brimctl tests (included by tests/CMakeLists.txt):
+#   unit.client_link.<case> client/net's link: framing, matching, handshake
+#                          (label unit)
 #   client.faults.<case>   libbrim against a scripted fake node (label cluster)
 #   client.ops.<case>      libbrim against a real brim-node (label cluster)
 #   client.brimctl.<case>  brimctl against a real brim-node (label cluster)
+#   client.coord.<case>    libbrim in cluster mode, its typed admin calls
+#                          (admin) and brimctl against a real brim-coord
+#                          and brim-nodes (label cluster)
 #   lint.client_exports    libbrim.so exports exactly <brim.h>'s functions
 #   lint.client_install    cmake --install, then a program built with
 #                          pkg-config --cflags --libs brim runs, and the
@@ -34,6 +39,11 @@ endfunction()
 
 brim_client_test(faults)
 
+# unit.client_link.<case>: the transport of client/net/ (framing, replies
+# matched in order, the HELLO and AUTH handshake, the blocking helpers),
+# one CTest test per tcase_create("name") of tests/unit/test_client_link.c.
+brim_unit_test(client_link LIBS brim_client_net)
+
 if(TARGET brim-node)
   brim_client_test(ops BRIM_NODE_BIN=$<TARGET_FILE:brim-node>)
 
@@ -50,9 +60,14 @@ else()
                   "tests are not registered")
 endif()
 
+# Every installed header: client/include/brim.h and client/include/brim/*.h
+# (the admin calls), and the status list in the top-level include/.
+file(GLOB _client_public_headers ${PROJECT_SOURCE_DIR}/client/include/brim.h
+  ${PROJECT_SOURCE_DIR}/client/include/brim/*.h)
 add_test(NAME lint.client_exports
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/client_exports.sh
-          $<TARGET_FILE:brim> ${PROJECT_SOURCE_DIR}/client/include)
+          $<TARGET_FILE:brim> ${_client_public_headers}
+          ${PROJECT_SOURCE_DIR}/include/brim/status.h)
 set_tests_properties(lint.client_exports PROPERTIES LABELS lint TIMEOUT 60)
 
 # A sanitized libbrim.so needs a program built with the same sanitizers.

@@ -57,7 +57,7 @@ brim_lint_test(py_support py_support.py --dump $<TARGET_FILE:op_table_dump>
 brim_lint_test(py_support_selftest py_support_selftest.py
   ${LINT}/py_support.py $<TARGET_FILE:op_table_dump>
   ${CMAKE_CURRENT_SOURCE_DIR}/support ${PROJECT_SOURCE_DIR}/proto/ops.h
-  ${PROJECT_SOURCE_DIR}/client/include/brim/status.h)
+  ${PROJECT_SOURCE_DIR}/include/brim/status.h)
 
 # docs/design.md's "Architecture" graphs are the ones calls.py computes.
 brim_lint_test(design_graph design_graph.py --calls ${LINT}/calls.py

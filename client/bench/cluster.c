@@ -1,29 +1,22 @@
 /*
  * client/bench/cluster.c - brim-bench --coordinator (cluster.h): a short
- * blocking connection to the coordinator per fetch (HELLO role client,
- * then MAP_FETCH, pipelined), brim_topo_decode() on the reply, and the
- * route each load thread reads with one atomic load.
+ * blocking connection to the coordinator per fetch (a struct brim_link of
+ * client/net/link.h: HELLO as a client and AUTH with --secret-file, then
+ * MAP_FETCH), brim_topo_decode() on the reply, and the route each load
+ * thread reads with one atomic load.
  */
 #include "client/bench/cluster.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <msgpack.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
-#include "client/bench/server.h"
+#include "client/net/link.h"
+#include "client/net/sock.h"
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
-#include "proto/frame.h"
 #include "proto/ops.h"
 #include "proto/topo.h"
 #include "proto/wire.h"
@@ -53,30 +46,15 @@ static int
 cluster_resolve(struct brim_bench_node *node, const char *addr,
                 char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct addrinfo hints, *res;
-    char            host[BRIM_BENCH_ADDR_MAX + 1];
-    const char     *colon;
-    size_t          hlen;
-    int             rc;
+    struct addrinfo *res;
+    char             host[BRIM_BENCH_ADDR_MAX + 1], port[6];
+    int              rc;
 
-    colon = strrchr(addr, ':');
-    if (colon == NULL || colon == addr
-        || (size_t) (colon - addr) > BRIM_BENCH_ADDR_MAX)
-    {
+    if (brim_sock_split(addr, "", host, sizeof(host), port, NULL) != 0) {
         brim_errfmt(errbuf, "member address \"%s\": want HOST:PORT", addr);
         return BRIM_EINVAL;
     }
-    hlen = (size_t) (colon - addr);
-    if (addr[0] == '[' && colon[-1] == ']') {
-        addr++;
-        hlen -= 2;
-    }
-    memcpy(host, addr, hlen);
-    host[hlen] = '\0';
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(host, colon + 1, &hints, &res);
+    rc = brim_sock_lookup(host, port, &res);
     if (rc != 0) {
         brim_errfmt(errbuf, "%s: %s", addr, gai_strerror(rc));
         return BRIM_EINVAL;
@@ -88,167 +66,64 @@ cluster_resolve(struct brim_bench_node *node, const char *addr,
     return 0;
 }
 
-/* Read on FD into IN until it holds a whole frame; its body length. */
+/*
+ * Fetch the committed topology from O->coord into TOPO (uninitialised):
+ * HELLO as a client (and AUTH with SECRET, if not NULL), then MAP_FETCH,
+ * within CLUSTER_FETCH_MS.
+ */
 static int
-cluster_read_frame(int fd, struct brim_buf *in, size_t max,
-                   uint32_t *body_len, uint64_t deadline_ns)
-{
-    int rc;
-
-    for (;;) {
-        rc = brim_frame_peek(in->data, in->len, max, body_len);
-        if (rc == 0) {
-            return 0;
-        }
-        if (rc != BRIM_EAGAIN) {
-            return BRIM_EBADREPLY;
-        }
-        rc = brim_bench_read_more(fd, in, deadline_ns);
-        if (rc != 0) {
-            return rc;
-        }
-    }
-}
-
-/* Fetch the committed topology from O->coord into TOPO (uninitialised). */
-static int
-cluster_fetch(const struct brim_bench_opts *o, struct brim_topo *topo,
+cluster_fetch(const struct brim_bench_opts *o,
+              const struct brim_auth_secret *secret, struct brim_topo *topo,
               char errbuf[BRIM_ERRBUF_LEN])
 {
-    static const char       name[] = "brim-bench";
-    struct brim_bench_node  coord;
-    struct brim_wire_limits lim;
-    struct brim_req         req;
-    struct brim_rep         rep;
-    struct brim_buf         in, out;
-    msgpack_zone            zone;
-    uint64_t                deadline;
-    uint32_t                body;
-    size_t                  off;
-    ssize_t                 n;
-    socklen_t               len;
-    int                     fd, rc, err, i;
-    char                    why[BRIM_ERRBUF_LEN];
+    struct brim_link_conf  conf;
+    struct brim_link_reply r;
+    struct brim_link       l;
+    struct brim_req        req;
+    int64_t                deadline;
+    char                   why[BRIM_ERRBUF_LEN];
+    int                    rc;
 
     memset(topo, 0, sizeof(*topo));
-    rc = cluster_resolve(&coord, o->coord, errbuf);
-    if (rc != 0) {
-        return rc;
-    }
-    deadline = brim_bench_now_ns() + (uint64_t) CLUSTER_FETCH_MS * 1000000u;
-    fd = socket(coord.addr.ss_family, SOCK_STREAM, 0);
-    if (fd < 0) {
-        brim_errfmt(errbuf, "socket: %s", strerror(errno));
-        return BRIM_ESYS;
-    }
-    (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    err = 0;
-    if (connect(fd, (const struct sockaddr *) &coord.addr, coord.addr_len)
-        != 0)
-    {
-        err = errno;
-        if (err == EINPROGRESS) {
-            len = sizeof(err);
-            if (brim_bench_wait_fd(fd, POLLOUT, deadline) != 0) {
-                err = ETIMEDOUT;
-            } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-            {
-                err = errno;
-            }
-        }
-    }
-    if (err != 0) {
-        close(fd);
-        brim_errfmt(errbuf, "coordinator %s: connect: %s", o->coord,
-                    strerror(err));
-        return err == ECONNREFUSED ? BRIM_ECONNREFUSED : BRIM_ESYS;
-    }
-    brim_buf_init(&in);
-    brim_buf_init(&out);
-    if (!msgpack_zone_init(&zone, 4096)) {
-        close(fd);
+    memset(&conf, 0, sizeof(conf));
+    conf.hello = 1;
+    conf.role = BRIM_ROLE_CLIENT;
+    conf.name = "brim-bench";
+    conf.secret = secret;
+    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
+    conf.frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
+                     + 200u * BRIM_NODES_MAX;
+    if (brim_link_init(&l, o->coord, &conf) != 0) {
         brim_errfmt(errbuf, "out of memory");
         return BRIM_ENOMEM;
     }
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_HELLO;
-    req.request_id = 1;
-    req.hello.version = BRIM_WIRE_VERSION;
-    req.hello.role = BRIM_ROLE_CLIENT;
-    req.hello.name = name;
-    req.hello.name_len = sizeof(name) - 1;
-    rc = brim_wire_encode_req(&out, &req);
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_MAP_FETCH;
-    req.request_id = 2;
-    rc = rc != 0 ? rc : brim_wire_encode_req(&out, &req);
-    if (rc != 0) {
-        rc = BRIM_ENOMEM;
-        brim_errfmt(errbuf, "out of memory");
-        goto out;
+    deadline = brim_sock_now_ms() + CLUSTER_FETCH_MS;
+    rc = brim_link_open(&l, deadline);
+    if (rc == 0) {
+        memset(&req, 0, sizeof(req));
+        req.op = BRIM_OP_MAP_FETCH;
+        rc = brim_link_call(&l, &req, deadline, &r);
     }
-    for (off = 0; off < out.len;) {
-        n = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL);
-        if (n > 0) {
-            off += (size_t) n;
-        } else if ((n < 0 && errno != EAGAIN && errno != EINTR)
-                   || brim_bench_wait_fd(fd, POLLOUT, deadline) != 0)
-        {
-            rc = BRIM_ESYS;
-            brim_errfmt(errbuf, "coordinator %s: send failed", o->coord);
-            goto out;
-        }
-    }
-    brim_wire_limits_default(&lim);
-    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    lim.max_frame_bytes = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
-        + 200u * BRIM_NODES_MAX;
-    for (i = 0; i < 2; i++) {
-        rc = cluster_read_frame(fd, &in, lim.max_frame_bytes, &body, deadline);
-        if (rc != 0) {
-            brim_errfmt(errbuf, "coordinator %s: %s", o->coord,
-                        rc == BRIM_ETIMEDOUT ? "no reply in time"
-                        : rc == BRIM_ECLOSED ? "closed the connection"
-                                             : "bad reply");
-            goto out;
-        }
+    if (rc == BRIM_ETIMEDOUT) {
+        brim_errfmt(errbuf, "coordinator %s: no reply in time", o->coord);
+    } else if (rc != 0) {
+        brim_errfmt(errbuf, "coordinator %s (%s)", l.err, brim_err_name(rc));
+    } else if (r.rep.status != 0) {
+        rc = r.rep.status;
+        brim_errfmt(errbuf, "coordinator %s refused MAP_FETCH: %s: %.*s",
+                    o->coord, brim_err_name(rc), (int) r.rep.message_len,
+                    r.rep.message != NULL ? r.rep.message : "");
+    } else {
         why[0] = '\0';
-        rc = brim_wire_parse_rep(in.data + BRIM_FRAME_HDR, body,
-                                 i == 0 ? BRIM_OP_HELLO : BRIM_OP_MAP_FETCH,
-                                 &lim, &zone, &rep, why);
-        if (rc != 0 || rep.request_id != (uint64_t) (i + 1)) {
-            rc = BRIM_EBADREPLY;
-            brim_errfmt(errbuf, "coordinator %s: malformed reply %s", o->coord,
+        rc = r.rep.obj == NULL ? BRIM_EBADREPLY
+                               : brim_topo_decode(r.rep.obj, topo, why);
+        if (rc != 0) {
+            brim_errfmt(errbuf, "coordinator %s: bad topology: %s", o->coord,
                         why);
-            goto out;
+            rc = rc == BRIM_ENOMEM ? rc : BRIM_EBADREPLY;
         }
-        if (rep.status != 0) {
-            rc = rep.status;
-            brim_errfmt(errbuf, "coordinator %s refused %s: %s: %.*s",
-                        o->coord, i == 0 ? "HELLO" : "MAP_FETCH",
-                        brim_err_name(rep.status), (int) rep.message_len,
-                        rep.message != NULL ? rep.message : "");
-            goto out;
-        }
-        if (i == 1) {
-            rc = rep.obj == NULL ? BRIM_EBADREPLY
-                                 : brim_topo_decode(rep.obj, topo, why);
-            if (rc != 0) {
-                brim_errfmt(errbuf, "coordinator %s: bad topology: %s",
-                            o->coord, why);
-                rc = rc == BRIM_ENOMEM ? rc : BRIM_EBADREPLY;
-                goto out;
-            }
-        }
-        brim_buf_consume(&in, BRIM_FRAME_HDR + body);
     }
-    rc = 0;
-out:
-    close(fd);
-    msgpack_zone_destroy(&zone);
-    brim_buf_destroy(&in);
-    brim_buf_destroy(&out);
+    brim_link_destroy(&l);
     return rc;
 }
 
@@ -357,7 +232,7 @@ brim_bench_cluster_open(struct brim_bench_shared     *sh,
     cl->sh = sh;
     cl->o = o;
     sh->cl = cl;
-    rc = cluster_fetch(o, &topo, errbuf);
+    rc = cluster_fetch(o, sh->secret, &topo, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -405,7 +280,7 @@ cluster_main(void *arg)
         }
         pthread_mutex_unlock(&cl->mu);
         atomic_fetch_add(&cl->refetches, 1);
-        rc = cluster_fetch(cl->o, &topo, errbuf);
+        rc = cluster_fetch(cl->o, sh->secret, &topo, errbuf);
         if (rc == 0) {
             rc = cluster_install(sh, &topo, errbuf);
             brim_topo_destroy(&topo);

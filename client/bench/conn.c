@@ -1,33 +1,30 @@
 /*
  * client/bench/conn.c - one connection of the engine: a FIFO of the
  * requests in flight (replies come in request order with all three
- * protocols), an input buffer parsed in place, and an output buffer that
- * goes out in one send() per loop pass. A reply's latency runs from its
+ * protocols) over a struct brim_link (client/net/link.h), whose input is
+ * parsed in place and whose send queue goes out in one send() per loop
+ * pass. For brim the link says HELLO and AUTH first, non-blocking, driven
+ * by the replies this file reads. A reply's latency runs from its
  * request's start (send, or intended send under --rate) to the read that
  * completed it. Replies feed the counters, the histogram and the verifier.
  */
 #include "client/bench/engine_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
 
 #include "client/bench/cluster.h"
-#include <sys/socket.h>
-
+#include "client/net/sock.h"
 #include "common/defs.h"
+#include "proto/ops.h"
 
-/* Read at least this much room per read(), bytes. */
-#define CONN_READ_CHUNK (64u << 10)
 /* Limit on a connect, ms. */
 #define CONN_CONNECT_MS 2000
+/* What a brim connection's HELLO says its name is. */
+#define CONN_HELLO_NAME "brim-bench"
 
 static void
 conn_mark_dirty(struct brim_bench_conn *c)
@@ -44,13 +41,13 @@ conn_poll_out(struct brim_bench_conn *c, int on)
 {
     struct epoll_event ev;
 
-    if (c->polling_out == on || c->fd < 0) {
+    if (c->polling_out == on || c->link.fd < 0) {
         return;
     }
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN | (on ? EPOLLOUT : 0);
     ev.data.ptr = c;
-    if (epoll_ctl(c->t->ep, EPOLL_CTL_MOD, c->fd, &ev) == 0) {
+    if (epoll_ctl(c->t->ep, EPOLL_CTL_MOD, c->link.fd, &ev) == 0) {
         c->polling_out = (uint8_t) on;
     }
 }
@@ -68,25 +65,17 @@ static void conn_parse(struct brim_bench_conn *c, uint64_t now);
 static void
 conn_send_failed(struct brim_bench_conn *c, int err)
 {
-    char    why[96];
-    ssize_t n;
-    int     i;
+    char why[96];
+    int  i;
 
-    n = 0;
     /* Bounded: a socket the server closed holds little. */
-    for (i = 0; i < 16 && c->fd >= 0 && c->n > 0; i++) {
-        if (brim_buf_reserve(&c->in, CONN_READ_CHUNK) != 0) {
+    for (i = 0; i < 16 && c->link.fd >= 0 && c->n > 0; i++) {
+        if (brim_link_read(&c->link) != 1) {
             break;
         }
-        n = recv(c->fd, brim_buf_tail(&c->in), c->in.cap - c->in.len,
-                 MSG_DONTWAIT);
-        if (n <= 0) {
-            break;
-        }
-        brim_buf_commit(&c->in, (size_t) n);
         conn_parse(c, brim_bench_now_ns());
     }
-    if (c->fd < 0) {
+    if (c->link.fd < 0) {
         return;
     }
     if (err == EPIPE || err == ECONNRESET) {
@@ -106,7 +95,6 @@ brim_bench_conn_flush(struct brim_bench_conn *c)
     struct brim_bench_req *req;
     uint64_t               now;
     uint32_t               i;
-    ssize_t                n;
 
     if (c->unstamped > 0) {
         /* A closed-loop request's latency starts when it leaves, not when
@@ -121,22 +109,14 @@ brim_bench_conn_flush(struct brim_bench_conn *c)
         }
         c->unstamped = 0;
     }
-    while (c->fd >= 0 && c->out.len > 0) {
-        n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                conn_poll_out(c, 1);
-                return;
-            }
-            conn_send_failed(c, errno);
-            return;
-        }
-        brim_buf_consume(&c->out, (size_t) n);
+    if (c->link.fd < 0) {
+        return;
     }
-    conn_poll_out(c, 0);
+    if (brim_link_flush(&c->link) != 0) {
+        conn_send_failed(c, c->link.sys_errno);
+        return;
+    }
+    conn_poll_out(c, brim_link_unsent(&c->link) > 0);
 }
 
 /* Queue REQ's bytes on C. */
@@ -145,8 +125,8 @@ conn_encode(struct brim_bench_conn *c, const struct brim_bench_req *req,
             const char *key, size_t key_len, const char *value,
             size_t value_len)
 {
-    if (c->t->proto->encode(&c->out, c->pctx, req, key, key_len, value,
-                            value_len)
+    if (c->t->proto->encode(brim_link_outbuf(&c->link), c->pctx, req, key,
+                            key_len, value, value_len)
         != 0)
     {
         brim_bench_engine_fatal(c->t, "out of memory encoding a request");
@@ -175,7 +155,7 @@ conn_push(struct brim_bench_conn *c)
 
 /* Drop the oldest request of C (its reply has been handled). */
 static void
-conn_pop(struct brim_bench_conn *c, int was_hello)
+conn_pop(struct brim_bench_conn *c)
 {
     int room;
 
@@ -183,27 +163,24 @@ conn_pop(struct brim_bench_conn *c, int was_hello)
     c->head = (c->head + 1) % c->cap;
     c->n--;
     c->t->inflight--;
-    if (was_hello) {
-        c->hello = 0;
-    }
     if (!room && brim_bench_conn_has_room(c)) {
         c->t->nroom[c->node]++;
     }
 }
 
-/* Send HELLO on the new connection C (brim). */
-static void
-conn_hello(struct brim_bench_conn *c, uint64_t now)
+/* Make C's link, at its first open: HELLO as a client named
+ * CONN_HELLO_NAME for brim, proving the run's secret. */
+static int
+conn_link_init(struct brim_bench_conn *c)
 {
-    struct brim_bench_req *req;
+    struct brim_link_conf conf;
 
-    req = conn_push(c);
-    memset(req, 0, sizeof(*req));
-    req->kind = BRIM_BENCH_HELLO;
-    req->start_ns = req->sent_ns = now;
-    req->id = c->next_id++;
-    c->hello = 1;
-    conn_encode(c, req, NULL, 0, NULL, 0);
+    memset(&conf, 0, sizeof(conf));
+    conf.hello = c->t->proto->has_hello;
+    conf.role = BRIM_ROLE_CLIENT;
+    conf.name = CONN_HELLO_NAME;
+    conf.secret = c->t->sh->secret;
+    return brim_link_init(&c->link, c->t->sh->nodes[c->node].name, &conf);
 }
 
 /* Connect C (blocking, CONN_CONNECT_MS at most). */
@@ -212,75 +189,61 @@ brim_bench_conn_open(struct brim_bench_conn *c, char errbuf[BRIM_ERRBUF_LEN])
 {
     const struct brim_bench_node *node = &c->t->sh->nodes[c->node];
     struct epoll_event            ev;
-    struct pollfd                 pfd;
-    socklen_t                     len;
-    int                           fd, err, one, rc;
+    int                           fd, err;
 
-    fd = socket(node->addr.ss_family, SOCK_STREAM, 0);
-    if (fd < 0) {
-        brim_errfmt(errbuf, "socket: %s", strerror(errno));
-        return BRIM_ESYS;
+    if (!c->link.inited && conn_link_init(c) != 0) {
+        brim_errfmt(errbuf, "out of memory");
+        return BRIM_ENOMEM;
     }
-    (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
-        goto fail_errno;
-    }
-    err = 0;
-    if (connect(fd, (const struct sockaddr *) &node->addr, node->addr_len) != 0)
-    {
-        if (errno != EINPROGRESS) {
-            goto fail_errno;
-        }
-        pfd.fd = fd;
-        pfd.events = POLLOUT;
-        pfd.revents = 0;
-        do {
-            rc = poll(&pfd, 1, CONN_CONNECT_MS);
-        } while (rc < 0 && errno == EINTR);
-        if (rc == 0) {
-            brim_errfmt(errbuf, "connect to %s: timed out after %d ms",
-                        node->name, CONN_CONNECT_MS);
-            close(fd);
-            return BRIM_ETIMEDOUT;
-        }
-        len = sizeof(err);
-        if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-            goto fail_errno;
-        }
+    err = brim_sock_open((const struct sockaddr *) &node->addr,
+                         node->addr_len, brim_sock_now_ms() + CONN_CONNECT_MS,
+                         &fd);
+    if (err == ETIMEDOUT) {
+        brim_errfmt(errbuf, "connect to %s: timed out after %d ms",
+                    node->name, CONN_CONNECT_MS);
+        return BRIM_ETIMEDOUT;
     }
     if (err != 0) {
-        errno = err;
-        goto fail_errno;
+        brim_errfmt(errbuf, "connect to %s: %s", node->name, strerror(err));
+        return brim_sock_err(err);
     }
-    one = 1;
-    (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* The link queues HELLO (brim); the next flush sends it. */
+    if (brim_link_attach(&c->link, fd) != 0
+        || (c->pctx == NULL && c->t->proto->open(&c->pctx) != 0))
+    {
+        brim_link_close(&c->link);
+        brim_errfmt(errbuf, "out of memory");
+        return BRIM_ENOMEM;
+    }
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN;
     ev.data.ptr = c;
     if (epoll_ctl(c->t->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        goto fail_errno;
+        err = errno;
+        brim_link_close(&c->link);
+        brim_errfmt(errbuf, "connect to %s: %s", node->name, strerror(err));
+        return BRIM_ESYS;
     }
-    if (c->pctx == NULL && c->t->proto->open(&c->pctx) != 0) {
-        close(fd);
-        brim_errfmt(errbuf, "out of memory");
-        return BRIM_ENOMEM;
-    }
-    c->fd = fd;
     c->polling_out = 0;
     c->head = c->n = 0;
-    c->hello = 0;
-    brim_buf_truncate(&c->in, 0);
-    brim_buf_truncate(&c->out, 0);
-    if (c->t->proto->has_hello) {
-        conn_hello(c, brim_bench_now_ns());
+    c->opened_ns = brim_bench_now_ns();
+    if (brim_link_unsent(&c->link) > 0) {
+        conn_mark_dirty(c);
     }
     return 0;
+}
 
-fail_errno:
-    err = errno;
-    close(fd);
-    brim_errfmt(errbuf, "connect to %s: %s", node->name, strerror(err));
-    return err == ECONNREFUSED ? BRIM_ECONNREFUSED : BRIM_ESYS;
+void
+brim_bench_conn_close(struct brim_bench_conn *c)
+{
+    brim_link_close(&c->link);      /* the socket leaves the epoll set */
+    c->reconnect_ns = 0;
+    c->n = c->head = 0;
+    c->unstamped = 0;
+    if (c->pctx != NULL) {
+        c->t->proto->close(c->pctx);
+        c->pctx = NULL;
+    }
 }
 
 /*
@@ -297,16 +260,13 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
     struct brim_bench_req    *req;
     uint32_t                  i;
 
-    if (c->fd < 0) {
+    if (c->link.fd < 0) {
         return;
     }
     brim_bench_engine_log(t, "connection %u to %s: %s (%u requests in flight)",
                           c->index, t->sh->nodes[c->node].name, why, c->n);
     for (i = 0; i < c->n; i++) {
         req = &c->fifo[(c->head + i) % c->cap];
-        if (req->kind == BRIM_BENCH_HELLO) {
-            continue;
-        }
         if (t->route != NULL) {
             /* It goes again once a newer map is in, or after a while
              * to the same node (a restart, or a node that left the map
@@ -324,19 +284,7 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         }
     }
     t->inflight -= c->n;
-    c->n = 0;
-    c->head = 0;
-    c->hello = 0;
-    c->unstamped = 0;
-    close(c->fd); /* leaves the epoll set too */
-    c->fd = -1;
-    brim_buf_truncate(&c->in, 0);
-    brim_buf_truncate(&c->out, 0);
-    if (c->pctx != NULL) {
-        t->proto->close(c->pctx);
-        c->pctx = NULL;
-    }
-    c->reconnect_ns = 0;
+    brim_bench_conn_close(c);
     if (t->route != NULL) {
         brim_bench_cluster_want(t->sh, t->route->epoch + 1);
     }
@@ -370,7 +318,7 @@ brim_bench_conn_send(struct brim_bench_conn *c, const struct brim_bench_op *op,
     req->start_ns = op->start_ns; /* 0: stamped by conn_flush() */
     req->sent_ns = now;
     c->unstamped++;
-    req->id = c->next_id++;
+    req->id = brim_link_id(&c->link);
     req->epoch = t->route != NULL ? t->route->epoch : 0;
     req->tries = 0;
     req->value_len = op->value_len;
@@ -421,7 +369,7 @@ brim_bench_conn_resend(struct brim_bench_conn      *c,
     *req = *old; /* start_ns kept: the latency counts the detour */
     req->sent_ns = now;
     c->unstamped++;
-    req->id = c->next_id++;
+    req->id = brim_link_id(&c->link);
     req->epoch = t->route != NULL ? t->route->epoch : 0;
     req->tries++;
     key_len = brim_bench_key_format(key, req->key, t->o->key_size);
@@ -491,16 +439,7 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
     int                       ok;
 
     req = c->fifo[c->head]; /* a copy: the slot is reused */
-    conn_pop(c, req.kind == BRIM_BENCH_HELLO);
-    if (req.kind == BRIM_BENCH_HELLO) {
-        if (rep->status != 0) {
-            brim_bench_engine_fatal(
-                t, "%s refused HELLO: %s: %.*s", t->sh->nodes[c->node].name,
-                brim_err_name(rep->status), (int) rep->message_len,
-                rep->message != NULL ? rep->message : "");
-        }
-        return;
-    }
+    conn_pop(c);
     /* MOVED, RETRY and BUSY prove the op did not run (PROTOCOL.md 5.1):
      * with --coordinator it goes again, to the owner of the newer map. */
     if (t->route != NULL
@@ -564,17 +503,64 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
     }
 }
 
+/*
+ * Take the handshake's replies (HELLO, AUTH) buffered on C's link. Once it
+ * is READY the node's limits go to the adapter and C has room. Returns 0,
+ * or -1 when C failed (closed, or the run stopped: a refused HELLO or
+ * AUTH is not worth reconnecting for).
+ */
+static int
+conn_handshake(struct brim_bench_conn *c)
+{
+    struct brim_bench_thread *t = c->t;
+    struct brim_link_reply    r;
+    int                       rc;
+
+    rc = 0;
+    while (c->link.state != BRIM_LINK_READY && rc == 0) {
+        rc = brim_link_take(&c->link, &r);
+        if (rc == 0 && c->link.state != BRIM_LINK_READY) {
+            break;                  /* more bytes needed */
+        }
+    }
+    if (rc == BRIM_EBADREPLY || rc == BRIM_ECLOSED) {
+        brim_bench_conn_fail(c, c->link.err);
+        return -1;
+    }
+    if (rc != 0) {
+        brim_bench_engine_fatal(t, "%s (%s)", c->link.err, brim_err_name(rc));
+        return -1;
+    }
+    if (brim_link_unsent(&c->link) > 0) {
+        conn_mark_dirty(c);         /* AUTH's next step */
+    }
+    if (c->link.state == BRIM_LINK_READY) {
+        if (t->proto->set_limits != NULL) {
+            t->proto->set_limits(c->pctx, &c->link.limits);
+        }
+        if (brim_bench_conn_has_room(c)) {
+            t->nroom[c->node]++;
+        }
+    }
+    return 0;
+}
+
 /* Handle every whole reply buffered on C. */
 static void
 conn_parse(struct brim_bench_conn *c, uint64_t now)
 {
     struct brim_bench_rep rep;
-    size_t                off;
+    const char           *in;
+    size_t                off, len;
     long                  n;
 
+    if (c->link.state != BRIM_LINK_READY && conn_handshake(c) != 0) {
+        return;
+    }
+    in = brim_link_input(&c->link, &len);
     off = 0;
-    while (c->n > 0 && c->fd >= 0) {
-        n = c->t->proto->parse(c->pctx, c->in.data + off, c->in.len - off,
+    while (c->n > 0 && c->link.fd >= 0) {
+        n = c->t->proto->parse(c->pctx, in + off, len - off,
                                &c->fifo[c->head], &rep);
         if (n == 0) {
             break;
@@ -586,14 +572,14 @@ conn_parse(struct brim_bench_conn *c, uint64_t now)
         conn_complete(c, &rep, now);
         off += (size_t) n;
     }
-    if (c->fd < 0) {
+    if (c->link.fd < 0) {
         return;
     }
-    if (c->n == 0 && off < c->in.len) {
+    if (c->n == 0 && off < len) {
         brim_bench_conn_fail(c, "bytes from the server with no request out");
         return;
     }
-    brim_buf_consume(&c->in, off);
+    brim_link_consume(&c->link, off);
 }
 
 /* C is readable: read once, handle the replies, refill, write. */
@@ -601,28 +587,26 @@ void
 brim_bench_conn_readable(struct brim_bench_conn *c)
 {
     struct brim_bench_thread *t = c->t;
-    ssize_t                   n;
     uint64_t                  now;
+    int                       rc;
 
-    if (brim_buf_reserve(&c->in, CONN_READ_CHUNK) != 0) {
+    rc = brim_link_read(&c->link);
+    if (rc == 0) {
+        return;                     /* nothing after all */
+    }
+    if (rc == BRIM_ENOMEM) {
         brim_bench_engine_fatal(t, "out of memory for a read buffer");
         return;
     }
-    n = read(c->fd, brim_buf_tail(&c->in), c->in.cap - c->in.len);
-    if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            brim_bench_conn_fail(c, strerror(errno));
-        }
+    if (rc < 0) {
+        brim_bench_conn_fail(c, c->link.sys_errno == 0
+                                    ? "closed by the server"
+                                    : strerror(c->link.sys_errno));
         return;
     }
-    if (n == 0) {
-        brim_bench_conn_fail(c, "closed by the server");
-        return;
-    }
-    brim_buf_commit(&c->in, (size_t) n);
     now = brim_bench_now_ns();
     conn_parse(c, now);
-    if (c->fd < 0) {
+    if (c->link.fd < 0) {
         return;
     }
     /* Closed loop: what this read completed is drawn again at once, and

@@ -99,23 +99,6 @@ engine_route(const struct brim_bench_thread *t, uint64_t key)
                                       r->partitions)];
 }
 
-/* Close C, a connection to a node that left the map, with nothing out. */
-static void
-engine_close_idle(struct brim_bench_conn *c)
-{
-    close(c->fd);
-    c->fd = -1;
-    c->reconnect_ns = 0;
-    c->n = c->head = 0;
-    c->hello = 0;
-    brim_buf_truncate(&c->in, 0);
-    brim_buf_truncate(&c->out, 0);
-    if (c->pctx != NULL) {
-        c->t->proto->close(c->pctx);
-        c->pctx = NULL;
-    }
-}
-
 /*
  * --coordinator: take up the newest route. Nodes new to it get this
  * thread's connections; connections to nodes no longer in the map close
@@ -144,7 +127,7 @@ engine_sync(struct brim_bench_thread *t)
         if (c->node >= r->nnodes) {
             break; /* grouped by node: the rest are unknown yet */
         }
-        if (c->node >= t->opened && r->live[c->node] && c->fd < 0) {
+        if (c->node >= t->opened && r->live[c->node] && c->link.fd < 0) {
             if (c->fifo == NULL) {
                 c->fifo = brim_calloc(c->cap, sizeof(*c->fifo));
                 if (c->fifo == NULL) {
@@ -158,8 +141,8 @@ engine_sync(struct brim_bench_thread *t)
                 c->reconnect_ns = brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS;
             }
             changed = 1;
-        } else if (!r->live[c->node] && c->fd >= 0 && c->n == 0) {
-            engine_close_idle(c);
+        } else if (!r->live[c->node] && c->link.fd >= 0 && c->n == 0) {
+            brim_bench_conn_close(c);
             changed = 1;
         }
     }
@@ -473,21 +456,27 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
     for (i = 0; i < t->nconns; i++) {
         c = &t->conns[i];
         /* sent_ns may lie a little after NOW: conn_flush() stamps it. */
-        if (c->fd >= 0 && c->n > 0 && now > c->fifo[c->head].sent_ns
+        if (c->link.fd >= 0 && c->n > 0 && now > c->fifo[c->head].sent_ns
             && now - c->fifo[c->head].sent_ns > timeout_ns)
         {
             brim_bench_conn_fail(c, "request timed out");
+        }
+        if (c->link.fd >= 0 && c->link.state != BRIM_LINK_READY
+            && now - c->opened_ns > timeout_ns)
+        {
+            brim_bench_conn_fail(c, "no HELLO reply in time");
         }
         if (t->route != NULL && c->node < t->route->nnodes
             && !t->route->live[c->node])
         {
             c->reconnect_ns = 0; /* left the map */
-            if (c->fd >= 0 && c->n == 0) {
-                engine_close_idle(c);
+            if (c->link.fd >= 0 && c->n == 0) {
+                brim_bench_conn_close(c);
                 brim_bench_engine_recount_room(t);
             }
         }
-        if (c->fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns) {
+        if (c->link.fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns)
+        {
             c->retries++;
             c->reconnect_ns = 0;
             if (brim_bench_conn_open(c, errbuf) == 0) {
@@ -504,8 +493,8 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
                 }
             }
         }
-        alive += c->fd >= 0;
-        pending += c->fd < 0 && c->reconnect_ns != 0;
+        alive += c->link.fd >= 0;
+        pending += c->link.fd < 0 && c->reconnect_ns != 0;
     }
     if (alive == 0 && pending == 0 && t->nrq == 0) {
         brim_bench_engine_fatal(t, "every connection failed");
@@ -629,11 +618,12 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         }
         for (i = 0; i < n; i++) {
             c = evs[i].data.ptr;
-            if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+            if (c->link.fd >= 0
+                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
             {
                 brim_bench_conn_readable(c);
             }
-            if (c->fd >= 0 && (evs[i].events & EPOLLOUT)) {
+            if (c->link.fd >= 0 && (evs[i].events & EPOLLOUT)) {
                 brim_bench_conn_flush(c);
             }
         }
@@ -738,10 +728,9 @@ brim_bench_thread_init(struct brim_bench_thread *t,
     for (i = 0; i < t->nconns; i++) {
         c = &t->conns[i];
         c->t = t;
-        c->fd = -1;
+        c->link.fd = -1;            /* its link is made at the first open */
         c->index = i;
         c->node = i / nconns;
-        c->next_id = 1; /* id 0 means "unknown" in error replies */
         c->cap = cap;
         if (t->route != NULL
             && (c->node >= t->route->nnodes || !t->route->live[c->node]))
@@ -772,14 +761,10 @@ brim_bench_thread_destroy(struct brim_bench_thread *t)
 
     for (i = 0; t->conns != NULL && i < t->nconns; i++) {
         c = &t->conns[i];
-        if (c->fd >= 0) {
-            close(c->fd);
-        }
+        brim_link_destroy(&c->link);    /* closes its socket */
         if (c->pctx != NULL) {
             t->proto->close(c->pctx);
         }
-        brim_buf_destroy(&c->in);
-        brim_buf_destroy(&c->out);
         brim_free(c->fifo);
     }
     if (t->ep >= 0) {

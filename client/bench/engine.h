@@ -4,8 +4,9 @@
  * --pipeline requests in flight and writing all that it has to send in one
  * syscall. Closed loop by default; with --rate an open loop whose requests
  * are timed from their intended send time (coordinated omission, Gil
- * Tene). Keys route to a node through engine_route(); a run has one node
- * until the coordinator mode of issue 4.
+ * Tene). Keys route to a node through engine_route(): the one node of
+ * --server, or with --coordinator the owner of the key's partition in the
+ * newest map (cluster.c).
  */
 #ifndef BRIM_CLIENT_BENCH_ENGINE_H
 #define BRIM_CLIENT_BENCH_ENGINE_H
@@ -23,6 +24,8 @@
 #include "client/bench/workload.h"
 #include "common/rng.h"
 #include "proto/buf.h"
+
+struct brim_auth_secret;            /* proto/auth.h */
 
 /* The phases of a run. */
 enum brim_bench_phase {
@@ -83,6 +86,9 @@ struct brim_bench_shared {
     _Atomic(struct brim_bench_route *) route; /* --coordinator, else NULL */
     struct brim_bench_cluster    *cl;       /* --coordinator: refetches */
     uint32_t                      run_id;   /* in every --verify value */
+    const struct brim_auth_secret *secret;  /* --secret-file's, proven on
+                                             * every brim connection;
+                                             * NULL: no AUTH */
     pthread_barrier_t             go;       /* threads + main: start */
     uint64_t                      start_ns; /* measuring starts; set
                                              * by main before "go" */

@@ -10,7 +10,7 @@
 
 #include "client/bench/engine.h"
 #include "client/bench/proto.h"
-#include "proto/buf.h"
+#include "client/net/link.h"
 
 /* Housekeeping period (timeouts, reconnects, progress), ns. */
 #define BRIM_BENCH_TICK_NS 100000000ull
@@ -18,16 +18,23 @@
 #define BRIM_BENCH_RECONNECTS 3
 #define BRIM_BENCH_RECONNECT_NS 200000000ull
 
-/* One connection to a node. */
+/*
+ * One connection to a node. Its transport is a struct brim_link (the one
+ * libbrim uses): the socket (LINK.fd, -1 while closed), the send queue
+ * and the bytes read; for brim the link also says HELLO and AUTH, and
+ * requests go only once it is READY. Requests in flight wait in FIFO, in
+ * the order their replies come.
+ */
 struct brim_bench_conn {
     struct brim_bench_thread *t;            /* owner */
     struct brim_bench_conn   *next_dirty;   /* on t->dirty */
     struct brim_bench_req    *fifo;         /* ring of cap requests */
     void                     *pctx;         /* adapter's state */
-    struct brim_buf           in;           /* read, not yet parsed */
-    struct brim_buf           out;          /* encoded, not yet sent */
-    uint64_t                  next_id;      /* brim request ids */
+    struct brim_link          link;         /* transport; initialised at
+                                             * the first open */
     uint64_t                  reconnect_ns; /* try again then; 0 never */
+    uint64_t                  opened_ns;    /* the link attached: its
+                                             * handshake is timed from it */
     uint32_t                  head;         /* oldest request in fifo */
     uint32_t                  n;            /* requests in flight */
     uint32_t                  cap;          /* fifo slots */
@@ -35,17 +42,23 @@ struct brim_bench_conn {
     uint32_t                  index;        /* in t->conns */
     uint32_t                  retries;      /* reconnects so far */
     uint32_t                  unstamped;    /* queued since the last flush */
-    int                       fd;           /* -1 while closed */
     uint8_t                   dirty;        /* on t->dirty */
     uint8_t                   polling_out;  /* EPOLLOUT armed */
-    uint8_t                   hello;        /* HELLO in flight */
 };
 
-/* Can C take another request? A HELLO does not use up a slot. */
+/* Is C open? */
+static inline int
+brim_bench_conn_open_p(const struct brim_bench_conn *c)
+{
+    return c->link.fd >= 0;
+}
+
+/* Can C take another request? Not before its handshake is done. */
 static inline int
 brim_bench_conn_has_room(const struct brim_bench_conn *c)
 {
-    return c->fd >= 0 && c->n - c->hello < c->t->depth;
+    return c->link.fd >= 0 && c->link.state == BRIM_LINK_READY
+           && c->n < c->t->depth;
 }
 
 /* Print one line on stderr for T, at most a few per thread and run. */
@@ -68,8 +81,9 @@ void brim_bench_engine_issue(struct brim_bench_thread *t,
 
 /*
  * Connect C (blocking, with a timeout), register it with T's epoll and,
- * for brim, queue its HELLO. Returns 0, or BRIM_ECONNREFUSED,
- * BRIM_ETIMEDOUT, BRIM_ESYS or BRIM_ENOMEM with ERRBUF set.
+ * for brim, queue its HELLO (its link then says AUTH too, with the run's
+ * secret). Returns 0, or BRIM_ECONNREFUSED, BRIM_ETIMEDOUT, BRIM_ESYS or
+ * BRIM_ENOMEM with ERRBUF set.
  */
 int brim_bench_conn_open(struct brim_bench_conn *c,
                          char                    errbuf[BRIM_ERRBUF_LEN]);
@@ -105,5 +119,9 @@ void brim_bench_conn_send(struct brim_bench_conn     *c,
 
 /* C is readable: read once, handle its replies, refill and write. */
 void brim_bench_conn_readable(struct brim_bench_conn *c);
+
+/* Close C, a connection with nothing in flight (its node left the map, or
+ * the run ends), and free its adapter state; no reconnect. */
+void brim_bench_conn_close(struct brim_bench_conn *c);
 
 #endif /* BRIM_CLIENT_BENCH_ENGINE_INT_H */

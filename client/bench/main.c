@@ -15,18 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <netdb.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 
 #include "client/bench/bench.h"
 #include "client/bench/cluster.h"
 #include "client/bench/engine.h"
 #include "client/bench/report.h"
 #include "client/bench/server.h"
+#include "client/net/sock.h"
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/rng.h"
+#include "proto/auth.h"
+#include "proto/auth_file.h"
 
 /* How often the main thread looks at the preload's progress, ns. */
 #define MAIN_POLL_NS 100000000L
@@ -43,13 +44,10 @@ static int
 main_resolve(struct brim_bench_node *node, const struct brim_bench_opts *o,
              char *errbuf)
 {
-    struct addrinfo hints, *res;
-    int             rc;
+    struct addrinfo *res;
+    int              rc;
 
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(o->host, o->port, &hints, &res);
+    rc = brim_sock_lookup(o->host, o->port, &res);
     if (rc != 0) {
         brim_errfmt(errbuf, "--server %s: %s", o->server, gai_strerror(rc));
         return BRIM_EINVAL;
@@ -183,7 +181,8 @@ main_evictions(struct brim_bench_shared *sh, uint64_t *ev)
             continue;
         }
         if (brim_bench_server_evictions(&sh->nodes[i], sh->o->proto,
-                                        MAIN_STATS_MS, &ev[i], errbuf)
+                                        sh->secret, MAIN_STATS_MS, &ev[i],
+                                        errbuf)
             != 0)
         {
             fprintf(stderr, "brim-bench: warning: %s\n", errbuf);
@@ -282,15 +281,16 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
  * the node could not be asked.
  */
 static int
-main_check_limits(const struct brim_bench_opts *o,
+main_check_limits(const struct brim_bench_shared *sh,
                   const struct brim_bench_node *node)
 {
-    char     errbuf[BRIM_ERRBUF_LEN];
-    uint32_t max_key, max_value;
-    int      rc;
+    const struct brim_bench_opts *o = sh->o;
+    char                          errbuf[BRIM_ERRBUF_LEN];
+    uint32_t                      max_key, max_value;
+    int                           rc;
 
-    rc = brim_bench_server_limits(node, o->proto, MAIN_STATS_MS, &max_key,
-                                  &max_value, errbuf);
+    rc = brim_bench_server_limits(node, o->proto, sh->secret, MAIN_STATS_MS,
+                                  &max_key, &max_value, errbuf);
     if (rc == BRIM_ENOTFOUND) {
         return 0;
     }
@@ -339,6 +339,39 @@ main_free_threads(struct brim_bench_thread *ts, uint32_t n)
     brim_free(ts);
 }
 
+/* --secret-file's secret; main_secret_wipe() clears it at exit. */
+static struct brim_auth_secret main_secret;
+
+static void
+main_secret_wipe(void)
+{
+    brim_auth_secret_wipe(&main_secret);
+}
+
+/*
+ * --secret-file: read the secret (PROTOCOL.md 12.1: a regular file of the
+ * effective user, mode 0600 or stricter, 32 to 4096 bytes) and point
+ * SH->secret at it, to be proven on every brim connection. Returns 0
+ * (none given: SH->secret stays NULL), or 2 after a message: a bad file
+ * is bad usage.
+ */
+static int
+main_secret_load(struct brim_bench_shared *sh)
+{
+    char err[BRIM_ERRBUF_LEN];
+
+    if (sh->o->secret_file == NULL) {
+        return 0;
+    }
+    if (brim_auth_file_read(sh->o->secret_file, &main_secret, err) != 0) {
+        fprintf(stderr, "brim-bench: --secret-file: %s\n", err);
+        return 2;
+    }
+    (void) atexit(main_secret_wipe);
+    sh->secret = &main_secret;
+    return 0;
+}
+
 /* --coordinator: stop the refresher, free the maps and the nodes. */
 static void
 main_cluster_close(struct brim_bench_shared *sh)
@@ -381,6 +414,10 @@ main(int argc, char **argv)
     memset(&sh, 0, sizeof(sh));
     sh.o = &o;
     atomic_init(&sh.route, NULL);
+    status = main_secret_load(&sh);
+    if (status != 0) {
+        return status;
+    }
     if (o.coord[0] != '\0') {
         /* A cluster: the map says where every key goes. */
         sh.nodes = brim_calloc(BRIM_BENCH_NODES_MAX, sizeof(*sh.nodes));
@@ -407,7 +444,7 @@ main(int argc, char **argv)
         sh.nodes = &node;
         sh.nnodes = 1;
     }
-    status = main_check_limits(&o, &node);
+    status = main_check_limits(&sh, &node);
     if (status != 0) {
         main_cluster_close(&sh);
         return status;

@@ -1,18 +1,18 @@
 /*
  * client/bench/options.c - brim-bench's command line: "--name VALUE" or
  * "--name=VALUE", each value checked against its range with a message that
- * names the flag and the value. Defaults suit the measurements of
+ * names the flag and the value (the numbers and addresses themselves are
+ * read by common/parse.h). Defaults suit the measurements of
  * docs/performance.md: 50 connections, 100,000 keys of 32 bytes, 100-byte
  * values, GET:SET 9:1, 10 seconds.
  */
 #include "client/bench/bench.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "client/net/sock.h"
 #include "common/defs.h"
+#include "common/parse.h"
 
 /* Largest --value-size accepted, bytes (brim's and memcached's default
  * item limit is 1 MiB; larger values are for servers configured so). */
@@ -57,6 +57,7 @@ enum {
     O_PID,
     O_TIMEOUT,
     O_SLACK,
+    O_SECRET,
     O_QUIET,
     O_HELP
 };
@@ -87,6 +88,7 @@ static const struct opts_flag opts_flags[] = {
     {"server-pid", OPTS_VALUE, O_PID},
     {"timeout", OPTS_VALUE, O_TIMEOUT},
     {"ttl-slack", OPTS_VALUE, O_SLACK},
+    {"secret-file", OPTS_VALUE, O_SECRET},
     {"quiet", OPTS_FLAG, O_QUIET},
     {"help", OPTS_FLAG, O_HELP},
 };
@@ -108,6 +110,11 @@ brim_bench_usage(FILE *f)
           "                     brim cluster: fetch the map from this\n"
           "                     coordinator and route each key to its\n"
           "                     owner (C spread over the nodes, >= 1 each)\n"
+          "  --secret-file FILE brim: the secret to prove on every connection\n"
+          "                     (AUTH after HELLO as a client, PROTOCOL.md\n"
+          "                     12): the cluster's client secret where it\n"
+          "                     has one, else its cluster secret (as\n"
+          "                     libbrim's secret_file)\n"
           "  --connections C    connections in all (default 50)\n"
           "  --pipeline D       requests in flight per connection (1)\n"
           "  --threads T        event loops, C/T connections each (1)\n"
@@ -151,19 +158,11 @@ static int
 opts_u64(const char *flag, const char *value, uint64_t min, uint64_t max,
          uint64_t *out, char *errbuf)
 {
-    unsigned long long v;
-    char              *end;
-
-    errno = 0;
-    v = strtoull(value, &end, 10);
-    if (value[0] == '\0' || value[0] == '-' || *end != '\0' || errno != 0
-        || v < min || v > max)
-    {
+    if (brim_parse_u64(value, min, max, out) != 0) {
         brim_errfmt(errbuf, "--%s: bad value \"%s\" (want %llu .. %llu)", flag,
                     value, (unsigned long long) min, (unsigned long long) max);
         return BRIM_EINVAL;
     }
-    *out = v;
     return 0;
 }
 
@@ -186,19 +185,11 @@ static int
 opts_f64(const char *flag, const char *value, double min, double max,
          double *out, char *errbuf)
 {
-    double v;
-    char  *end;
-
-    errno = 0;
-    v = strtod(value, &end);
-    if (value[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v)
-        || v < min || v > max)
-    {
+    if (brim_parse_double(value, min, max, out) != 0) {
         brim_errfmt(errbuf, "--%s: bad value \"%s\" (want %g .. %g)", flag,
                     value, min, max);
         return BRIM_EINVAL;
     }
-    *out = v;
     return 0;
 }
 
@@ -209,64 +200,73 @@ opts_range(const char *flag, const char *value, uint32_t min, uint32_t max,
 {
     char        first[32];
     const char *dash;
+    uint64_t    a, b;
+    uint32_t    x, y;
     size_t      n;
 
-    dash = strchr(value, '-');
-    if (dash == NULL) {
-        if (opts_u32(flag, value, min, max, lo, errbuf) != 0) {
-            return BRIM_EINVAL;
-        }
-        *hi = *lo;
+    if (brim_parse_u64_range(value, min, max, &a, &b) == 0) {
+        *lo = (uint32_t) a;
+        *hi = (uint32_t) b;
         return 0;
     }
-    n = (size_t) (dash - value);
-    if (n == 0 || n >= sizeof(first)) {
-        brim_errfmt(errbuf, "--%s: bad range \"%s\" (want N or MIN-MAX)", flag,
-                    value);
-        return BRIM_EINVAL;
+    /* Refused: say which part is wrong. */
+    dash = strchr(value, '-');
+    n = dash != NULL ? (size_t) (dash - value) : 0;
+    if (dash == NULL) {
+        return opts_u32(flag, value, min, max, &x, errbuf);
     }
-    memcpy(first, value, n);
-    first[n] = '\0';
-    if (opts_u32(flag, first, min, max, lo, errbuf) != 0
-        || opts_u32(flag, dash + 1, min, max, hi, errbuf) != 0)
-    {
-        return BRIM_EINVAL;
+    if (n > 0 && n < sizeof(first)) {
+        memcpy(first, value, n);
+        first[n] = '\0';
+        if (opts_u32(flag, first, min, max, &x, errbuf) != 0
+            || opts_u32(flag, dash + 1, min, max, &y, errbuf) != 0)
+        {
+            return BRIM_EINVAL;
+        }
+        if (x > y) {
+            brim_errfmt(errbuf, "--%s: range \"%s\" runs backwards", flag,
+                        value);
+            return BRIM_EINVAL;
+        }
     }
-    if (*lo > *hi) {
-        brim_errfmt(errbuf, "--%s: range \"%s\" runs backwards", flag, value);
-        return BRIM_EINVAL;
-    }
-    return 0;
+    brim_errfmt(errbuf, "--%s: bad range \"%s\" (want N or MIN-MAX)", flag,
+                value);
+    return BRIM_EINVAL;
 }
 
-/* HOST:PORT into O->host and O->port. */
+/*
+ * VALUE, the HOST:PORT of option --FLAG, into ADDR (as given), HOST and
+ * PORT (each BRIM_BENCH_ADDR_MAX + 1 and 8 bytes; "[::1]:6379" gives host
+ * "::1"). A bad port is a bad value, anything else a bad address.
+ */
 static int
-opts_addr(struct brim_bench_opts *o, const char *value, char *errbuf)
+opts_addr(const char *flag, const char *value, char *addr, char *host,
+          char *port, char *errbuf)
 {
     const char *colon;
-    uint32_t    port;
-    size_t      hlen;
+    uint32_t    p;
+    char        digits[6];
 
     colon = strrchr(value, ':');
     if (colon == NULL || colon == value || strlen(value) > BRIM_BENCH_ADDR_MAX)
     {
-        brim_errfmt(errbuf, "--server: bad address \"%s\" (want HOST:PORT)",
+        brim_errfmt(errbuf, "--%s: bad address \"%s\" (want HOST:PORT)", flag,
                     value);
         return BRIM_EINVAL;
     }
-    if (opts_u32("server", colon + 1, 1, 65535, &port, errbuf) != 0) {
+    if (opts_u32(flag, colon + 1, 1, 65535, &p, errbuf) != 0) {
         return BRIM_EINVAL;
     }
-    snprintf(o->server, sizeof(o->server), "%s", value);
-    hlen = (size_t) (colon - value);
-    /* "[::1]:6379": the brackets are not part of the host. */
-    if (value[0] == '[' && colon[-1] == ']') {
-        value++;
-        hlen -= 2;
+    if (brim_sock_split(value, "", host, BRIM_BENCH_ADDR_MAX + 1, digits,
+                        NULL)
+        != 0)
+    {
+        brim_errfmt(errbuf, "--%s: bad address \"%s\" (want HOST:PORT)", flag,
+                    value);
+        return BRIM_EINVAL;
     }
-    memcpy(o->host, value, hlen);
-    o->host[hlen] = '\0';
-    snprintf(o->port, sizeof(o->port), "%u", port);
+    snprintf(addr, BRIM_BENCH_ADDR_MAX + 1, "%s", value);
+    snprintf(port, 8, "%s", digits);
     return 0;
 }
 
@@ -290,30 +290,15 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
         return 0;
     case O_SERVER:
         set[O_SERVER] = 1;
-        return opts_addr(o, value, errbuf);
-    case O_COORD: {
-        /* The coordinator's address, parsed like --server's. */
-        struct brim_bench_opts save = *o;
-        int                    rc;
-
-        rc = opts_addr(o, value, errbuf);
-        if (rc != 0) {
-            char tmp[BRIM_ERRBUF_LEN];
-
-            if (strncmp(errbuf, "--server", 8) == 0) {
-                snprintf(tmp, sizeof(tmp), "--coordinator%s", errbuf + 8);
-                snprintf(errbuf, BRIM_ERRBUF_LEN, "%s", tmp);
-            }
-            *o = save;
-            return rc;
-        }
-        snprintf(save.coord, sizeof(save.coord), "%s", o->server);
-        snprintf(save.coord_host, sizeof(save.coord_host), "%s", o->host);
-        snprintf(save.coord_port, sizeof(save.coord_port), "%s", o->port);
-        *o = save;
+        return opts_addr("server", value, o->server, o->host, o->port,
+                         errbuf);
+    case O_COORD:
         set[O_COORD] = 1;
+        return opts_addr("coordinator", value, o->coord, o->coord_host,
+                         o->coord_port, errbuf);
+    case O_SECRET:
+        o->secret_file = value;     /* read by main(): brim_auth_file_read */
         return 0;
-    }
     case O_CONNS:
         return opts_u32("connections", value, 1, 65536, &o->connections,
                         errbuf);
@@ -395,6 +380,11 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
     if (set[O_COORD] && strcmp(o->proto->name, "brim") != 0) {
         brim_errfmt(errbuf, "--coordinator needs --target brim (%s has no "
                     "cluster)", o->proto->name);
+        return BRIM_EINVAL;
+    }
+    if (o->secret_file != NULL && !o->proto->has_hello) {
+        brim_errfmt(errbuf, "--secret-file needs --target brim (%s has no "
+                    "AUTH)", o->proto->name);
         return BRIM_EINVAL;
     }
     if (!set[O_SERVER]) {

@@ -16,6 +16,8 @@
 #include "client/bench/workload.h"
 #include "proto/buf.h"
 
+struct brim_wire_limits;            /* proto/wire.h */
+
 /* One request in flight on a connection, in its FIFO until the reply. */
 struct brim_bench_req {
     uint64_t                start_ns; /* latency origin: send or intended */
@@ -51,7 +53,9 @@ struct brim_bench_rep {
  */
 struct brim_bench_proto {
     const char *name;         /* "brim", "memcached", "redis" */
-    int         has_hello;    /* connections open with a HELLO */
+    int         has_hello;    /* connections open with HELLO (and AUTH):
+                               * the engine's struct brim_link says them
+                               * (client/net/link.h) */
     int         default_port; /* the server's usual port */
 
     /* Per-connection state in *CTX (may be NULL). 0 or BRIM_ENOMEM. */
@@ -77,6 +81,13 @@ struct brim_bench_proto {
      */
     long (*parse)(void *ctx, const char *buf, size_t len,
                   const struct brim_bench_req *req, struct brim_bench_rep *rep);
+
+    /*
+     * Protocols with HELLO: the node's limits (borrowed for the call),
+     * learnt by the connection's handshake, which bound the replies parsed
+     * from now on (frame size, value size). NULL for the others.
+     */
+    void (*set_limits)(void *ctx, const struct brim_wire_limits *lim);
 };
 
 extern const struct brim_bench_proto brim_bench_proto_brim;

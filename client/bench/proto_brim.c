@@ -1,10 +1,13 @@
 /*
  * client/bench/proto_brim.c - brim's own protocol for brim-bench: frames
  * of proto/frame.h holding the msgpack messages of proto/wire.h, encoded
- * with brim_wire_encode_req() and read with brim_wire_parse_rep(), which
- * checks every frame before msgpack-c allocates (proto/PROTOCOL.md). A
- * connection opens with HELLO, role client; its reply gives the node's
- * limits, which the decoder then applies.
+ * with brim_wire_encode_req() and matched to their requests by
+ * brim_link_parse() (client/net/link.h: the one reply matcher libbrim uses
+ * too), which checks every frame before msgpack-c allocates
+ * (proto/PROTOCOL.md). A connection's HELLO and AUTH are its link's; the
+ * node's limits from that HELLO come in through set_limits. HELLO itself
+ * can still be encoded and parsed here, so that the adapter is complete
+ * and tested on its own.
  */
 #include "client/bench/proto.h"
 
@@ -14,8 +17,8 @@
 
 #include <brim/status.h>
 
+#include "client/net/link.h"
 #include "common/alloc.h"
-#include "proto/frame.h"
 #include "proto/ops.h"
 #include "proto/wire.h"
 
@@ -144,31 +147,19 @@ brim_parse(void *ctx, const char *buf, size_t len,
 {
     struct bench_brim *b = ctx;
     struct brim_rep    r;
-    uint32_t           body_len;
-    int                rc;
+    long               n;
 
     memset(rep, 0, sizeof(*rep));
     rep->evictions = -1;
-    rc = brim_frame_peek(buf, len, b->lim.max_frame_bytes, &body_len);
-    if (rc == BRIM_EAGAIN) {
-        return 0;
-    }
-    if (rc != 0) {
-        return BRIM_EBADREPLY;
-    }
-    rc =
-        brim_wire_parse_rep(buf + BRIM_FRAME_HDR, body_len,
-                            brim_op_of(req->kind), &b->lim, &b->zone, &r, NULL);
-    if (rc != 0) {
-        return BRIM_EBADREPLY;
-    }
     /* Id 0 in an error reply means "unknown" (PROTOCOL.md section 3):
      * the node refused the frame from its header (TOOBIG) or could not
-     * unpack it (NOMEM, BADREQ). It answers REQ all the same: the status
-     * and message reach the user, and a close that follows is seen as
-     * such, not as a reply out of step. */
-    if (r.request_id != req->id && (r.request_id != 0 || r.status == 0)) {
-        return BRIM_EBADREPLY;
+     * unpack it (NOMEM, BADREQ). The matcher gives it to REQ all the same:
+     * the status and message reach the user, and a close that follows is
+     * seen as such, not as a reply out of step. */
+    n = brim_link_parse(&b->lim, &b->zone, brim_op_of(req->kind), req->id,
+                        buf, len, &r, NULL);
+    if (n <= 0) {
+        return n;                   /* 0: not whole yet; BRIM_EBADREPLY */
     }
     rep->status = r.status;
     rep->message = r.message;
@@ -192,7 +183,15 @@ brim_parse(void *ctx, const char *buf, size_t len,
             break;
         }
     }
-    return (long) (BRIM_FRAME_HDR + body_len);
+    return n;
+}
+
+static void
+brim_set_limits(void *ctx, const struct brim_wire_limits *lim)
+{
+    struct bench_brim *b = ctx;
+
+    b->lim = *lim;
 }
 
 const struct brim_bench_proto brim_bench_proto_brim = {
@@ -203,4 +202,5 @@ const struct brim_bench_proto brim_bench_proto_brim = {
     .close = brim_close,
     .encode = brim_encode,
     .parse = brim_parse,
+    .set_limits = brim_set_limits,
 };

@@ -1,23 +1,21 @@
 /*
  * client/bench/server.c - the server's CPU time from /proc/PID/stat
- * (proc(5): utime and stime, fields 14 and 15, in clock ticks) and its
- * evictions counter over a short blocking connection that reuses the
- * protocol adapters.
+ * (proc(5): utime and stime, fields 14 and 15, in clock ticks), and its
+ * evictions counter and limits over a short blocking connection: a struct
+ * brim_link (client/net/link.h: HELLO and AUTH for brim) carrying the
+ * protocol adapter's request.
  */
 #include "client/bench/server.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <sys/socket.h>
-
+#include "client/net/link.h"
+#include "client/net/sock.h"
 #include "common/defs.h"
-#include "proto/buf.h"
+#include "proto/ops.h"
 
 int
 brim_bench_server_cpu(int64_t pid, double *cpu_s, char errbuf[BRIM_ERRBUF_LEN])
@@ -55,135 +53,80 @@ brim_bench_server_cpu(int64_t pid, double *cpu_s, char errbuf[BRIM_ERRBUF_LEN])
     return 0;
 }
 
-int
-brim_bench_read_more(int fd, struct brim_buf *in, uint64_t deadline_ns)
+/*
+ * Open L to NODE by DEADLINE_MS: connected and, for a protocol with HELLO,
+ * past its handshake (HELLO as a client, AUTH with SECRET). Returns 0, or
+ * an error with ERRBUF starting with WHAT and naming NODE.
+ */
+static int
+server_open(struct brim_link *l, const struct brim_bench_node *node,
+            const struct brim_bench_proto *proto,
+            const struct brim_auth_secret *secret, int64_t deadline_ms,
+            const char *what, char *errbuf)
 {
-    ssize_t n;
+    struct brim_link_conf conf;
+    int                   fd, err, rc;
 
-    if (brim_buf_reserve(in, 64u << 10) != 0) {
+    memset(&conf, 0, sizeof(conf));
+    conf.hello = proto->has_hello;
+    conf.role = BRIM_ROLE_CLIENT;
+    conf.name = "brim-bench";
+    conf.secret = secret;
+    if (brim_link_init(l, node->name, &conf) != 0) {
+        brim_errfmt(errbuf, "%s: out of memory", what);
         return BRIM_ENOMEM;
     }
-    n = read(fd, brim_buf_tail(in), in->cap - in->len);
-    if (n > 0) {
-        brim_buf_commit(in, (size_t) n);
-        return 0;
-    }
-    if (n == 0) {
-        return BRIM_ECLOSED;
-    }
-    if (errno != EAGAIN && errno != EINTR) {
-        return BRIM_ESYS;
-    }
-    return brim_bench_wait_fd(fd, POLLIN, deadline_ns) != 0 ? BRIM_ETIMEDOUT
-                                                           : 0;
-}
-
-int
-brim_bench_wait_fd(int fd, short events, uint64_t deadline_ns)
-{
-    struct pollfd pfd;
-    uint64_t      now;
-    int           rc;
-
-    for (;;) {
-        now = brim_bench_now_ns();
-        if (now >= deadline_ns) {
-            return BRIM_ETIMEDOUT;
-        }
-        pfd.fd = fd;
-        pfd.events = events;
-        pfd.revents = 0;
-        rc = poll(&pfd, 1, (int) ((deadline_ns - now) / 1000000u) + 1);
-        if (rc > 0) {
-            return 0;
-        }
-        if (rc < 0 && errno != EINTR) {
-            return BRIM_ESYS;
-        }
-    }
-}
-
-/* Connect to NODE without blocking past DEADLINE_NS; the socket or < 0
- * with ERRBUF starting with WHAT. */
-static int
-server_connect(const struct brim_bench_node *node, uint64_t deadline_ns,
-               const char *what, char *errbuf)
-{
-    socklen_t len;
-    int       fd, err, rc;
-
-    fd = socket(node->addr.ss_family, SOCK_STREAM, 0);
-    if (fd < 0) {
-        brim_errfmt(errbuf, "socket: %s", strerror(errno));
-        return BRIM_ESYS;
-    }
-    (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    err = 0;
-    if (connect(fd, (const struct sockaddr *) &node->addr, node->addr_len) != 0)
-    {
-        err = errno;
-        if (err == EINPROGRESS) {
-            rc = brim_bench_wait_fd(fd, POLLOUT, deadline_ns);
-            len = sizeof(err);
-            if (rc != 0) {
-                err = ETIMEDOUT;
-            } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-                err = errno;
-            }
-        }
-    }
+    err = brim_sock_open((const struct sockaddr *) &node->addr,
+                         node->addr_len, deadline_ms, &fd);
     if (err != 0) {
-        close(fd);
         brim_errfmt(errbuf, "%s: connect to %s: %s", what, node->name,
                     strerror(err));
-        return err == ECONNREFUSED ? BRIM_ECONNREFUSED
-            : err == ETIMEDOUT     ? BRIM_ETIMEDOUT
-                                   : BRIM_ESYS;
+        return brim_sock_err(err);
     }
-    return fd;
+    rc = brim_link_attach(l, fd);
+    if (rc == 0 && proto->has_hello) {
+        rc = brim_link_handshake(l, deadline_ms);
+    }
+    if (rc == BRIM_ETIMEDOUT || rc == BRIM_ENOMEM) {
+        brim_errfmt(errbuf, "%s from %s: %s", what, node->name,
+                    brim_strerror(rc));
+    } else if (rc != 0) {
+        /* The link says what went wrong: "ADDR: HELLO: message"... */
+        brim_errfmt(errbuf, "%s from %s (%s)", what, l->err,
+                    brim_err_name(rc));
+    }
+    return rc;
 }
 
-/* Send all of OUT on FD by DEADLINE_NS. */
+/*
+ * Send ASK on the open L in PROTO (CTX its state) and read its reply into
+ * *REP by DEADLINE_MS; REP borrows from L's input. Returns 0, or
+ * BRIM_ETIMEDOUT, BRIM_ECLOSED, BRIM_EBADREPLY, BRIM_ENOMEM, BRIM_ESYS.
+ */
 static int
-server_send(int fd, const struct brim_buf *out, uint64_t deadline_ns)
+server_ask(struct brim_link *l, const struct brim_bench_proto *proto,
+           void *ctx, struct brim_bench_req *ask, struct brim_bench_rep *rep,
+           int64_t deadline_ms)
 {
-    size_t  off;
-    ssize_t n;
+    const char *in;
+    size_t      len;
+    long        used;
+    int         rc;
 
-    off = 0;
-    while (off < out->len) {
-        n = send(fd, out->data + off, out->len - off, MSG_NOSIGNAL);
-        if (n > 0) {
-            off += (size_t) n;
-        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            return BRIM_ESYS;
-        } else if (brim_bench_wait_fd(fd, POLLOUT, deadline_ns) != 0) {
-            return BRIM_ETIMEDOUT;
-        }
+    ask->id = brim_link_id(l);
+    if (proto->encode(brim_link_outbuf(l), ctx, ask, NULL, 0, NULL, 0) != 0) {
+        return BRIM_ENOMEM;
     }
-    return 0;
-}
-
-/* Read on FD into IN until PROTO parses the reply to REQ. */
-static int
-server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
-             struct brim_buf *in, const struct brim_bench_req *req,
-             struct brim_bench_rep *rep, uint64_t deadline_ns)
-{
-    long used;
-    int  rc;
-
     for (;;) {
-        used =
-            in->len == 0 ? 0 : proto->parse(ctx, in->data, in->len, req, rep);
+        in = brim_link_input(l, &len);
+        used = len == 0 ? 0 : proto->parse(ctx, in, len, ask, rep);
         if (used > 0) {
-            brim_buf_consume(in, (size_t) used);
             return 0;
         }
         if (used < 0) {
             return BRIM_EBADREPLY;
         }
-        rc = brim_bench_read_more(fd, in, deadline_ns);
+        rc = brim_link_wait(l, deadline_ms);   /* sends ASK, reads more */
         if (rc != 0) {
             return rc;
         }
@@ -191,96 +134,79 @@ server_reply(int fd, const struct brim_bench_proto *proto, void *ctx,
 }
 
 /*
- * One blocking exchange with NODE in PROTO, TIMEOUT_MS at most: HELLO
- * first when PROTO has one (its reply into *HELLO_REP), then ASK unless it
- * is NULL (its reply into *ASK_REP). The replies' pointers are cleared on
- * return: they borrowed from a buffer freed here. Returns 0; an error
- * reply's status (a refused HELLO or ASK) or BRIM_ECONNREFUSED,
- * BRIM_ETIMEDOUT, BRIM_EBADREPLY, BRIM_ECLOSED, BRIM_ENOMEM or BRIM_ESYS;
- * ERRBUF then holds a line that starts with WHAT and names NODE.
+ * One blocking exchange with NODE in PROTO, TIMEOUT_MS at most: HELLO and
+ * AUTH first when PROTO has them (the node's limits then into *LIMITS, if
+ * not NULL), then ASK unless it is NULL (its reply into *ASK_REP, whose
+ * pointers are cleared on return: they borrowed from a buffer freed here).
+ * Returns 0; an error reply's status (a refused HELLO, AUTH or ASK) or
+ * BRIM_ECONNREFUSED, BRIM_ETIMEDOUT, BRIM_EBADREPLY, BRIM_ECLOSED,
+ * BRIM_ENOMEM or BRIM_ESYS; ERRBUF then holds a line that starts with WHAT
+ * and names NODE.
  */
 static int
 server_exchange(const struct brim_bench_node  *node,
-                const struct brim_bench_proto *proto, uint32_t timeout_ms,
-                const char *what, const struct brim_bench_req *ask,
-                struct brim_bench_rep *hello_rep,
-                struct brim_bench_rep *ask_rep, char *errbuf)
+                const struct brim_bench_proto *proto,
+                const struct brim_auth_secret *secret, uint32_t timeout_ms,
+                const char *what, struct brim_bench_req *ask,
+                struct brim_bench_rep *ask_rep,
+                struct brim_wire_limits *limits, char *errbuf)
 {
-    struct brim_bench_req  hello;
-    struct brim_bench_rep *rep;
-    struct brim_buf        in, out;
-    uint64_t               deadline;
-    void                  *ctx;
-    int                    fd, rc;
+    struct brim_link l;
+    int64_t          deadline;
+    void            *ctx;
+    int              rc;
 
-    deadline = brim_bench_now_ns() + (uint64_t) timeout_ms * 1000000u;
-    fd = server_connect(node, deadline, what, errbuf);
-    if (fd < 0) {
-        return fd;
-    }
-    ctx = NULL;
-    brim_buf_init(&in);
-    brim_buf_init(&out);
-    memset(&hello, 0, sizeof(hello));
-    memset(hello_rep, 0, sizeof(*hello_rep));
+    deadline = brim_sock_now_ms() + timeout_ms;
     memset(ask_rep, 0, sizeof(*ask_rep));
-    hello.kind = BRIM_BENCH_HELLO;
-    hello.id = 1;
-    rc = proto->open(&ctx);
-    if (rc == 0 && proto->has_hello) {
-        rc = proto->encode(&out, ctx, &hello, NULL, 0, NULL, 0);
+    ctx = NULL;
+    rc = server_open(&l, node, proto, secret, deadline, what, errbuf);
+    if (rc == 0 && limits != NULL) {
+        *limits = l.limits;
     }
     if (rc == 0 && ask != NULL) {
-        rc = proto->encode(&out, ctx, ask, NULL, 0, NULL, 0);
+        rc = proto->open(&ctx);
+        if (rc == 0 && proto->set_limits != NULL) {
+            proto->set_limits(ctx, &l.limits);
+        }
+        if (rc == 0) {
+            rc = server_ask(&l, proto, ctx, ask, ask_rep, deadline);
+        }
+        if (rc != 0) {
+            brim_errfmt(errbuf, "%s from %s: %s", what, node->name,
+                        brim_strerror(rc));
+        } else if (ask_rep->status != 0
+                   && ask_rep->status != BRIM_ENOTFOUND)
+        {
+            rc = ask_rep->status;
+            brim_errfmt(errbuf, "%s from %s: the request refused: %s: %.*s",
+                        what, node->name, brim_err_name(rc),
+                        (int) BRIM_MIN(ask_rep->message_len, (size_t) 120),
+                        ask_rep->message != NULL ? ask_rep->message : "");
+        }
     }
-    if (rc == 0) {
-        rc = server_send(fd, &out, deadline);
-    }
-    rep = hello_rep;
-    if (rc == 0 && proto->has_hello) {
-        rc = server_reply(fd, proto, ctx, &in, &hello, rep, deadline);
-    }
-    if (rc == 0 && rep->status == 0 && ask != NULL) {
-        rep = ask_rep;
-        rc = server_reply(fd, proto, ctx, &in, ask, rep, deadline);
-    }
-    if (rc != 0) {
-        brim_errfmt(errbuf, "%s from %s: %s", what, node->name,
-                    brim_strerror(rc));
-    } else if (rep->status != 0 && rep->status != BRIM_ENOTFOUND) {
-        rc = rep->status;
-        brim_errfmt(errbuf, "%s from %s: %s refused: %s: %.*s", what,
-                    node->name, rep == hello_rep ? "HELLO" : "the request",
-                    brim_err_name(rc),
-                    (int) BRIM_MIN(rep->message_len, (size_t) 120),
-                    rep->message != NULL ? rep->message : "");
-    }
-    hello_rep->value = hello_rep->message = NULL;
     ask_rep->value = ask_rep->message = NULL;
     if (ctx != NULL) {
         proto->close(ctx);
     }
-    brim_buf_destroy(&in);
-    brim_buf_destroy(&out);
-    close(fd);
+    brim_link_destroy(&l);
     return rc;
 }
 
 int
 brim_bench_server_evictions(const struct brim_bench_node  *node,
                             const struct brim_bench_proto *proto,
+                            const struct brim_auth_secret *secret,
                             uint32_t timeout_ms, uint64_t *evictions,
                             char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_bench_req stats;
-    struct brim_bench_rep hello_rep, rep;
+    struct brim_bench_rep rep;
     int                   rc;
 
     memset(&stats, 0, sizeof(stats));
     stats.kind = BRIM_BENCH_STATS;
-    stats.id = 2;
-    rc = server_exchange(node, proto, timeout_ms, "stats", &stats, &hello_rep,
-                         &rep, errbuf);
+    rc = server_exchange(node, proto, secret, timeout_ms, "stats", &stats,
+                         &rep, NULL, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -295,27 +221,29 @@ brim_bench_server_evictions(const struct brim_bench_node  *node,
 int
 brim_bench_server_limits(const struct brim_bench_node  *node,
                          const struct brim_bench_proto *proto,
+                         const struct brim_auth_secret *secret,
                          uint32_t timeout_ms, uint32_t *max_key_bytes,
                          uint32_t *max_value_bytes,
                          char      errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_bench_rep rep, unused;
-    int                   rc;
+    struct brim_wire_limits lim;
+    struct brim_bench_rep   unused;
+    int                     rc;
 
     if (!proto->has_hello) {
         return BRIM_ENOTFOUND;
     }
-    rc = server_exchange(node, proto, timeout_ms, "hello", NULL, &rep, &unused,
-                         errbuf);
+    rc = server_exchange(node, proto, secret, timeout_ms, "hello", NULL,
+                         &unused, &lim, errbuf);
     if (rc != 0) {
         return rc;
     }
-    if (rep.max_key_bytes == 0 || rep.max_value_bytes == 0) {
+    if (lim.max_key_bytes == 0 || lim.max_value_bytes == 0) {
         brim_errfmt(errbuf, "hello from %s: no limits in the reply",
                     node->name);
         return BRIM_EBADREPLY;
     }
-    *max_key_bytes = rep.max_key_bytes;
-    *max_value_bytes = rep.max_value_bytes;
+    *max_key_bytes = lim.max_key_bytes;
+    *max_value_bytes = lim.max_value_bytes;
     return 0;
 }

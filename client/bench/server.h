@@ -3,7 +3,9 @@
  * its replies: the CPU time of its process (/proc/PID/stat, Linux) and
  * its evictions counter, over a connection of its own (brim STATS,
  * memcached "stats", redis "INFO stats"); and a brim node's limits from
- * its HELLO reply.
+ * its HELLO reply. The connections are struct brim_link's
+ * (client/net/link.h), so that a brim one says HELLO and AUTH as the
+ * load's do.
  */
 #ifndef BRIM_CLIENT_BENCH_SERVER_H
 #define BRIM_CLIENT_BENCH_SERVER_H
@@ -15,6 +17,8 @@
 #include "client/bench/engine.h"
 #include "client/bench/proto.h"
 
+struct brim_auth_secret;            /* proto/auth.h */
+
 /*
  * The user plus system CPU time, seconds, that process PID has used so
  * far, in *CPU_S (clock-tick resolution, 10 ms on Linux). Returns 0, or
@@ -24,45 +28,34 @@ int brim_bench_server_cpu(int64_t pid, double *cpu_s,
                           char errbuf[BRIM_ERRBUF_LEN]);
 
 /*
- * Connect to NODE, speak PROTO (HELLO first for brim), ask for its
- * statistics and store its evictions counter in *EVICTIONS. Blocking,
- * TIMEOUT_MS at most for the whole exchange. Returns 0; BRIM_ENOTFOUND
- * when the reply has no such counter; the server's status when it refused
- * the HELLO or the request; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT,
- * BRIM_EBADREPLY or BRIM_ESYS; ERRBUF holds the reason.
+ * Connect to NODE, speak PROTO (HELLO first for brim, then AUTH with
+ * SECRET when it is not NULL; borrowed), ask for its statistics and store
+ * its evictions counter in *EVICTIONS. Blocking, TIMEOUT_MS at most for
+ * the whole exchange. Returns 0; BRIM_ENOTFOUND when the reply has no
+ * such counter; the server's status when it refused the HELLO, AUTH or
+ * the request; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT, BRIM_EBADREPLY or
+ * BRIM_ESYS; ERRBUF holds the reason.
  */
 int brim_bench_server_evictions(const struct brim_bench_node  *node,
                                 const struct brim_bench_proto *proto,
+                                const struct brim_auth_secret *secret,
                                 uint32_t timeout_ms, uint64_t *evictions,
                                 char errbuf[BRIM_ERRBUF_LEN]);
 
 /*
- * Connect to NODE, send PROTO's HELLO and store the limits of its reply:
- * the longest key and the largest value the node takes, bytes. Blocking,
- * TIMEOUT_MS at most. Returns 0; BRIM_ENOTFOUND (nothing in ERRBUF) when
- * PROTO has no HELLO, so no limits to learn; the node's status when it
- * refused the HELLO; BRIM_ECONNREFUSED, BRIM_ETIMEDOUT, BRIM_EBADREPLY or
- * BRIM_ESYS. ERRBUF names NODE and the reason.
+ * Connect to NODE, say PROTO's HELLO (and AUTH with SECRET) and store the
+ * limits of its reply: the longest key and the largest value the node
+ * takes, bytes. Blocking, TIMEOUT_MS at most. Returns 0; BRIM_ENOTFOUND
+ * (nothing in ERRBUF) when PROTO has no HELLO, so no limits to learn; the
+ * node's status when it refused the HELLO or AUTH; BRIM_ECONNREFUSED,
+ * BRIM_ETIMEDOUT, BRIM_EBADREPLY or BRIM_ESYS. ERRBUF names NODE and the
+ * reason.
  */
 int brim_bench_server_limits(const struct brim_bench_node  *node,
                              const struct brim_bench_proto *proto,
+                             const struct brim_auth_secret *secret,
                              uint32_t timeout_ms, uint32_t *max_key_bytes,
                              uint32_t *max_value_bytes,
                              char errbuf[BRIM_ERRBUF_LEN]);
-
-/*
- * Wait until FD is ready for EVENTS (poll(2) flags) or DEADLINE_NS (from
- * brim_bench_now_ns()) passes. Returns 0, BRIM_ETIMEDOUT or BRIM_ESYS.
- */
-int brim_bench_wait_fd(int fd, short events, uint64_t deadline_ns);
-
-/*
- * One step of a blocking read of a reply: append what non-blocking FD has
- * to IN (growing it by up to 64 KiB), or wait for more until DEADLINE_NS.
- * The caller loops until IN holds what it parses. Returns 0 (read, or
- * woken: look again), BRIM_ECLOSED, BRIM_ETIMEDOUT, BRIM_ENOMEM or
- * BRIM_ESYS.
- */
-int brim_bench_read_more(int fd, struct brim_buf *in, uint64_t deadline_ns);
 
 #endif /* BRIM_CLIENT_BENCH_SERVER_H */

@@ -1,9 +1,10 @@
 /*
  * client/brimctl/cmd.c - brimctl's commands over libbrim: get, set, del,
- * stats (also --watch), ping, flush, and the cluster's nodes, leave (also
- * --wait), plan; import and verify are in import.c. Each returns an exit
- * status (ctl.h); values travel as raw bytes in both directions, so binary
- * data survives a pipe.
+ * stats (also --watch), ping, flush, the command table and the JSON
+ * printers; the cluster's nodes, leave and plan, and its stats, are in
+ * cluster.c, import and verify in import.c. Each returns an exit status
+ * (ctl.h); values travel as raw bytes in both directions, so binary data
+ * survives a pipe.
  */
 #include "client/brimctl/ctl.h"
 
@@ -17,10 +18,6 @@
 #include <jansson.h>
 
 #include <brim.h>
-
-#include "client/lib/coord.h"
-#include "proto/ops.h"
-#include "proto/topo.h"
 
 /* Stdin is read in pieces of this many bytes. */
 #define CMD_READ_CHUNK (64u << 10)
@@ -409,7 +406,6 @@ cmd_stats_print(const struct cmd_stats *cs)
     }
 }
 
-static int cmd_print_json(const json_t *j, int compact);
 
 /* One round of the node's STATS, printed; COMPACT: --json on one line.
  * Returns the exit status. */
@@ -438,7 +434,7 @@ cmd_node_stats(struct brim_ctl *ctl, int compact)
         rc = brim_ctl_fail(ctl, "stats", rc);
     } else if (ctl->json) {
         doc = json_pack("{s:O}", "nodes", cs.nodes);
-        rc = cmd_print_json(doc, compact);
+        rc = brim_ctl_print_json(doc, compact);
         json_decref(doc);
     } else {
         cmd_stats_print(&cs);
@@ -453,7 +449,7 @@ cmd_node_stats(struct brim_ctl *ctl, int compact)
     return rc;
 }
 
-/* ---- cluster commands (the coordinator) ---- */
+/* ---- printing ---- */
 
 const char *
 brim_ctl_addr(const struct brim_ctl *ctl)
@@ -461,86 +457,10 @@ brim_ctl_addr(const struct brim_ctl *ctl)
     return ctl->coord != NULL ? ctl->coord : ctl->server;
 }
 
-/* The msgpack object O as a new JSON value (NULL when out of memory). */
-static json_t *
-cmd_json_of(const msgpack_object *o)
-{
-    json_t  *j, *v;
-    uint32_t i;
-    char     key[256];
-
-    switch (o->type) {
-    case MSGPACK_OBJECT_NIL:
-        return json_null();
-    case MSGPACK_OBJECT_BOOLEAN:
-        return json_boolean(o->via.boolean);
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        if (o->via.u64 > (uint64_t) INT64_MAX) {
-            /* As node stats: above 2^63-1 (an incarnation) as text. */
-            snprintf(key, sizeof(key), "%" PRIu64, o->via.u64);
-            return json_string(key);
-        }
-        return json_integer((json_int_t) o->via.u64);
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return json_integer((json_int_t) o->via.i64);
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        return json_real(o->via.f64);
-    case MSGPACK_OBJECT_STR:
-        return json_stringn_nocheck(o->via.str.ptr, o->via.str.size);
-    case MSGPACK_OBJECT_BIN:
-        return json_stringn_nocheck(o->via.bin.ptr, o->via.bin.size);
-    case MSGPACK_OBJECT_ARRAY:
-        j = json_array();
-        for (i = 0; j != NULL && i < o->via.array.size; i++) {
-            v = cmd_json_of(&o->via.array.ptr[i]);
-            if (v == NULL || json_array_append_new(j, v) != 0) {
-                json_decref(j);
-                return NULL;
-            }
-        }
-        return j;
-    case MSGPACK_OBJECT_MAP:
-        j = json_object();
-        for (i = 0; j != NULL && i < o->via.map.size; i++) {
-            const msgpack_object *k = &o->via.map.ptr[i].key;
-
-            if (k->type == MSGPACK_OBJECT_STR) {
-                snprintf(key, sizeof(key), "%.*s",
-                         (int) (k->via.str.size < 255 ? k->via.str.size
-                                                      : 255),
-                         k->via.str.ptr);
-            } else if (k->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-                snprintf(key, sizeof(key), "%" PRIu64, k->via.u64);
-            } else {
-                snprintf(key, sizeof(key), "?%" PRIu32, i);
-            }
-            v = cmd_json_of(&o->via.map.ptr[i].val);
-            if (v == NULL || json_object_set_new(j, key, v) != 0) {
-                json_decref(j);
-                return NULL;
-            }
-        }
-        return j;
-    default:
-        return json_null();
-    }
-}
-
-/* Callback of brim_coord_call(): keep the reply as JSON in *ARG. */
-static int
-cmd_coord_keep(const msgpack_object *obj, uint64_t epoch, void *arg)
-{
-    json_t **out = arg;
-
-    *out = obj != NULL ? cmd_json_of(obj) : json_integer((json_int_t) epoch);
-    return *out != NULL ? 0 : BRIM_ENOMEM;
-}
-
 /* Print J as indented JSON, or on one line when COMPACT. A NULL J (out
  * of memory) fails. */
-static int
-cmd_print_json(const json_t *j, int compact)
+int
+brim_ctl_print_json(const json_t *j, int compact)
 {
     char *out;
 
@@ -583,8 +503,8 @@ cmd_json_text(const json_t *v, char *buf, size_t len)
 
 /* An array of objects as an aligned table, columns in the first row's
  * order. */
-static void
-cmd_print_table(const json_t *rows, const char *indent)
+void
+brim_ctl_print_table(const json_t *rows, const char *indent)
 {
     const json_t *row, *v;
     const char   *k;
@@ -632,8 +552,8 @@ cmd_print_table(const json_t *rows, const char *indent)
 
 /* An object as aligned "name value" lines; nested objects as
  * prefix.name, arrays of objects as tables. */
-static void
-cmd_print_obj(const json_t *obj, const char *prefix)
+void
+brim_ctl_print_obj(const json_t *obj, const char *prefix)
 {
     const json_t *v;
     const char   *k;
@@ -650,353 +570,15 @@ cmd_print_obj(const json_t *obj, const char *prefix)
         snprintf(name, sizeof(name), "%s%s", prefix, k);
         if (json_is_object(v)) {
             snprintf(name, sizeof(name), "%s%s.", prefix, k);
-            cmd_print_obj(v, name);
+            brim_ctl_print_obj(v, name);
         } else if (json_is_array(v) && json_is_object(json_array_get(v, 0))) {
             printf("%s:\n", name);
-            cmd_print_table(v, "  ");
+            brim_ctl_print_table(v, "  ");
         } else {
             printf("%-*s  %s\n", (int) w, name,
                    cmd_json_text(v, buf, sizeof(buf)));
         }
     }
-}
-
-/* A command that needs the coordinator: 0, or usage exit after a message. */
-static int
-cmd_need_coord(const struct brim_ctl *ctl, const char *name)
-{
-    if (ctl->coord != NULL) {
-        return 0;
-    }
-    fprintf(stderr, "brimctl: %s: needs --coordinator HOST:PORT (or "
-            "$BRIM_COORDINATOR)\n", name);
-    return BRIM_CTL_EXIT_USAGE;
-}
-
-static const char *
-cmd_state_name(json_int_t s)
-{
-    switch (s) {
-    case BRIM_MEMBER_JOINING:
-        return "joining";
-    case BRIM_MEMBER_UP:
-        return "up";
-    case BRIM_MEMBER_LEAVING:
-        return "leaving";
-    case BRIM_MEMBER_DEAD:
-        return "dead";
-    default:
-        return "unknown";
-    }
-}
-
-static int
-cmd_nodes(struct brim_ctl *ctl)
-{
-    json_t *rep, *out, *m, *o;
-    size_t  i;
-    int     rc;
-
-    rc = cmd_need_coord(ctl, "nodes");
-    if (rc != 0) {
-        return rc;
-    }
-    rep = NULL;
-    rc = brim_coord_call(ctl->client, BRIM_OP_MEMBERS, NULL, 0, 0,
-                         cmd_coord_keep, &rep);
-    if (rc != 0) {
-        json_decref(rep);
-        return brim_ctl_fail(ctl, "nodes", rc);
-    }
-    if (!json_is_array(rep)) {
-        fprintf(stderr, "brimctl: nodes: the coordinator's MEMBERS reply "
-                "is not an array\n");
-        json_decref(rep);
-        return BRIM_CTL_EXIT_NO;
-    }
-    out = json_array();
-    json_array_foreach(rep, i, m) {
-        /* [name, addr, state, weight_ppm, partitions, heartbeat ago] */
-        o = json_object();
-        json_object_set(o, "name", json_array_get(m, 0));
-        json_object_set(o, "addr", json_array_get(m, 1));
-        json_object_set_new(o, "state", json_string(cmd_state_name(
-            json_integer_value(json_array_get(m, 2)))));
-        json_object_set_new(o, "weight", json_real(
-            (double) json_integer_value(json_array_get(m, 3)) / 1e6));
-        json_object_set(o, "partitions", json_array_get(m, 4));
-        json_object_set(o, "last_heartbeat_ms_ago", json_array_get(m, 5));
-        json_array_append_new(out, o);
-    }
-    json_decref(rep);
-    if (ctl->json) {
-        rc = cmd_print_json(out, 0);
-    } else if (json_array_size(out) == 0) {
-        printf("no nodes\n");
-    } else {
-        cmd_print_table(out, "");
-    }
-    json_decref(out);
-    return rc;
-}
-
-/* A CLUSTER_STATS reply as JSON into *REP (NULL on error); 0 or a status. */
-static int
-cmd_fetch_cluster_stats(struct brim_ctl *ctl, json_t **rep)
-{
-    int rc;
-
-    *rep = NULL;
-    rc = brim_coord_call(ctl->client, BRIM_OP_CLUSTER_STATS, NULL, 0, 0,
-                         cmd_coord_keep, rep);
-    if (rc == 0 && !json_is_object(*rep)) {
-        rc = BRIM_EBADREPLY;
-    }
-    if (rc != 0) {
-        json_decref(*rep);
-        *rep = NULL;
-    }
-    return rc;
-}
-
-/* Where the leave of one node stands, from CLUSTER_STATS. */
-struct cmd_leave_state {
-    int         listed;             /* the node is in "nodes" */
-    char        state[16];          /* its state ("leaving"), copied */
-    int         active;             /* migration.active */
-    json_int_t  done;               /* migration.partitions_done */
-    json_int_t  total;              /* migration.partitions_total */
-    json_int_t  keys;               /* migration.keys_moved */
-};
-
-/* Read the leave of NAME out of the CLUSTER_STATS reply REP into *LS. */
-static void
-cmd_leave_state(const json_t *rep, const char *name,
-                struct cmd_leave_state *ls)
-{
-    const json_t *m, *node;
-    size_t        i;
-
-    memset(ls, 0, sizeof(*ls));
-    json_array_foreach(json_object_get(rep, "nodes"), i, node) {
-        const char *n = json_string_value(json_object_get(node, "name"));
-
-        if (n != NULL && strcmp(n, name) == 0) {
-            n = json_string_value(json_object_get(node, "state"));
-            snprintf(ls->state, sizeof(ls->state), "%s", n != NULL ? n : "?");
-            ls->listed = 1;
-        }
-    }
-    m = json_object_get(rep, "migration");
-    ls->active = json_is_true(json_object_get(m, "active"));
-    ls->done = json_integer_value(json_object_get(m, "partitions_done"));
-    ls->total = json_integer_value(json_object_get(m, "partitions_total"));
-    ls->keys = json_integer_value(json_object_get(m, "keys_moved"));
-}
-
-/*
- * leave --wait: poll CLUSTER_STATS every 200 ms, drawing the migration's
- * progress, until NAME is no longer listed and no migration runs; exit 2
- * after --timeout seconds. A failed poll is tried again until then.
- */
-static int
-cmd_leave_wait(struct brim_ctl *ctl, const char *name)
-{
-    struct brim_ctl_progress prog;
-    struct cmd_leave_state   ls;
-    json_t                  *rep;
-    double                   limit, left;
-    int                      rc;
-
-    limit = ctl->timeout_s > 0 ? ctl->timeout_s : BRIM_CTL_DEFAULT_TIMEOUT_S;
-    brim_ctl_progress_init(&prog, ctl->progress, 1);
-    memset(&ls, 0, sizeof(ls));
-    ls.listed = 1;                  /* until a poll says otherwise */
-    snprintf(ls.state, sizeof(ls.state), "?");
-    for (;;) {
-        rc = cmd_fetch_cluster_stats(ctl, &rep);
-        if (rc == 0) {
-            cmd_leave_state(rep, name, &ls);
-            json_decref(rep);
-        }
-        if (rc == 0 && !ls.listed && !ls.active) {
-            break;
-        }
-        brim_ctl_progress_draw(
-            &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1,
-            0, "leave %s: %s, migration %" JSON_INTEGER_FORMAT "/%"
-            JSON_INTEGER_FORMAT " partitions, %" JSON_INTEGER_FORMAT
-            " keys moved, %.0f s", name,
-            ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
-            brim_ctl_progress_elapsed(&prog));
-        left = limit - brim_ctl_progress_elapsed(&prog);
-        if (left <= 0) {
-            brim_ctl_progress_clear(&prog);
-            fprintf(stderr, "brimctl: leave %s: not done after %g s: %s%s, "
-                    "migration %s %" JSON_INTEGER_FORMAT "/%"
-                    JSON_INTEGER_FORMAT " partitions%s%s\n", name, limit,
-                    ls.listed ? "still listed, state " : "not listed",
-                    ls.listed ? ls.state : "",
-                    ls.active ? "active" : "idle", ls.done, ls.total,
-                    rc != 0 ? "; last poll: " : "",
-                    rc != 0 ? brim_strerror(rc) : "");
-            return BRIM_CTL_EXIT_CONN;
-        }
-        brim_ctl_sleep(left < 0.2 ? left : 0.2);
-    }
-    brim_ctl_progress_draw(&prog, 1, 1, "leave %s: done", name);
-    printf("%s: left the cluster in %.1f s (migration %" JSON_INTEGER_FORMAT
-           "/%" JSON_INTEGER_FORMAT " partitions, %" JSON_INTEGER_FORMAT
-           " keys moved)\n", name, brim_ctl_progress_elapsed(&prog), ls.done,
-           ls.total, ls.keys);
-    return BRIM_CTL_EXIT_OK;
-}
-
-static int
-cmd_leave(struct brim_ctl *ctl)
-{
-    json_t *rep;
-    char    what[128];
-    int     rc;
-
-    rc = cmd_need_coord(ctl, "leave");
-    if (rc != 0) {
-        return rc;
-    }
-    if (!ctl->wait && (ctl->timeout_s > 0 || ctl->progress)) {
-        fprintf(stderr, "brimctl: leave: --timeout and --progress are for "
-                "--wait\n");
-        return BRIM_CTL_EXIT_USAGE;
-    }
-    rep = NULL;
-    snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
-    rc = brim_coord_call(ctl->client, BRIM_OP_LEAVE, ctl->argv[0],
-                         ctl->force ? 1 : 0, 0, cmd_coord_keep, &rep);
-    if (rc != 0) {
-        json_decref(rep);
-        return brim_ctl_fail(ctl, what, rc);
-    }
-    printf("%s: leaving at epoch %" JSON_INTEGER_FORMAT "\n", ctl->argv[0],
-           json_integer_value(rep));
-    json_decref(rep);
-    if (!ctl->wait) {
-        return BRIM_CTL_EXIT_OK;
-    }
-    fflush(stdout);
-    return cmd_leave_wait(ctl, ctl->argv[0]);
-}
-
-static int
-cmd_plan(struct brim_ctl *ctl)
-{
-    json_t  *rep;
-    char     what[128];
-    uint32_t kind;
-    int      rc;
-
-    rc = cmd_need_coord(ctl, "plan");
-    if (rc != 0) {
-        return rc;
-    }
-    if (strcmp(ctl->argv[0], "join") == 0) {
-        kind = 1;
-    } else if (strcmp(ctl->argv[0], "leave") == 0) {
-        kind = 2;
-        if (ctl->weight_ppm != 0) {
-            fprintf(stderr, "brimctl: plan leave: --weight is for join\n");
-            return BRIM_CTL_EXIT_USAGE;
-        }
-    } else {
-        fprintf(stderr, "brimctl: plan: \"%s\": want join or leave\n",
-                ctl->argv[0]);
-        return BRIM_CTL_EXIT_USAGE;
-    }
-    rep = NULL;
-    snprintf(what, sizeof(what), "plan %s %.64s", ctl->argv[0], ctl->argv[1]);
-    rc = brim_coord_call(ctl->client, BRIM_OP_PLAN, ctl->argv[1], kind,
-                         ctl->weight_ppm, cmd_coord_keep, &rep);
-    if (rc != 0) {
-        json_decref(rep);
-        return brim_ctl_fail(ctl, what, rc);
-    }
-    if (ctl->json || !json_is_object(rep)) {
-        rc = cmd_print_json(rep, 0);
-    } else {
-        cmd_print_obj(rep, "");
-    }
-    json_decref(rep);
-    return rc;
-}
-
-/*
- * The migration map M of CLUSTER_STATS as one line into BUF: state,
- * partitions done/total (by arc and by cap), keys moved, and the churn
- * (keys streamed over the ideal, total keys / N) when the coordinator
- * sends it.
- */
-static void
-cmd_migration_text(const json_t *m, char *buf, size_t len)
-{
-    const json_t *churn;
-    int           n;
-
-    n = snprintf(buf, len, "%s, partitions %" JSON_INTEGER_FORMAT "/%"
-                 JSON_INTEGER_FORMAT " (arc %" JSON_INTEGER_FORMAT ", cap %"
-                 JSON_INTEGER_FORMAT "), keys moved %" JSON_INTEGER_FORMAT
-                 " (arc %" JSON_INTEGER_FORMAT ", cap %" JSON_INTEGER_FORMAT
-                 ")",
-                 json_is_true(json_object_get(m, "active")) ? "active"
-                                                            : "idle",
-                 json_integer_value(json_object_get(m, "partitions_done")),
-                 json_integer_value(json_object_get(m, "partitions_total")),
-                 json_integer_value(json_object_get(m, "moved_arc")),
-                 json_integer_value(json_object_get(m, "moved_cap")),
-                 json_integer_value(json_object_get(m, "keys_moved")),
-                 json_integer_value(json_object_get(m, "keys_moved_arc")),
-                 json_integer_value(json_object_get(m, "keys_moved_cap")));
-    churn = json_object_get(m, "churn");
-    if (json_is_number(churn) && n > 0 && (size_t) n < len) {
-        snprintf(buf + n, len - (size_t) n, ", churn %.2f of ideal",
-                 json_number_value(churn));
-    }
-}
-
-/* One round of the coordinator's CLUSTER_STATS, printed; COMPACT: --json
- * on one line. Returns the exit status. */
-static int
-cmd_cluster_stats(struct brim_ctl *ctl, int compact)
-{
-    json_t     *rep, *m;
-    const char *wait;
-    char        line[256], waiting[320];
-    int         rc;
-
-    rc = cmd_fetch_cluster_stats(ctl, &rep);
-    if (rc != 0) {
-        return brim_ctl_fail(ctl, "stats", rc);
-    }
-    if (ctl->json) {
-        rc = cmd_print_json(rep, compact);
-    } else {
-        /* The migration map as one line, in its place in the table. */
-        m = json_object_get(rep, "migration");
-        wait = json_string_value(json_object_get(m, "waiting"));
-        if (json_is_object(m)) {
-            cmd_migration_text(m, line, sizeof(line));
-            if (wait != NULL && wait[0] != '\0') {
-                /* A join or leave held back: say why, and for how long. */
-                snprintf(waiting, sizeof(waiting), "%.1f s: %s",
-                         json_integer_value(json_object_get(m, "waiting_ms"))
-                             / 1000.0, wait);
-                json_object_set_new(rep, "change_waiting",
-                                    json_string(waiting));
-            }
-            json_object_set_new(rep, "migration", json_string(line));
-        }
-        cmd_print_obj(rep, "");
-    }
-    json_decref(rep);
-    return rc;
 }
 
 /*
@@ -1026,7 +608,7 @@ cmd_stats_watch(struct brim_ctl *ctl)
                    tty ? "\033[H\033[2J" : "", when, brim_ctl_addr(ctl),
                    ctl->watch_s);
         }
-        (void) (ctl->coord != NULL ? cmd_cluster_stats(ctl, 1)
+        (void) (ctl->coord != NULL ? brim_ctl_cluster_stats(ctl, 1)
                                    : cmd_node_stats(ctl, 1));
         if (!ctl->json && !tty) {
             printf("\n");
@@ -1049,7 +631,7 @@ cmd_stats(struct brim_ctl *ctl)
     if (ctl->watch_s > 0) {
         return cmd_stats_watch(ctl);
     }
-    return ctl->coord != NULL ? cmd_cluster_stats(ctl, 0)
+    return ctl->coord != NULL ? brim_ctl_cluster_stats(ctl, 0)
                               : cmd_node_stats(ctl, 0);
 }
 
@@ -1077,7 +659,7 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
     { "nodes", "", "list the cluster's members (--coordinator)",
       "Name, address, state, weight, partitions and heartbeat age; --json\n"
       "prints an array of objects with those fields.\n", 0, 0,
-      BRIM_CTL_OPT_JSON, 0, cmd_nodes },
+      BRIM_CTL_OPT_JSON, 0, brim_ctl_nodes },
     { "leave", "NAME", "drain node NAME out of the cluster (--coordinator)",
       "--force is needed for the last node. Exits 1 with the coordinator's\n"
       "message when it refuses (not a member, the last node).\n"
@@ -1086,12 +668,12 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
       "else a line a second), until NAME is no longer listed and no\n"
       "migration runs; after --timeout S seconds (default 120) exit 2.\n",
       1, 1, BRIM_CTL_OPT_FORCE | BRIM_CTL_OPT_WAIT | BRIM_CTL_OPT_TIMEOUT
-                | BRIM_CTL_OPT_PROGRESS, 1, cmd_leave },
+                | BRIM_CTL_OPT_PROGRESS, 1, brim_ctl_leave },
     { "plan", "join|leave NAME", "what a join or leave would move "
       "(--coordinator)",
       "plan join NAME [--weight W], plan leave NAME: the coordinator's\n"
       "estimate, nothing moves.\n", 2, 2,
-      BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, cmd_plan },
+      BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, brim_ctl_plan },
     { "flush", "", "drop every item of the node (admin)", NULL, 0, 0,
       BRIM_CTL_OPT_DELAY, 1, cmd_flush },
     { "import", "FILE|-", "store the records of FILE (-: stdin), batched",

@@ -2,17 +2,20 @@
  * client/brimctl/ctl.h - brimctl's command table and shared state. main.c
  * parses the command line against the table (global options anywhere,
  * then each command's own options and arguments) and cmd.c runs the
- * commands over libbrim (import.c: import and verify; records.c reads their
- * input; progress.c draws progress and catches signals for the commands
- * that run a while). A new command (issue 4: nodes, leave, plan) is one
- * row in brim_ctl_cmds[] and one function; a new option (--coordinator)
- * is one row in main.c's ctl_opts[] and, unless global, a bit in the
- * commands that accept it.
+ * commands over libbrim (cluster.c: nodes, leave, plan and the cluster's
+ * stats over <brim/admin.h>; import.c: import and verify; records.c reads
+ * their input; progress.c draws progress and catches signals for the
+ * commands that run a while). brimctl uses libbrim's public headers only.
+ * A new command is one row in brim_ctl_cmds[] and one function; a new
+ * option is one row in main.c's ctl_opts[] and, unless global, a bit in
+ * the commands that accept it.
  */
 #ifndef BRIM_CLIENT_BRIMCTL_CTL_H
 #define BRIM_CLIENT_BRIMCTL_CTL_H
 
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include <brim.h>
 
@@ -138,6 +141,34 @@ const char *brim_ctl_show_key(const char *key, size_t len,
 /* The commands of import.c: exit statuses as for every run(). */
 int brim_ctl_import(struct brim_ctl *ctl);
 int brim_ctl_verify(struct brim_ctl *ctl);
+
+/* The commands of cluster.c (nodes, leave, plan): exit statuses as for
+ * every run(). */
+int brim_ctl_nodes(struct brim_ctl *ctl);
+int brim_ctl_leave(struct brim_ctl *ctl);
+int brim_ctl_plan(struct brim_ctl *ctl);
+
+/* One round of the cluster's stats, printed: --json as the coordinator
+ * sends them (COMPACT: on one line), else aligned. Returns the exit
+ * status. */
+int brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact);
+
+/* ---- cmd.c: printing ---- */
+
+/*
+ * Print J (borrowed) as indented JSON, or on one line when COMPACT. A
+ * NULL J (out of memory) prints a message instead. Returns
+ * BRIM_CTL_EXIT_OK, or BRIM_CTL_EXIT_NO when J cannot be formatted.
+ */
+int brim_ctl_print_json(const json_t *j, int compact);
+
+/* Print the array of objects ROWS as an aligned table, columns in the
+ * first row's order, each line after INDENT. */
+void brim_ctl_print_table(const json_t *rows, const char *indent);
+
+/* Print the object OBJ as aligned "name value" lines: nested objects as
+ * PREFIX + name., arrays of objects as tables. */
+void brim_ctl_print_obj(const json_t *obj, const char *prefix);
 
 /* ---- progress.c: what commands that run a while share ---- */
 

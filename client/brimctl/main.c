@@ -8,13 +8,14 @@
  */
 #include "client/brimctl/ctl.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <brim.h>
+
+#include "common/parse.h"
 
 /* One option: global (BIT 0) or accepted by the commands naming BIT. */
 struct ctl_opt {
@@ -71,26 +72,19 @@ static const struct ctl_opt ctl_opts[] = {
 #define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
 
 /*
- * Parse the decimal TEXT of option NAME into *OUT: MIN .. UINT32_MAX. 0, or
- * -1 after a message that names the range accepted.
+ * Parse the decimal TEXT of option NAME into *OUT: MIN .. UINT32_MAX
+ * (common/parse.h reads it). 0, or -1 after a message that names the
+ * range accepted.
  */
 static int
 ctl_parse_u32(const char *name, const char *text, uint32_t min,
               uint32_t *out)
 {
-    unsigned long long v;
-    char              *end;
-
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0
-        || v > UINT32_MAX || v < min)
-    {
+    if (brim_parse_u32(text, min, UINT32_MAX, out) != 0) {
         fprintf(stderr, "brimctl: %s: \"%s\" is not a number %" PRIu32
                 " .. %" PRIu32 "\n", name, text, min, UINT32_MAX);
         return -1;
     }
-    *out = (uint32_t) v;
     return 0;
 }
 
@@ -102,19 +96,11 @@ static int
 ctl_parse_num(const char *name, const char *text, double min, double max,
               double *out)
 {
-    char  *end;
-    double v;
-
-    errno = 0;
-    v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno != 0 || !(v >= min)
-        || !(v <= max))
-    {
+    if (brim_parse_double(text, min, max, out) != 0) {
         fprintf(stderr, "brimctl: %s: \"%s\" is not a number %g .. %g\n",
                 name, text, min, max);
         return -1;
     }
-    *out = v;
     return 0;
 }
 

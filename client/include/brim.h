@@ -1,6 +1,7 @@
 /*
- * brim.h - the libbrim client API. This file and <brim/status.h> are the only
- * installed headers; every function here is exported with BRIM_EXTERN.
+ * brim.h - the libbrim client API. This file, <brim/admin.h> (the
+ * operator's calls of cluster mode) and <brim/status.h> are the installed
+ * headers; every function here is exported with BRIM_EXTERN.
  * Handles are opaque and are not safe to share between threads: use one
  * handle per thread (or hand one from thread to thread with a lock around
  * every call). Every call is synchronous and returns within the request
@@ -276,9 +277,11 @@ struct brim_stat {
 typedef int (*brim_stats_cb)(const struct brim_stat *st, void *arg);
 
 /*
- * Ask the node for its STATS and call CB(stat, ARG) for each name/value
- * pair: top-level scalars with SECTION NULL, then the pairs of a nested map
- * with SECTION set to the map's name. SECTION_FILTER (NUL-terminated, at
+ * Ask the node (in cluster mode the coordinator; the figures of every node
+ * are brim_cluster_stats()'s, <brim/admin.h>) for its STATS and call
+ * CB(stat, ARG) for each name/value pair: top-level scalars with SECTION
+ * NULL, then the pairs of a nested map with SECTION set to the map's
+ * name. SECTION_FILTER (NUL-terminated, at
  * most 64 bytes) asks for one section only; NULL or "" for all. Returns 0,
  * a callback's non-zero value, or an error.
  */

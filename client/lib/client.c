@@ -38,7 +38,7 @@ brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len)
 {
     size_t max;
 
-    max = c->home != NULL ? c->home->limits.max_key_bytes : BRIM_KEY_MAX;
+    max = c->home != NULL ? c->home->link.limits.max_key_bytes : BRIM_KEY_MAX;
     if (key == NULL || key_len == 0 || key_len > max) {
         brim_lib_errmsg(c, "key is %zu bytes, allowed 1 .. %zu",
                         key == NULL ? (size_t) 0 : key_len, max);
@@ -118,10 +118,10 @@ client_start(const struct brim_opts *opts, const char *addr,
              struct brim_client **out, char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_client *c;
-    char                host[BRIM_LIB_ADDR_MAX], port[6];
+    char                host[BRIM_SOCK_ADDR_MAX], port[6];
     int                 rc;
 
-    rc = brim_net_split(addr, host, sizeof(host), port, errbuf);
+    rc = brim_sock_split(addr, "brim", host, sizeof(host), port, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -163,17 +163,17 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         return BRIM_ENOMEM;
     }
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    c->coord->frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
-                          + 200u * BRIM_NODES_MAX;
+    c->coord->link.conf.frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
+                                    + 200u * BRIM_NODES_MAX;
     c->home = c->coord;
     rc = brim_pool_ready(c, c->coord, INT64_MAX);
     if (rc == 0) {
-        c->cluster_id = c->coord->cluster_id;
-        deadline = brim_net_now_ms() + c->connect_timeout_ms;
-        rc = brim_coord_refresh(c, deadline);
+        c->cluster_id = c->coord->link.peer.cluster_id;
+        deadline = brim_sock_now_ms() + c->connect_timeout_ms;
+        rc = brim_coordlink_refresh(c, deadline);
     }
     if (rc == 0) {
-        rc = brim_coord_sub_start(c);   /* connects later, never waits */
+        rc = brim_coordlink_sub_start(c);   /* connects later, never waits */
         if (rc != 0) {
             brim_lib_errmsg(c, "out of memory");
         }
@@ -240,9 +240,9 @@ brim_close(struct brim_client *c)
     if (c == NULL) {
         return;
     }
-    brim_coord_sub_free(c);
+    brim_coordlink_sub_free(c);
     brim_pool_free(c);
-    brim_coord_free(c);
+    brim_coordlink_free(c);
     brim_free(c->server_addr);
     if (c->secret != NULL) {
         brim_auth_secret_wipe(c->secret);
@@ -263,7 +263,7 @@ brim_epoch(struct brim_client *c)
     if (c == NULL) {
         return 0;
     }
-    brim_coord_sub_poll(c, 1);      /* a pushed map that has arrived */
+    brim_coordlink_sub_poll(c, 1);      /* a pushed map that has arrived */
     return c->epoch;
 }
 
@@ -273,22 +273,7 @@ brim_value_max(const struct brim_client *c)
     if (c == NULL || c->home == NULL) {
         return BRIM_VALUE_MAX;
     }
-    return c->home->limits.max_value_bytes;
-}
-
-/* Run the one call CALL; returns its status. */
-static int
-client_run(struct brim_client *c, struct brim_call *call)
-{
-    int rc;
-
-    (void) brim_route_run(c, call, 1, brim_route_deadline(c));
-    rc = call->status;
-    brim_route_calls_destroy(call, 1);
-    if (rc == 0) {
-        c->errmsg[0] = '\0';
-    }
-    return rc;
+    return c->home->link.limits.max_value_bytes;
 }
 
 /* Start a call of OP on KEY: check the key and clear the last error. */
@@ -362,7 +347,7 @@ client_fetch(struct brim_client *c, uint32_t op, const void *key,
     call.req.ttl_s = ttl_s;
     call.on_reply = client_value_reply;
     call.arg = out;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -432,7 +417,7 @@ client_store(struct brim_client *c, uint32_t op, const void *key,
     call.req.cas = expect;
     call.on_reply = client_cas_reply;
     call.arg = cas_out;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -500,7 +485,7 @@ client_simple(struct brim_client *c, uint32_t op, const void *key,
         return rc;
     }
     call.req.ttl_s = ttl_s;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -543,7 +528,7 @@ client_arith(struct brim_client *c, uint32_t op, const void *key,
     call.req.delta = delta;
     call.on_reply = client_number_reply;
     call.arg = result;
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -574,7 +559,7 @@ client_keyless(struct brim_client *c, uint32_t op, uint32_t delay_s)
     call.req.op = op;
     call.req.delay_s = delay_s;
     call.target = c->home;          /* standalone node, or coordinator */
-    return client_run(c, &call);
+    return brim_route_one(c, &call);
 }
 
 int
@@ -598,7 +583,7 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
         call.req.op = BRIM_OP_FLUSH;
         call.req.delay_s = delay_s;
         call.target = c->members[i];
-        rc = client_run(c, &call);
+        rc = brim_route_one(c, &call);
         sent++;
         if (rc != 0 && first == 0) {
             first = rc;

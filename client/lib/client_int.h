@@ -1,9 +1,11 @@
 /*
  * client/lib/client_int.h - libbrim's private structures and the calls its
- * modules share: net.c (addresses, sockets, clocks), pool.c (one connection
- * per node, HELLO, the pipelined exchange of frames), route.c (which node a
- * call goes to, and the retry rules of DESIGN.md section 5), coord.c (the
- * topology, and the SUBSCRIBE kept at the coordinator). Not installed.
+ * modules share: pool.c (one connection per node, a struct brim_link of
+ * client/net/link.h, and the pipelined exchange of a call's frames on
+ * it), route.c (which node a
+ * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
+ * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
+ * admin calls). Not installed.
  */
 #ifndef BRIM_CLIENT_LIB_CLIENT_INT_H
 #define BRIM_CLIENT_LIB_CLIENT_INT_H
@@ -15,20 +17,18 @@
 
 #include <brim.h>
 
+#include "client/net/link.h"
+#include "client/net/sock.h"
 #include "proto/auth.h"
-#include "proto/buf.h"
 #include "proto/topo.h"
 #include "proto/wire.h"
-
-/* Longest "host:port" we keep: a DNS name, brackets, colon, port, NUL. */
-#define BRIM_LIB_ADDR_MAX 264
 
 /* Backoff after RETRY or BUSY, or a repeated lost connection, ms: doubling
  * from MIN to MAX (PROTOCOL.md 5.1). */
 #define BRIM_BACKOFF_MIN_MS 1
 #define BRIM_BACKOFF_MAX_MS 100
 
-/* The coordinator subscription (coord.c): how long the coordinator holds
+/* The coordinator subscription (coordlink.c): how long the coordinator holds
  * a SUBSCRIBE before it answers with the current map (PROTOCOL.md 10.2),
  * plus the slack after which a silent connection is given up, ms; and the
  * pause before a new connection after a failure, doubling from MIN to
@@ -38,31 +38,16 @@
 #define BRIM_SUB_BACKOFF_MIN_MS 50
 #define BRIM_SUB_BACKOFF_MAX_MS 2000
 
-/* Bytes asked of recv() per read, and OUT kept between calls. */
-#define BRIM_READ_CHUNK (64u << 10)
-#define BRIM_OUT_KEEP (1u << 20)
-
 /*
- * A node of the pool and its one connection. Requests of one exchange are
- * encoded into OUT, written from OUT_OFF on, and replies read into IN; both
- * are empty between calls, so any byte the node sends between calls is
- * unsolicited and closes the connection.
+ * A node of the pool and its one connection. The requests of one exchange
+ * are queued on LINK and their replies taken from it; nothing is in flight
+ * between calls, so any byte the node sends between calls is unsolicited
+ * and closes the connection (brim_link_idle_ok()). LINK.addr is the node's
+ * "host:port", LINK.limits its limits from HELLO, LINK.conf.frame_min the
+ * frame size the coordinator's topology replies need.
  */
 struct brim_pool_node {
-    char                   *addr;        /* "host:port", owned */
-    int                     fd;          /* socket, or -1 when closed */
-    struct brim_buf         out;         /* encoded requests of the exchange */
-    size_t                  out_off;     /* bytes of OUT written so far */
-    struct brim_buf         in;          /* bytes read, not yet consumed */
-    msgpack_zone            zone;        /* reply objects, reused per reply */
-    struct brim_wire_limits limits;      /* the node's, from its HELLO */
-    uint64_t                incarnation; /* the node process, from HELLO */
-    uint64_t                epoch;       /* the node's epoch at HELLO */
-    uint64_t                cluster_id;  /* the node's cluster, from HELLO */
-    uint32_t                role;        /* the node's role, from HELLO */
-    uint32_t                frame_min;   /* max_frame_bytes at least this
-                                          * after HELLO (the coordinator's
-                                          * topology replies); 0: none */
+    struct brim_link        link;        /* the connection */
     struct brim_pool_node  *next;        /* next node of the pool */
 };
 
@@ -97,7 +82,8 @@ struct brim_call {
     int                       answered;    /* STATUS came from a reply */
     int                       sent;        /* some byte of it was written */
     uint32_t                  tries;       /* exchanges it took part in */
-    size_t                    start;       /* its frame's offset in OUT */
+    uint64_t                  start;       /* its frame's stream offset on
+                                            * its link (brim_link_queued()) */
     uint64_t                  rep_epoch;   /* MOVED, RETRY: the epoch */
     uint64_t                  moved_epoch; /* epoch of the last redirect */
     int                       redirected;  /* followed a MOVED already */
@@ -121,17 +107,15 @@ enum brim_sub_state {
  * a connection of its own (its reply is held back, PROTOCOL.md 10.1, so it
  * cannot share the MAP_FETCH connection). libbrim has no thread and no
  * loop of its own: this is moved on only from inside API calls, one
- * non-blocking step at a time (brim_coord_sub_poll()), and never makes a
+ * non-blocking step at a time (brim_coordlink_sub_poll()), and never makes a
  * call wait.
  */
 struct brim_sub {
     struct brim_pool_node *conn;        /* its connection, not in the pool;
                                          * NULL: standalone mode */
     int                    state;       /* enum brim_sub_state */
-    uint64_t               hello_id;    /* HELLO's request id; 0: answered */
-    uint64_t               sub_id;      /* the outstanding SUBSCRIBE's id */
     int64_t                due_ms;      /* CONNECTING, WAITING: given up
-                                         * then (brim_net_now_ms() time) */
+                                         * then (brim_sock_now_ms() time) */
     int64_t                retry_at_ms; /* IDLE: the next connect attempt */
     int64_t                backoff_ms;  /* the pause after the next failure */
     int64_t                looked_ms;   /* the last step: one per ms */
@@ -169,61 +153,16 @@ struct brim_client {
     char                   errmsg[BRIM_ERRBUF_LEN]; /* last failure */
 };
 
-/* ---- net.c ---- */
-
-/* Milliseconds of CLOCK_MONOTONIC. */
-int64_t brim_net_now_ms(void);
-
-/* Sleep MS milliseconds (0 or less: return at once). */
-void brim_net_sleep_ms(int64_t ms);
-
-/*
- * Split ADDR, "host:port" or "[v6addr]:port", into HOST (NUL-terminated,
- * HOST_SIZE bytes of room) and PORT (1 .. 65535, as decimal text in 6
- * bytes). Returns 0 or BRIM_EINVAL with the reason in ERRBUF.
- */
-int brim_net_split(const char *addr, char *host, size_t host_size,
-                   char port[6], char errbuf[BRIM_ERRBUF_LEN]);
-
-/*
- * Open a non-blocking TCP connection to ADDR, trying each address it
- * resolves to, until DEADLINE_MS (brim_net_now_ms() time). Name resolution
- * itself is blocking (XXX: getaddrinfo has no timeout; use numeric
- * addresses where that matters). On success *FD is the socket, with
- * TCP_NODELAY and close-on-exec set. Returns 0, BRIM_EINVAL,
- * BRIM_ECONNREFUSED, BRIM_ETIMEDOUT or BRIM_ESYS; ERRBUF gets
- * "ADDR: reason".
- */
-int brim_net_connect(const char *addr, int64_t deadline_ms, int *fd,
-                     char errbuf[BRIM_ERRBUF_LEN]);
-
-/*
- * Start a TCP connection to ADDR without waiting for it: resolve ADDR
- * (blocking, as above) and connect() a non-blocking socket to its address
- * number ATTEMPT modulo their count, so that successive attempts try each
- * address in turn. On success *FD is the socket, connected or still
- * connecting (brim_net_connect_done() tells). Returns 0, BRIM_EINVAL,
- * BRIM_ECONNREFUSED or BRIM_ESYS; ERRBUF (NULL allowed) gets
- * "ADDR: reason".
- */
-int brim_net_connect_start(const char *addr, uint32_t attempt, int *fd,
-                           char errbuf[BRIM_ERRBUF_LEN]);
-
-/*
- * Whether the connection FD of brim_net_connect_start() is made, without
- * waiting. Returns 0 (connected; TCP_NODELAY set), BRIM_EAGAIN (still
- * under way), or the connect error (BRIM_ECONNREFUSED, BRIM_ETIMEDOUT,
- * BRIM_ESYS).
- */
-int brim_net_connect_done(int fd);
-
 /* ---- pool.c ---- */
 
 /*
- * A new node at ADDR (copied) with no connection, outside any pool: free
- * it with brim_pool_node_free() (NULL allowed). NULL when out of memory.
+ * A new node at ADDR (copied) with no connection, outside any pool, whose
+ * link says HELLO with C's role and proves C's secret when SECRET is set:
+ * free it with brim_pool_node_free() (NULL allowed). NULL when out of
+ * memory.
  */
-struct brim_pool_node *brim_pool_node_new(const char *addr);
+struct brim_pool_node *brim_pool_node_new(struct brim_client *c,
+                                          const char *addr, int secret);
 void brim_pool_node_free(struct brim_pool_node *n);
 
 /*
@@ -239,38 +178,14 @@ void brim_pool_free(struct brim_client *c);
 void brim_pool_close(struct brim_pool_node *n);
 
 /*
- * Called with each whole frame's body BODY[0 .. LEN) (borrowed from the
- * connection's buffer). Returns 0 to go on, or an error that stops
- * brim_pool_frames().
- */
-typedef int (*brim_pool_frame_fn)(void *arg, const char *body, uint32_t len);
-
-/*
- * Hand every whole frame buffered in N->in to FN(ARG, ...), in order, and
- * drop those it took. Returns 0 (what is left is a partial frame), FN's
- * error, or BRIM_EBADREPLY for a frame above N->limits.max_frame_bytes
- * (C->errmsg says so).
- */
-int brim_pool_frames(struct brim_client *c, struct brim_pool_node *n,
-                     brim_pool_frame_fn fn, void *arg);
-
-/*
- * Write what N->out holds past N->out_off until the socket would block.
- * Returns 0, BRIM_ECLOSED or BRIM_ESYS (C->errmsg says why).
- */
-int brim_pool_write(struct brim_client *c, struct brim_pool_node *n);
-
-/* Fill the op and arguments of C's HELLO into REQ (zeroed by the caller). */
-void brim_pool_hello_req(const struct brim_client *c, struct brim_req *req);
-
-/*
- * Make sure N has a live connection that has said HELLO: an open one is
- * checked first (a connection the node closed while idle, or one holding
- * unsolicited bytes, is closed and opened again). Connecting and HELLO take
- * at most connect_timeout_ms and end by DEADLINE_MS (INT64_MAX: none).
- * Returns 0, a connect error, the status of a refused HELLO,
- * BRIM_ETIMEDOUT or BRIM_EBADREPLY; C->errmsg says why, and on a timeout
- * names the timeout that ran out (connect_timeout_ms, or the call's
+ * Make sure N has a live connection that has said HELLO (and proved C's
+ * secret, if any): an open one is checked first (a connection the node
+ * closed while idle, or one holding unsolicited bytes, is closed and
+ * opened again). Connecting and the handshake take at most
+ * connect_timeout_ms and end by DEADLINE_MS (INT64_MAX: none). Returns 0,
+ * a connect error, the status of a refused HELLO or AUTH, BRIM_ETIMEDOUT
+ * or BRIM_EBADREPLY; C->errmsg says why, and on a timeout names the
+ * timeout that ran out (connect_timeout_ms, or the call's
  * request_timeout_ms when DEADLINE_MS came first).
  */
 int brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
@@ -315,13 +230,20 @@ struct brim_pool_node *brim_route_key(struct brim_client *c, const void *key,
 int brim_route_run(struct brim_client *c, struct brim_call *calls,
                    size_t ncalls, int64_t deadline_ms);
 
+/*
+ * Run the one call CALL within request_timeout_ms (brim_route_run()) and
+ * free what its run left behind. Returns its status; on 0 C->errmsg is
+ * cleared.
+ */
+int brim_route_one(struct brim_client *c, struct brim_call *call);
+
 /* The deadline of a call starting now: now + request_timeout_ms. */
 int64_t brim_route_deadline(const struct brim_client *c);
 
 /* Free what the calls' runs left behind (redirect addresses). */
 void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
 
-/* ---- coord.c ---- */
+/* ---- coordlink.c ---- */
 
 /*
  * Fetch the committed topology from the coordinator (MAP_FETCH) by
@@ -329,10 +251,10 @@ void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
  * one held. Returns 0 or the error (C->errmsg says why); the old map stays
  * on error.
  */
-int brim_coord_refresh(struct brim_client *c, int64_t deadline_ms);
+int brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms);
 
 /* Free the topology and the member table. */
-void brim_coord_free(struct brim_client *c);
+void brim_coordlink_free(struct brim_client *c);
 
 /*
  * Start C's subscription to pushed epochs: a connection of its own to the
@@ -340,22 +262,43 @@ void brim_coord_free(struct brim_client *c);
  * reply. Nothing waits: the connect is only begun. Returns 0 or
  * BRIM_ENOMEM.
  */
-int brim_coord_sub_start(struct brim_client *c);
+int brim_coordlink_sub_start(struct brim_client *c);
 
 /*
  * Move C's subscription on by one non-blocking step: take in the replies
  * that have arrived (installing a topology newer than C's map, as
- * brim_coord_refresh() would), send what is due, (re)connect after the
+ * brim_coordlink_refresh() would), send what is due, (re)connect after the
  * backoff, give up a connection silent past BRIM_SUB_HOLD_MS plus
  * BRIM_SUB_SLACK_MS. Never waits and never fails: a failure closes the
  * connection and a new one is tried after a backoff. Unless FORCE, does
  * nothing when it already ran in this millisecond (data calls call it
  * first thing). C->errmsg is left as it was.
  */
-void brim_coord_sub_poll(struct brim_client *c, int force);
+void brim_coordlink_sub_poll(struct brim_client *c, int force);
 
 /* Close and free C's subscription connection. */
-void brim_coord_sub_free(struct brim_client *c);
+void brim_coordlink_sub_free(struct brim_client *c);
+
+/*
+ * Called with the OK reply's object (MEMBERS, PLAN, CLUSTER_STATS: the
+ * array or map; LEAVE: NULL, and EPOCH the epoch of the change). OBJ is
+ * borrowed for the call only. Returns 0 or an error that becomes the
+ * call's status.
+ */
+typedef int (*brim_coordlink_cb)(const msgpack_object *obj, uint64_t epoch,
+                                 void *arg);
+
+/*
+ * Send OP (BRIM_OP_MEMBERS, PLAN, CLUSTER_STATS, LEAVE, MAP_FETCH...) to
+ * the coordinator of C (connected with coord_addr) with NAME (NULL for
+ * none), ARG_U32 (LEAVE's force, PLAN's kind) and WEIGHT_PPM, and call CB
+ * with the reply (admin.c decodes it). Returns 0, the coordinator's error
+ * status (brim_errmsg() holds its message) or a transport error.
+ * BRIM_EINVAL when C has no coordinator.
+ */
+int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
+                        uint32_t arg_u32, uint32_t weight_ppm,
+                        brim_coordlink_cb cb, void *arg);
 
 /* ---- client.c ---- */
 

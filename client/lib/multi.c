@@ -120,12 +120,12 @@ multi_plan(struct brim_client *c, const struct brim_key *keys, size_t nkeys,
     for (n = c->nodes; n != NULL; n = n->next) {
         call = NULL;
         bytes = 0;
-        budget = n->limits.max_frame_bytes / 2;
+        budget = n->link.limits.max_frame_bytes / 2;
         for (i = 0; i < nkeys; i++) {
             if (results[i].status != MULTI_PENDING || knode[i] != n) {
                 continue;
             }
-            if (call == NULL || call->nmkeys == n->limits.max_mget_keys
+            if (call == NULL || call->nmkeys == n->link.limits.max_mget_keys
                 || bytes + keys[i].key_len + MULTI_KEY_OVERHEAD > budget)
             {
                 call = &calls[ncalls];

@@ -38,7 +38,21 @@ brim_route_key(struct brim_client *c, const void *key, size_t key_len)
 int64_t
 brim_route_deadline(const struct brim_client *c)
 {
-    return brim_net_now_ms() + c->request_timeout_ms;
+    return brim_sock_now_ms() + c->request_timeout_ms;
+}
+
+int
+brim_route_one(struct brim_client *c, struct brim_call *call)
+{
+    int rc;
+
+    (void) brim_route_run(c, call, 1, brim_route_deadline(c));
+    rc = call->status;
+    brim_route_calls_destroy(call, 1);
+    if (rc == 0) {
+        c->errmsg[0] = '\0';
+    }
+    return rc;
 }
 
 void
@@ -245,12 +259,12 @@ route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
     size_t i;
 
     if (c->coord == NULL || want <= c->epoch
-        || brim_net_now_ms() >= deadline_ms)
+        || brim_sock_now_ms() >= deadline_ms)
     {
         return;
     }
     memcpy(keep, c->errmsg, sizeof(keep));
-    (void) brim_coord_refresh(c, deadline_ms);
+    (void) brim_coordlink_refresh(c, deadline_ms);
     memcpy(c->errmsg, keep, sizeof(keep));
     for (i = 0; i < nb; i++) {
         if (batch[i]->state == BRIM_CALL_PENDING && batch[i]->target == NULL
@@ -298,7 +312,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
 
     /* Take in a map the coordinator pushed, so that these calls go by it:
      * one non-blocking look at the subscription, never a wait. */
-    brim_coord_sub_poll(c, 0);
+    brim_coordlink_sub_poll(c, 0);
     batch = &one;
     if (ncalls > 1) {
         batch = brim_malloc(ncalls * sizeof(*batch));
@@ -318,7 +332,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
     }
     backoff = BRIM_BACKOFF_MIN_MS;
     for (;;) {
-        now = brim_net_now_ms();
+        now = brim_sock_now_ms();
         nb = route_batch(c, calls, ncalls, batch, &node, now, &next);
         if (nb == 0 && next == 0) {
             break;                  /* nothing pending */
@@ -330,7 +344,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         if (nb == 0) {
             /* Only calls to unreachable nodes are left: wait for the
              * first of them (or the deadline). */
-            brim_net_sleep_ms(BRIM_MIN(next, deadline_ms) - now);
+            brim_sock_sleep_ms(BRIM_MIN(next, deadline_ms) - now);
             continue;
         }
         rc = brim_pool_ready(c, node, deadline_ms);
@@ -345,7 +359,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
                 for (i = 0; i < nb; i++) {
                     batch[i]->status = rc;
                     batch[i]->answered = 0;
-                    batch[i]->wait_until_ms = brim_net_now_ms() + backoff;
+                    batch[i]->wait_until_ms = brim_sock_now_ms() + backoff;
                 }
                 backoff = BRIM_MIN(backoff * 2, BRIM_BACKOFF_MAX_MS);
                 continue;
@@ -364,8 +378,8 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         }
         route_refresh(c, batch, nb, want, deadline_ms);
         if (pause) {
-            left = deadline_ms - brim_net_now_ms();
-            brim_net_sleep_ms(BRIM_MIN(backoff, left));
+            left = deadline_ms - brim_sock_now_ms();
+            brim_sock_sleep_ms(BRIM_MIN(backoff, left));
             backoff = BRIM_MIN(backoff * 2, BRIM_BACKOFF_MAX_MS);
         }
     }

@@ -199,7 +199,9 @@ brim_stats(struct brim_client *c, const char *section_filter,
         return BRIM_EINVAL;
     }
     memset(&w, 0, sizeof(w));
-    w.node = c->home->addr;         /* TODO(#4): every node, then the map */
+    /* The standalone node, or in cluster mode the coordinator (its own
+     * STATS; brim_cluster_stats() has every node's figures). */
+    w.node = c->home->link.addr;
     w.cb = cb;
     w.arg = arg;
     memset(&call, 0, sizeof(call));
@@ -209,9 +211,7 @@ brim_stats(struct brim_client *c, const char *section_filter,
     call.target = c->home;
     call.on_reply = stats_reply;
     call.arg = &w;
-    (void) brim_route_run(c, &call, 1, brim_route_deadline(c));
-    rc = call.status;
-    brim_route_calls_destroy(&call, 1);
+    rc = brim_route_one(c, &call);
     if (rc == 0 && w.stop != 0) {
         return w.stop;
     }

@@ -9,7 +9,11 @@ against a real brim-coord and three real brim-nodes on free loopback ports
 Cases: load, mload, spread, brimctl, stale, leave_last, push (a client
 learns a join's epoch from the coordinator's push, with no data call),
 coord_restart (the coordinator is killed and restarted under a GET/SET
-loop: no call fails, and the subscription comes back by itself).
+loop: no call fails, and the subscription comes back by itself), flush,
+admin (the typed calls of <brim/admin.h> give what the wire says:
+brim_members() and brim_cluster_stats() against MEMBERS and
+CLUSTER_STATS decoded here, two plans, the refusals, and a leave that
+takes the node out of the list).
 """
 import json
 import os
@@ -30,6 +34,7 @@ import brimwire as bw  # noqa: E402
 
 MAP_FETCH = bt.OP["MAP_FETCH"]
 P = 1024
+STATES = {1: "joining", 2: "up", 3: "leaving", 4: "dead"}
 
 
 class Proc:
@@ -398,11 +403,67 @@ def case_flush(cl, a):
     assert sum(after.values()) == 0, after
 
 
+def coord_call(cl, op):
+    """The OK reply's object of OP from the coordinator, decoded here."""
+    c = bw.Conn(cl.port)
+    try:
+        rep = c.call(op, 9)
+    finally:
+        c.close()
+    assert rep[0] == 0, rep
+    return rep[2]
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def case_admin(cl, a):
+    """libbrim's typed admin calls against the raw replies they decode."""
+    members = coord_call(cl, "MEMBERS")
+    st = coord_call(cl, "CLUSTER_STATS")
+    r = run([a.tool, cl.addr, "admin"])
+    print(r.stdout.strip())
+    lines = [ln.split() for ln in r.stdout.splitlines()]
+    got = [ln[1:] for ln in lines if ln[0] == "member"]
+    want = [[text(m[0]), text(m[1]), STATES[m[2]], str(m[3]), str(m[4])]
+            for m in members]
+    assert got == want, (got, want)
+    stats = [dict(kv.split("=", 1) for kv in ln[1:])
+             for ln in lines if ln[0] == "stats"]
+    assert len(stats) == 2, stats
+    s0 = stats[0]
+    for k in ("epoch", "partitions", "members", "cap", "displaced"):
+        assert int(s0[k]) == st[k], (k, s0, st)
+    assert s0["eps"] == text(st["eps"]), (s0, st)
+    assert int(s0["within_cap"]) == int(st["within_cap"]), (s0, st)
+    assert int(s0["required"]) == int(st["auth"]["required"]), (s0, st)
+    assert int(s0["nnodes"]) == len(st["nodes"]) == 3, (s0, st)
+    rows = [ln[1:] for ln in lines if ln[0] == "node"][:3]
+    want = [[text(n["name"]), text(n["addr"]), text(n["state"]),
+             str(round(n["weight"] * 1e6)), str(n["partitions"]),
+             str(n["cap"])] for n in st["nodes"]]
+    assert rows == want, (rows, want)
+    assert sum(int(x[4]) for x in rows) == P, rows
+    plans = {ln[1]: dict(kv.split("=", 1) for kv in ln[2:])
+             for ln in lines if ln[0] == "plan"}
+    assert plans["join"]["kind"] == "1" and plans["join"]["name"] == "node9"
+    assert plans["leave"]["kind"] == "2", plans
+    assert int(plans["join"]["cap_after"]) <= int(
+        plans["join"]["cap_before"]), plans
+    gone = [ln for ln in lines if ln[0] == "left"]
+    assert gone and gone[0][1] == text(members[-1][0]), lines
+    assert int(stats[1]["nnodes"]) == 2, stats
+    t = cl.wait(lambda t: len(t["members"]) == 2)
+    assert text(members[-1][0]) not in [n for n, _ in t["members"]], t
+
+
 CASES = bt.Cases([
     ("load", case_load), ("mload", case_mload), ("spread", case_spread),
     ("brimctl", case_brimctl), ("stale", case_stale),
     ("leave_last", case_leave_last), ("push", case_push),
-    ("coord_restart", case_coord_restart), ("flush", case_flush)])
+    ("coord_restart", case_coord_restart), ("flush", case_flush),
+    ("admin", case_admin)])
 
 
 def run_case(fn, a):

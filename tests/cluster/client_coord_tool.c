@@ -24,6 +24,14 @@
  *                                      "mark" prints "mark ops=K", "stop"
  *                                      ends the loop; then as push (the
  *                                      subscription came back by itself)
+ *   client_coord_tool COORD admin      the typed calls of <brim/admin.h>
+ *                                      as an admin: print every member,
+ *                                      the cluster's stats and node rows,
+ *                                      two plans (lines "member ...",
+ *                                      "stats ...", "node ...", "plan
+ *                                      ..."), check the refusals, then
+ *                                      leave the last member listed and
+ *                                      wait until the list lacks it
  *
  * Prints one line of counts; exit 0 on success, 1 with a reason on stderr.
  */
@@ -35,8 +43,9 @@
 #include <time.h>
 
 #include <brim.h>
+#include <brim/admin.h>
 
-#include "client/lib/coord.h"
+#include "client/lib/coordlink.h"
 #include "proto/topo.h"
 
 #define TIMEOUT_MS 3000
@@ -289,6 +298,200 @@ churn(struct brim_client *c, int n, int64_t *worst)
     return 0;
 }
 
+/* RC must be WANT: else fail with WHAT. */
+static int
+expect(const char *what, int rc, int want, struct brim_client *c)
+{
+    if (rc == want) {
+        return 0;
+    }
+    fprintf(stderr, "client_coord_tool: %s: %s, want %s (%s)\n", what,
+            brim_err_name(rc), brim_err_name(want), brim_errmsg(c));
+    return 1;
+}
+
+/* Print the plan P of WHAT ("join", "leave") and check it adds up. */
+static int
+print_plan(const char *what, const struct brim_plan *p)
+{
+    printf("plan %s kind=%d name=%s moved=%" PRIu64 " arc=%" PRIu64
+           " cap=%" PRIu64 " ideal=%.6g churn=%.6g cap_before=%" PRIu64
+           " cap_after=%" PRIu64 " keys=%" PRIu64 "\n", what, p->kind,
+           p->name, p->partitions_moved, p->moved_arc, p->moved_cap,
+           p->ideal, p->churn, p->cap_before, p->cap_after,
+           p->keys_estimate);
+    if (p->moved_arc + p->moved_cap != p->partitions_moved
+        || p->partitions_moved == 0)
+    {
+        fprintf(stderr, "client_coord_tool: plan %s does not add up\n",
+                what);
+        return 1;
+    }
+    return 0;
+}
+
+/* Print the cluster's stats: one "stats" line, one "node" line a row. */
+static int
+print_stats(struct brim_client *c, uint64_t *epoch)
+{
+    struct brim_cluster_stats *st;
+    size_t                     i;
+    int                        rc;
+
+    rc = brim_cluster_stats(c, &st);
+    if (rc != 0) {
+        return fail("brim_cluster_stats", rc, c);
+    }
+    printf("stats epoch=%" PRIu64 " eps=%s partitions=%" PRIu64 " members=%"
+           PRIu64 " cap=%" PRIu64 " within_cap=%d displaced=%" PRIu64
+           " nnodes=%zu active=%d required=%d\n", st->epoch, st->eps,
+           st->partitions, st->members, st->cap, st->within_cap,
+           st->displaced, st->nnodes, st->migration.active,
+           st->auth.required);
+    for (i = 0; i < st->nnodes; i++) {
+        printf("node %s %s %s %" PRIu32 " %" PRIu64 " %" PRIu64 "\n",
+               st->nodes[i].name, st->nodes[i].addr,
+               brim_node_state_name(st->nodes[i].state),
+               st->nodes[i].weight_ppm, st->nodes[i].partitions,
+               st->nodes[i].cap);
+    }
+    *epoch = st->epoch;
+    brim_cluster_stats_free(st);
+    return 0;
+}
+
+/* The refusals the admin calls must give (and nothing out written). */
+static int
+admin_refusals(struct brim_client *c, const char *member)
+{
+    struct brim_member_info *m;
+    struct brim_plan         p;
+    uint64_t                 e = 77;
+    size_t                   n;
+    int                      bad;
+
+    bad = expect("plan leave nosuch", brim_plan(c, BRIM_PLAN_LEAVE,
+                                                "nosuch", 0, &p),
+                 BRIM_ENOTFOUND, c);
+    bad |= expect("plan join of a member", brim_plan(c, BRIM_PLAN_JOIN,
+                                                     member, 0, &p),
+                  BRIM_EEXISTS, c);
+    bad |= expect("plan kind 7", brim_plan(c, 7, "x", 0, &p), BRIM_EINVAL,
+                  c);
+    bad |= expect("leave nosuch", brim_leave(c, "nosuch", 0, &e),
+                  BRIM_ENOTFOUND, c);
+    bad |= expect("members into NULL", brim_members(c, NULL, &n),
+                  BRIM_EINVAL, c);
+    bad |= expect("members into NULL", brim_members(c, &m, NULL),
+                  BRIM_EINVAL, c);
+    if (e != 77) {
+        fprintf(stderr, "client_coord_tool: a refused leave wrote its "
+                "epoch\n");
+        bad = 1;
+    }
+    return bad;
+}
+
+/* A client of the node at ADDR (no coordinator) gets BRIM_EINVAL. */
+static int
+admin_standalone(const char *addr)
+{
+    struct brim_member_info *m;
+    struct brim_client      *c;
+    struct brim_opts         opts;
+    char                     err[BRIM_ERRBUF_LEN];
+    size_t                   n;
+    int                      rc;
+
+    memset(&opts, 0, sizeof(opts));
+    opts.server_addr = addr;
+    rc = brim_connect(&opts, &c, err);
+    if (rc != 0) {
+        fprintf(stderr, "client_coord_tool: connect %s: %s\n", addr, err);
+        return 1;
+    }
+    rc = expect("members without a coordinator", brim_members(c, &m, &n),
+                BRIM_EINVAL, c);
+    if (rc == 0) {
+        printf("standalone: %s\n", brim_errmsg(c));
+    }
+    brim_close(c);
+    return rc;
+}
+
+/*
+ * The admin mode: members, stats, plans and refusals; then LEAVE of the
+ * last member listed, waiting (WAIT_MS at most) until the members' list
+ * lacks it.
+ */
+static int
+admin(struct brim_client *c)
+{
+    struct brim_member_info *m;
+    struct brim_plan         p;
+    char                     gone[BRIM_ADMIN_NAME_MAX + 1];
+    char                     addr[BRIM_ADMIN_ADDR_MAX + 1];
+    uint64_t                 epoch, left_at;
+    size_t                   i, n;
+    int64_t                  t0;
+    int                      rc, listed;
+
+    rc = brim_members(c, &m, &n);
+    if (rc != 0 || n == 0) {
+        return fail("brim_members", rc, c);
+    }
+    for (i = 0; i < n; i++) {
+        printf("member %s %s %s %" PRIu32 " %" PRIu32 "\n", m[i].name,
+               m[i].addr, brim_node_state_name(m[i].state), m[i].weight_ppm,
+               m[i].partitions);
+    }
+    snprintf(gone, sizeof(gone), "%s", m[n - 1].name);
+    snprintf(addr, sizeof(addr), "%s", m[0].addr);
+    brim_members_free(m);
+    if (print_stats(c, &epoch) != 0) {
+        return 1;
+    }
+    rc = brim_plan(c, BRIM_PLAN_JOIN, "node9", 2000000, &p);
+    if (rc != 0 || print_plan("join", &p) != 0) {
+        return fail("plan join", rc, c);
+    }
+    rc = brim_plan(c, BRIM_PLAN_LEAVE, gone, 0, &p);
+    if (rc != 0 || print_plan("leave", &p) != 0) {
+        return fail("plan leave", rc, c);
+    }
+    if (admin_refusals(c, gone) != 0 || admin_standalone(addr) != 0) {
+        return 1;
+    }
+    rc = brim_leave(c, gone, 0, &left_at);
+    if (rc != 0) {
+        return fail("leave", rc, c);
+    }
+    printf("leave %s epoch=%" PRIu64 "\n", gone, left_at);
+    if (left_at <= epoch) {
+        fprintf(stderr, "client_coord_tool: leave at epoch %" PRIu64
+                ", not after %" PRIu64 "\n", left_at, epoch);
+        return 1;
+    }
+    t0 = now_ms();
+    for (listed = 1; listed; sleep_ms(50)) {
+        if (now_ms() - t0 > WAIT_MS) {
+            fprintf(stderr, "client_coord_tool: %s still listed\n", gone);
+            return 1;
+        }
+        rc = brim_members(c, &m, &n);
+        if (rc != 0) {
+            return fail("brim_members", rc, c);
+        }
+        for (listed = 0, i = 0; i < n; i++) {
+            listed |= strcmp(m[i].name, gone) == 0;
+        }
+        brim_members_free(m);
+    }
+    printf("left %s after_ms=%" PRId64 " members=%zu\n", gone,
+           now_ms() - t0, n);
+    return print_stats(c, &epoch);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -307,13 +510,14 @@ main(int argc, char **argv)
     memset(&opts, 0, sizeof(opts));
     opts.coord_addr = argv[1];
     opts.request_timeout_ms = TIMEOUT_MS;
+    opts.admin = strcmp(argv[2], "admin") == 0;     /* LEAVE, PLAN */
     rc = brim_connect(&opts, &c, err);
     if (rc != 0) {
         fprintf(stderr, "client_coord_tool: connect: %s: %s\n",
                 brim_err_name(rc), err);
         return 1;
     }
-    epoch0 = brim_coord_topo(c)->map.epoch;
+    epoch0 = brim_coordlink_topo(c)->map.epoch;
     worst = 0;
     rc = 0;
     if (strcmp(argv[2], "load") == 0) {
@@ -322,10 +526,12 @@ main(int argc, char **argv)
         rc = mload(c, n);
     } else if (strcmp(argv[2], "push") == 0) {
         rc = await_push(c);
+    } else if (strcmp(argv[2], "admin") == 0) {
+        rc = admin(c);
     } else if (strcmp(argv[2], "churn") == 0) {
         rc = churn(c, n, &worst) || await_push(c);
     } else if (strcmp(argv[2], "stale") == 0) {
-        brim_coord_subscribe(c, 0);     /* MOVED is what this tests */
+        brim_coordlink_subscribe(c, 0);     /* MOVED is what this tests */
         rc = set_all(c, n, "v", &worst);
         if (rc == 0) {
             printf("ready epoch=%" PRIu64 "\n", epoch0);
@@ -336,11 +542,13 @@ main(int argc, char **argv)
         }
         worst = 0;
         rc = rc || set_all(c, n, "w", &worst) || get_all(c, n, "w");
-        brim_coord_counts(c, &moved, &retry, &refresh);
-        if (rc == 0 && (moved == 0 || brim_coord_topo(c)->map.epoch <= epoch0)) {
+        brim_coordlink_counts(c, &moved, &retry, &refresh);
+        if (rc == 0
+            && (moved == 0 || brim_coordlink_topo(c)->map.epoch <= epoch0))
+        {
             fprintf(stderr, "client_coord_tool: stale map never moved "
                     "(moved=%" PRIu64 ", epoch %" PRIu64 ")\n", moved,
-                    brim_coord_topo(c)->map.epoch);
+                    brim_coordlink_topo(c)->map.epoch);
             rc = 1;
         }
         if (worst > TIMEOUT_MS) {
@@ -364,11 +572,11 @@ main(int argc, char **argv)
         fprintf(stderr, "client_coord_tool: unknown mode %s\n", argv[2]);
         rc = 2;
     }
-    brim_coord_counts(c, &moved, &retry, &refresh);
+    brim_coordlink_counts(c, &moved, &retry, &refresh);
     printf("%s n=%d epoch=%" PRIu64 " moved=%" PRIu64 " retry=%" PRIu64
            " refresh=%" PRIu64 " pushed=%" PRIu64 " worst_ms=%" PRId64 "\n",
-           rc == 0 ? "ok" : "FAILED", n, brim_coord_topo(c)->map.epoch,
-           moved, retry, refresh, brim_coord_pushed(c), worst);
+           rc == 0 ? "ok" : "FAILED", n, brim_coordlink_topo(c)->map.epoch,
+           moved, retry, refresh, brim_coordlink_pushed(c), worst);
     brim_close(c);
     return rc;
 }

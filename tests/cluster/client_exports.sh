@@ -4,14 +4,18 @@
 # brim_common or brim_proto leaks, and nothing public is missing from
 # client/lib/libbrim.map.
 #
-#   client_exports.sh LIBBRIM_SO INCLUDE_DIR
+#   client_exports.sh LIBBRIM_SO HEADER...
+#
+# HEADER: every installed header (client/include/brim.h, the others of
+# client/include/brim/, and include/brim/status.h).
 set -euo pipefail
-lib=${1:?usage: client_exports.sh LIBBRIM_SO INCLUDE_DIR}
-inc=${2:?usage: client_exports.sh LIBBRIM_SO INCLUDE_DIR}
+lib=${1:?usage: client_exports.sh LIBBRIM_SO HEADER...}
+shift
+[ $# -gt 0 ] || { echo "usage: client_exports.sh LIBBRIM_SO HEADER..."; exit 2; }
 
 # Every declaration starts a line with BRIM_EXTERN and names its function
 # on that line.
-declared=$(grep -h '^BRIM_EXTERN ' "$inc/brim.h" "$inc/brim/status.h" \
+declared=$(grep -h '^BRIM_EXTERN ' "$@" \
     | sed -E 's/^([^(]*[ *])([A-Za-z_0-9]+)\(.*/\2/' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiDBR]$/ { print $3 }' \
     | sed 's/@.*//' | sort -u)

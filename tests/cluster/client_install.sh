@@ -2,8 +2,8 @@
 # tests/cluster/client_install.sh - install the build tree into a temporary
 # prefix, then build a small program against the installed libbrim with
 # nothing but `pkg-config --cflags --libs brim` and run it: it must find
-# brim.h and <brim/status.h>, link -lbrim, and get ECONNREFUSED from a
-# port nobody listens on. Then the steps of docs/client.md, "Building
+# brim.h, <brim/admin.h> and <brim/status.h>, link -lbrim, and get
+# ECONNREFUSED from a port nobody listens on. Then the steps of docs/client.md, "Building
 # against libbrim": built with -Wl,-rpath it runs without LD_LIBRARY_PATH;
 # built without, it needs LD_LIBRARY_PATH. Given CLIENT_MD and BRIM_NODE,
 # the program of "A first program", taken from CLIENT_MD, is built the
@@ -39,7 +39,7 @@ cmake --install "$build" --prefix "$prefix" >"$prefix/install.log"
 
 pc=$(find "$prefix" -name brim.pc | head -n 1)
 [ -n "$pc" ] || { echo "brim.pc not installed"; exit 1; }
-for f in include/brim.h include/brim/status.h; do
+for f in include/brim.h include/brim/status.h include/brim/admin.h; do
     [ -f "$prefix/$f" ] || { echo "$f not installed"; exit 1; }
 done
 [ -n "$(find "$prefix" -name 'libbrim.so*' -print -quit)" ] \
@@ -52,6 +52,7 @@ cat >"$prefix/example.c" <<EOC
 #include <string.h>
 
 #include <brim.h>
+#include <brim/admin.h>
 
 int
 main(void)
@@ -61,6 +62,10 @@ main(void)
     char                err[BRIM_ERRBUF_LEN];
     int                 rc;
 
+    /* <brim/admin.h> is installed, compiles on its own and links. */
+    if (strcmp(brim_node_state_name(BRIM_NODE_UP), "up") != 0) {
+        return 1;
+    }
     memset(&opts, 0, sizeof(opts));
     opts.server_addr = "127.0.0.1:$port";
     opts.connect_timeout_ms = 500;

@@ -73,13 +73,13 @@ def main():
         for e in sorted(code - doc):
             print("%s: %s -> %s is in the code, not in %s" %
                   (folder, e[0], e[1], a.doc))
-            bad += 1
         for e in sorted(doc - code):
             print("%s: %s -> %s is in %s, not in the code" %
                   (folder, e[0], e[1], a.doc))
-            bad += 1
+        wrong = len(code - doc) + len(doc - code)
+        bad += wrong
         print("%s/: %d edges, %s" % (folder, len(doc),
-                                     "as the code has them" if not bad
+                                     "as the code has them" if not wrong
                                      else "differs"))
     return 1 if bad else 0
 

@@ -87,16 +87,13 @@ NAMED = (
 
 # Private headers of one client/ subfolder that another may include, and
 # why. Everything else under client/<sub>/ is private to <sub>; the public
-# headers are client/include/ (<brim.h>, <brim/status.h>).
+# headers are client/include/ (<brim.h>, <brim/admin.h>) and the top-level
+# include/ (<brim/status.h>).
 #   (header or folder/, the subfolders that may include it): why
 ALLOW_CLIENT = {
     # The shared client transport (issue 11): libbrim and brim-bench both
     # speak brim's frames through it.
     ("client/net/", ("lib", "bench")): "the shared client transport",
-    # libbrim's coordinator calls that its tools use beside <brim.h>; the
-    # header says so and is neither installed nor exported.
-    ("client/lib/coord.h", ("brimctl", "bench")):
-        "libbrim's coordinator calls for its tools",
 }
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]*)([>"])')

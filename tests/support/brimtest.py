@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 OPS_H = os.environ.get("BRIM_OPS_H") or os.path.join(ROOT, "proto", "ops.h")
 STATUS_H = (os.environ.get("BRIM_STATUS_H")
-            or os.path.join(ROOT, "client", "include", "brim", "status.h"))
+            or os.path.join(ROOT, "include", "brim", "status.h"))
 
 SKIP = 77                               # CTest's SKIP_RETURN_CODE
 

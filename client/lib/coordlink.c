@@ -1,9 +1,9 @@
 /*
- * client/lib/coord.c - cluster mode (DESIGN.md section 5, PROTOCOL.md 10):
- * the topology fetched from the coordinator with MAP_FETCH or pushed to a
- * held SUBSCRIBE, the member table that turns owner[partition] into a
- * pooled connection, and the generic request to the coordinator that
- * brimctl uses (MEMBERS, LEAVE, PLAN, CLUSTER_STATS).
+ * client/lib/coordlink.c - libbrim's link to the coordinator in cluster
+ * mode (DESIGN.md section 5, PROTOCOL.md 10): the topology fetched with
+ * MAP_FETCH or pushed to a held SUBSCRIBE, the member table that turns
+ * owner[partition] into a pooled connection, and the generic request to
+ * the coordinator that brimctl uses (MEMBERS, LEAVE, PLAN, CLUSTER_STATS).
  *
  * The subscription lives on a connection of its own and, libbrim being
  * synchronous (every byte moves inside an API call), it is advanced one
@@ -12,12 +12,9 @@
  * connect() now and then (backoff up to BRIM_SUB_BACKOFF_MAX_MS).
  */
 #include "client/lib/client_int.h"
-#include "client/lib/coord.h"
+#include "client/lib/coordlink.h"
 
-#include <errno.h>
 #include <string.h>
-
-#include <sys/socket.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -45,7 +42,7 @@ coord_topo_reply(struct brim_call *call, const struct brim_rep *rep)
 }
 
 void
-brim_coord_free(struct brim_client *c)
+brim_coordlink_free(struct brim_client *c)
 {
     brim_topo_destroy(&c->topo);
     memset(&c->topo, 0, sizeof(c->topo));
@@ -79,7 +76,7 @@ coord_install(struct brim_client *c, struct brim_topo *t)
             return BRIM_ENOMEM;
         }
     }
-    brim_coord_free(c);
+    brim_coordlink_free(c);
     c->topo = *t;
     c->members = members;
     c->epoch = t->map.epoch;
@@ -110,7 +107,7 @@ coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
 
     if (c->cluster_id != 0 && t->cluster_id != c->cluster_id) {
         brim_lib_errmsg(c, "%s: topology of another cluster",
-                        c->coord->addr);
+                        c->coord->link.addr);
         brim_topo_destroy(t);
         return BRIM_EBADREPLY;
     }
@@ -127,7 +124,7 @@ coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
 }
 
 int
-brim_coord_refresh(struct brim_client *c, int64_t deadline_ms)
+brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
 {
     struct brim_topo t;
     struct brim_call call;
@@ -150,7 +147,7 @@ brim_coord_refresh(struct brim_client *c, int64_t deadline_ms)
         brim_topo_destroy(&t);
         if (rc == BRIM_EBADREPLY) {
             brim_lib_errmsg(c, "%s: malformed topology in MAP_FETCH reply",
-                            c->coord->addr);
+                            c->coord->link.addr);
         }
         return rc;
     }
@@ -161,74 +158,37 @@ brim_coord_refresh(struct brim_client *c, int64_t deadline_ms)
 
 /* ---- the subscription ---- */
 
-/*
- * Queue OP (HELLO or SUBSCRIBE with C's epoch) on the subscription's
- * connection at NOW.
- */
+/* Queue a SUBSCRIBE with C's epoch on the subscription's link at NOW. */
 static int
-sub_send(struct brim_client *c, uint32_t op, int64_t now)
+sub_send(struct brim_client *c, int64_t now)
 {
-    struct brim_sub       *s = &c->sub;
-    struct brim_pool_node *n = s->conn;
-    struct brim_req        req;
+    struct brim_sub *s = &c->sub;
+    struct brim_req  req;
 
-    if (n->out_off == n->out.len) {
-        n->out.len = 0;             /* all written: start over */
-        n->out_off = 0;
-    }
     memset(&req, 0, sizeof(req));
-    req.op = op;
-    req.request_id = ++c->next_id;
+    req.op = BRIM_OP_SUBSCRIBE;
     req.epoch = c->epoch;
-    if (op == BRIM_OP_HELLO) {
-        brim_pool_hello_req(c, &req);
-        s->hello_id = req.request_id;
-    } else {
-        req.arg_epoch = c->epoch;
-        s->sub_id = req.request_id;
-        s->due_ms = now + BRIM_SUB_HOLD_MS + BRIM_SUB_SLACK_MS;
-    }
-    return brim_wire_encode_req(&n->out, &req);
+    req.arg_epoch = c->epoch;
+    s->due_ms = now + BRIM_SUB_HOLD_MS + BRIM_SUB_SLACK_MS;
+    return brim_link_queue(&s->conn->link, &req, NULL, 0, NULL);
 }
 
 /*
- * Handle the frame BODY[0 .. LEN) for the client ARG: HELLO's reply first,
- * then each SUBSCRIBE's, which installs a newer map and sends the next
- * SUBSCRIBE. Returns 0 or the error that ends the connection (a refusal's
- * status).
+ * Handle REP, a SUBSCRIBE's reply (the link took HELLO's): install a
+ * newer map and send the next SUBSCRIBE. Returns 0 or the error that ends
+ * the connection (a refusal's status).
  */
 static int
-sub_reply(void *arg, const char *body, uint32_t len)
+sub_reply(struct brim_client *c, const struct brim_rep *rep)
 {
-    struct brim_client    *c = arg;
-    struct brim_sub       *s = &c->sub;
-    struct brim_pool_node *n = s->conn;
-    struct brim_rep        rep;
-    struct brim_topo       t;
-    uint64_t               want;
-    uint32_t               op;
-    int                    rc;
+    struct brim_sub  *s = &c->sub;
+    struct brim_topo  t;
+    int               rc;
 
-    op = s->hello_id != 0 ? BRIM_OP_HELLO : BRIM_OP_SUBSCRIBE;
-    want = s->hello_id != 0 ? s->hello_id : s->sub_id;
-    rc = brim_wire_parse_rep(body, len, op, &n->limits, &n->zone, &rep,
-                             NULL);
-    if (rc != 0) {
-        return BRIM_EBADREPLY;
+    if (rep->status != 0) {
+        return rep->status;         /* DENIED (another cluster)... */
     }
-    if (rep.request_id != want) {
-        /* An error with id 0 refuses the connection as a whole. */
-        return rep.request_id == 0 && rep.status != 0 ? rep.status
-                                                      : BRIM_EBADREPLY;
-    }
-    if (rep.status != 0) {
-        return rep.status;          /* DENIED (another cluster)... */
-    }
-    if (op == BRIM_OP_HELLO) {
-        s->hello_id = 0;
-        return 0;
-    }
-    rc = coord_topo_decode(&rep, &t);
+    rc = coord_topo_decode(rep, &t);
     if (rc == 0) {
         /* Only a newer epoch counts: the same one comes back when the
          * coordinator's hold runs out, or after a MAP_FETCH got it. */
@@ -244,54 +204,49 @@ sub_reply(void *arg, const char *body, uint32_t len)
     }
     s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
     s->attempts = 0;
-    return sub_send(c, BRIM_OP_SUBSCRIBE, s->looked_ms); /* this step */
+    return sub_send(c, s->looked_ms);   /* this step's time */
 }
 
-/* Read what the subscription's socket holds, handling whole frames. */
+/* Read what the subscription's socket holds, handling whole replies. */
 static int
 sub_read(struct brim_client *c)
 {
-    struct brim_pool_node *n = c->sub.conn;
-    ssize_t                r;
-    int                    rc;
+    struct brim_link       *l = &c->sub.conn->link;
+    struct brim_link_reply  r;
+    int                     rc;
 
     for (;;) {
-        if (brim_buf_reserve(&n->in, BRIM_READ_CHUNK) != 0) {
-            return BRIM_ENOMEM;
+        rc = brim_link_read(l);
+        if (rc <= 0) {
+            break;                  /* 0: it would block */
         }
-        r = recv(n->fd, brim_buf_tail(&n->in), n->in.cap - n->in.len,
-                 MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR) {
-            continue;
+        while ((rc = brim_link_take(l, &r)) == 1) {
+            rc = sub_reply(c, &r.rep);
+            if (rc != 0) {
+                return rc;
+            }
         }
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        }
-        if (r <= 0) {
-            return r == 0 ? BRIM_ECLOSED : BRIM_ESYS;
-        }
-        brim_buf_commit(&n->in, (size_t) r);
-        rc = brim_pool_frames(c, n, sub_reply, c);
         if (rc != 0) {
             return rc;
         }
     }
-    if (n->in.len == 0 && n->in.cap > BRIM_OUT_KEEP) {
-        brim_buf_destroy(&n->in);   /* a large topology's memory */
-    }
-    return 0;
+    brim_link_trim(l);              /* a large topology's memory */
+    return rc;
 }
 
 /* One step of the subscription at NOW, from any state but OFF. */
 static int
 sub_step(struct brim_client *c, int64_t now)
 {
-    struct brim_sub *s = &c->sub;
-    int              rc;
+    struct brim_sub  *s = &c->sub;
+    struct brim_link *l = &s->conn->link;
+    int               rc;
 
     if (s->state == BRIM_SUB_IDLE) {
-        rc = brim_net_connect_start(s->conn->addr, s->attempts++,
-                                    &s->conn->fd, NULL);
+        /* HELLO states what the client knows now. */
+        l->conf.cluster_id = c->cluster_id;
+        l->epoch = c->epoch;
+        rc = brim_link_connect_start(l, s->attempts++);
         if (rc != 0) {
             return rc;
         }
@@ -299,16 +254,13 @@ sub_step(struct brim_client *c, int64_t now)
         s->due_ms = now + c->connect_timeout_ms;
     }
     if (s->state == BRIM_SUB_CONNECTING) {
-        rc = brim_net_connect_done(s->conn->fd);
+        rc = brim_link_connect_done(l);     /* queues HELLO */
         if (rc == BRIM_EAGAIN) {
             return now >= s->due_ms ? BRIM_ETIMEDOUT : 0;
         }
         if (rc == 0) {
             /* Pipelined: the coordinator answers in order, HELLO first. */
-            rc = sub_send(c, BRIM_OP_HELLO, now);
-        }
-        if (rc == 0) {
-            rc = sub_send(c, BRIM_OP_SUBSCRIBE, now);
+            rc = sub_send(c, now);
         }
         if (rc != 0) {
             return rc;
@@ -318,7 +270,7 @@ sub_step(struct brim_client *c, int64_t now)
     /* Replies first: one that arrived while C was idle is not a timeout. */
     rc = sub_read(c);
     if (rc == 0) {
-        rc = brim_pool_write(c, s->conn);
+        rc = brim_link_flush(l);
     }
     if (rc == 0 && now >= s->due_ms) {
         rc = BRIM_ETIMEDOUT;
@@ -327,26 +279,28 @@ sub_step(struct brim_client *c, int64_t now)
 }
 
 int
-brim_coord_sub_start(struct brim_client *c)
+brim_coordlink_sub_start(struct brim_client *c)
 {
     struct brim_sub *s = &c->sub;
 
-    s->conn = brim_pool_node_new(c->coord->addr);
+    /* No AUTH on this connection (PROTOCOL.md 12.1): a coordinator with a
+     * client secret refuses its SUBSCRIBE, and the map then moves on
+     * MOVED, RETRY and unreachable nodes alone. */
+    s->conn = brim_pool_node_new(c, c->coord->link.addr, 0);
     if (s->conn == NULL) {
         return BRIM_ENOMEM;
     }
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    s->conn->limits.max_frame_bytes = BRIM_MAX(
-        s->conn->limits.max_frame_bytes, c->coord->frame_min);
+    s->conn->link.conf.frame_min = c->coord->link.conf.frame_min;
     s->state = BRIM_SUB_IDLE;
     s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
     s->retry_at_ms = 0;
-    brim_coord_sub_poll(c, 1);
+    brim_coordlink_sub_poll(c, 1);
     return 0;
 }
 
 void
-brim_coord_sub_poll(struct brim_client *c, int force)
+brim_coordlink_sub_poll(struct brim_client *c, int force)
 {
     struct brim_sub *s = &c->sub;
     char             keep[BRIM_ERRBUF_LEN];
@@ -356,7 +310,7 @@ brim_coord_sub_poll(struct brim_client *c, int force)
     if (s->state == BRIM_SUB_OFF) {
         return;
     }
-    now = brim_net_now_ms();
+    now = brim_sock_now_ms();
     if ((force == 0 && now == s->looked_ms)
         || (s->state == BRIM_SUB_IDLE && now < s->retry_at_ms))
     {
@@ -371,7 +325,6 @@ brim_coord_sub_poll(struct brim_client *c, int force)
         return;
     }
     brim_pool_close(s->conn);
-    s->hello_id = 0;
     if (rc == BRIM_EUNKNOWNOP || rc == BRIM_EDENIED) {
         /* A coordinator without SUBSCRIBE, or one that wants a proof this
          * client cannot give (PROTOCOL.md 12.3): asking again would only
@@ -385,33 +338,32 @@ brim_coord_sub_poll(struct brim_client *c, int force)
 }
 
 void
-brim_coord_sub_free(struct brim_client *c)
+brim_coordlink_sub_free(struct brim_client *c)
 {
     brim_pool_node_free(c->sub.conn);
     memset(&c->sub, 0, sizeof(c->sub));
 }
 
 void
-brim_coord_subscribe(struct brim_client *c, int on)
+brim_coordlink_subscribe(struct brim_client *c, int on)
 {
     if (c == NULL || c->sub.conn == NULL) {
         return;
     }
     brim_pool_close(c->sub.conn);
-    c->sub.hello_id = 0;
     c->sub.state = on ? BRIM_SUB_IDLE : BRIM_SUB_OFF;
     c->sub.retry_at_ms = 0;
 }
 
 uint64_t
-brim_coord_pushed(const struct brim_client *c)
+brim_coordlink_pushed(const struct brim_client *c)
 {
     return c != NULL ? c->sub.npushed : 0;
 }
 
-/* What brim_coord_call() hands its callback. */
+/* What brim_coordlink_call() hands its callback. */
 struct coord_cb_arg {
-    brim_coord_cb cb;
+    brim_coordlink_cb cb;
     void         *arg;
 };
 
@@ -427,13 +379,12 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
 }
 
 int
-brim_coord_call(struct brim_client *c, uint32_t op, const char *name,
-                uint32_t arg_u32, uint32_t weight_ppm, brim_coord_cb cb,
-                void *arg)
+brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
+                    uint32_t arg_u32, uint32_t weight_ppm,
+                    brim_coordlink_cb cb, void *arg)
 {
     struct coord_cb_arg a;
     struct brim_call    call;
-    int                 rc;
 
     if (c == NULL || c->coord == NULL) {
         if (c != NULL) {
@@ -453,25 +404,19 @@ brim_coord_call(struct brim_client *c, uint32_t op, const char *name,
     call.target = c->coord;
     call.on_reply = coord_obj_reply;
     call.arg = &a;
-    (void) brim_route_run(c, &call, 1, brim_route_deadline(c));
-    rc = call.status;
-    brim_route_calls_destroy(&call, 1);
-    if (rc == 0) {
-        c->errmsg[0] = '\0';
-    }
-    return rc;
+    return brim_route_one(c, &call);
 }
 
 const struct brim_topo *
-brim_coord_topo(const struct brim_client *c)
+brim_coordlink_topo(const struct brim_client *c)
 {
     return c != NULL && c->coord != NULL && c->members != NULL ? &c->topo
                                                                : NULL;
 }
 
 void
-brim_coord_counts(const struct brim_client *c, uint64_t *moved,
-                  uint64_t *retry, uint64_t *refresh)
+brim_coordlink_counts(const struct brim_client *c, uint64_t *moved,
+                      uint64_t *retry, uint64_t *refresh)
 {
     *moved = c->nmoved;
     *retry = c->nretry;

@@ -1,6 +1,8 @@
 /*
  * brim/status.h - the one list of brim's status and error codes, shared by
- * common/, proto/, the daemons and libbrim. Wire statuses are the small
+ * common/, proto/, the daemons and libbrim. It sits in the top-level
+ * include/ (DESIGN.md section 9), below every layer, and is installed
+ * beside <brim.h> as <brim/status.h>. Wire statuses are the small
  * positive numbers (stable, never reused, the same names as in
  * proto/PROTOCOL.md); local codes are 100 and above and never sent.
  * A function returns 0 or the negated code, BRIM_E<NAME> = -value.

@@ -1,0 +1,511 @@
+/*
+ * client/brimctl/cluster.c - brimctl's cluster commands (--coordinator):
+ * nodes, leave (also --wait), plan, and the cluster's stats, over the
+ * typed calls of <brim/admin.h>. Their JSON is built here from those
+ * structs, every field in the order the coordinator sends it, so that
+ * --json prints the figures as sent and the aligned form is the same
+ * text the cluster has always shown.
+ */
+#include "client/brimctl/ctl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <brim.h>
+#include <brim/admin.h>
+
+/* A command that needs the coordinator: 0, or usage exit after a message. */
+static int
+cluster_need_coord(const struct brim_ctl *ctl, const char *name)
+{
+    if (ctl->coord != NULL) {
+        return 0;
+    }
+    fprintf(stderr, "brimctl: %s: needs --coordinator HOST:PORT (or "
+            "$BRIM_COORDINATOR)\n", name);
+    return BRIM_CTL_EXIT_USAGE;
+}
+
+/* ---- JSON of the typed structs ---- */
+
+/* V as JSON: an integer, or above 2^63-1 (jansson's integers are signed)
+ * its exact decimal text, as node stats print it. */
+static json_t *
+cluster_u64(uint64_t v)
+{
+    char text[24];
+
+    if (v <= (uint64_t) INT64_MAX) {
+        return json_integer((json_int_t) v);
+    }
+    snprintf(text, sizeof(text), "%" PRIu64, v);
+    return json_string(text);
+}
+
+/* A new JSON object; NULL (and *OOM set) when out of memory. */
+static json_t *
+cluster_obj(int *oom)
+{
+    json_t *o;
+
+    o = json_object();
+    if (o == NULL) {
+        *oom = 1;
+    }
+    return o;
+}
+
+/* Set O[KEY] to V (taken over, also when O is NULL); a NULL O or V or a
+ * failure sets *OOM. */
+static void
+cluster_put(json_t *o, const char *key, json_t *v, int *oom)
+{
+    if (o == NULL) {
+        json_decref(v);
+        *oom = 1;
+    } else if (v == NULL || json_object_set_new(o, key, v) != 0) {
+        *oom = 1;
+    }
+}
+
+/* A weight in millionths as the coordinator sends it: a number, 1.0 for
+ * 10^6. */
+static json_t *
+cluster_weight(uint32_t weight_ppm)
+{
+    return json_real((double) weight_ppm / 1e6);
+}
+
+/* One member of brim_members() as brimctl nodes shows it. */
+static json_t *
+cluster_member_json(const struct brim_member_info *m, int *oom)
+{
+    json_t *o;
+
+    o = cluster_obj(oom);
+    cluster_put(o, "name", json_string_nocheck(m->name), oom);
+    cluster_put(o, "addr", json_string_nocheck(m->addr), oom);
+    cluster_put(o, "state", json_string(brim_node_state_name(m->state)),
+                oom);
+    cluster_put(o, "weight", cluster_weight(m->weight_ppm), oom);
+    cluster_put(o, "partitions", json_integer(m->partitions), oom);
+    cluster_put(o, "last_heartbeat_ms_ago",
+                json_integer(m->last_heartbeat_ms_ago), oom);
+    return o;
+}
+
+/* One node row of the cluster's stats. */
+static json_t *
+cluster_node_json(const struct brim_cluster_node *n, int *oom)
+{
+    json_t *o;
+
+    o = cluster_obj(oom);
+    cluster_put(o, "name", json_string_nocheck(n->name), oom);
+    cluster_put(o, "addr", json_string_nocheck(n->addr), oom);
+    cluster_put(o, "state", json_string(brim_node_state_name(n->state)),
+                oom);
+    cluster_put(o, "weight", cluster_weight(n->weight_ppm), oom);
+    cluster_put(o, "partitions", cluster_u64(n->partitions), oom);
+    cluster_put(o, "displaced", cluster_u64(n->displaced), oom);
+    cluster_put(o, "cap", cluster_u64(n->cap), oom);
+    cluster_put(o, "load", json_real(n->load), oom);
+    cluster_put(o, "keys", cluster_u64(n->keys), oom);
+    cluster_put(o, "bytes", cluster_u64(n->bytes), oom);
+    cluster_put(o, "requests_per_sec", cluster_u64(n->requests_per_sec),
+                oom);
+    cluster_put(o, "last_heartbeat_ms_ago",
+                cluster_u64(n->last_heartbeat_ms_ago), oom);
+    cluster_put(o, "migration_in", cluster_u64(n->migration_in), oom);
+    cluster_put(o, "migration_out", cluster_u64(n->migration_out), oom);
+    return o;
+}
+
+/* The last change's migration. */
+static json_t *
+cluster_migration_json(const struct brim_cluster_migration *m, int *oom)
+{
+    json_t *o;
+
+    o = cluster_obj(oom);
+    cluster_put(o, "active", json_boolean(m->active), oom);
+    cluster_put(o, "waiting", json_string_nocheck(m->waiting), oom);
+    cluster_put(o, "waiting_ms", cluster_u64(m->waiting_ms), oom);
+    cluster_put(o, "epoch", cluster_u64(m->epoch), oom);
+    cluster_put(o, "partitions_total", cluster_u64(m->partitions_total),
+                oom);
+    cluster_put(o, "partitions_done", cluster_u64(m->partitions_done), oom);
+    cluster_put(o, "moved_arc", cluster_u64(m->moved_arc), oom);
+    cluster_put(o, "moved_cap", cluster_u64(m->moved_cap), oom);
+    cluster_put(o, "keys_moved", cluster_u64(m->keys_moved), oom);
+    cluster_put(o, "keys_moved_arc", cluster_u64(m->keys_moved_arc), oom);
+    cluster_put(o, "keys_moved_cap", cluster_u64(m->keys_moved_cap), oom);
+    cluster_put(o, "keys_at_commit", cluster_u64(m->keys_at_commit), oom);
+    cluster_put(o, "ideal_keys", json_real(m->ideal_keys), oom);
+    cluster_put(o, "churn", json_real(m->churn), oom);
+    return o;
+}
+
+/* The coordinator's AUTH counters. */
+static json_t *
+cluster_auth_json(const struct brim_cluster_auth *a, int *oom)
+{
+    json_t *o;
+
+    o = cluster_obj(oom);
+    cluster_put(o, "required", json_boolean(a->required), oom);
+    cluster_put(o, "auth_ok", cluster_u64(a->auth_ok), oom);
+    cluster_put(o, "auth_failures", cluster_u64(a->auth_failures), oom);
+    cluster_put(o, "auth_rate_limited", cluster_u64(a->auth_rate_limited),
+                oom);
+    cluster_put(o, "auth_out_failures", cluster_u64(a->auth_out_failures),
+                oom);
+    return o;
+}
+
+/* The cluster's stats as one JSON object, or NULL when out of memory. */
+static json_t *
+cluster_stats_json(const struct brim_cluster_stats *st)
+{
+    json_t *o, *nodes;
+    size_t  i;
+    int     oom = 0;
+
+    o = json_object();
+    nodes = json_array();
+    if (o == NULL || nodes == NULL) {
+        json_decref(o);
+        json_decref(nodes);
+        return NULL;
+    }
+    cluster_put(o, "epoch", cluster_u64(st->epoch), &oom);
+    cluster_put(o, "eps", json_string_nocheck(st->eps), &oom);
+    cluster_put(o, "partitions", cluster_u64(st->partitions), &oom);
+    cluster_put(o, "tokens", cluster_u64(st->tokens), &oom);
+    cluster_put(o, "members", cluster_u64(st->members), &oom);
+    cluster_put(o, "pending", cluster_u64(st->pending), &oom);
+    cluster_put(o, "next_epoch", cluster_u64(st->next_epoch), &oom);
+    cluster_put(o, "cap", cluster_u64(st->cap), &oom);
+    cluster_put(o, "within_cap", json_boolean(st->within_cap), &oom);
+    cluster_put(o, "max_mean_partitions", json_real(st->max_mean_partitions),
+                &oom);
+    cluster_put(o, "min_mean_partitions", json_real(st->min_mean_partitions),
+                &oom);
+    cluster_put(o, "max_mean_keys", json_real(st->max_mean_keys), &oom);
+    cluster_put(o, "keys", cluster_u64(st->keys), &oom);
+    cluster_put(o, "bytes", cluster_u64(st->bytes), &oom);
+    cluster_put(o, "requests_per_sec", cluster_u64(st->requests_per_sec),
+                &oom);
+    cluster_put(o, "displaced", cluster_u64(st->displaced), &oom);
+    for (i = 0; i < st->nnodes; i++) {
+        if (json_array_append_new(nodes, cluster_node_json(&st->nodes[i],
+                                                           &oom))
+            != 0)
+        {
+            oom = 1;
+        }
+    }
+    cluster_put(o, "nodes", nodes, &oom);
+    cluster_put(o, "migration", cluster_migration_json(&st->migration, &oom),
+                &oom);
+    cluster_put(o, "auth", cluster_auth_json(&st->auth, &oom), &oom);
+    if (oom) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* PLAN's answer as one JSON object, or NULL when out of memory. */
+static json_t *
+cluster_plan_json(const struct brim_plan *p)
+{
+    json_t *o;
+    int     oom = 0;
+
+    o = json_object();
+    if (o == NULL) {
+        return NULL;
+    }
+    cluster_put(o, "kind", json_string(p->kind == BRIM_PLAN_JOIN ? "join"
+                                       : p->kind == BRIM_PLAN_LEAVE ? "leave"
+                                                                    : ""),
+                &oom);
+    cluster_put(o, "name", json_string_nocheck(p->name), &oom);
+    cluster_put(o, "partitions_moved", cluster_u64(p->partitions_moved),
+                &oom);
+    cluster_put(o, "moved_arc", cluster_u64(p->moved_arc), &oom);
+    cluster_put(o, "moved_cap", cluster_u64(p->moved_cap), &oom);
+    cluster_put(o, "ideal", json_real(p->ideal), &oom);
+    cluster_put(o, "churn", json_real(p->churn), &oom);
+    cluster_put(o, "cap_before", cluster_u64(p->cap_before), &oom);
+    cluster_put(o, "cap_after", cluster_u64(p->cap_after), &oom);
+    cluster_put(o, "keys_estimate", cluster_u64(p->keys_estimate), &oom);
+    if (oom) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- nodes ---- */
+
+int
+brim_ctl_nodes(struct brim_ctl *ctl)
+{
+    struct brim_member_info *m;
+    json_t                  *out;
+    size_t                   i, n;
+    int                      rc, oom = 0;
+
+    rc = cluster_need_coord(ctl, "nodes");
+    if (rc != 0) {
+        return rc;
+    }
+    rc = brim_members(ctl->client, &m, &n);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, "nodes", rc);
+    }
+    out = json_array();
+    for (i = 0; out != NULL && i < n; i++) {
+        if (json_array_append_new(out, cluster_member_json(&m[i], &oom))
+            != 0)
+        {
+            oom = 1;
+        }
+    }
+    brim_members_free(m);
+    if (out == NULL || oom) {
+        json_decref(out);
+        fprintf(stderr, "brimctl: nodes: out of memory\n");
+        return BRIM_CTL_EXIT_NO;
+    }
+    rc = BRIM_CTL_EXIT_OK;
+    if (ctl->json) {
+        rc = brim_ctl_print_json(out, 0);
+    } else if (json_array_size(out) == 0) {
+        printf("no nodes\n");
+    } else {
+        brim_ctl_print_table(out, "");
+    }
+    json_decref(out);
+    return rc;
+}
+
+/* ---- leave ---- */
+
+/* Where the leave of one node stands, from the cluster's stats. */
+struct cluster_leave_state {
+    int      listed;                /* the node is among the nodes */
+    char     state[16];             /* its state ("leaving") */
+    int      active;                /* migration.active */
+    uint64_t done;                  /* migration.partitions_done */
+    uint64_t total;                 /* migration.partitions_total */
+    uint64_t keys;                  /* migration.keys_moved */
+};
+
+/* Read the leave of NAME out of ST into *LS. */
+static void
+cluster_leave_state(const struct brim_cluster_stats *st, const char *name,
+                    struct cluster_leave_state *ls)
+{
+    size_t i;
+
+    memset(ls, 0, sizeof(*ls));
+    for (i = 0; i < st->nnodes; i++) {
+        if (strcmp(st->nodes[i].name, name) == 0) {
+            snprintf(ls->state, sizeof(ls->state), "%s",
+                     brim_node_state_name(st->nodes[i].state));
+            ls->listed = 1;
+        }
+    }
+    ls->active = st->migration.active;
+    ls->done = st->migration.partitions_done;
+    ls->total = st->migration.partitions_total;
+    ls->keys = st->migration.keys_moved;
+}
+
+/*
+ * leave --wait: poll the cluster's stats every 200 ms, drawing the
+ * migration's progress, until NAME is no longer listed and no migration
+ * runs; exit 2 after --timeout seconds. A failed poll is tried again
+ * until then.
+ */
+static int
+cluster_leave_wait(struct brim_ctl *ctl, const char *name)
+{
+    struct brim_ctl_progress    prog;
+    struct cluster_leave_state  ls;
+    struct brim_cluster_stats  *st;
+    double                      limit, left;
+    int                         rc;
+
+    limit = ctl->timeout_s > 0 ? ctl->timeout_s : BRIM_CTL_DEFAULT_TIMEOUT_S;
+    brim_ctl_progress_init(&prog, ctl->progress, 1);
+    memset(&ls, 0, sizeof(ls));
+    ls.listed = 1;                  /* until a poll says otherwise */
+    snprintf(ls.state, sizeof(ls.state), "?");
+    for (;;) {
+        rc = brim_cluster_stats(ctl->client, &st);
+        if (rc == 0) {
+            cluster_leave_state(st, name, &ls);
+            brim_cluster_stats_free(st);
+        }
+        if (rc == 0 && !ls.listed && !ls.active) {
+            break;
+        }
+        brim_ctl_progress_draw(
+            &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1,
+            0, "leave %s: %s, migration %" PRIu64 "/%" PRIu64 " partitions, "
+            "%" PRIu64 " keys moved, %.0f s", name,
+            ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
+            brim_ctl_progress_elapsed(&prog));
+        left = limit - brim_ctl_progress_elapsed(&prog);
+        if (left <= 0) {
+            brim_ctl_progress_clear(&prog);
+            fprintf(stderr, "brimctl: leave %s: not done after %g s: %s%s, "
+                    "migration %s %" PRIu64 "/%" PRIu64 " partitions%s%s\n",
+                    name, limit,
+                    ls.listed ? "still listed, state " : "not listed",
+                    ls.listed ? ls.state : "",
+                    ls.active ? "active" : "idle", ls.done, ls.total,
+                    rc != 0 ? "; last poll: " : "",
+                    rc != 0 ? brim_strerror(rc) : "");
+            return BRIM_CTL_EXIT_CONN;
+        }
+        brim_ctl_sleep(left < 0.2 ? left : 0.2);
+    }
+    brim_ctl_progress_draw(&prog, 1, 1, "leave %s: done", name);
+    printf("%s: left the cluster in %.1f s (migration %" PRIu64 "/%" PRIu64
+           " partitions, %" PRIu64 " keys moved)\n", name,
+           brim_ctl_progress_elapsed(&prog), ls.done, ls.total, ls.keys);
+    return BRIM_CTL_EXIT_OK;
+}
+
+int
+brim_ctl_leave(struct brim_ctl *ctl)
+{
+    uint64_t epoch;
+    char     what[128];
+    int      rc;
+
+    rc = cluster_need_coord(ctl, "leave");
+    if (rc != 0) {
+        return rc;
+    }
+    if (!ctl->wait && (ctl->timeout_s > 0 || ctl->progress)) {
+        fprintf(stderr, "brimctl: leave: --timeout and --progress are for "
+                "--wait\n");
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
+    rc = brim_leave(ctl->client, ctl->argv[0], ctl->force, &epoch);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, what, rc);
+    }
+    printf("%s: leaving at epoch %" PRIu64 "\n", ctl->argv[0], epoch);
+    if (!ctl->wait) {
+        return BRIM_CTL_EXIT_OK;
+    }
+    fflush(stdout);
+    return cluster_leave_wait(ctl, ctl->argv[0]);
+}
+
+/* ---- plan ---- */
+
+int
+brim_ctl_plan(struct brim_ctl *ctl)
+{
+    struct brim_plan plan;
+    json_t          *rep;
+    char             what[128];
+    int              kind, rc;
+
+    rc = cluster_need_coord(ctl, "plan");
+    if (rc != 0) {
+        return rc;
+    }
+    if (strcmp(ctl->argv[0], "join") == 0) {
+        kind = BRIM_PLAN_JOIN;
+    } else if (strcmp(ctl->argv[0], "leave") == 0) {
+        kind = BRIM_PLAN_LEAVE;
+        if (ctl->weight_ppm != 0) {
+            fprintf(stderr, "brimctl: plan leave: --weight is for join\n");
+            return BRIM_CTL_EXIT_USAGE;
+        }
+    } else {
+        fprintf(stderr, "brimctl: plan: \"%s\": want join or leave\n",
+                ctl->argv[0]);
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    snprintf(what, sizeof(what), "plan %s %.64s", ctl->argv[0], ctl->argv[1]);
+    rc = brim_plan(ctl->client, kind, ctl->argv[1], ctl->weight_ppm, &plan);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, what, rc);
+    }
+    rep = cluster_plan_json(&plan);
+    if (ctl->json || rep == NULL) {
+        rc = brim_ctl_print_json(rep, 0);
+    } else {
+        brim_ctl_print_obj(rep, "");
+    }
+    json_decref(rep);
+    return rc;
+}
+
+/* ---- stats ---- */
+
+/*
+ * The migration M as one line into BUF: state, partitions done/total (by
+ * arc and by cap), keys moved, and the churn (keys streamed over the
+ * ideal: what the change had to move at least).
+ */
+static void
+cluster_migration_text(const struct brim_cluster_migration *m, char *buf,
+                       size_t len)
+{
+    snprintf(buf, len, "%s, partitions %" PRIu64 "/%" PRIu64 " (arc %"
+             PRIu64 ", cap %" PRIu64 "), keys moved %" PRIu64 " (arc %"
+             PRIu64 ", cap %" PRIu64 "), churn %.2f of ideal",
+             m->active ? "active" : "idle", m->partitions_done,
+             m->partitions_total, m->moved_arc, m->moved_cap, m->keys_moved,
+             m->keys_moved_arc, m->keys_moved_cap, m->churn);
+}
+
+int
+brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact)
+{
+    struct brim_cluster_stats *st;
+    json_t                    *rep;
+    char                       line[256], waiting[320];
+    int                        rc;
+
+    rc = brim_cluster_stats(ctl->client, &st);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, "stats", rc);
+    }
+    rep = cluster_stats_json(st);
+    if (rep != NULL && !ctl->json) {
+        /* The migration as one line, in its place in the table, and a
+         * join or leave held back: why, and for how long. */
+        cluster_migration_text(&st->migration, line, sizeof(line));
+        if (st->migration.waiting[0] != '\0') {
+            snprintf(waiting, sizeof(waiting), "%.1f s: %s",
+                     (double) st->migration.waiting_ms / 1000.0,
+                     st->migration.waiting);
+            json_object_set_new(rep, "change_waiting", json_string(waiting));
+        }
+        json_object_set_new(rep, "migration", json_string(line));
+    }
+    brim_cluster_stats_free(st);
+    if (ctl->json || rep == NULL) {
+        rc = brim_ctl_print_json(rep, compact);
+    } else {
+        brim_ctl_print_obj(rep, "");
+    }
+    json_decref(rep);
+    return rc;
+}
