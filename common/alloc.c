@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local size_t   alloc_live_bytes;   /* usable bytes held */
+static _Thread_local size_t   alloc_live_bytes;     /* usable bytes held */
 static _Thread_local uint64_t alloc_fail_countdown; /* 0: injection off */
-static _Thread_local int      alloc_fail_sticky;  /* keep failing once hit */
+static _Thread_local int      alloc_fail_sticky;    /* keep failing once hit */
 
 /* True when the injected failure fires for this call. */
 static int
@@ -68,19 +68,19 @@ brim_calloc(size_t n, size_t size)
 void *
 brim_realloc(void *p, size_t size)
 {
-    void   *q;
-    size_t  old;
+    void  *q;
+    size_t old;
 
     if (alloc_should_fail()) {
         return NULL;
     }
     if (size == 0) {
-        size = 1;           /* realloc(p, 0) may free P: keep one contract */
+        size = 1; /* realloc(p, 0) may free P: keep one contract */
     }
     old = p != NULL ? malloc_usable_size(p) : 0;
     q = realloc(p, size);
     if (q == NULL) {
-        return NULL;        /* P is untouched and still the caller's */
+        return NULL; /* P is untouched and still the caller's */
     }
     alloc_live_bytes -= old;
     alloc_live_bytes += malloc_usable_size(q);

@@ -12,8 +12,8 @@
 
 #include <brim/status.h>
 
-#define BRIM_CONTAINER_OF(ptr, type, member)                                 \
-    ((type *) (void *) ((char *) (ptr) - offsetof(type, member)))
+#define BRIM_CONTAINER_OF(ptr, type, member)                                   \
+    ((type *) (void *) ((char *) (ptr) -offsetof(type, member)))
 
 #define BRIM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define BRIM_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -26,11 +26,11 @@
  */
 _Noreturn void brim_assert_fail(const char *expr, const char *file, int line);
 
-#define BRIM_ASSERT(x)                                                       \
-    do {                                                                     \
-        if (!(x)) {                                                          \
-            brim_assert_fail(#x, __FILE__, __LINE__);                        \
-        }                                                                    \
+#define BRIM_ASSERT(x)                                                         \
+    do {                                                                       \
+        if (!(x)) {                                                            \
+            brim_assert_fail(#x, __FILE__, __LINE__);                          \
+        }                                                                      \
     } while (0)
 
 #ifdef BRIM_DEBUG

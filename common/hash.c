@@ -13,7 +13,7 @@
 
 /* Seed offsets for the derived streams (arbitrary odd constants). */
 #define HASH_PARTITION_TWEAK 0x9e3779b97f4a7c15ull
-#define HASH_TOKEN_TWEAK     0xc2b2ae3d27d4eb4full
+#define HASH_TOKEN_TWEAK 0xc2b2ae3d27d4eb4full
 
 /* Token input: le32 length, the name (at most this long), le32 index. */
 #define HASH_TOKEN_NAME_MAX 255
@@ -63,7 +63,7 @@ brim_hash_token(uint64_t seed, const char *name, size_t name_len,
 {
     unsigned char b[4 + HASH_TOKEN_NAME_MAX + 4];
 
-    BRIM_ASSERT(name_len <= HASH_TOKEN_NAME_MAX);   /* ring checks names */
+    BRIM_ASSERT(name_len <= HASH_TOKEN_NAME_MAX); /* ring checks names */
 
     put_le32(b, (uint32_t) name_len);
     memcpy(b + 4, name, name_len);

@@ -19,8 +19,8 @@ brim_map_init(struct brim_map *map, uint32_t npartitions, uint64_t epoch)
     uint32_t i;
 
     memset(map, 0, sizeof(*map));
-    map->owner = brim_malloc((size_t) BRIM_MAX(npartitions, 1)
-                             * sizeof(*map->owner));
+    map->owner =
+        brim_malloc((size_t) BRIM_MAX(npartitions, 1) * sizeof(*map->owner));
     if (map->owner == NULL) {
         return BRIM_ENOMEM;
     }
@@ -100,8 +100,10 @@ brim_map_diff(const struct brim_map *old, const struct brim_ring *old_ring,
     size_t            n = 0, k = 0;
 
     if (old->npartitions != new->npartitions) {
-        brim_errfmt(errbuf, "map: cannot diff maps of %" PRIu32 " and %"
-                    PRIu32 " partitions", old->npartitions, new->npartitions);
+        brim_errfmt(errbuf,
+                    "map: cannot diff maps of %" PRIu32 " and %" PRIu32
+                    " partitions",
+                    old->npartitions, new->npartitions);
         return BRIM_EINVAL;
     }
     trans = brim_malloc(BRIM_MAX(old_ring->nnodes, 1) * sizeof(*trans));
@@ -132,9 +134,8 @@ brim_map_diff(const struct brim_map *old, const struct brim_ring *old_ring,
         out[k].partition = i;
         out[k].from = from < old_ring->nnodes ? from : BRIM_NODE_NONE;
         out[k].to = new->owner[i];
-        out[k].reason = (uint8_t) brim_move_reason_of(old_ring, from,
-                                                      new_ring, new->owner[i],
-                                                      pos[i]);
+        out[k].reason = (uint8_t) brim_move_reason_of(old_ring, from, new_ring,
+                                                      new->owner[i], pos[i]);
         k++;
     }
     brim_free(trans);

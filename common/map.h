@@ -17,17 +17,17 @@
 
 /* A partition map for one epoch. */
 struct brim_map {
-    uint64_t  epoch;                /* membership epoch, 0 = none yet */
-    uint32_t  npartitions;          /* P, a power of two */
-    uint16_t *owner;                /* P node indices of the epoch's ring */
+    uint64_t  epoch;       /* membership epoch, 0 = none yet */
+    uint32_t  npartitions; /* P, a power of two */
+    uint16_t *owner;       /* P node indices of the epoch's ring */
 };
 
 /* One partition that changes owner between two maps. */
 struct brim_move {
-    uint32_t partition;             /* partition index */
-    uint16_t from;                  /* old owner, old ring index or NONE */
-    uint16_t to;                    /* new owner, new ring index */
-    uint8_t  reason;                /* enum brim_move_reason: ARC or CAP */
+    uint32_t partition; /* partition index */
+    uint16_t from;      /* old owner, old ring index or NONE */
+    uint16_t to;        /* new owner, new ring index */
+    uint8_t  reason;    /* enum brim_move_reason: ARC or CAP */
 };
 
 /*
@@ -52,14 +52,14 @@ void brim_map_positions(uint64_t seed, uint32_t npartitions, uint64_t *pos);
  * overwritten) is how many partitions MAP gives node j. Returns the number
  * of partitions with no owner (BRIM_NODE_NONE or an index >= nnodes).
  */
-size_t brim_map_counts(const struct brim_map *map,
-                       const struct brim_ring *ring, uint64_t *count);
+size_t brim_map_counts(const struct brim_map *map, const struct brim_ring *ring,
+                       uint64_t *count);
 
 /*
  * Partitions of MAP that are displaced: owned by a node other than their
  * ring owner on RING at positions POS (NPARTITIONS entries, borrowed).
  */
-size_t brim_map_displaced(const struct brim_map *map,
+size_t brim_map_displaced(const struct brim_map  *map,
                           const struct brim_ring *ring, const uint64_t *pos);
 
 /*
@@ -73,7 +73,7 @@ size_t brim_map_displaced(const struct brim_map *map,
  */
 int brim_map_diff(const struct brim_map *old, const struct brim_ring *old_ring,
                   const struct brim_map *new, const struct brim_ring *new_ring,
-                  const uint64_t *pos, struct brim_move **moves,
-                  size_t *nmoves, char errbuf[BRIM_ERRBUF_LEN]);
+                  const uint64_t *pos, struct brim_move **moves, size_t *nmoves,
+                  char errbuf[BRIM_ERRBUF_LEN]);
 
 #endif /* BRIM_COMMON_MAP_H */

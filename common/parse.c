@@ -27,7 +27,7 @@ brim_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
             return BRIM_EINVAL;
         }
         if (v > (UINT64_MAX - (uint64_t) (*p - '0')) / 10) {
-            return BRIM_EINVAL;     /* above 2^64 - 1 */
+            return BRIM_EINVAL; /* above 2^64 - 1 */
         }
         v = v * 10 + (uint64_t) (*p - '0');
     }
@@ -56,15 +56,13 @@ brim_parse_double(const char *text, double min, double max, double *out)
     char  *end;
     double v;
 
-    if (text == NULL || text[0] == '\0' || text[0] == ' '
-        || text[0] == '\t')
-    {
+    if (text == NULL || text[0] == '\0' || text[0] == ' ' || text[0] == '\t') {
         return BRIM_EINVAL;
     }
     errno = 0;
     v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno != 0 || !isfinite(v)
-        || !(v >= min) || !(v <= max))
+    if (end == text || *end != '\0' || errno != 0 || !isfinite(v) || !(v >= min)
+        || !(v <= max))
     {
         return BRIM_EINVAL;
     }
@@ -110,8 +108,7 @@ brim_parse_u64_range(const char *text, uint64_t lo, uint64_t hi,
 
 int
 brim_addr_split(const char *addr, char *host, size_t host_size,
-                uint32_t port_min, uint16_t *port,
-                char errbuf[BRIM_ERRBUF_LEN])
+                uint32_t port_min, uint16_t *port, char errbuf[BRIM_ERRBUF_LEN])
 {
     const char *colon, *h, *p;
     size_t      hlen;
@@ -126,8 +123,10 @@ brim_addr_split(const char *addr, char *host, size_t host_size,
         h = addr + 1;
         colon = strchr(h, ']');
         if (colon == NULL || colon[1] != ':') {
-            brim_errfmt(errbuf, "addr: bad address \"%.64s\": want "
-                        "[v6addr]:port", addr);
+            brim_errfmt(errbuf,
+                        "addr: bad address \"%.64s\": want "
+                        "[v6addr]:port",
+                        addr);
             return BRIM_EINVAL;
         }
         hlen = (size_t) (colon - h);
@@ -135,8 +134,10 @@ brim_addr_split(const char *addr, char *host, size_t host_size,
     } else {
         colon = strrchr(addr, ':');
         if (colon == NULL || memchr(addr, ':', (size_t) (colon - addr))) {
-            brim_errfmt(errbuf, "addr: bad address \"%.64s\": want "
-                        "host:port (IPv6 as [addr]:port)", addr);
+            brim_errfmt(errbuf,
+                        "addr: bad address \"%.64s\": want "
+                        "host:port (IPv6 as [addr]:port)",
+                        addr);
             return BRIM_EINVAL;
         }
         h = addr;
@@ -144,14 +145,18 @@ brim_addr_split(const char *addr, char *host, size_t host_size,
         p = colon + 1;
     }
     if (hlen == 0 || hlen >= host_size || hlen > BRIM_HOST_MAX) {
-        brim_errfmt(errbuf, "addr: bad address \"%.64s\": host is %zu bytes, "
-                    "allowed 1 .. %zu", addr, hlen,
+        brim_errfmt(errbuf,
+                    "addr: bad address \"%.64s\": host is %zu bytes, "
+                    "allowed 1 .. %zu",
+                    addr, hlen,
                     BRIM_MIN(host_size - 1, (size_t) BRIM_HOST_MAX));
         return BRIM_EINVAL;
     }
     if (brim_parse_u32(p, port_min, 65535, &v) != 0) {
-        brim_errfmt(errbuf, "addr: bad address \"%.64s\": port \"%.16s\" is "
-                    "not %u .. 65535", addr, p, port_min);
+        brim_errfmt(errbuf,
+                    "addr: bad address \"%.64s\": port \"%.16s\" is "
+                    "not %u .. 65535",
+                    addr, p, port_min);
         return BRIM_EINVAL;
     }
     memcpy(host, h, hlen);

@@ -23,12 +23,10 @@
  * success writes *OUT and returns 0; returns BRIM_EINVAL (not such a
  * number, or out of the range, or above 2^64 - 1) and writes nothing.
  */
-int brim_parse_u64(const char *text, uint64_t min, uint64_t max,
-                   uint64_t *out);
+int brim_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
 
 /* brim_parse_u64() into a 32-bit *OUT (MAX at most UINT32_MAX). */
-int brim_parse_u32(const char *text, uint32_t min, uint32_t max,
-                   uint32_t *out);
+int brim_parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *out);
 
 /*
  * Parse TEXT as a finite decimal number from MIN to MAX (a fraction and

@@ -19,9 +19,9 @@
 #define PPM_ONE ((uint64_t) 1000000)
 
 /* Unit states inside brim_place_rebalance(). */
-#define UNIT_SETTLED   0            /* kept its owner so far */
-#define UNIT_UNSETTLED 1            /* owner gone, or in a newcomer's arc */
-#define UNIT_SHED      2            /* shed by an over-cap owner */
+#define UNIT_SETTLED 0   /* kept its owner so far */
+#define UNIT_UNSETTLED 1 /* owner gone, or in a newcomer's arc */
+#define UNIT_SHED 2      /* shed by an over-cap owner */
 
 /*
  * The walk: "next token whose node has room", after the disjoint-set
@@ -29,12 +29,12 @@
  * from having room to full, so links only ever point forward.
  */
 struct place_walk {
-    const struct brim_ring *ring;       /* borrowed */
-    const uint64_t         *cap;        /* per node, borrowed */
-    uint64_t               *count;      /* per node, borrowed, updated */
-    uint32_t               *parent;     /* ntokens + 1; [ntokens] wraps */
-    uint32_t               *tok_start;  /* nnodes + 1 offsets in tok_of */
-    uint32_t               *tok_of;     /* token indices grouped by node */
+    const struct brim_ring *ring;      /* borrowed */
+    const uint64_t         *cap;       /* per node, borrowed */
+    uint64_t               *count;     /* per node, borrowed, updated */
+    uint32_t               *parent;    /* ntokens + 1; [ntokens] wraps */
+    uint32_t               *tok_start; /* nnodes + 1 offsets in tok_of */
+    uint32_t               *tok_of;    /* token indices grouped by node */
 };
 
 const char *
@@ -73,7 +73,8 @@ brim_ppm_parse(const char *what, const char *text, uint64_t max_ppm,
             if (fdigits < 6) {
                 frac = frac * 10 + (uint64_t) (*p - '0');
             } else if (*p != '0') {
-                brim_errfmt(errbuf, "%s: \"%s\" has more than 6 decimal "
+                brim_errfmt(errbuf,
+                            "%s: \"%s\" has more than 6 decimal "
                             "places; millionths cannot hold it exactly",
                             what, text);
                 return BRIM_EINVAL;
@@ -83,8 +84,10 @@ brim_ppm_parse(const char *what, const char *text, uint64_t max_ppm,
         }
     }
     if (*p != '\0' || digits + fdigits == 0) {
-        brim_errfmt(errbuf, "%s: \"%s\" is not a plain non-negative decimal "
-                    "number (like 0.05)", what, text);
+        brim_errfmt(errbuf,
+                    "%s: \"%s\" is not a plain non-negative decimal "
+                    "number (like 0.05)",
+                    what, text);
         return BRIM_EINVAL;
     }
     while (fdigits < 6) {
@@ -100,9 +103,9 @@ brim_ppm_parse(const char *what, const char *text, uint64_t max_ppm,
     return 0;
 
 too_big:
-    brim_errfmt(errbuf, "%s: \"%s\" is too large, the most is %" PRIu64
-                ".%06" PRIu64, what, text, max_ppm / PPM_ONE,
-                max_ppm % PPM_ONE);
+    brim_errfmt(errbuf,
+                "%s: \"%s\" is too large, the most is %" PRIu64 ".%06" PRIu64,
+                what, text, max_ppm / PPM_ONE, max_ppm % PPM_ONE);
     return BRIM_EINVAL;
 }
 
@@ -154,17 +157,19 @@ brim_placement_check(uint32_t tokens_per_node, uint32_t partitions,
                      uint32_t nnodes, char errbuf[BRIM_ERRBUF_LEN])
 {
     if (tokens_per_node == 0 || tokens_per_node > BRIM_TOKENS_PER_NODE_MAX) {
-        brim_errfmt(errbuf, "placement: tokens per node (V) is %" PRIu32
-                    ", must be 1 to %d", tokens_per_node,
-                    BRIM_TOKENS_PER_NODE_MAX);
+        brim_errfmt(errbuf,
+                    "placement: tokens per node (V) is %" PRIu32
+                    ", must be 1 to %d",
+                    tokens_per_node, BRIM_TOKENS_PER_NODE_MAX);
         return BRIM_EINVAL;
     }
     if (partitions < BRIM_PARTITIONS_MIN || partitions > BRIM_PARTITIONS_MAX
         || (partitions & (partitions - 1)) != 0)
     {
-        brim_errfmt(errbuf, "placement: partitions (P) is %" PRIu32 ", must "
-                    "be a power of two from %u to %u", partitions,
-                    BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX);
+        brim_errfmt(errbuf,
+                    "placement: partitions (P) is %" PRIu32 ", must "
+                    "be a power of two from %u to %u",
+                    partitions, BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX);
         return BRIM_EINVAL;
     }
     if (nnodes > BRIM_NODES_MAX) {
@@ -173,7 +178,8 @@ brim_placement_check(uint32_t tokens_per_node, uint32_t partitions,
         return BRIM_EINVAL;
     }
     if (partitions < nnodes) {
-        brim_errfmt(errbuf, "placement: partitions (P) is %" PRIu32 ", fewer "
+        brim_errfmt(errbuf,
+                    "placement: partitions (P) is %" PRIu32 ", fewer "
                     "than the %" PRIu32 " nodes; P must be at least N",
                     partitions, nnodes);
         return BRIM_EINVAL;
@@ -284,7 +290,7 @@ walk_take(struct place_walk *w, uint32_t start)
     if (root == w->ring->ntokens) {
         root = walk_root(w, 0);
     }
-    BRIM_ASSERT(root < w->ring->ntokens);   /* caps sum to >= units */
+    BRIM_ASSERT(root < w->ring->ntokens); /* caps sum to >= units */
     node = w->ring->tokens[root].node;
     w->count[node]++;
     if (w->count[node] >= w->cap[node]) {
@@ -303,7 +309,7 @@ place_alloc_loads(const struct brim_ring *ring, uint64_t units,
     if (*cap == NULL || *count == NULL) {
         brim_free(*cap);
         brim_free(*count);
-        *cap = NULL;                /* callers free both again on error */
+        *cap = NULL; /* callers free both again on error */
         *count = NULL;
         return BRIM_ENOMEM;
     }
@@ -316,9 +322,9 @@ brim_place_replace(const struct brim_ring *ring, uint64_t eps_ppm,
                    const uint64_t *pos, size_t n, uint16_t *owner,
                    char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct place_walk  w;
-    uint64_t          *cap, *count;
-    size_t             i;
+    struct place_walk w;
+    uint64_t         *cap, *count;
+    size_t            i;
 
     if (ring->nnodes == 0 || ring->ntokens == 0) {
         brim_errfmt(errbuf, "placement: no nodes to place %zu units on", n);
@@ -333,8 +339,8 @@ brim_place_replace(const struct brim_ring *ring, uint64_t eps_ppm,
         goto nomem;
     }
     for (i = 0; i < n; i++) {
-        owner[i] = (uint16_t) walk_take(&w, (uint32_t)
-                                        brim_ring_successor(ring, pos[i]));
+        owner[i] = (uint16_t) walk_take(
+            &w, (uint32_t) brim_ring_successor(ring, pos[i]));
     }
     walk_destroy(&w);
     brim_free(cap);
@@ -368,7 +374,7 @@ rebalance_shed(const struct brim_ring *ring, const uint32_t *succ, size_t n,
                 continue;
             }
             if (pass == 0 && o == ring->tokens[succ[i]].node) {
-                continue;               /* natural: shed in the second pass */
+                continue; /* natural: shed in the second pass */
             }
             owner[i] = BRIM_NODE_NONE;
             state[i] = UNIT_SHED;
@@ -379,31 +385,31 @@ rebalance_shed(const struct brim_ring *ring, const uint32_t *succ, size_t n,
 
 int
 brim_place_rebalance(const struct brim_ring *old_ring,
-                     const uint16_t *old_owner,
+                     const uint16_t         *old_owner,
                      const struct brim_ring *new_ring, uint64_t eps_ppm,
                      const uint64_t *pos, size_t n, uint16_t *new_owner,
                      uint8_t *reason, char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct place_walk  w;
-    uint64_t          *cap = NULL, *count = NULL;
-    uint16_t          *trans = NULL, *back = NULL;
-    uint32_t          *succ = NULL;
-    uint8_t           *state = NULL;
-    uint16_t           o, r;
-    size_t             i;
-    int                rc = BRIM_ENOMEM;
+    struct place_walk w;
+    uint64_t         *cap = NULL, *count = NULL;
+    uint16_t         *trans = NULL, *back = NULL;
+    uint32_t         *succ = NULL;
+    uint8_t          *state = NULL;
+    uint16_t          o, r;
+    size_t            i;
+    int               rc = BRIM_ENOMEM;
 
     if (new_ring->nnodes == 0 || new_ring->ntokens == 0) {
         brim_errfmt(errbuf, "placement: no nodes to place %zu units on", n);
         return BRIM_EINVAL;
     }
     for (i = 0; i < n; i++) {
-        if (old_owner[i] != BRIM_NODE_NONE
-            && old_owner[i] >= old_ring->nnodes)
+        if (old_owner[i] != BRIM_NODE_NONE && old_owner[i] >= old_ring->nnodes)
         {
-            brim_errfmt(errbuf, "placement: unit %zu has old owner %u, but "
-                        "the old ring has %" PRIu32 " nodes", i,
-                        old_owner[i], old_ring->nnodes);
+            brim_errfmt(errbuf,
+                        "placement: unit %zu has old owner %u, but "
+                        "the old ring has %" PRIu32 " nodes",
+                        i, old_owner[i], old_ring->nnodes);
             return BRIM_EINVAL;
         }
     }
@@ -417,14 +423,14 @@ brim_place_rebalance(const struct brim_ring *old_ring,
         goto done;
     }
     brim_ring_translate(old_ring, new_ring, trans);
-    brim_ring_translate(new_ring, old_ring, back);  /* NONE: a newcomer */
+    brim_ring_translate(new_ring, old_ring, back); /* NONE: a newcomer */
 
     /* Step 1: settled units keep their owner; the rest wait. */
     for (i = 0; i < n; i++) {
         succ[i] = (uint32_t) brim_ring_successor(new_ring, pos[i]);
         r = (uint16_t) new_ring->tokens[succ[i]].node;
         o = old_owner[i] == BRIM_NODE_NONE ? BRIM_NODE_NONE
-            : trans[old_owner[i]];
+                                           : trans[old_owner[i]];
         if (o == BRIM_NODE_NONE || back[r] == BRIM_NODE_NONE) {
             new_owner[i] = BRIM_NODE_NONE;
             state[i] = UNIT_UNSETTLED;
@@ -450,7 +456,7 @@ brim_place_rebalance(const struct brim_ring *old_ring,
     if (reason != NULL) {
         for (i = 0; i < n; i++) {
             o = old_owner[i] == BRIM_NODE_NONE ? BRIM_NODE_NONE
-                : trans[old_owner[i]];
+                                               : trans[old_owner[i]];
             r = (uint16_t) new_ring->tokens[succ[i]].node;
             if (o == new_owner[i]) {
                 reason[i] = BRIM_MOVE_NONE;

@@ -31,9 +31,9 @@
 
 /* Why a unit changed owner in one membership change. */
 enum brim_move_reason {
-    BRIM_MOVE_NONE = 0,             /* same owner (by name) as before */
-    BRIM_MOVE_ARC = 1,              /* its owner left, or a newcomer's arc */
-    BRIM_MOVE_CAP = 2               /* shed by a full node, or walked past
+    BRIM_MOVE_NONE = 0, /* same owner (by name) as before */
+    BRIM_MOVE_ARC = 1,  /* its owner left, or a newcomer's arc */
+    BRIM_MOVE_CAP = 2   /* shed by a full node, or walked past
                                        its ring owner because it was full */
 };
 
@@ -114,7 +114,7 @@ int brim_place_replace(const struct brim_ring *ring, uint64_t eps_ppm,
  * range) or BRIM_ENOMEM, with ERRBUF (if not NULL) saying which.
  */
 int brim_place_rebalance(const struct brim_ring *old_ring,
-                         const uint16_t *old_owner,
+                         const uint16_t         *old_owner,
                          const struct brim_ring *new_ring, uint64_t eps_ppm,
                          const uint64_t *pos, size_t n, uint16_t *new_owner,
                          uint8_t *reason, char errbuf[BRIM_ERRBUF_LEN]);
@@ -128,7 +128,7 @@ int brim_place_rebalance(const struct brim_ring *old_ring,
  * agrees with the reasons brim_place_rebalance() writes.
  */
 enum brim_move_reason brim_move_reason_of(const struct brim_ring *old_ring,
-                                          uint16_t old_owner,
+                                          uint16_t                old_owner,
                                           const struct brim_ring *new_ring,
                                           uint16_t new_owner, uint64_t pos);
 

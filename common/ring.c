@@ -14,7 +14,6 @@
 #include "common/defs.h"
 #include "common/hash.h"
 
-
 int
 brim_ring_name_valid(const char *name, size_t len)
 {
@@ -27,8 +26,8 @@ brim_ring_name_valid(const char *name, size_t len)
     for (i = 0; i < len; i++) {
         ch = name[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-              || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_'
-              || ch == ':' || ch == '-'))
+              || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':'
+              || ch == '-'))
         {
             return 0;
         }
@@ -72,7 +71,8 @@ ring_lower_bound_node(const struct brim_ring *ring, const char *name,
     while (lo < hi) {
         mid = lo + (hi - lo) / 2;
         if (ring_name_cmp(ring->nodes[mid].name, ring->nodes[mid].name_len,
-                          name, len) < 0)
+                          name, len)
+            < 0)
         {
             lo = mid + 1;
         } else {
@@ -88,9 +88,9 @@ brim_ring_init(struct brim_ring *ring, uint64_t seed, uint32_t tokens_per_node,
 {
     memset(ring, 0, sizeof(*ring));
     if (tokens_per_node == 0 || tokens_per_node > BRIM_TOKENS_PER_NODE_MAX) {
-        brim_errfmt(errbuf, "ring: tokens per node (V) is %" PRIu32
-                    ", must be 1 to %d", tokens_per_node,
-                    BRIM_TOKENS_PER_NODE_MAX);
+        brim_errfmt(errbuf,
+                    "ring: tokens per node (V) is %" PRIu32 ", must be 1 to %d",
+                    tokens_per_node, BRIM_TOKENS_PER_NODE_MAX);
         return BRIM_EINVAL;
     }
     ring->seed = seed;
@@ -125,15 +125,14 @@ brim_ring_copy(struct brim_ring *dst, const struct brim_ring *src)
     dst->nodes_cap = src->nnodes;
     dst->tokens_cap = src->ntokens;
     dst->nodes = brim_calloc(BRIM_MAX(src->nnodes, 1), sizeof(*dst->nodes));
-    dst->tokens = brim_malloc(BRIM_MAX(src->ntokens, 1)
-                              * sizeof(*dst->tokens));
+    dst->tokens = brim_malloc(BRIM_MAX(src->ntokens, 1) * sizeof(*dst->tokens));
     if (dst->nodes == NULL || dst->tokens == NULL) {
         goto fail;
     }
     for (i = 0; i < src->nnodes; i++) {
         dst->nodes[i] = src->nodes[i];
-        dst->nodes[i].name = brim_strndup(src->nodes[i].name,
-                                          src->nodes[i].name_len);
+        dst->nodes[i].name =
+            brim_strndup(src->nodes[i].name, src->nodes[i].name_len);
         if (dst->nodes[i].name == NULL) {
             goto fail;
         }
@@ -231,25 +230,31 @@ ring_add(struct brim_ring *ring, const char *name, uint32_t weight_ppm,
 
     name_len = strlen(name);
     if (!brim_ring_name_valid(name, name_len)) {
-        brim_errfmt(errbuf, "ring: bad node name \"%.64s\": %zu bytes, must "
-                    "be 1 to %d of [A-Za-z0-9._:-]", name, name_len,
-                    BRIM_NAME_MAX);
+        brim_errfmt(errbuf,
+                    "ring: bad node name \"%.64s\": %zu bytes, must "
+                    "be 1 to %d of [A-Za-z0-9._:-]",
+                    name, name_len, BRIM_NAME_MAX);
         return BRIM_EINVAL;
     }
     if (weight_ppm < BRIM_WEIGHT_PPM_MIN || weight_ppm > BRIM_WEIGHT_PPM_MAX) {
-        brim_errfmt(errbuf, "ring: node \"%s\": weight %" PRIu32 " ppm out of "
-                    "range, must be %u to %u ppm (0.001 to 1000)", name,
-                    weight_ppm, BRIM_WEIGHT_PPM_MIN, BRIM_WEIGHT_PPM_MAX);
+        brim_errfmt(errbuf,
+                    "ring: node \"%s\": weight %" PRIu32 " ppm out of "
+                    "range, must be %u to %u ppm (0.001 to 1000)",
+                    name, weight_ppm, BRIM_WEIGHT_PPM_MIN, BRIM_WEIGHT_PPM_MAX);
         return BRIM_EINVAL;
     }
     if (ntok == 0 || ntok > BRIM_NODE_TOKENS_MAX) {
-        brim_errfmt(errbuf, "ring: node \"%s\": %" PRIu32 " tokens, must be "
-                    "1 to %u", name, ntok, BRIM_NODE_TOKENS_MAX);
+        brim_errfmt(errbuf,
+                    "ring: node \"%s\": %" PRIu32 " tokens, must be "
+                    "1 to %u",
+                    name, ntok, BRIM_NODE_TOKENS_MAX);
         return BRIM_EINVAL;
     }
     if (ring->nnodes >= BRIM_NODES_MAX) {
-        brim_errfmt(errbuf, "ring: cannot add \"%s\": the ring holds %d "
-                    "nodes, the most allowed", name, BRIM_NODES_MAX);
+        brim_errfmt(errbuf,
+                    "ring: cannot add \"%s\": the ring holds %d "
+                    "nodes, the most allowed",
+                    name, BRIM_NODES_MAX);
         return BRIM_EINVAL;
     }
     if (brim_ring_find_node(ring, name, name_len) >= 0) {
@@ -265,8 +270,9 @@ ring_add(struct brim_ring *ring, const char *name, uint32_t weight_ppm,
     {
         brim_free(copy);
         brim_free(fresh);
-        brim_errfmt(errbuf, "ring: out of memory adding \"%s\" (%" PRIu32
-                    " tokens)", name, ntok);
+        brim_errfmt(errbuf,
+                    "ring: out of memory adding \"%s\" (%" PRIu32 " tokens)",
+                    name, ntok);
         return BRIM_ENOMEM;
     }
 
@@ -275,10 +281,10 @@ ring_add(struct brim_ring *ring, const char *name, uint32_t weight_ppm,
     idx = ring_lower_bound_node(ring, name, name_len);
     memmove(&ring->nodes[idx + 1], &ring->nodes[idx],
             (ring->nnodes - idx) * sizeof(*ring->nodes));
-    ring->nodes[idx] = (struct brim_ring_node) {
-        .name = copy, .name_len = (uint32_t) name_len,
-        .weight_ppm = weight_ppm, .ntokens = ntok
-    };
+    ring->nodes[idx] = (struct brim_ring_node){.name = copy,
+                                               .name_len = (uint32_t) name_len,
+                                               .weight_ppm = weight_ppm,
+                                               .ntokens = ntok};
     ring->nnodes++;
     for (i = 0; i < ring->ntokens; i++) {
         if (ring->tokens[i].node >= idx) {
@@ -286,9 +292,9 @@ ring_add(struct brim_ring *ring, const char *name, uint32_t weight_ppm,
         }
     }
     for (i = 0; i < ntok; i++) {
-        fresh[i].pos = pos != NULL ? pos[i]
-                       : brim_hash_token(ring->seed, copy, name_len,
-                                         (uint32_t) i);
+        fresh[i].pos = pos != NULL
+            ? pos[i]
+            : brim_hash_token(ring->seed, copy, name_len, (uint32_t) i);
         fresh[i].node = idx;
     }
     ring->weight_sum_ppm += weight_ppm;
@@ -362,8 +368,9 @@ brim_ring_find_node(const struct brim_ring *ring, const char *name,
 
     idx = ring_lower_bound_node(ring, name, name_len);
     if (idx < ring->nnodes
-        && ring_name_cmp(ring->nodes[idx].name, ring->nodes[idx].name_len,
-                         name, name_len) == 0)
+        && ring_name_cmp(ring->nodes[idx].name, ring->nodes[idx].name_len, name,
+                         name_len)
+            == 0)
     {
         return (int32_t) idx;
     }
@@ -385,7 +392,7 @@ brim_ring_successor(const struct brim_ring *ring, uint64_t pos)
             hi = mid;
         }
     }
-    return lo == ring->ntokens ? 0 : lo;  /* past the last token: wrap */
+    return lo == ring->ntokens ? 0 : lo; /* past the last token: wrap */
 }
 
 uint32_t
@@ -414,11 +421,11 @@ brim_ring_shares(const struct brim_ring *ring, double *share)
      * token, and unsigned subtraction is exactly that length mod 2^64. */
     for (i = 0; i < ring->ntokens; i++) {
         arc = ring->tokens[i].pos
-              - ring->tokens[i == 0 ? ring->ntokens - 1 : i - 1].pos;
+            - ring->tokens[i == 0 ? ring->ntokens - 1 : i - 1].pos;
         share[ring->tokens[i].node] += (double) arc;
     }
     for (i = 0; i < ring->nnodes; i++) {
-        share[i] /= 18446744073709551616.0;     /* 2^64 */
+        share[i] /= 18446744073709551616.0; /* 2^64 */
     }
 }
 

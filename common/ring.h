@@ -32,16 +32,16 @@
 
 /* One token: a point on the ring and the index of the node that holds it. */
 struct brim_token {
-    uint64_t pos;                   /* ring position, 0 .. 2^64 - 1 */
-    uint32_t node;                  /* index into brim_ring.nodes */
+    uint64_t pos;  /* ring position, 0 .. 2^64 - 1 */
+    uint32_t node; /* index into brim_ring.nodes */
 };
 
 /* One member of the ring. */
 struct brim_ring_node {
-    char     *name;                 /* NUL-terminated copy, owned by the ring */
-    uint32_t  name_len;             /* bytes, 1 .. BRIM_NAME_MAX */
-    uint32_t  weight_ppm;           /* weight in millionths of 1 */
-    uint32_t  ntokens;              /* tokens this node holds */
+    char    *name;       /* NUL-terminated copy, owned by the ring */
+    uint32_t name_len;   /* bytes, 1 .. BRIM_NAME_MAX */
+    uint32_t weight_ppm; /* weight in millionths of 1 */
+    uint32_t ntokens;    /* tokens this node holds */
 };
 
 /*

@@ -13,7 +13,7 @@
 
 /* Generator state; embed it and seed it with brim_rng_seed(). */
 struct brim_rng {
-    uint64_t s[4];                  /* xoshiro256** state, never all zero */
+    uint64_t s[4]; /* xoshiro256** state, never all zero */
 };
 
 /*

@@ -16,8 +16,8 @@ brim_strerror(int code)
     switch (code) {
     case 0:
         return "ok";
-#define STATUS_TEXT(name, value, text)                                       \
-    case -(value):                                                           \
+#define STATUS_TEXT(name, value, text)                                         \
+    case -(value):                                                             \
         return text;
         BRIM_STATUS_MAP(STATUS_TEXT)
 #undef STATUS_TEXT
@@ -32,8 +32,8 @@ brim_err_name(int code)
     switch (code) {
     case 0:
         return "OK";
-#define STATUS_NAME(name, value, text)                                       \
-    case -(value):                                                           \
+#define STATUS_NAME(name, value, text)                                         \
+    case -(value):                                                             \
         return #name;
         BRIM_STATUS_MAP(STATUS_NAME)
 #undef STATUS_NAME

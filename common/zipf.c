@@ -25,8 +25,7 @@ brim_zipf_init(struct brim_zipf *z, uint64_t n, double s)
     }
     zeta2 = 1.0 + 1.0 / pow(2.0, s);
     z->alpha = 1.0 / (1.0 - s);
-    z->eta = (1.0 - pow(2.0 / (double) n, 1.0 - s))
-             / (1.0 - zeta2 / z->zetan);
+    z->eta = (1.0 - pow(2.0 / (double) n, 1.0 - s)) / (1.0 - zeta2 / z->zetan);
     z->half_pow = 1.0 + pow(0.5, s);
     return 0;
 }

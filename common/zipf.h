@@ -14,12 +14,12 @@
 
 /* A Zipf sampler over N ranks with exponent S (0 < S, S != 1). */
 struct brim_zipf {
-    uint64_t n;                     /* ranks */
-    double   s;                     /* exponent (theta) */
-    double   alpha;                 /* 1 / (1 - s) */
-    double   zetan;                 /* sum of 1/k^s, k = 1..n */
-    double   eta;                   /* Gray et al.'s eta */
-    double   half_pow;              /* 1 + 0.5^s */
+    uint64_t n;        /* ranks */
+    double   s;        /* exponent (theta) */
+    double   alpha;    /* 1 / (1 - s) */
+    double   zetan;    /* sum of 1/k^s, k = 1..n */
+    double   eta;      /* Gray et al.'s eta */
+    double   half_pow; /* 1 + 0.5^s */
 };
 
 /*

@@ -18,8 +18,7 @@
 
 /* Both labels are 11 bytes, sent without a NUL. */
 #define AUTH_LABEL_BYTES 11
-#define AUTH_INPUT_BYTES                                                     \
-    (AUTH_LABEL_BYTES + 2 * BRIM_AUTH_NONCE_BYTES + 2)
+#define AUTH_INPUT_BYTES (AUTH_LABEL_BYTES + 2 * BRIM_AUTH_NONCE_BYTES + 2)
 
 _Static_assert(AUTH_INPUT_BYTES == 77, "PROTOCOL.md 12.2 says 77 bytes");
 _Static_assert(BRIM_AUTH_MAC_BYTES == 32, "HMAC-SHA256 gives 32 bytes");
@@ -30,8 +29,8 @@ static const char auth_label[2][AUTH_LABEL_BYTES + 1] = {
 };
 
 int
-brim_auth_secret_set(struct brim_auth_secret *s, const void *bytes,
-                     size_t len, char errbuf[BRIM_ERRBUF_LEN])
+brim_auth_secret_set(struct brim_auth_secret *s, const void *bytes, size_t len,
+                     char errbuf[BRIM_ERRBUF_LEN])
 {
     if (len < BRIM_AUTH_SECRET_MIN || len > BRIM_AUTH_SECRET_MAX) {
         brim_errfmt(errbuf, "auth: secret is %zu bytes, want %d to %d", len,
@@ -67,8 +66,7 @@ brim_auth_mac(const struct brim_auth_secret *s, enum brim_auth_side side,
     uint8_t     *p = in;
 
     if (s->len == 0 || role_c == 0 || role_c > 255 || role_s == 0
-        || role_s > 255)
-    {
+        || role_s > 255) {
         return BRIM_EINVAL;
     }
     memcpy(p, auth_label[side], AUTH_LABEL_BYTES);
@@ -93,9 +91,8 @@ brim_auth_mac(const struct brim_auth_secret *s, enum brim_auth_side side,
 int
 brim_auth_verify(const struct brim_auth_secret *s, enum brim_auth_side side,
                  const uint8_t nonce_c[BRIM_AUTH_NONCE_BYTES],
-                 const uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES],
-                 uint32_t role_c, uint32_t role_s, const void *mac,
-                 size_t mac_len)
+                 const uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES], uint32_t role_c,
+                 uint32_t role_s, const void *mac, size_t mac_len)
 {
     uint8_t want[BRIM_AUTH_MAC_BYTES];
     int     rc;

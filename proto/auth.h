@@ -22,22 +22,22 @@
 
 /* AUTH's steps, its first argument. */
 enum brim_auth_step {
-    BRIM_AUTH_CHALLENGE = 1,        /* [nonce_c]: answer [nonce_s, mac_s] */
-    BRIM_AUTH_PROOF = 2             /* [mac_c]: answer [] or DENIED */
+    BRIM_AUTH_CHALLENGE = 1, /* [nonce_c]: answer [nonce_s, mac_s] */
+    BRIM_AUTH_PROOF = 2      /* [mac_c]: answer [] or DENIED */
 };
 
 /* Whose proof a MAC is: its label tells them apart, so that one side's
  * MAC is never a valid proof for the other. */
 enum brim_auth_side {
-    BRIM_AUTH_SERVER = 0,           /* "brim-auth-s": the accepting side */
-    BRIM_AUTH_CLIENT = 1            /* "brim-auth-c": the connecting side */
+    BRIM_AUTH_SERVER = 0, /* "brim-auth-s": the accepting side */
+    BRIM_AUTH_CLIENT = 1  /* "brim-auth-c": the connecting side */
 };
 
 /* A shared secret (a cluster's or its clients'). Never logged or sent;
  * brim_auth_secret_wipe() it when done. */
 struct brim_auth_secret {
-    size_t  len;                          /* bytes of KEY in use */
-    uint8_t key[BRIM_AUTH_SECRET_MAX];    /* the secret file's bytes */
+    size_t  len;                       /* bytes of KEY in use */
+    uint8_t key[BRIM_AUTH_SECRET_MAX]; /* the secret file's bytes */
 };
 
 /*
@@ -68,9 +68,8 @@ int brim_auth_nonce(uint8_t nonce[BRIM_AUTH_NONCE_BYTES]);
  */
 int brim_auth_mac(const struct brim_auth_secret *s, enum brim_auth_side side,
                   const uint8_t nonce_c[BRIM_AUTH_NONCE_BYTES],
-                  const uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES],
-                  uint32_t role_c, uint32_t role_s,
-                  uint8_t mac[BRIM_AUTH_MAC_BYTES]);
+                  const uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES], uint32_t role_c,
+                  uint32_t role_s, uint8_t mac[BRIM_AUTH_MAC_BYTES]);
 
 /*
  * Check MAC (MAC_LEN bytes, borrowed: a peer's, from the wire) against
@@ -79,8 +78,7 @@ int brim_auth_mac(const struct brim_auth_secret *s, enum brim_auth_side side,
  * 0 when it matches, else BRIM_EDENIED (a MAC of any other length, a
  * truncated one included, never matches) or what brim_auth_mac() returns.
  */
-int brim_auth_verify(const struct brim_auth_secret *s,
-                     enum brim_auth_side side,
+int brim_auth_verify(const struct brim_auth_secret *s, enum brim_auth_side side,
                      const uint8_t nonce_c[BRIM_AUTH_NONCE_BYTES],
                      const uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES],
                      uint32_t role_c, uint32_t role_s, const void *mac,

@@ -31,23 +31,25 @@ auth_file_check(int fd, const char *path, char *errbuf)
         return BRIM_EINVAL;
     }
     if (st.st_uid != geteuid()) {
-        brim_errfmt(errbuf, "secret file %s: owned by uid %u, not by this "
-                    "user (uid %u)", path, (unsigned) st.st_uid,
-                    (unsigned) geteuid());
+        brim_errfmt(errbuf,
+                    "secret file %s: owned by uid %u, not by this "
+                    "user (uid %u)",
+                    path, (unsigned) st.st_uid, (unsigned) geteuid());
         return BRIM_EINVAL;
     }
     if ((st.st_mode & 077) != 0) {
-        brim_errfmt(errbuf, "secret file %s: mode %04o lets group or others "
-                    "in; chmod 600 %s", path, (unsigned) (st.st_mode & 07777),
-                    path);
+        brim_errfmt(errbuf,
+                    "secret file %s: mode %04o lets group or others "
+                    "in; chmod 600 %s",
+                    path, (unsigned) (st.st_mode & 07777), path);
         return BRIM_EINVAL;
     }
-    if (st.st_size < BRIM_AUTH_SECRET_MIN
-        || st.st_size > BRIM_AUTH_SECRET_MAX)
+    if (st.st_size < BRIM_AUTH_SECRET_MIN || st.st_size > BRIM_AUTH_SECRET_MAX)
     {
-        brim_errfmt(errbuf, "secret file %s: %lld bytes, want %d to %d "
-                    "(e.g. head -c 32 /dev/urandom)", path,
-                    (long long) st.st_size, BRIM_AUTH_SECRET_MIN,
+        brim_errfmt(errbuf,
+                    "secret file %s: %lld bytes, want %d to %d "
+                    "(e.g. head -c 32 /dev/urandom)",
+                    path, (long long) st.st_size, BRIM_AUTH_SECRET_MIN,
                     BRIM_AUTH_SECRET_MAX);
         return BRIM_EINVAL;
     }

@@ -31,8 +31,8 @@ brim_buf_destroy(struct brim_buf *b)
 int
 brim_buf_reserve(struct brim_buf *b, size_t n)
 {
-    char   *p;
-    size_t  want, cap;
+    char  *p;
+    size_t want, cap;
 
     if (b->cap - b->len >= n) {
         return 0;
@@ -58,7 +58,7 @@ char *
 brim_buf_tail(struct brim_buf *b)
 {
     if (b->data == NULL) {
-        return NULL;                /* NULL + 0 is undefined behaviour */
+        return NULL; /* NULL + 0 is undefined behaviour */
     }
     return b->data + b->len;
 }

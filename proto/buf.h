@@ -15,9 +15,9 @@
  * zeroed struct is an empty buffer.
  */
 struct brim_buf {
-    char   *data;                   /* CAP bytes from brim_malloc, or NULL */
-    size_t  len;                    /* bytes in use */
-    size_t  cap;                    /* bytes allocated */
+    char  *data; /* CAP bytes from brim_malloc, or NULL */
+    size_t len;  /* bytes in use */
+    size_t cap;  /* bytes allocated */
 };
 
 /* Make B an empty buffer that holds no memory. */

@@ -13,7 +13,7 @@ brim_frame_get_hdr(const void *hdr)
     const unsigned char *p = hdr;
 
     return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16)
-           | ((uint32_t) p[2] << 8) | (uint32_t) p[3];
+        | ((uint32_t) p[2] << 8) | (uint32_t) p[3];
 }
 
 void

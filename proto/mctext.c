@@ -519,7 +519,7 @@ brim_mctext_parse(const char *buf, size_t len,
     BRIM_ASSERT(lim != NULL && cmd != NULL && (buf != NULL || len == 0));
 
     if (len == 0) {
-        return BRIM_EAGAIN;         /* BUF may be NULL: no memchr() on it */
+        return BRIM_EAGAIN; /* BUF may be NULL: no memchr() on it */
     }
     /* Built in C and copied out: *CMD is written only on success. */
     memset(&c, 0, sizeof(c));

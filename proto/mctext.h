@@ -35,9 +35,9 @@
 /* memcached's key limit (KEY_MAX_LENGTH), and the largest configurable. */
 #define BRIM_MCTEXT_KEY_LIMIT 250
 /* Defaults of struct brim_mctext_limits. */
-#define BRIM_MCTEXT_VALUE_MAX (1u << 20)        /* bytes: 1 MiB */
-#define BRIM_MCTEXT_LINE_MAX 2048               /* memcached's fixed figure */
-#define BRIM_MCTEXT_GET_LINE_MAX (1u << 20)     /* bytes */
+#define BRIM_MCTEXT_VALUE_MAX (1u << 20)    /* bytes: 1 MiB */
+#define BRIM_MCTEXT_LINE_MAX 2048           /* memcached's fixed figure */
+#define BRIM_MCTEXT_GET_LINE_MAX (1u << 20) /* bytes */
 /* Largest configurable value: memcached refuses <bytes> above INT_MAX - 2. */
 #define BRIM_MCTEXT_VALUE_LIMIT (1u << 30)
 /* Largest configurable line limit of either kind. */
@@ -74,31 +74,31 @@ struct brim_mctext_limits {
  * XX(NAME, "name"): the commands, with the word a client sends. BRIM_MCTEXT_
  * NONE (0) is "no command" (an empty or unknown line).
  */
-#define BRIM_MCTEXT_KIND_MAP(XX)                                             \
-    XX(GET, "get")                                                           \
-    XX(GETS, "gets")                                                         \
-    XX(GAT, "gat")                                                           \
-    XX(GATS, "gats")                                                         \
-    XX(SET, "set")                                                           \
-    XX(ADD, "add")                                                           \
-    XX(REPLACE, "replace")                                                   \
-    XX(APPEND, "append")                                                     \
-    XX(PREPEND, "prepend")                                                   \
-    XX(CAS, "cas")                                                           \
-    XX(DELETE, "delete")                                                     \
-    XX(INCR, "incr")                                                         \
-    XX(DECR, "decr")                                                         \
-    XX(TOUCH, "touch")                                                       \
-    XX(FLUSH_ALL, "flush_all")                                               \
-    XX(VERSION, "version")                                                   \
-    XX(VERBOSITY, "verbosity")                                               \
-    XX(STATS, "stats")                                                       \
-    XX(QUIT, "quit")                                                         \
-    XX(MN, "mn")                                                             \
-    XX(MG, "mg")                                                             \
-    XX(MS, "ms")                                                             \
-    XX(MD, "md")                                                             \
-    XX(MA, "ma")                                                             \
+#define BRIM_MCTEXT_KIND_MAP(XX)                                               \
+    XX(GET, "get")                                                             \
+    XX(GETS, "gets")                                                           \
+    XX(GAT, "gat")                                                             \
+    XX(GATS, "gats")                                                           \
+    XX(SET, "set")                                                             \
+    XX(ADD, "add")                                                             \
+    XX(REPLACE, "replace")                                                     \
+    XX(APPEND, "append")                                                       \
+    XX(PREPEND, "prepend")                                                     \
+    XX(CAS, "cas")                                                             \
+    XX(DELETE, "delete")                                                       \
+    XX(INCR, "incr")                                                           \
+    XX(DECR, "decr")                                                           \
+    XX(TOUCH, "touch")                                                         \
+    XX(FLUSH_ALL, "flush_all")                                                 \
+    XX(VERSION, "version")                                                     \
+    XX(VERBOSITY, "verbosity")                                                 \
+    XX(STATS, "stats")                                                         \
+    XX(QUIT, "quit")                                                           \
+    XX(MN, "mn")                                                               \
+    XX(MG, "mg")                                                               \
+    XX(MS, "ms")                                                               \
+    XX(MD, "md")                                                               \
+    XX(MA, "ma")                                                               \
     XX(ME, "me")
 
 enum brim_mctext_kind {
@@ -114,30 +114,31 @@ enum brim_mctext_kind {
  * exact line memcached 1.6.18 answers (without its "\r\n"). The last two
  * close the connection with no reply at all.
  */
-#define BRIM_MCTEXT_ERR_MAP(XX)                                              \
-    XX(UNKNOWN, "ERROR")                                                     \
-    XX(FORMAT, "CLIENT_ERROR bad command line format")                       \
-    XX(CHUNK, "CLIENT_ERROR bad data chunk")                                 \
-    XX(TOO_LARGE, "SERVER_ERROR object too large for cache")                 \
-    XX(EXPTIME, "CLIENT_ERROR invalid exptime argument")                     \
-    XX(DELTA, "CLIENT_ERROR invalid numeric delta argument")                 \
-    XX(DELETE_USAGE, "CLIENT_ERROR bad command line format.  "               \
-                     "Usage: delete <key> [noreply]")                        \
-    XX(SHUTDOWN, "ERROR: shutdown not enabled")                              \
-    XX(META_FLAG, "CLIENT_ERROR invalid flag")                               \
-    XX(META_DUP, "CLIENT_ERROR duplicate flag")                              \
-    XX(META_TOKEN, "CLIENT_ERROR bad token in command line format")          \
-    XX(META_B64, "CLIENT_ERROR error decoding key")                          \
-    XX(META_INITIAL, "CLIENT_ERROR invalid numeric initial value")           \
-    XX(META_DELTA, "CLIENT_ERROR invalid numeric delta value")               \
-    XX(META_MLEN, "CLIENT_ERROR incorrect length for M token")               \
-    XX(META_MS_MODE, "CLIENT_ERROR invalid mode for ms M token")             \
-    XX(META_MA_MODE, "CLIENT_ERROR invalid mode for ma M token")             \
-    XX(META_OPAQUE, "CLIENT_ERROR opaque token too long")                    \
-    XX(META_MANY_MG, "CLIENT_ERROR options flags are too long")              \
-    XX(META_MANY, "CLIENT_ERROR options flags too long")                     \
-    XX(META_BAD, "CLIENT_ERROR invalid or duplicate flag")                   \
-    XX(LINE_TOO_LONG, "")                                                    \
+#define BRIM_MCTEXT_ERR_MAP(XX)                                                \
+    XX(UNKNOWN, "ERROR")                                                       \
+    XX(FORMAT, "CLIENT_ERROR bad command line format")                         \
+    XX(CHUNK, "CLIENT_ERROR bad data chunk")                                   \
+    XX(TOO_LARGE, "SERVER_ERROR object too large for cache")                   \
+    XX(EXPTIME, "CLIENT_ERROR invalid exptime argument")                       \
+    XX(DELTA, "CLIENT_ERROR invalid numeric delta argument")                   \
+    XX(DELETE_USAGE,                                                           \
+       "CLIENT_ERROR bad command line format.  "                               \
+       "Usage: delete <key> [noreply]")                                        \
+    XX(SHUTDOWN, "ERROR: shutdown not enabled")                                \
+    XX(META_FLAG, "CLIENT_ERROR invalid flag")                                 \
+    XX(META_DUP, "CLIENT_ERROR duplicate flag")                                \
+    XX(META_TOKEN, "CLIENT_ERROR bad token in command line format")            \
+    XX(META_B64, "CLIENT_ERROR error decoding key")                            \
+    XX(META_INITIAL, "CLIENT_ERROR invalid numeric initial value")             \
+    XX(META_DELTA, "CLIENT_ERROR invalid numeric delta value")                 \
+    XX(META_MLEN, "CLIENT_ERROR incorrect length for M token")                 \
+    XX(META_MS_MODE, "CLIENT_ERROR invalid mode for ms M token")               \
+    XX(META_MA_MODE, "CLIENT_ERROR invalid mode for ma M token")               \
+    XX(META_OPAQUE, "CLIENT_ERROR opaque token too long")                      \
+    XX(META_MANY_MG, "CLIENT_ERROR options flags are too long")                \
+    XX(META_MANY, "CLIENT_ERROR options flags too long")                       \
+    XX(META_BAD, "CLIENT_ERROR invalid or duplicate flag")                     \
+    XX(LINE_TOO_LONG, "")                                                      \
     XX(HTTP, "")
 
 enum brim_mctext_err {
@@ -150,10 +151,10 @@ enum brim_mctext_err {
 
 /* The bit of meta flag letter C ('A'..'Z', 'a'..'z') in
  * struct brim_mctext_meta's FLAGS; 0 for any other byte. */
-#define BRIM_MCTEXT_MF(c)                                                    \
-    ((c) >= 'A' && (c) <= 'Z'   ? (uint64_t) 1 << ((c) - 'A')                \
-     : (c) >= 'a' && (c) <= 'z' ? (uint64_t) 1 << ((c) - 'a' + 26)          \
-                                : (uint64_t) 0)
+#define BRIM_MCTEXT_MF(c)                                                      \
+    ((c) >= 'A' && (c) <= 'Z'       ? (uint64_t) 1 << ((c) - 'A')              \
+         : (c) >= 'a' && (c) <= 'z' ? (uint64_t) 1 << ((c) - 'a' + 26)         \
+                                    : (uint64_t) 0)
 
 /*
  * The flags of a meta command (protocol.txt, "Meta Get" to "Meta
@@ -164,29 +165,29 @@ enum brim_mctext_err {
  * DELTA, which is 1.
  */
 struct brim_mctext_meta {
-    uint64_t    flags;              /* BRIM_MCTEXT_MF() bits given */
+    uint64_t    flags; /* BRIM_MCTEXT_MF() bits given */
     char        order[BRIM_MCTEXT_META_FLAGS_MAX]; /* the flag letters in
                                        request order: return flags are
                                        written in this order */
-    uint8_t     norder;             /* letters in ORDER */
-    const char *opaque;             /* O: the token after its 'O', borrowed
+    uint8_t     norder;                            /* letters in ORDER */
+    const char *opaque;          /* O: the token after its 'O', borrowed
                                        from the buffer; echoed verbatim */
-    size_t      opaque_len;         /* 0 .. BRIM_MCTEXT_OPAQUE_MAX - 1 */
-    int32_t     ttl;                /* T: exptime (brim_mctext_expiry()) */
-    int32_t     vivify_ttl;         /* N: exptime of a vivified item */
-    int32_t     recache_ttl;        /* R: win the recache below this TTL */
-    uint32_t    client_flags;       /* F: ms's client flags */
-    uint64_t    cas;                /* C: compare CAS value */
-    uint64_t    delta;              /* D: ma's delta, 1 when absent */
-    uint64_t    initial;            /* J: ma's value for a vivified item */
-    char        mode;               /* M: the mode letter, 0 when absent;
+    size_t      opaque_len;      /* 0 .. BRIM_MCTEXT_OPAQUE_MAX - 1 */
+    int32_t     ttl;             /* T: exptime (brim_mctext_expiry()) */
+    int32_t     vivify_ttl;      /* N: exptime of a vivified item */
+    int32_t     recache_ttl;     /* R: win the recache below this TTL */
+    uint32_t    client_flags;    /* F: ms's client flags */
+    uint64_t    cas;             /* C: compare CAS value */
+    uint64_t    delta;           /* D: ma's delta, 1 when absent */
+    uint64_t    initial;         /* J: ma's value for a vivified item */
+    char        mode;            /* M: the mode letter, 0 when absent;
                                        checked for ms (E A P R S) and ma
                                        (I + D -) */
-    enum brim_mctext_kind store;    /* ms only: the text command it equals:
+    enum brim_mctext_kind store; /* ms only: the text command it equals:
                                        SET ADD REPLACE APPEND PREPEND, or
                                        CAS when C is given with mode S or
                                        R (as memcached) */
-    int         incr;               /* ma only: 1 increment, 0 decrement */
+    int                   incr;  /* ma only: 1 increment, 0 decrement */
 };
 
 /*
@@ -195,62 +196,62 @@ struct brim_mctext_meta {
  * Fields a command does not use are 0. The struct may be copied.
  */
 struct brim_mctext_cmd {
-    enum brim_mctext_kind kind;     /* the command the line names, also on
+    enum brim_mctext_kind kind;      /* the command the line names, also on
                                        most errors; NONE for an unknown
                                        word or a line too long */
-    enum brim_mctext_err  err;      /* NONE: execute the command; else an
+    enum brim_mctext_err  err;       /* NONE: execute the command; else an
                                        error: do not (see TOO_LARGE) */
-    const char *reply;              /* ERR set: the line to send, "\r\n"
+    const char           *reply;     /* ERR set: the line to send, "\r\n"
                                        included, static; NULL when noreply
                                        suppresses it or the connection
                                        closes */
-    size_t      reply_len;          /* bytes of REPLY */
-    size_t      consumed;           /* bytes of the buffer this answer
+    size_t                reply_len; /* bytes of REPLY */
+    size_t                consumed;  /* bytes of the buffer this answer
                                        covers: the line, and a data block
                                        when one was read */
-    size_t      swallow;            /* bytes after CONSUMED to discard as
+    size_t                swallow;   /* bytes after CONSUMED to discard as
                                        they arrive, possibly not buffered
                                        yet (a refused data block) */
-    int         close;              /* 1: close the connection after the
+    int                   close;     /* 1: close the connection after the
                                        replies before this one (ERR is
                                        LINE_TOO_LONG or HTTP; CONSUMED is
                                        the whole buffer) */
-    int         noreply;            /* text: "noreply" was given; meta: q.
+    int                   noreply;   /* text: "noreply" was given; meta: q.
                                        Suppress what memcached suppresses:
                                        every reply of a text command, the
                                        nominal one of a meta command
                                        (brim_mctext_put_meta() knows) */
-    const char *key;                /* the key token, borrowed; for a meta
+    const char           *key;       /* the key token, borrowed; for a meta
                                        b key still base64: use
                                        brim_mctext_cmd_key() */
-    size_t      key_len;            /* 1 .. max_key_bytes */
-    int         key_b64;            /* 1: meta b flag; KEY_BIN holds it */
+    size_t                key_len;   /* 1 .. max_key_bytes */
+    int                   key_b64;   /* 1: meta b flag; KEY_BIN holds it */
     char        key_bin[BRIM_MCTEXT_KEY_LIMIT]; /* the decoded b key */
-    size_t      key_bin_len;        /* bytes of KEY_BIN, >= 1 */
-    const char *keys;               /* get gets gat gats: the keys, one
+    size_t      key_bin_len;                    /* bytes of KEY_BIN, >= 1 */
+    const char *keys;             /* get gets gat gats: the keys, one
                                        text of space-separated tokens
                                        (brim_mctext_next_key()) */
-    size_t      keys_len;           /* bytes of KEYS */
-    uint32_t    nkeys;              /* tokens in KEYS; 0 for "gat 10" */
-    uint32_t    flags;              /* storage (ms: its F): client flags
+    size_t      keys_len;         /* bytes of KEYS */
+    uint32_t    nkeys;            /* tokens in KEYS; 0 for "gat 10" */
+    uint32_t    flags;            /* storage (ms: its F): client flags
                                        (memcached keeps the low 32 bits of
                                        a larger number) */
-    int32_t     exptime;            /* storage (ms: its T), touch, gat,
+    int32_t     exptime;          /* storage (ms: its T), touch, gat,
                                        gats; flush_all's delay: seconds as
                                        sent, the low 32 bits as memcached
                                        (brim_mctext_expiry()) */
-    int         has_exptime;        /* flush_all: a delay was given */
-    uint64_t    cas;                /* cas: the cas unique */
-    uint64_t    delta;              /* incr, decr: the delta */
-    uint32_t    level;              /* verbosity: the level */
-    const char *data;               /* storage, ms: the data block,
+    int         has_exptime;      /* flush_all: a delay was given */
+    uint64_t    cas;              /* cas: the cas unique */
+    uint64_t    delta;            /* incr, decr: the delta */
+    uint32_t    level;            /* verbosity: the level */
+    const char *data;             /* storage, ms: the data block,
                                        borrowed, its "\r\n" excluded */
-    size_t      data_len;           /* 0 .. max_value_bytes */
-    const char *args;               /* stats: the text after "stats", may
+    size_t      data_len;         /* 0 .. max_value_bytes */
+    const char *args;             /* stats: the text after "stats", may
                                        be empty; the node picks the
                                        sections it serves */
-    size_t      args_len;           /* bytes of ARGS */
-    struct brim_mctext_meta meta;   /* mg ms md ma (me: only b) */
+    size_t      args_len;         /* bytes of ARGS */
+    struct brim_mctext_meta meta; /* mg ms md ma (me: only b) */
 };
 
 /* Fill LIM with the defaults: key 250, value 1 MiB, line 2048, get line
@@ -290,7 +291,7 @@ size_t brim_mctext_buffer_max(const struct brim_mctext_limits *lim);
  */
 int brim_mctext_parse(const char *buf, size_t len,
                       const struct brim_mctext_limits *lim,
-                      struct brim_mctext_cmd *cmd);
+                      struct brim_mctext_cmd          *cmd);
 
 /*
  * The key of CMD (a single-key command): *KEY and *KEY_LEN are CMD->key,
@@ -325,9 +326,9 @@ const char *brim_mctext_err_reply(enum brim_mctext_err err, size_t *len);
 
 /* What an exptime means (brim_mctext_expiry()). */
 enum brim_mctext_expiry {
-    BRIM_MCTEXT_EXPIRY_NEVER = 0,   /* 0: never expires */
-    BRIM_MCTEXT_EXPIRY_AT = 1,      /* expires at the Unix time given */
-    BRIM_MCTEXT_EXPIRY_NOW = 2      /* already expired: negative, or an
+    BRIM_MCTEXT_EXPIRY_NEVER = 0, /* 0: never expires */
+    BRIM_MCTEXT_EXPIRY_AT = 1,    /* expires at the Unix time given */
+    BRIM_MCTEXT_EXPIRY_NOW = 2    /* already expired: negative, or an
                                        absolute time not after NOW_S */
 };
 
@@ -362,18 +363,18 @@ size_t brim_mctext_b64_encode(const void *src, size_t len, char *out);
 /* ---- replies (append to OUT; 0 or BRIM_ENOMEM, OUT unchanged) ---- */
 
 /* XX(NAME, "line"): the fixed reply lines, "\r\n" not included. */
-#define BRIM_MCTEXT_REPLY_MAP(XX)                                            \
-    XX(STORED, "STORED")                                                     \
-    XX(NOT_STORED, "NOT_STORED")                                             \
-    XX(EXISTS, "EXISTS")                                                     \
-    XX(NOT_FOUND, "NOT_FOUND")                                               \
-    XX(DELETED, "DELETED")                                                   \
-    XX(TOUCHED, "TOUCHED")                                                   \
-    XX(OK, "OK")                                                             \
-    XX(END, "END")                                                           \
-    XX(ERROR, "ERROR")                                                       \
-    XX(RESET, "RESET")                                                       \
-    XX(MN, "MN")                                                             \
+#define BRIM_MCTEXT_REPLY_MAP(XX)                                              \
+    XX(STORED, "STORED")                                                       \
+    XX(NOT_STORED, "NOT_STORED")                                               \
+    XX(EXISTS, "EXISTS")                                                       \
+    XX(NOT_FOUND, "NOT_FOUND")                                                 \
+    XX(DELETED, "DELETED")                                                     \
+    XX(TOUCHED, "TOUCHED")                                                     \
+    XX(OK, "OK")                                                               \
+    XX(END, "END")                                                             \
+    XX(ERROR, "ERROR")                                                         \
+    XX(RESET, "RESET")                                                         \
+    XX(MN, "MN")                                                               \
     XX(EN, "EN")
 
 enum brim_mctext_reply {
@@ -387,7 +388,7 @@ enum brim_mctext_reply {
 int brim_mctext_put_reply(struct brim_buf *out, enum brim_mctext_reply reply);
 
 /* Append CMD->reply (an error answer; nothing when it is NULL). */
-int brim_mctext_put_err(struct brim_buf *out,
+int brim_mctext_put_err(struct brim_buf              *out,
                         const struct brim_mctext_cmd *cmd);
 
 /*
@@ -395,9 +396,9 @@ int brim_mctext_put_err(struct brim_buf *out,
  * then " <cas>" when WITH_CAS (gets, gats), "\r\n", the DATA_LEN bytes of
  * DATA and "\r\n". End the reply with brim_mctext_put_reply(END).
  */
-int brim_mctext_put_value(struct brim_buf *out, const char *key,
-                          size_t key_len, uint32_t flags, const void *data,
-                          size_t data_len, int with_cas, uint64_t cas);
+int brim_mctext_put_value(struct brim_buf *out, const char *key, size_t key_len,
+                          uint32_t flags, const void *data, size_t data_len,
+                          int with_cas, uint64_t cas);
 
 /* Append "<N>\r\n": incr's and decr's answer. */
 int brim_mctext_put_number(struct brim_buf *out, uint64_t n);
@@ -424,13 +425,13 @@ int brim_mctext_put_server_error(struct brim_buf *out, const char *msg);
 
 /* The outcome of a meta command, as its two-letter code. */
 enum brim_mctext_meta_code {
-    BRIM_MCTEXT_META_HD = 0,        /* success: mg hit, ms stored, md
+    BRIM_MCTEXT_META_HD = 0, /* success: mg hit, ms stored, md
                                        deleted, ma applied; "VA <size>"
                                        instead when mg or ma asked v */
-    BRIM_MCTEXT_META_EN,            /* mg: miss */
-    BRIM_MCTEXT_META_NF,            /* md, ma, ms with C: not found */
-    BRIM_MCTEXT_META_NS,            /* ms, ma: not stored */
-    BRIM_MCTEXT_META_EX             /* ms, md, ma: CAS mismatch, or exists */
+    BRIM_MCTEXT_META_EN,     /* mg: miss */
+    BRIM_MCTEXT_META_NF,     /* md, ma, ms with C: not found */
+    BRIM_MCTEXT_META_NS,     /* ms, ma: not stored */
+    BRIM_MCTEXT_META_EX      /* ms, md, ma: CAS mismatch, or exists */
 };
 
 /*
@@ -438,18 +439,18 @@ enum brim_mctext_meta_code {
  * request's flags ask; the rest may stay 0.
  */
 struct brim_mctext_meta_item {
-    enum brim_mctext_meta_code code; /* the outcome */
-    const char *value;              /* mg VA: the value, borrowed */
-    size_t      value_len;          /* mg VA: bytes; also s (mg) */
-    uint64_t    number;             /* ma: the counter after the op */
-    uint64_t    cas;                /* c */
-    uint32_t    client_flags;       /* f */
-    int64_t     ttl_s;              /* t: seconds left, -1 for no expiry */
-    uint32_t    last_access_s;      /* l: seconds since the last access */
-    int         fetched;            /* h: 1 if hit before */
-    int         won;                /* W: this client won the recache */
-    int         stale;              /* X: the item is stale */
-    int         win_sent;           /* Z: a win was already sent */
+    enum brim_mctext_meta_code code;         /* the outcome */
+    const char                *value;        /* mg VA: the value, borrowed */
+    size_t                     value_len;    /* mg VA: bytes; also s (mg) */
+    uint64_t                   number;       /* ma: the counter after the op */
+    uint64_t                   cas;          /* c */
+    uint32_t                   client_flags; /* f */
+    int64_t                    ttl_s; /* t: seconds left, -1 for no expiry */
+    uint32_t last_access_s;           /* l: seconds since the last access */
+    int      fetched;                 /* h: 1 if hit before */
+    int      won;                     /* W: this client won the recache */
+    int      stale;                   /* X: the item is stale */
+    int      win_sent;                /* Z: a win was already sent */
 };
 
 /*
@@ -458,7 +459,7 @@ struct brim_mctext_meta_item {
  * otherwise; errors are always sent.
  */
 int brim_mctext_meta_quiet(const struct brim_mctext_cmd *cmd,
-                           enum brim_mctext_meta_code code);
+                           enum brim_mctext_meta_code    code);
 
 /*
  * Append the reply to the meta command CMD (mg, ms, md or ma, as parsed)
@@ -475,8 +476,8 @@ int brim_mctext_meta_quiet(const struct brim_mctext_cmd *cmd,
  * k writes the key, for a b key as base64 followed by " b". Returns 0,
  * BRIM_ENOMEM, or BRIM_EINVAL (CMD is not one of those four).
  */
-int brim_mctext_put_meta(struct brim_buf *out,
-                         const struct brim_mctext_cmd *cmd,
+int brim_mctext_put_meta(struct brim_buf                    *out,
+                         const struct brim_mctext_cmd       *cmd,
                          const struct brim_mctext_meta_item *item);
 
 /*
@@ -485,7 +486,7 @@ int brim_mctext_put_meta(struct brim_buf *out,
  * memcached's fields are exp la cas fetch cls size). A miss is
  * brim_mctext_put_reply(EN).
  */
-int brim_mctext_put_me(struct brim_buf *out,
-                       const struct brim_mctext_cmd *cmd, const char *text);
+int brim_mctext_put_me(struct brim_buf *out, const struct brim_mctext_cmd *cmd,
+                       const char *text);
 
 #endif /* BRIM_PROTO_MCTEXT_H */

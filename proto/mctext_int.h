@@ -21,8 +21,8 @@
 
 /* A token: P[0 .. N), N >= 1, borrowed from the buffer. */
 struct brim_mctext_tok {
-    const char *p;                  /* first byte */
-    size_t      n;                  /* bytes */
+    const char *p; /* first byte */
+    size_t      n; /* bytes */
 };
 
 /*
@@ -30,12 +30,12 @@ struct brim_mctext_tok {
  * before the '\n', without a '\r' just before it, cut at the first NUL.
  */
 struct brim_mctext_line {
-    const char             *text;     /* the line's text, borrowed */
-    size_t                  text_len; /* bytes of TEXT */
-    size_t                  consumed; /* bytes through the '\n' */
-    struct brim_mctext_tok  tok[BRIM_MCTEXT_TOKENS_MAX]; /* the first
+    const char            *text;     /* the line's text, borrowed */
+    size_t                 text_len; /* bytes of TEXT */
+    size_t                 consumed; /* bytes through the '\n' */
+    struct brim_mctext_tok tok[BRIM_MCTEXT_TOKENS_MAX]; /* the first
                                          tokens, split on ' ' */
-    size_t                  ntok;     /* tokens in TOK: memcached's ntokens
+    size_t                 ntok; /* tokens in TOK: memcached's ntokens
                                          minus its end marker */
 };
 
@@ -62,7 +62,7 @@ int brim_mctext_strtol(const char *p, size_t n, int32_t *out);
  * command's noreply suppresses it (CMD->kind and CMD->noreply already
  * set). Returns 0, for the caller to return.
  */
-int brim_mctext_fail(struct brim_mctext_cmd *cmd,
+int brim_mctext_fail(struct brim_mctext_cmd        *cmd,
                      const struct brim_mctext_line *ln,
                      enum brim_mctext_err err, size_t swallow);
 
@@ -82,7 +82,7 @@ int brim_mctext_data(const char *buf, size_t len,
  * ms's data block. Returns 0 or BRIM_EAGAIN as brim_mctext_parse().
  */
 int brim_mctext_meta_parse(const char *buf, size_t len,
-                           const struct brim_mctext_line *ln,
+                           const struct brim_mctext_line   *ln,
                            const struct brim_mctext_limits *lim, char sub,
                            struct brim_mctext_cmd *cmd);
 

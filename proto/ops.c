@@ -7,26 +7,30 @@
 #include <stddef.h>
 
 /* Every row's SIG spells exactly MAX_ARGS types, and codes fit the table. */
-#define OPS_CHECK(name, code, mina, maxa, sig, karg, rep, fl)                \
-    _Static_assert(sizeof(sig) - 1 == (maxa) && (mina) <= (maxa)             \
-                       && (code) > 0 && (code) < BRIM_OP_CODE_LIMIT          \
-                       && (karg) < (mina),                                   \
+#define OPS_CHECK(name, code, mina, maxa, sig, karg, rep, fl)                  \
+    _Static_assert(sizeof(sig) - 1 == (maxa) && (mina) <= (maxa) && (code) > 0 \
+                       && (code) < BRIM_OP_CODE_LIMIT && (karg) < (mina),      \
                    "bad BRIM_OP_MAP row " #name);
 BRIM_OP_MAP(OPS_CHECK)
 #undef OPS_CHECK
 
-#define OPS_RESERVED_CHECK(name, code)                                       \
-    _Static_assert((code) > 0 && (code) < BRIM_OP_CODE_LIMIT,                \
+#define OPS_RESERVED_CHECK(name, code)                                         \
+    _Static_assert((code) > 0 && (code) < BRIM_OP_CODE_LIMIT,                  \
                    "bad BRIM_OP_RESERVED_MAP row " #name);
 BRIM_OP_RESERVED_MAP(OPS_RESERVED_CHECK)
 #undef OPS_RESERVED_CHECK
 
 /* Rows by opcode; a gap (name NULL) is an unknown or reserved code. */
 static const struct brim_op_info ops_table[BRIM_OP_CODE_LIMIT] = {
-#define OPS_ROW(n, c, mina, maxa, s, karg, rep, fl)                          \
-    [c] = { .name = #n, .sig = (s), .code = (c), .min_args = (mina),         \
-            .max_args = (maxa), .key_arg = (karg), .reply = (rep),           \
-            .flags = (fl) },
+#define OPS_ROW(n, c, mina, maxa, s, karg, rep, fl)                            \
+    [c] = {.name = #n,                                                         \
+           .sig = (s),                                                         \
+           .code = (c),                                                        \
+           .min_args = (mina),                                                 \
+           .max_args = (maxa),                                                 \
+           .key_arg = (karg),                                                  \
+           .reply = (rep),                                                     \
+           .flags = (fl)},
     BRIM_OP_MAP(OPS_ROW)
 #undef OPS_ROW
 };
@@ -50,8 +54,8 @@ brim_op_name(uint64_t code)
         return info->name;
     }
     switch (code) {
-#define OPS_RESERVED_NAME(name, c)                                           \
-    case (c):                                                                \
+#define OPS_RESERVED_NAME(name, c)                                             \
+    case (c):                                                                  \
         return #name;
         BRIM_OP_RESERVED_MAP(OPS_RESERVED_NAME)
 #undef OPS_RESERVED_NAME

@@ -21,12 +21,12 @@
  *   SECRET      a cluster op: where the receiver has a cluster secret, only a
  *               connection that proved it (AUTH, PROTOCOL.md 12) may send it
  */
-#define BRIM_OPF_KEY        0x01u
-#define BRIM_OPF_DATA       0x02u
-#define BRIM_OPF_WRITE      0x04u
+#define BRIM_OPF_KEY 0x01u
+#define BRIM_OPF_DATA 0x02u
+#define BRIM_OPF_WRITE 0x04u
 #define BRIM_OPF_IDEMPOTENT 0x08u
-#define BRIM_OPF_ADMIN      0x10u
-#define BRIM_OPF_SECRET     0x20u
+#define BRIM_OPF_ADMIN 0x10u
+#define BRIM_OPF_SECRET 0x20u
 
 /* Shorthands for the table below only. */
 #define BRIM_OPF_RD_ (BRIM_OPF_KEY | BRIM_OPF_DATA | BRIM_OPF_IDEMPOTENT)
@@ -87,60 +87,59 @@ enum brim_rep_shape {
  * KEY_ARG is the argument index of the routing key, -1 when there is none.
  * Codes are stable: never renumber or reuse one.
  */
-#define BRIM_OP_MAP(XX)                                                      \
-    XX(HELLO, 1, 4, 5, "PCRIn", -1, BRIM_REP_HELLO, BRIM_OPF_IDEMPOTENT)     \
-    XX(PING, 2, 0, 0, "", -1, BRIM_REP_EMPTY, BRIM_OPF_IDEMPOTENT)           \
-    XX(STATS, 3, 0, 1, "s", -1, BRIM_REP_STATS, BRIM_OPF_IDEMPOTENT)         \
-    XX(GET, 10, 1, 1, "k", 0, BRIM_REP_VALUE, BRIM_OPF_RD_)                  \
-    XX(MGET, 11, 1, 1, "K", -1, BRIM_REP_ENTRIES,                            \
-       BRIM_OPF_DATA | BRIM_OPF_IDEMPOTENT)                                  \
-    XX(GAT, 12, 2, 2, "kt", 0, BRIM_REP_VALUE,                               \
-       BRIM_OPF_RD_ | BRIM_OPF_WRITE)                                        \
-    XX(SET, 13, 4, 4, "kvtf", 0, BRIM_REP_CAS,                               \
-       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                   \
-    XX(ADD, 14, 4, 4, "kvtf", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                 \
-    XX(REPLACE, 15, 4, 4, "kvtf", 0, BRIM_REP_CAS, BRIM_OPF_WR_)             \
-    XX(CAS, 16, 5, 5, "kvtfc", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                \
-    XX(APPEND, 17, 2, 2, "kv", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                \
-    XX(PREPEND, 18, 2, 2, "kv", 0, BRIM_REP_CAS, BRIM_OPF_WR_)               \
-    XX(DEL, 19, 1, 1, "k", 0, BRIM_REP_EMPTY,                                \
-       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                   \
-    XX(TOUCH, 20, 2, 2, "kt", 0, BRIM_REP_EMPTY,                             \
-       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                   \
-    XX(INCR, 21, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
-    XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)               \
-    XX(FLUSH, 23, 0, 1, "w", -1, BRIM_REP_EMPTY,                             \
-       BRIM_OPF_WRITE | BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                    \
-    XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)           \
-    XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH,                            \
-       BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                     \
-    XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH,                       \
-       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
-    XX(EPOCH_PROPOSE, 35, 1, 1, "T", -1, BRIM_REP_EMPTY,                     \
-       BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                     \
-    XX(EPOCH_COMMIT, 37, 1, 1, "E", -1, BRIM_REP_EMPTY,                      \
-       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)               \
-    XX(EPOCH_ABORT, 38, 1, 1, "E", -1, BRIM_REP_EMPTY,                       \
-       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)               \
-    XX(MAP_FETCH, 39, 0, 0, "", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)      \
-    XX(SUBSCRIBE, 40, 1, 1, "E", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)     \
-    XX(MEMBERS, 42, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)      \
-    XX(PLAN, 43, 2, 3, "FNW", -1, BRIM_REP_OBJECT,                           \
-       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)               \
-    XX(LEASE_CONFIRM, 44, 1, 1, "E", -1, BRIM_REP_EPOCH,                     \
-       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
-    XX(AUTH, 45, 2, 2, "Fx", -1, BRIM_REP_AUTH, 0)                           \
-    XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT) \
-    XX(STREAM_BEGIN, 64, 2, 2, "Ep", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)    \
-    XX(STREAM_BATCH, 65, 3, 3, "EpB", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)   \
-    XX(STREAM_END, 66, 3, 3, "Epu", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)     \
-    XX(COMPLETE, 67, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                         \
-       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
-    XX(FORWARD_GET, 68, 3, 3, "Epk", -1, BRIM_REP_VALUE,                     \
-       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
-    XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT,                           \
-       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                \
-    XX(STREAM_QUERY, 71, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                     \
+#define BRIM_OP_MAP(XX)                                                        \
+    XX(HELLO, 1, 4, 5, "PCRIn", -1, BRIM_REP_HELLO, BRIM_OPF_IDEMPOTENT)       \
+    XX(PING, 2, 0, 0, "", -1, BRIM_REP_EMPTY, BRIM_OPF_IDEMPOTENT)             \
+    XX(STATS, 3, 0, 1, "s", -1, BRIM_REP_STATS, BRIM_OPF_IDEMPOTENT)           \
+    XX(GET, 10, 1, 1, "k", 0, BRIM_REP_VALUE, BRIM_OPF_RD_)                    \
+    XX(MGET, 11, 1, 1, "K", -1, BRIM_REP_ENTRIES,                              \
+       BRIM_OPF_DATA | BRIM_OPF_IDEMPOTENT)                                    \
+    XX(GAT, 12, 2, 2, "kt", 0, BRIM_REP_VALUE, BRIM_OPF_RD_ | BRIM_OPF_WRITE)  \
+    XX(SET, 13, 4, 4, "kvtf", 0, BRIM_REP_CAS,                                 \
+       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                     \
+    XX(ADD, 14, 4, 4, "kvtf", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                   \
+    XX(REPLACE, 15, 4, 4, "kvtf", 0, BRIM_REP_CAS, BRIM_OPF_WR_)               \
+    XX(CAS, 16, 5, 5, "kvtfc", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                  \
+    XX(APPEND, 17, 2, 2, "kv", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                  \
+    XX(PREPEND, 18, 2, 2, "kv", 0, BRIM_REP_CAS, BRIM_OPF_WR_)                 \
+    XX(DEL, 19, 1, 1, "k", 0, BRIM_REP_EMPTY,                                  \
+       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                     \
+    XX(TOUCH, 20, 2, 2, "kt", 0, BRIM_REP_EMPTY,                               \
+       BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                     \
+    XX(INCR, 21, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)                 \
+    XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)                 \
+    XX(FLUSH, 23, 0, 1, "w", -1, BRIM_REP_EMPTY,                               \
+       BRIM_OPF_WRITE | BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                      \
+    XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)             \
+    XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH,                              \
+       BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \
+    XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH,                         \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
+    XX(EPOCH_PROPOSE, 35, 1, 1, "T", -1, BRIM_REP_EMPTY,                       \
+       BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \
+    XX(EPOCH_COMMIT, 37, 1, 1, "E", -1, BRIM_REP_EMPTY,                        \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                 \
+    XX(EPOCH_ABORT, 38, 1, 1, "E", -1, BRIM_REP_EMPTY,                         \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                 \
+    XX(MAP_FETCH, 39, 0, 0, "", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)        \
+    XX(SUBSCRIBE, 40, 1, 1, "E", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)       \
+    XX(MEMBERS, 42, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)        \
+    XX(PLAN, 43, 2, 3, "FNW", -1, BRIM_REP_OBJECT,                             \
+       BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                 \
+    XX(LEASE_CONFIRM, 44, 1, 1, "E", -1, BRIM_REP_EPOCH,                       \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
+    XX(AUTH, 45, 2, 2, "Fx", -1, BRIM_REP_AUTH, 0)                             \
+    XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)  \
+    XX(STREAM_BEGIN, 64, 2, 2, "Ep", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)      \
+    XX(STREAM_BATCH, 65, 3, 3, "EpB", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)     \
+    XX(STREAM_END, 66, 3, 3, "Epu", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)       \
+    XX(COMPLETE, 67, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                           \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
+    XX(FORWARD_GET, 68, 3, 3, "Epk", -1, BRIM_REP_VALUE,                       \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
+    XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT,                             \
+       BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
+    XX(STREAM_QUERY, 71, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                       \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)
 
 /*
@@ -149,9 +148,9 @@ enum brim_rep_shape {
  * and migration ops above instead). A decoder answers them UNKNOWNOP,
  * like any code it does not know; they are never reused.
  */
-#define BRIM_OP_RESERVED_MAP(XX)                                             \
-    XX(EPOCH_ACK, 36)                                                        \
-    XX(MAP_PUSH, 41)                                                         \
+#define BRIM_OP_RESERVED_MAP(XX)                                               \
+    XX(EPOCH_ACK, 36)                                                          \
+    XX(MAP_PUSH, 41)                                                           \
     XX(PROGRESS, 70)
 
 /* Every opcode is below this bound (the op table's length). */
@@ -160,7 +159,7 @@ enum brim_rep_shape {
 /* The opcodes. BRIM_OP_NONE (0) is never valid on the wire. */
 enum brim_op {
     BRIM_OP_NONE = 0,
-#define BRIM_OP_ENUM(name, code, mina, maxa, sig, karg, rep, fl)             \
+#define BRIM_OP_ENUM(name, code, mina, maxa, sig, karg, rep, fl)               \
     BRIM_OP_##name = (code),
     BRIM_OP_MAP(BRIM_OP_ENUM)
 #undef BRIM_OP_ENUM
@@ -171,10 +170,10 @@ enum brim_op {
 
 /* Who a connection says it is in its HELLO (PROTOCOL.md, "HELLO"). */
 enum brim_role {
-    BRIM_ROLE_CLIENT = 1,           /* libbrim, brim-bench */
-    BRIM_ROLE_NODE = 2,             /* brim-node, to a peer or the coord */
-    BRIM_ROLE_COORD = 3,            /* brim-coord */
-    BRIM_ROLE_ADMIN = 4             /* brimctl: may also send admin ops */
+    BRIM_ROLE_CLIENT = 1, /* libbrim, brim-bench */
+    BRIM_ROLE_NODE = 2,   /* brim-node, to a peer or the coord */
+    BRIM_ROLE_COORD = 3,  /* brim-coord */
+    BRIM_ROLE_ADMIN = 4   /* brimctl: may also send admin ops */
 };
 
 /* The lowest and highest role values. */
@@ -183,14 +182,14 @@ enum brim_role {
 
 /* One row of BRIM_OP_MAP. */
 struct brim_op_info {
-    const char *name;               /* "GET" */
-    const char *sig;                /* argument types, see BRIM_OP_MAP */
-    uint8_t     code;               /* enum brim_op */
-    uint8_t     min_args;           /* required arguments */
-    uint8_t     max_args;           /* required plus optional arguments */
-    int8_t      key_arg;            /* argument index of the key, or -1 */
-    uint8_t     reply;              /* enum brim_rep_shape of the OK reply */
-    uint8_t     flags;              /* BRIM_OPF_* */
+    const char *name;     /* "GET" */
+    const char *sig;      /* argument types, see BRIM_OP_MAP */
+    uint8_t     code;     /* enum brim_op */
+    uint8_t     min_args; /* required arguments */
+    uint8_t     max_args; /* required plus optional arguments */
+    int8_t      key_arg;  /* argument index of the key, or -1 */
+    uint8_t     reply;    /* enum brim_rep_shape of the OK reply */
+    uint8_t     flags;    /* BRIM_OPF_* */
 };
 
 /*

@@ -23,8 +23,8 @@
 
 int
 brim_topo_init(struct brim_topo *topo, uint64_t cluster_id, uint64_t seed,
-               uint32_t npartitions, uint32_t tokens_per_node,
-               uint64_t eps_ppm, uint64_t epoch)
+               uint32_t npartitions, uint32_t tokens_per_node, uint64_t eps_ppm,
+               uint64_t epoch)
 {
     memset(topo, 0, sizeof(*topo));
     if (brim_map_init(&topo->map, npartitions, epoch) != 0) {
@@ -52,15 +52,16 @@ brim_topo_copy(struct brim_topo *dst, const struct brim_topo *src)
     const struct brim_map *m = &src->map;
 
     if (brim_topo_init(dst, src->cluster_id, src->seed, m->npartitions,
-                       src->tokens_per_node, src->eps_ppm, m->epoch) != 0)
+                       src->tokens_per_node, src->eps_ppm, m->epoch)
+        != 0)
     {
         return BRIM_ENOMEM;
     }
     memcpy(dst->map.owner, m->owner,
            (size_t) m->npartitions * sizeof(*m->owner));
     if (src->nmembers > 0) {
-        dst->members = brim_malloc((size_t) src->nmembers
-                                   * sizeof(*dst->members));
+        dst->members =
+            brim_malloc((size_t) src->nmembers * sizeof(*dst->members));
         if (dst->members == NULL) {
             brim_topo_destroy(dst);
             return BRIM_ENOMEM;
@@ -70,8 +71,8 @@ brim_topo_copy(struct brim_topo *dst, const struct brim_topo *src)
         dst->nmembers = src->nmembers;
     }
     if (src->ndeparted > 0) {
-        dst->departed = brim_malloc((size_t) src->ndeparted
-                                    * sizeof(*dst->departed));
+        dst->departed =
+            brim_malloc((size_t) src->ndeparted * sizeof(*dst->departed));
         if (dst->departed == NULL) {
             brim_topo_destroy(dst);
             return BRIM_ENOMEM;
@@ -145,7 +146,8 @@ brim_topo_find_source(const struct brim_topo *topo, const char *name)
     for (j = 0; j < topo->ndeparted; j++) {
         if (strcmp(topo->departed[j].name, name) == 0) {
             return topo->departed[j].state == BRIM_MEMBER_LEAVING
-                   ? (int32_t) (topo->nmembers + j) : -1;
+                ? (int32_t) (topo->nmembers + j)
+                : -1;
         }
     }
     return -1;
@@ -213,10 +215,10 @@ brim_topo_encode(struct brim_buf *out, const struct brim_topo *topo)
 
     start = out->len;
     wire_packer_init(&pk, out);
-    err = msgpack_pack_array(&pk, topo->ndeparted > 0 ? TOPO_FIELDS
-                                                      : TOPO_FIELDS_V1);
-    err |= msgpack_pack_uint32(&pk, topo->ndeparted > 0 ? BRIM_TOPO_FORMAT
-                                                        : BRIM_TOPO_FORMAT_V1);
+    err = msgpack_pack_array(
+        &pk, topo->ndeparted > 0 ? TOPO_FIELDS : TOPO_FIELDS_V1);
+    err |= msgpack_pack_uint32(
+        &pk, topo->ndeparted > 0 ? BRIM_TOPO_FORMAT : BRIM_TOPO_FORMAT_V1);
     err |= msgpack_pack_uint64(&pk, topo->cluster_id);
     err |= msgpack_pack_uint64(&pk, topo->seed);
     err |= msgpack_pack_uint64(&pk, topo->map.epoch);
@@ -248,12 +250,12 @@ brim_topo_encode(struct brim_buf *out, const struct brim_topo *topo)
 
 /* The settings of the header fields, checked before anything is kept. */
 struct topo_head {
-    uint64_t cluster_id;            /* random, fixed at creation */
-    uint64_t seed;                  /* cluster hash seed */
-    uint64_t epoch;                 /* the map's epoch */
-    uint32_t npartitions;           /* P */
-    uint32_t tokens_per_node;       /* V */
-    uint64_t eps_ppm;               /* cap slack, or BRIM_EPS_NONE */
+    uint64_t cluster_id;      /* random, fixed at creation */
+    uint64_t seed;            /* cluster hash seed */
+    uint64_t epoch;           /* the map's epoch */
+    uint32_t npartitions;     /* P */
+    uint32_t tokens_per_node; /* V */
+    uint64_t eps_ppm;         /* cap slack, or BRIM_EPS_NONE */
 };
 
 /* Read and range-check the scalar fields A[0 .. 7) of an array of
@@ -268,39 +270,39 @@ topo_head(const msgpack_object *a, uint32_t nfields, struct topo_head *h,
     if (!wire_get_u32(&a[0], &format)
         || (format != BRIM_TOPO_FORMAT && format != BRIM_TOPO_FORMAT_V1))
     {
-        brim_errfmt(errbuf, "topo: unknown format (this code reads "
-                    "formats %d and %d)", BRIM_TOPO_FORMAT_V1,
-                    BRIM_TOPO_FORMAT);
+        brim_errfmt(errbuf,
+                    "topo: unknown format (this code reads "
+                    "formats %d and %d)",
+                    BRIM_TOPO_FORMAT_V1, BRIM_TOPO_FORMAT);
         return BRIM_EBADREQ;
     }
-    if (nfields != (format == BRIM_TOPO_FORMAT ? TOPO_FIELDS
-                                               : TOPO_FIELDS_V1))
+    if (nfields != (format == BRIM_TOPO_FORMAT ? TOPO_FIELDS : TOPO_FIELDS_V1))
     {
         brim_errfmt(errbuf, "topo: format %" PRIu32 " is an array of %d",
-                    format, format == BRIM_TOPO_FORMAT ? TOPO_FIELDS
-                                                       : TOPO_FIELDS_V1);
+                    format,
+                    format == BRIM_TOPO_FORMAT ? TOPO_FIELDS : TOPO_FIELDS_V1);
         return BRIM_EBADREQ;
     }
-    if (!wire_get_u64(&a[1], &h->cluster_id)
-        || !wire_get_u64(&a[2], &h->seed)
+    if (!wire_get_u64(&a[1], &h->cluster_id) || !wire_get_u64(&a[2], &h->seed)
         || !wire_get_u64(&a[3], &h->epoch)
         || !wire_get_u32(&a[4], &h->npartitions)
         || !wire_get_u32(&a[5], &h->tokens_per_node)
         || !wire_get_u64(&a[6], &h->eps_ppm))
     {
-        brim_errfmt(errbuf, "topo: cluster_id, seed, epoch, partitions, "
+        brim_errfmt(errbuf,
+                    "topo: cluster_id, seed, epoch, partitions, "
                     "tokens and eps must be non-negative integers");
         return BRIM_EBADREQ;
     }
-    if (brim_placement_check(h->tokens_per_node, h->npartitions, 0,
-                             why) != 0)
-    {
-        brim_errfmt(errbuf, "topo: %s", why);   /* names the setting */
+    if (brim_placement_check(h->tokens_per_node, h->npartitions, 0, why) != 0) {
+        brim_errfmt(errbuf, "topo: %s", why); /* names the setting */
         return BRIM_EBADREQ;
     }
     if (h->eps_ppm > BRIM_EPS_PPM_MAX && h->eps_ppm != BRIM_EPS_NONE) {
-        brim_errfmt(errbuf, "topo: eps is %" PRIu64 " ppm, max %llu or "
-                    "none", h->eps_ppm, BRIM_EPS_PPM_MAX);
+        brim_errfmt(errbuf,
+                    "topo: eps is %" PRIu64 " ppm, max %llu or "
+                    "none",
+                    h->eps_ppm, BRIM_EPS_PPM_MAX);
         return BRIM_EBADREQ;
     }
     return 0;
@@ -333,10 +335,11 @@ topo_member(const msgpack_object *o, uint32_t i, const struct brim_member *prev,
     size_t                name_len, addr_len;
 
     if (o->type != MSGPACK_OBJECT_ARRAY
-        || o->via.array.size != TOPO_MEMBER_FIELDS)
-    {
-        brim_errfmt(errbuf, "topo: member %" PRIu32 " must be an array of "
-                    "%d", i, TOPO_MEMBER_FIELDS);
+        || o->via.array.size != TOPO_MEMBER_FIELDS) {
+        brim_errfmt(errbuf,
+                    "topo: member %" PRIu32 " must be an array of "
+                    "%d",
+                    i, TOPO_MEMBER_FIELDS);
         return BRIM_EBADREQ;
     }
     f = o->via.array.ptr;
@@ -346,26 +349,30 @@ topo_member(const msgpack_object *o, uint32_t i, const struct brim_member *prev,
         || !wire_get_u32(&f[3], &m->state)
         || !wire_get_u64(&f[4], &m->incarnation))
     {
-        brim_errfmt(errbuf, "topo: member %" PRIu32 ": wrong field types",
-                    i);
+        brim_errfmt(errbuf, "topo: member %" PRIu32 ": wrong field types", i);
         return BRIM_EBADREQ;
     }
     if (!brim_ring_name_valid(name, name_len)) {
-        brim_errfmt(errbuf, "topo: member %" PRIu32 ": bad name (%zu bytes; "
-                    "1 to %d of [A-Za-z0-9._:-])", i, name_len,
-                    BRIM_NAME_MAX);
+        brim_errfmt(errbuf,
+                    "topo: member %" PRIu32 ": bad name (%zu bytes; "
+                    "1 to %d of [A-Za-z0-9._:-])",
+                    i, name_len, BRIM_NAME_MAX);
         return BRIM_EBADREQ;
     }
     /* A valid name fits and holds no NUL; strcmp is then ring order. */
     (void) topo_copy_text(m->name, sizeof(m->name), name, name_len);
     if (prev != NULL && strcmp(prev->name, m->name) >= 0) {
-        brim_errfmt(errbuf, "topo: member \"%s\" after \"%s\": names must "
-                    "be sorted and unique", m->name, prev->name);
+        brim_errfmt(errbuf,
+                    "topo: member \"%s\" after \"%s\": names must "
+                    "be sorted and unique",
+                    m->name, prev->name);
         return BRIM_EBADREQ;
     }
     if (topo_copy_text(m->addr, sizeof(m->addr), addr, addr_len) != 0) {
-        brim_errfmt(errbuf, "topo: member \"%s\": address of %zu bytes "
-                    "(max %d, no NUL)", m->name, addr_len, BRIM_ADDR_MAX);
+        brim_errfmt(errbuf,
+                    "topo: member \"%s\": address of %zu bytes "
+                    "(max %d, no NUL)",
+                    m->name, addr_len, BRIM_ADDR_MAX);
         return BRIM_EBADREQ;
     }
     /* The ring's own limits, so a decoded topology always builds a ring. */
@@ -373,10 +380,11 @@ topo_member(const msgpack_object *o, uint32_t i, const struct brim_member *prev,
         || m->weight_ppm > BRIM_WEIGHT_PPM_MAX
         || brim_ring_token_count(v, m->weight_ppm) > BRIM_NODE_TOKENS_MAX)
     {
-        brim_errfmt(errbuf, "topo: member \"%s\": weight %" PRIu32 " ppm, "
-                    "must be %u to %u and give at most %u tokens", m->name,
-                    m->weight_ppm, BRIM_WEIGHT_PPM_MIN, BRIM_WEIGHT_PPM_MAX,
-                    BRIM_NODE_TOKENS_MAX);
+        brim_errfmt(errbuf,
+                    "topo: member \"%s\": weight %" PRIu32 " ppm, "
+                    "must be %u to %u and give at most %u tokens",
+                    m->name, m->weight_ppm, BRIM_WEIGHT_PPM_MIN,
+                    BRIM_WEIGHT_PPM_MAX, BRIM_NODE_TOKENS_MAX);
         return BRIM_EBADREQ;
     }
     if (m->state < BRIM_MEMBER_JOINING || m->state > BRIM_MEMBER_DEAD) {
@@ -412,13 +420,11 @@ topo_member_list(const msgpack_object *o, const char *what,
     }
     *out = brim_malloc((size_t) n * sizeof(**out));
     if (*out == NULL) {
-        brim_errfmt(errbuf, "topo: out of memory for %" PRIu32 " %s", n,
-                    what);
+        brim_errfmt(errbuf, "topo: out of memory for %" PRIu32 " %s", n, what);
         return BRIM_ENOMEM;
     }
     for (i = 0; i < n; i++) {
-        rc = topo_member(&o->via.array.ptr[i], i,
-                         i > 0 ? &(*out)[i - 1] : NULL,
+        rc = topo_member(&o->via.array.ptr[i], i, i > 0 ? &(*out)[i - 1] : NULL,
                          topo->tokens_per_node, &(*out)[i], errbuf);
         if (rc != 0) {
             return rc;
@@ -442,13 +448,16 @@ topo_departed(const msgpack_object *o, struct brim_topo *topo, char *errbuf)
     for (j = 0; rc == 0 && j < topo->ndeparted; j++) {
         d = &topo->departed[j];
         if (d->state != BRIM_MEMBER_LEAVING && d->state != BRIM_MEMBER_DEAD) {
-            brim_errfmt(errbuf, "topo: departed member \"%s\" in state %"
-                        PRIu32 " (must be LEAVING or DEAD)", d->name,
-                        d->state);
+            brim_errfmt(errbuf,
+                        "topo: departed member \"%s\" in state %" PRIu32
+                        " (must be LEAVING or DEAD)",
+                        d->name, d->state);
             rc = BRIM_EBADREQ;
         } else if (brim_topo_find(topo, d->name) >= 0) {
-            brim_errfmt(errbuf, "topo: \"%s\" is both a member and "
-                        "departed", d->name);
+            brim_errfmt(errbuf,
+                        "topo: \"%s\" is both a member and "
+                        "departed",
+                        d->name);
             rc = BRIM_EBADREQ;
         }
     }
@@ -467,19 +476,21 @@ topo_owners(const msgpack_object *o, struct brim_topo *topo, char *errbuf)
     uint16_t             owner;
 
     if (!wire_get_bytes(o, &bytes, &n)
-        || n != (size_t) topo->map.npartitions * 2)
-    {
-        brim_errfmt(errbuf, "topo: owner map must be a bin of %" PRIu32
-                    " bytes (2 per partition)", topo->map.npartitions * 2);
+        || n != (size_t) topo->map.npartitions * 2) {
+        brim_errfmt(errbuf,
+                    "topo: owner map must be a bin of %" PRIu32
+                    " bytes (2 per partition)",
+                    topo->map.npartitions * 2);
         return BRIM_EBADREQ;
     }
     p = (const unsigned char *) bytes;
     for (i = 0; i < topo->map.npartitions; i++) {
         owner = (uint16_t) (p[2 * i] | (p[2 * i + 1] << 8));
         if (owner >= topo->nmembers && owner != BRIM_NODE_NONE) {
-            brim_errfmt(errbuf, "topo: partition %" PRIu32 " owned by member "
-                        "%u of %" PRIu32, i, (unsigned) owner,
-                        topo->nmembers);
+            brim_errfmt(errbuf,
+                        "topo: partition %" PRIu32 " owned by member "
+                        "%u of %" PRIu32,
+                        i, (unsigned) owner, topo->nmembers);
             return BRIM_EBADREQ;
         }
         topo->map.owner[i] = owner;
@@ -511,7 +522,8 @@ brim_topo_decode(const msgpack_object *obj, struct brim_topo *topo,
     }
     /* P is in range now, so this allocation is at most 2 MiB. */
     if (brim_topo_init(topo, h.cluster_id, h.seed, h.npartitions,
-                       h.tokens_per_node, h.eps_ppm, h.epoch) != 0)
+                       h.tokens_per_node, h.eps_ppm, h.epoch)
+        != 0)
     {
         brim_errfmt(errbuf, "topo: out of memory for %" PRIu32 " partitions",
                     h.npartitions);

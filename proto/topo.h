@@ -24,7 +24,7 @@
 #include <brim/status.h>
 
 #include "common/map.h"
-#include "common/placement.h"     /* BRIM_EPS_NONE */
+#include "common/placement.h" /* BRIM_EPS_NONE */
 #include "common/ring.h"
 #include "proto/buf.h"
 
@@ -37,19 +37,19 @@
 
 /* A member's state in the coordinator's view. */
 enum brim_member_state {
-    BRIM_MEMBER_JOINING = 1,        /* accepted, not yet in a committed map */
-    BRIM_MEMBER_UP = 2,             /* in the committed map, heartbeating */
-    BRIM_MEMBER_LEAVING = 3,        /* draining: owns nothing in the next map */
-    BRIM_MEMBER_DEAD = 4            /* missed heartbeats; removed next epoch */
+    BRIM_MEMBER_JOINING = 1, /* accepted, not yet in a committed map */
+    BRIM_MEMBER_UP = 2,      /* in the committed map, heartbeating */
+    BRIM_MEMBER_LEAVING = 3, /* draining: owns nothing in the next map */
+    BRIM_MEMBER_DEAD = 4     /* missed heartbeats; removed next epoch */
 };
 
 /* One member of a topology. */
 struct brim_member {
-    char     name[BRIM_NAME_MAX + 1];  /* NUL-terminated node name */
-    char     addr[BRIM_ADDR_MAX + 1];  /* NUL-terminated "host:port" */
-    uint32_t weight_ppm;               /* weight in millionths */
-    uint32_t state;                    /* enum brim_member_state */
-    uint64_t incarnation;              /* the member process's random id */
+    char     name[BRIM_NAME_MAX + 1]; /* NUL-terminated node name */
+    char     addr[BRIM_ADDR_MAX + 1]; /* NUL-terminated "host:port" */
+    uint32_t weight_ppm;              /* weight in millionths */
+    uint32_t state;                   /* enum brim_member_state */
+    uint64_t incarnation;             /* the member process's random id */
 };
 
 /* A topology: settings, members sorted by name, and the map. */
@@ -79,9 +79,9 @@ struct brim_topo {
  * membership and a map of NPARTITIONS partitions, all unowned, at EPOCH.
  * Returns 0 or BRIM_ENOMEM (TOPO zeroed). Release with brim_topo_destroy().
  */
-int brim_topo_init(struct brim_topo *topo, uint64_t cluster_id,
-                   uint64_t seed, uint32_t npartitions,
-                   uint32_t tokens_per_node, uint64_t eps_ppm, uint64_t epoch);
+int brim_topo_init(struct brim_topo *topo, uint64_t cluster_id, uint64_t seed,
+                   uint32_t npartitions, uint32_t tokens_per_node,
+                   uint64_t eps_ppm, uint64_t epoch);
 
 /* Free what TOPO holds; a zeroed topo is fine. */
 void brim_topo_destroy(struct brim_topo *topo);
@@ -116,7 +116,7 @@ int32_t brim_topo_find_source(const struct brim_topo *topo, const char *name);
 /* The member or departed entry at source index I (see
  * brim_topo_find_source), borrowed from TOPO, or NULL when out of range. */
 const struct brim_member *brim_topo_source(const struct brim_topo *topo,
-                                           uint32_t i);
+                                           uint32_t                i);
 
 /*
  * Append TOPO, encoded as above, to OUT as one msgpack object (not a

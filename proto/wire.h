@@ -27,7 +27,7 @@
 #include "proto/buf.h"
 #include "proto/ops.h"
 
-struct brim_topo;                   /* proto/topo.h */
+struct brim_topo; /* proto/topo.h */
 
 /* The protocol version this code speaks, sent in HELLO. */
 #define BRIM_WIRE_VERSION 1
@@ -38,24 +38,24 @@ struct brim_topo;                   /* proto/topo.h */
 #define BRIM_WIRE_DEPTH_CEILING 16
 
 /* Default limits (struct brim_wire_limits). */
-#define BRIM_WIRE_KEY_MAX 250                  /* bytes, as memcached */
-#define BRIM_WIRE_VALUE_MAX (1u << 20)         /* bytes: 1 MiB */
-#define BRIM_WIRE_FRAME_SLACK (64u << 10)      /* frame max = value + this */
-#define BRIM_WIRE_MGET_MAX 1024                /* keys in one MGET */
+#define BRIM_WIRE_KEY_MAX 250             /* bytes, as memcached */
+#define BRIM_WIRE_VALUE_MAX (1u << 20)    /* bytes: 1 MiB */
+#define BRIM_WIRE_FRAME_SLACK (64u << 10) /* frame max = value + this */
+#define BRIM_WIRE_MGET_MAX 1024           /* keys in one MGET */
 
 /* msgpack objects of a topology of N members (proto/topo.h): its array,
  * 8 fields, the member array and 6 objects per member. */
 #define BRIM_WIRE_TOPO_OBJECTS(n) (10u + 6u * (size_t) (n))
 
 /* Hard bounds a configuration must respect (brim_wire_limits_check()). */
-#define BRIM_WIRE_KEY_LIMIT 65535u             /* longest configurable key */
-#define BRIM_WIRE_VALUE_LIMIT (1u << 30)       /* largest configurable value */
-#define BRIM_WIRE_MGET_LIMIT 65536u            /* most configurable keys */
-#define BRIM_WIRE_BATCH_LIMIT 1024u            /* most entries of a batch */
+#define BRIM_WIRE_KEY_LIMIT 65535u       /* longest configurable key */
+#define BRIM_WIRE_VALUE_LIMIT (1u << 30) /* largest configurable value */
+#define BRIM_WIRE_MGET_LIMIT 65536u      /* most configurable keys */
+#define BRIM_WIRE_BATCH_LIMIT 1024u      /* most entries of a batch */
 
 /* msgpack objects of one stream entry: its array and 5 fields. */
 #define BRIM_WIRE_ENTRY_OBJECTS 6u
-#define BRIM_WIRE_SECTION_MAX 64               /* STATS section name bytes */
+#define BRIM_WIRE_SECTION_MAX 64 /* STATS section name bytes */
 /* Bytes of AUTH's nonces and MACs (proto/auth.h: HMAC-SHA256). */
 #define BRIM_WIRE_AUTH_BYTES 32
 
@@ -67,17 +67,17 @@ struct brim_topo;                   /* proto/topo.h */
  * tells a client the node's. Fill with brim_wire_limits_default().
  */
 struct brim_wire_limits {
-    uint32_t max_key_bytes;         /* 1 .. BRIM_WIRE_KEY_LIMIT */
-    uint32_t max_value_bytes;       /* 1 .. BRIM_WIRE_VALUE_LIMIT */
-    uint32_t max_frame_bytes;       /* body bytes, header excluded */
-    uint32_t max_mget_keys;         /* 1 .. BRIM_WIRE_MGET_LIMIT */
-    uint32_t max_members;           /* 0 .. 4096 (BRIM_NODES_MAX): members of a
+    uint32_t max_key_bytes;     /* 1 .. BRIM_WIRE_KEY_LIMIT */
+    uint32_t max_value_bytes;   /* 1 .. BRIM_WIRE_VALUE_LIMIT */
+    uint32_t max_frame_bytes;   /* body bytes, header excluded */
+    uint32_t max_mget_keys;     /* 1 .. BRIM_WIRE_MGET_LIMIT */
+    uint32_t max_members;       /* 0 .. 4096 (BRIM_NODES_MAX): members of a
                                        topology a request may carry
                                        (EPOCH_PROPOSE); 0 by default. Not
                                        sent in HELLO. Raise it, and
                                        max_frame_bytes (PROTOCOL.md 10.1),
                                        on connections from the coordinator */
-    uint32_t max_batch_entries;     /* 0 .. BRIM_WIRE_BATCH_LIMIT: entries a
+    uint32_t max_batch_entries; /* 0 .. BRIM_WIRE_BATCH_LIMIT: entries a
                                        STREAM_BATCH may carry; 0 by default
                                        (refused). Not sent in HELLO. Raised
                                        on connections from other nodes */
@@ -89,19 +89,19 @@ struct brim_wire_limits {
  * borrow as in struct brim_req.
  */
 struct brim_wire_entry {
-    const char *key;                /* 1 .. max_key_bytes */
+    const char *key; /* 1 .. max_key_bytes */
     size_t      key_len;
-    const char *value;              /* 0 .. max_value_bytes */
+    const char *value; /* 0 .. max_value_bytes */
     size_t      value_len;
-    uint32_t    flags;              /* client flags */
-    uint64_t    cas;                /* CAS value */
-    uint32_t    ttl_s;              /* remaining seconds; 0 = no expiry */
+    uint32_t    flags; /* client flags */
+    uint64_t    cas;   /* CAS value */
+    uint32_t    ttl_s; /* remaining seconds; 0 = no expiry */
 };
 
 /* A byte string borrowed from its owner: PTR[0 .. LEN). */
 struct brim_bytes {
-    const char *ptr;                /* may be NULL when LEN is 0 */
-    size_t      len;                /* bytes */
+    const char *ptr; /* may be NULL when LEN is 0 */
+    size_t      len; /* bytes */
 };
 
 /*
@@ -109,12 +109,12 @@ struct brim_bytes {
  * from the frame buffer after a decode, from the caller for an encode.
  */
 struct brim_hello {
-    uint32_t    version;            /* BRIM_WIRE_VERSION */
-    uint32_t    role;               /* enum brim_role */
-    uint64_t    cluster_id;         /* 0: not known yet (a new client) */
-    uint64_t    incarnation;        /* sender's process id; 0 for clients */
-    const char *name;               /* node or coord name; may be empty */
-    size_t      name_len;           /* 0 .. BRIM_NAME_MAX bytes */
+    uint32_t    version;     /* BRIM_WIRE_VERSION */
+    uint32_t    role;        /* enum brim_role */
+    uint64_t    cluster_id;  /* 0: not known yet (a new client) */
+    uint64_t    incarnation; /* sender's process id; 0 for clients */
+    const char *name;        /* node or coord name; may be empty */
+    size_t      name_len;    /* 0 .. BRIM_NAME_MAX bytes */
 };
 
 /*
@@ -124,48 +124,48 @@ struct brim_hello {
  * they stay valid until either is reused or freed, so copy what you keep.
  */
 struct brim_req {
-    uint32_t              op;          /* enum brim_op */
-    uint64_t              request_id;  /* echoed in the reply; 0 = unknown */
-    uint64_t              epoch;       /* sender's map epoch; 0 = none */
-    const char           *key;         /* k: the key */
-    size_t                key_len;     /* 1 .. max_key_bytes */
-    const char           *value;       /* v: the value */
-    size_t                value_len;   /* 0 .. max_value_bytes */
-    uint32_t              ttl_s;       /* t: seconds, 0 none, > 30 days abs */
-    uint32_t              flags;       /* f: client flags, stored opaque */
-    uint64_t              cas;         /* c: expected CAS value */
-    uint64_t              delta;       /* d: INCR/DECR amount */
-    uint32_t              delay_s;     /* w: FLUSH delay, 0 = now */
-    const msgpack_object *keys;        /* K: MGET keys (decoded only) */
-    uint32_t              nkeys;       /* K: 1 .. max_mget_keys */
-    const char           *section;     /* s: STATS section, may be empty */
-    size_t                section_len; /* 0 .. BRIM_WIRE_SECTION_MAX */
-    struct brim_hello     hello;       /* P C R I n: HELLO's arguments;
+    uint32_t                op;          /* enum brim_op */
+    uint64_t                request_id;  /* echoed in the reply; 0 = unknown */
+    uint64_t                epoch;       /* sender's map epoch; 0 = none */
+    const char             *key;         /* k: the key */
+    size_t                  key_len;     /* 1 .. max_key_bytes */
+    const char             *value;       /* v: the value */
+    size_t                  value_len;   /* 0 .. max_value_bytes */
+    uint32_t                ttl_s;       /* t: seconds, 0 none, > 30 days abs */
+    uint32_t                flags;       /* f: client flags, stored opaque */
+    uint64_t                cas;         /* c: expected CAS value */
+    uint64_t                delta;       /* d: INCR/DECR amount */
+    uint32_t                delay_s;     /* w: FLUSH delay, 0 = now */
+    const msgpack_object   *keys;        /* K: MGET keys (decoded only) */
+    uint32_t                nkeys;       /* K: 1 .. max_mget_keys */
+    const char             *section;     /* s: STATS section, may be empty */
+    size_t                  section_len; /* 0 .. BRIM_WIRE_SECTION_MAX */
+    struct brim_hello       hello;       /* P C R I n: HELLO's arguments;
                                           I is also JOIN's and HEARTBEAT's
                                           incarnation */
-    const char           *name;        /* N: member name */
-    size_t                name_len;    /* 0 .. BRIM_NAME_MAX */
-    const char           *addr;        /* a: member address "host:port" */
-    size_t                addr_len;    /* 0 .. BRIM_ADDR_MAX */
-    uint32_t              weight_ppm;  /* W: weight in millionths */
-    uint32_t              arg_u32;     /* F: LEAVE's force, PLAN's kind */
-    uint64_t              arg_epoch;   /* E: COMMIT/ABORT epoch, SUBSCRIBE's
+    const char             *name;        /* N: member name */
+    size_t                  name_len;    /* 0 .. BRIM_NAME_MAX */
+    const char             *addr;        /* a: member address "host:port" */
+    size_t                  addr_len;    /* 0 .. BRIM_ADDR_MAX */
+    uint32_t                weight_ppm;  /* W: weight in millionths */
+    uint32_t                arg_u32;     /* F: LEAVE's force, PLAN's kind */
+    uint64_t                arg_epoch;   /* E: COMMIT/ABORT epoch, SUBSCRIBE's
                                           known epoch */
-    const msgpack_object *obj;         /* T or M: decoded object (an array
+    const msgpack_object   *obj;         /* T or M: decoded object (an array
                                           for T, a map for M); encoded when
                                           TOPO is NULL */
-    const struct brim_topo *topo;      /* T: encode only, borrowed */
-    uint32_t              partition;   /* p: a partition number */
-    uint64_t              count;       /* u: STREAM_END's entries sent */
-    const msgpack_object *entries;     /* B: decoded entries (see
+    const struct brim_topo *topo;        /* T: encode only, borrowed */
+    uint32_t                partition;   /* p: a partition number */
+    uint64_t                count;       /* u: STREAM_END's entries sent */
+    const msgpack_object   *entries;     /* B: decoded entries (see
                                           brim_wire_req_entry()) */
-    uint32_t              nentries;    /* B: 0 .. max_batch_entries */
-    const char           *entries_raw; /* B, encode only: NENTRIES entries
+    uint32_t                nentries;    /* B: 0 .. max_batch_entries */
+    const char             *entries_raw; /* B, encode only: NENTRIES entries
                                           already packed (brim_wire_entry_
                                           pack()); used when ENTRIES is
                                           NULL */
-    size_t                entries_raw_len; /* bytes */
-    const char           *auth;        /* x: AUTH's nonce_c or mac_c,
+    size_t                  entries_raw_len; /* bytes */
+    const char             *auth;            /* x: AUTH's nonce_c or mac_c,
                                           BRIM_WIRE_AUTH_BYTES bytes */
 };
 
@@ -284,7 +284,7 @@ int brim_wire_unpack(const char *body, size_t len, size_t max_objects,
  * carry them; the other fields are then unspecified. ERRBUF (NULL allowed)
  * gets a one-line reason for the reply's message.
  */
-int brim_wire_decode_req(const msgpack_object *obj,
+int brim_wire_decode_req(const msgpack_object          *obj,
                          const struct brim_wire_limits *lim,
                          struct brim_req *req, char errbuf[BRIM_ERRBUF_LEN]);
 
@@ -303,8 +303,8 @@ int brim_wire_parse_req(const char *body, size_t len,
  * Key I (< REQ->nkeys) of a decoded MGET, as *KEY (borrowed from the frame)
  * and *KEY_LEN. Its type and length were checked by the decoder.
  */
-void brim_wire_req_key(const struct brim_req *req, uint32_t i,
-                       const char **key, size_t *key_len);
+void brim_wire_req_key(const struct brim_req *req, uint32_t i, const char **key,
+                       size_t *key_len);
 
 /*
  * Append REQ as one frame to OUT. Sends REQ->op's arguments from the fields
@@ -333,9 +333,9 @@ int brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id,
  * most max_value_bytes, flags u32, cas u64, ttl u32. Returns 0,
  * BRIM_EBADREQ (shape or type), BRIM_EINVAL (key length) or BRIM_ETOOBIG.
  */
-int brim_wire_entry_decode(const msgpack_object *o,
+int brim_wire_entry_decode(const msgpack_object          *o,
                            const struct brim_wire_limits *lim,
-                           struct brim_wire_entry *e);
+                           struct brim_wire_entry        *e);
 
 /* Entry I (< REQ->nentries) of a decoded STREAM_BATCH (checked). */
 void brim_wire_req_entry(const struct brim_req *req, uint32_t i,
@@ -343,8 +343,7 @@ void brim_wire_req_entry(const struct brim_req *req, uint32_t i,
 
 /* Append E as one msgpack array (not a frame) to OUT: 0 or BRIM_ENOMEM
  * (OUT may then hold part of it: truncate it back). */
-int brim_wire_entry_pack(struct brim_buf *out,
-                         const struct brim_wire_entry *e);
+int brim_wire_entry_pack(struct brim_buf *out, const struct brim_wire_entry *e);
 
 /*
  * Append PULL's OK reply [0, REQUEST_ID, entry] as one frame to OUT.
@@ -386,8 +385,8 @@ int brim_wire_parse_rep(const char *body, size_t len, uint32_t op,
  * Types were checked by the decoder.
  */
 int brim_wire_rep_entry(const struct brim_rep *rep, uint32_t i,
-                        const char **value, size_t *value_len,
-                        uint32_t *flags, uint64_t *cas);
+                        const char **value, size_t *value_len, uint32_t *flags,
+                        uint64_t *cas);
 
 /*
  * Append REP, the reply to a request of opcode OP, as one frame to OUT. A
@@ -448,8 +447,8 @@ int brim_wire_stats_begin(struct brim_buf *out, uint64_t request_id,
                           uint32_t npairs, size_t *mark);
 int brim_wire_stats_u64(struct brim_buf *out, const char *name, uint64_t v);
 int brim_wire_stats_f64(struct brim_buf *out, const char *name, double v);
-int brim_wire_stats_str(struct brim_buf *out, const char *name,
-                        const char *s, size_t len);
+int brim_wire_stats_str(struct brim_buf *out, const char *name, const char *s,
+                        size_t len);
 int brim_wire_stats_map(struct brim_buf *out, const char *name,
                         uint32_t npairs);
 

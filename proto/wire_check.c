@@ -79,7 +79,7 @@ check_container(struct check *c, int depth, uint64_t n, int per)
     if (depth > c->max_depth) {
         return BRIM_EBADREQ;
     }
-    elems = n * (uint64_t) per;     /* n < 2^32: cannot overflow */
+    elems = n * (uint64_t) per; /* n < 2^32: cannot overflow */
     if (elems > (uint64_t) (c->end - c->p) || elems > c->objects_left) {
         return BRIM_EBADREQ;
     }
@@ -111,25 +111,25 @@ static int
 check_fixed(struct check *c, unsigned b)
 {
     switch (b) {
-    case 0xc0:                      /* nil */
-    case 0xc2:                      /* false */
-    case 0xc3:                      /* true */
+    case 0xc0: /* nil */
+    case 0xc2: /* false */
+    case 0xc3: /* true */
         return 0;
-    case 0xcc:                      /* uint8 */
-    case 0xd0:                      /* int8 */
+    case 0xcc: /* uint8 */
+    case 0xd0: /* int8 */
         return check_skip(c, 1);
     case 0xcd:
     case 0xd1:
         return check_skip(c, 2);
-    case 0xca:                      /* float32 */
+    case 0xca: /* float32 */
     case 0xce:
     case 0xd2:
         return check_skip(c, 4);
-    case 0xcb:                      /* float64 */
+    case 0xcb: /* float64 */
     case 0xcf:
     case 0xd3:
         return check_skip(c, 8);
-    case 0xd4:                      /* fixext 1, 2, 4, 8, 16: type + data */
+    case 0xd4: /* fixext 1, 2, 4, 8, 16: type + data */
         return check_skip(c, 2);
     case 0xd5:
         return check_skip(c, 3);
@@ -140,7 +140,7 @@ check_fixed(struct check *c, unsigned b)
     case 0xd8:
         return check_skip(c, 17);
     default:
-        return BRIM_EBADREQ;        /* 0xc1 is never used */
+        return BRIM_EBADREQ; /* 0xc1 is never used */
     }
 }
 
@@ -156,20 +156,20 @@ check_value(struct check *c, int depth)
     c->objects_left--;
     b = *c->p++;
     if (b <= 0x7f || b >= 0xe0) {
-        return 0;                   /* positive and negative fixint */
+        return 0; /* positive and negative fixint */
     }
     if (b <= 0x8f) {
-        return check_container(c, depth, b & 0x0f, 2);     /* fixmap */
+        return check_container(c, depth, b & 0x0f, 2); /* fixmap */
     }
     if (b <= 0x9f) {
-        return check_container(c, depth, b & 0x0f, 1);     /* fixarray */
+        return check_container(c, depth, b & 0x0f, 1); /* fixarray */
     }
     if (b <= 0xbf) {
-        return check_skip(c, b & 0x1f);                     /* fixstr */
+        return check_skip(c, b & 0x1f); /* fixstr */
     }
     switch (b) {
-    case 0xc4:                      /* bin 8, 16, 32 */
-    case 0xd9:                      /* str 8, 16, 32 */
+    case 0xc4: /* bin 8, 16, 32 */
+    case 0xd9: /* str 8, 16, 32 */
         return check_blob(c, 1, 0);
     case 0xc5:
     case 0xda:
@@ -177,17 +177,17 @@ check_value(struct check *c, int depth)
     case 0xc6:
     case 0xdb:
         return check_blob(c, 4, 0);
-    case 0xc7:                      /* ext 8, 16, 32 */
+    case 0xc7: /* ext 8, 16, 32 */
         return check_blob(c, 1, 1);
     case 0xc8:
         return check_blob(c, 2, 1);
     case 0xc9:
         return check_blob(c, 4, 1);
-    case 0xdc:                      /* array 16, 32 */
+    case 0xdc: /* array 16, 32 */
         return check_counted(c, depth, 2, 1);
     case 0xdd:
         return check_counted(c, depth, 4, 1);
-    case 0xde:                      /* map 16, 32 */
+    case 0xde: /* map 16, 32 */
         return check_counted(c, depth, 2, 2);
     case 0xdf:
         return check_counted(c, depth, 4, 2);
@@ -214,7 +214,7 @@ brim_wire_check_objects(const void *buf, size_t len, int max_depth,
     if (rc != 0) {
         return rc;
     }
-    return c.p == c.end ? 0 : BRIM_EBADREQ;     /* exactly one object */
+    return c.p == c.end ? 0 : BRIM_EBADREQ; /* exactly one object */
 }
 
 int
@@ -234,7 +234,7 @@ brim_wire_unpack(const char *body, size_t len, size_t max_objects,
 
     rc = brim_wire_check_objects(body, len, BRIM_WIRE_MAX_DEPTH, max_objects);
     if (rc != 0) {
-        return rc;                  /* msgpack-c never sees this body */
+        return rc; /* msgpack-c never sees this body */
     }
     msgpack_zone_clear(zone);
     off = 0;
@@ -271,45 +271,51 @@ brim_wire_limits_default(struct brim_wire_limits *lim)
 
 int
 brim_wire_limits_check(const struct brim_wire_limits *lim,
-                       char errbuf[BRIM_ERRBUF_LEN])
+                       char                           errbuf[BRIM_ERRBUF_LEN])
 {
     uint64_t need;
 
     if (lim->max_key_bytes == 0 || lim->max_key_bytes > BRIM_WIRE_KEY_LIMIT) {
-        brim_errfmt(errbuf, "wire: max key is %" PRIu32 " bytes, "
-                    "allowed 1 .. %u", lim->max_key_bytes,
-                    BRIM_WIRE_KEY_LIMIT);
+        brim_errfmt(errbuf,
+                    "wire: max key is %" PRIu32 " bytes, "
+                    "allowed 1 .. %u",
+                    lim->max_key_bytes, BRIM_WIRE_KEY_LIMIT);
         return BRIM_EINVAL;
     }
     if (lim->max_value_bytes == 0
-        || lim->max_value_bytes > BRIM_WIRE_VALUE_LIMIT)
-    {
-        brim_errfmt(errbuf, "wire: max value is %" PRIu32 " bytes, "
-                    "allowed 1 .. %u", lim->max_value_bytes,
-                    BRIM_WIRE_VALUE_LIMIT);
+        || lim->max_value_bytes > BRIM_WIRE_VALUE_LIMIT) {
+        brim_errfmt(errbuf,
+                    "wire: max value is %" PRIu32 " bytes, "
+                    "allowed 1 .. %u",
+                    lim->max_value_bytes, BRIM_WIRE_VALUE_LIMIT);
         return BRIM_EINVAL;
     }
     if (lim->max_mget_keys == 0 || lim->max_mget_keys > BRIM_WIRE_MGET_LIMIT) {
-        brim_errfmt(errbuf, "wire: max mget keys is %" PRIu32 ", "
-                    "allowed 1 .. %u", lim->max_mget_keys,
-                    BRIM_WIRE_MGET_LIMIT);
+        brim_errfmt(errbuf,
+                    "wire: max mget keys is %" PRIu32 ", "
+                    "allowed 1 .. %u",
+                    lim->max_mget_keys, BRIM_WIRE_MGET_LIMIT);
         return BRIM_EINVAL;
     }
     if (lim->max_members > BRIM_NODES_MAX) {
-        brim_errfmt(errbuf, "wire: max members is %" PRIu32 ", "
-                    "allowed 0 .. %d", lim->max_members, BRIM_NODES_MAX);
+        brim_errfmt(errbuf,
+                    "wire: max members is %" PRIu32 ", "
+                    "allowed 0 .. %d",
+                    lim->max_members, BRIM_NODES_MAX);
         return BRIM_EINVAL;
     }
     if (lim->max_batch_entries > BRIM_WIRE_BATCH_LIMIT) {
-        brim_errfmt(errbuf, "wire: max batch entries is %" PRIu32 ", "
-                    "allowed 0 .. %u", lim->max_batch_entries,
-                    BRIM_WIRE_BATCH_LIMIT);
+        brim_errfmt(errbuf,
+                    "wire: max batch entries is %" PRIu32 ", "
+                    "allowed 0 .. %u",
+                    lim->max_batch_entries, BRIM_WIRE_BATCH_LIMIT);
         return BRIM_EINVAL;
     }
     /* A SET of the longest key and the largest value must fit a frame. */
     need = (uint64_t) lim->max_value_bytes + lim->max_key_bytes + 1024;
     if (lim->max_frame_bytes < need) {
-        brim_errfmt(errbuf, "wire: max frame is %" PRIu32 " bytes, "
+        brim_errfmt(errbuf,
+                    "wire: max frame is %" PRIu32 " bytes, "
                     "min %" PRIu64 " (max value + max key + 1 KiB)",
                     lim->max_frame_bytes, need);
         return BRIM_EINVAL;
@@ -326,8 +332,7 @@ brim_wire_req_max_objects(const struct brim_wire_limits *lim)
      * or a topology (EPOCH_PROPOSE) ... */
     extra = lim->max_mget_keys;
     if (lim->max_members > 0
-        && BRIM_WIRE_TOPO_OBJECTS(lim->max_members) > extra)
-    {
+        && BRIM_WIRE_TOPO_OBJECTS(lim->max_members) > extra) {
         extra = BRIM_WIRE_TOPO_OBJECTS(lim->max_members);
     }
     /* or a STREAM_BATCH's entries (node connections) */

@@ -61,9 +61,7 @@ wire_get_u64(const msgpack_object *o, uint64_t *v)
 static inline int
 wire_get_u32(const msgpack_object *o, uint32_t *v)
 {
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER
-        || o->via.u64 > UINT32_MAX)
-    {
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > UINT32_MAX) {
         return 0;
     }
     *v = (uint32_t) o->via.u64;

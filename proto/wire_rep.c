@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/defs.h"
-#include "common/ring.h"            /* BRIM_NAME_MAX */
+#include "common/ring.h" /* BRIM_NAME_MAX */
 #include "proto/frame.h"
 #include "proto/topo.h"
 #include "proto/wire_int.h"
@@ -22,13 +22,14 @@
 /* A value with its flags and CAS at A[0 .. 2] (GET's reply, an MGET hit). */
 static int
 rep_item(const msgpack_object *a, const struct brim_wire_limits *lim,
-         const char **value, size_t *value_len, uint32_t *flags,
-         uint64_t *cas, char *errbuf)
+         const char **value, size_t *value_len, uint32_t *flags, uint64_t *cas,
+         char *errbuf)
 {
     if (!wire_get_bytes(&a[0], value, value_len) || !wire_get_u32(&a[1], flags)
         || !wire_get_u64(&a[2], cas))
     {
-        brim_errfmt(errbuf, "wire: reply: an item is [value, flags u32, "
+        brim_errfmt(errbuf,
+                    "wire: reply: an item is [value, flags u32, "
                     "cas u64]");
         return BRIM_EBADREQ;
     }
@@ -54,13 +55,15 @@ rep_error(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
             || !wire_get_bytes(&a[4], &rep->owner, &rep->owner_len)
             || rep->owner_len > REP_OWNER_MAX)
         {
-            brim_errfmt(errbuf, "wire: reply: MOVED is [5, id, message, "
+            brim_errfmt(errbuf,
+                        "wire: reply: MOVED is [5, id, message, "
                         "epoch, owner]");
             return BRIM_EBADREQ;
         }
     } else if (rep->status == BRIM_ERETRY && n >= 4) {
         if (!wire_get_u64(&a[3], &rep->epoch)) {
-            brim_errfmt(errbuf, "wire: reply: RETRY's epoch is not an "
+            brim_errfmt(errbuf,
+                        "wire: reply: RETRY's epoch is not an "
                         "unsigned integer");
             return BRIM_EBADREQ;
         }
@@ -95,7 +98,8 @@ rep_entry_check(const msgpack_object *e, const struct brim_wire_limits *lim,
     default:
         break;
     }
-    brim_errfmt(errbuf, "wire: reply: an MGET entry is nil, a status or "
+    brim_errfmt(errbuf,
+                "wire: reply: an MGET entry is nil, a status or "
                 "[value, flags, cas]");
     return BRIM_EBADREQ;
 }
@@ -112,8 +116,10 @@ rep_entries(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
     if (n < 3 || a[2].type != MSGPACK_OBJECT_ARRAY
         || a[2].via.array.size > lim->max_mget_keys)
     {
-        brim_errfmt(errbuf, "wire: reply: MGET is [0, id, [entry...]] of at "
-                    "most %" PRIu32 " entries", lim->max_mget_keys);
+        brim_errfmt(errbuf,
+                    "wire: reply: MGET is [0, id, [entry...]] of at "
+                    "most %" PRIu32 " entries",
+                    lim->max_mget_keys);
         return BRIM_EBADREQ;
     }
     list = a[2].via.array.ptr;
@@ -199,8 +205,10 @@ rep_hello(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
     if (h->role < BRIM_ROLE_MIN || h->role > BRIM_ROLE_MAX
         || h->name_len > BRIM_NAME_MAX)
     {
-        brim_errfmt(errbuf, "wire: reply: HELLO role %" PRIu32 " or name of "
-                    "%zu bytes out of range", h->role, h->name_len);
+        brim_errfmt(errbuf,
+                    "wire: reply: HELLO role %" PRIu32 " or name of "
+                    "%zu bytes out of range",
+                    h->role, h->name_len);
         return BRIM_EBADREQ;
     }
     return brim_wire_limits_check(l, errbuf) == 0 ? 0 : BRIM_EBADREQ;
@@ -219,12 +227,13 @@ rep_auth(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
     }
     if (!wire_get_bytes(&a[2], &rep->auth_nonce, &nonce_len)
         || !wire_get_bytes(&a[3], &rep->auth_mac, &mac_len)
-        || nonce_len != BRIM_WIRE_AUTH_BYTES
-        || mac_len != BRIM_WIRE_AUTH_BYTES)
+        || nonce_len != BRIM_WIRE_AUTH_BYTES || mac_len != BRIM_WIRE_AUTH_BYTES)
     {
         rep->auth_nonce = rep->auth_mac = NULL;
-        brim_errfmt(errbuf, "wire: reply: AUTH is [0, id, nonce_s, mac_s], "
-                    "bin of %d bytes each", BRIM_WIRE_AUTH_BYTES);
+        brim_errfmt(errbuf,
+                    "wire: reply: AUTH is [0, id, nonce_s, mac_s], "
+                    "bin of %d bytes each",
+                    BRIM_WIRE_AUTH_BYTES);
         return BRIM_EBADREQ;
     }
     return 0;
@@ -278,8 +287,9 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
         }
         break;
     case BRIM_REP_OBJECT:
-        if (n >= 3 && (a[2].type == MSGPACK_OBJECT_ARRAY
-                       || a[2].type == MSGPACK_OBJECT_MAP))
+        if (n >= 3
+            && (a[2].type == MSGPACK_OBJECT_ARRAY
+                || a[2].type == MSGPACK_OBJECT_MAP))
         {
             rep->obj = &a[2];
             return 0;
@@ -296,8 +306,8 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
 
 int
 brim_wire_decode_rep(const msgpack_object *obj, uint32_t op,
-                     const struct brim_wire_limits *lim,
-                     struct brim_rep *rep, char errbuf[BRIM_ERRBUF_LEN])
+                     const struct brim_wire_limits *lim, struct brim_rep *rep,
+                     char errbuf[BRIM_ERRBUF_LEN])
 {
     const struct brim_op_info *info;
     const msgpack_object      *a;
@@ -311,14 +321,16 @@ brim_wire_decode_rep(const msgpack_object *obj, uint32_t op,
         return BRIM_EUNKNOWNOP;
     }
     if (obj->type != MSGPACK_OBJECT_ARRAY || obj->via.array.size < 2) {
-        brim_errfmt(errbuf, "wire: a reply is an array "
+        brim_errfmt(errbuf,
+                    "wire: a reply is an array "
                     "[status, request_id, ...]");
         return BRIM_EBADREQ;
     }
     a = obj->via.array.ptr;
     n = obj->via.array.size;
     if (!wire_get_u64(&a[1], &rep->request_id)) {
-        brim_errfmt(errbuf, "wire: reply: request_id must be an unsigned "
+        brim_errfmt(errbuf,
+                    "wire: reply: request_id must be an unsigned "
                     "integer");
         return BRIM_EBADREQ;
     }
@@ -354,9 +366,8 @@ brim_wire_parse_rep(const char *body, size_t len, uint32_t op,
 }
 
 int
-brim_wire_rep_entry(const struct brim_rep *rep, uint32_t i,
-                    const char **value, size_t *value_len, uint32_t *flags,
-                    uint64_t *cas)
+brim_wire_rep_entry(const struct brim_rep *rep, uint32_t i, const char **value,
+                    size_t *value_len, uint32_t *flags, uint64_t *cas)
 {
     const msgpack_object *e;
     const msgpack_object *a;
@@ -367,7 +378,7 @@ brim_wire_rep_entry(const struct brim_rep *rep, uint32_t i,
         return BRIM_ENOTFOUND;
     }
     if (e->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        return -(int) e->via.u64;   /* 1 .. 99, checked by the decoder */
+        return -(int) e->via.u64; /* 1 .. 99, checked by the decoder */
     }
     /* An item, [value, flags, cas], checked by the decoder. */
     a = e->via.array.ptr;
@@ -447,14 +458,14 @@ static size_t
 rep_ok_len(int shape, const struct brim_rep *rep)
 {
     static const uint8_t len[] = {
-        [BRIM_REP_EMPTY] = 2, [BRIM_REP_VALUE] = 5, [BRIM_REP_CAS] = 3,
+        [BRIM_REP_EMPTY] = 2,  [BRIM_REP_VALUE] = 5,   [BRIM_REP_CAS] = 3,
         [BRIM_REP_NUMBER] = 4, [BRIM_REP_ENTRIES] = 3, [BRIM_REP_STATS] = 3,
-        [BRIM_REP_HELLO] = 12, [BRIM_REP_TOPO] = 3, [BRIM_REP_EPOCH] = 4,
+        [BRIM_REP_HELLO] = 12, [BRIM_REP_TOPO] = 3,    [BRIM_REP_EPOCH] = 4,
         [BRIM_REP_OBJECT] = 3, [BRIM_REP_AUTH] = 4,
     };
 
     if (shape == BRIM_REP_AUTH && rep->auth_nonce == NULL) {
-        return 2;                   /* a proof accepted */
+        return 2; /* a proof accepted */
     }
     return len[shape];
 }
@@ -529,11 +540,13 @@ brim_wire_encode_rep(struct brim_buf *out, uint32_t op,
     {
         return BRIM_EINVAL;
     }
-    if (brim_buf_reserve(out, 64 + rep->value_len + rep->message_len
-                                  + (rep->topo != NULL
-                                         ? 2 * (size_t) rep->topo->map.npartitions
-                                               + 128 * (size_t) rep->topo->nmembers
-                                         : 0)) != 0
+    if (brim_buf_reserve(out,
+                         64 + rep->value_len + rep->message_len
+                             + (rep->topo != NULL
+                                    ? 2 * (size_t) rep->topo->map.npartitions
+                                        + 128 * (size_t) rep->topo->nmembers
+                                    : 0))
+            != 0
         || brim_frame_begin(out, &mark) != 0)
     {
         return BRIM_ENOMEM;
@@ -549,8 +562,8 @@ brim_wire_encode_rep(struct brim_buf *out, uint32_t op,
 }
 
 int
-brim_wire_encode_status(struct brim_buf *out, uint64_t request_id,
-                        int status, const char *message, size_t message_len)
+brim_wire_encode_status(struct brim_buf *out, uint64_t request_id, int status,
+                        const char *message, size_t message_len)
 {
     struct brim_rep rep;
 
@@ -569,8 +582,7 @@ brim_wire_encode_status(struct brim_buf *out, uint64_t request_id,
 /* Start a frame [0, ID, <container of N>] whose container is an array
  * (MAP 0) or a map (MAP 1). */
 static int
-rep_begin(struct brim_buf *out, uint64_t id, uint32_t n, int map,
-          size_t *mark)
+rep_begin(struct brim_buf *out, uint64_t id, uint32_t n, int map, size_t *mark)
 {
     msgpack_packer pk;
     size_t         start;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/defs.h"
-#include "common/ring.h"            /* BRIM_NAME_MAX */
+#include "common/ring.h" /* BRIM_NAME_MAX */
 #include "proto/frame.h"
 #include "proto/topo.h"
 #include "proto/wire_int.h"
@@ -128,9 +128,9 @@ req_keys(struct brim_req *req, const msgpack_object *o,
 }
 
 int
-brim_wire_entry_decode(const msgpack_object *o,
+brim_wire_entry_decode(const msgpack_object          *o,
                        const struct brim_wire_limits *lim,
-                       struct brim_wire_entry *e)
+                       struct brim_wire_entry        *e)
 {
     const msgpack_object *a;
 
@@ -159,14 +159,13 @@ void
 brim_wire_req_entry(const struct brim_req *req, uint32_t i,
                     struct brim_wire_entry *e)
 {
-    static const struct brim_wire_limits any = {
-        .max_key_bytes = UINT32_MAX, .max_value_bytes = UINT32_MAX
-    };
-    int rc;
+    static const struct brim_wire_limits any = {.max_key_bytes = UINT32_MAX,
+                                                .max_value_bytes = UINT32_MAX};
+    int                                  rc;
 
     BRIM_ASSERT(req->entries != NULL && i < req->nentries);
     rc = brim_wire_entry_decode(&req->entries[i], &any, e);
-    BRIM_ASSERT(rc == 0);           /* the decoder checked every entry */
+    BRIM_ASSERT(rc == 0); /* the decoder checked every entry */
     (void) rc;
 }
 
@@ -184,15 +183,17 @@ req_entries(struct brim_req *req, const msgpack_object *o,
         return BRIM_EBADREQ;
     }
     if (o->via.array.size > lim->max_batch_entries) {
-        brim_errfmt(errbuf, "wire: %s: %" PRIu32 " entries, max %" PRIu32,
-                    op, o->via.array.size, lim->max_batch_entries);
+        brim_errfmt(errbuf, "wire: %s: %" PRIu32 " entries, max %" PRIu32, op,
+                    o->via.array.size, lim->max_batch_entries);
         return BRIM_ETOOBIG;
     }
     for (i = 0; i < o->via.array.size; i++) {
         rc = brim_wire_entry_decode(&o->via.array.ptr[i], lim, &e);
         if (rc != 0) {
-            brim_errfmt(errbuf, "wire: %s: entry %" PRIu32 " is not [key, "
-                        "value, flags, cas, ttl] within the limits", op, i);
+            brim_errfmt(errbuf,
+                        "wire: %s: entry %" PRIu32 " is not [key, "
+                        "value, flags, cas, ttl] within the limits",
+                        op, i);
             return rc;
         }
     }
@@ -203,8 +204,8 @@ req_entries(struct brim_req *req, const msgpack_object *o,
 
 /* Bytes of at most MAX (a section or a name) into *P, *N. */
 static int
-req_short_bytes(const msgpack_object *o, size_t max, const char **p,
-                size_t *n, char t, const char *op, char *errbuf)
+req_short_bytes(const msgpack_object *o, size_t max, const char **p, size_t *n,
+                char t, const char *op, char *errbuf)
 {
     if (!wire_get_bytes(o, p, n)) {
         brim_errfmt(errbuf, "wire: %s: %s must be str or bin", op,
@@ -265,7 +266,7 @@ req_int(struct brim_req *req, char t, const msgpack_object *o)
     case 'u':
         ok = wire_get_u64(o, &req->count);
         break;
-    default:                        /* 'I' */
+    default: /* 'I' */
         ok = wire_get_u64(o, &req->hello.incarnation);
         break;
     }
@@ -287,9 +288,7 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
     case 'B':
         return req_entries(req, o, lim, op, errbuf);
     case 'x':
-        if (!wire_get_bytes(o, &req->auth, &n)
-            || n != BRIM_WIRE_AUTH_BYTES)
-        {
+        if (!wire_get_bytes(o, &req->auth, &n) || n != BRIM_WIRE_AUTH_BYTES) {
             brim_errfmt(errbuf, "wire: %s: %s must be bin of %d bytes", op,
                         req_arg_name(t), BRIM_WIRE_AUTH_BYTES);
             req->auth = NULL;
@@ -302,9 +301,10 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
             return BRIM_EBADREQ;
         }
         if (req->value_len > lim->max_value_bytes) {
-            brim_errfmt(errbuf, "wire: %s: value is %zu bytes, above the "
-                        "node's limit %" PRIu32 " (--max-value-bytes)", op,
-                        req->value_len, lim->max_value_bytes);
+            brim_errfmt(errbuf,
+                        "wire: %s: value is %zu bytes, above the "
+                        "node's limit %" PRIu32 " (--max-value-bytes)",
+                        op, req->value_len, lim->max_value_bytes);
             return BRIM_ETOOBIG;
         }
         return 0;
@@ -315,16 +315,16 @@ req_arg(struct brim_req *req, char t, const msgpack_object *o,
         return req_short_bytes(o, BRIM_NAME_MAX, &req->hello.name,
                                &req->hello.name_len, t, op, errbuf);
     case 'N':
-        return req_short_bytes(o, BRIM_NAME_MAX, &req->name, &req->name_len,
-                               t, op, errbuf);
+        return req_short_bytes(o, BRIM_NAME_MAX, &req->name, &req->name_len, t,
+                               op, errbuf);
     case 'a':
-        return req_short_bytes(o, BRIM_ADDR_MAX, &req->addr, &req->addr_len,
-                               t, op, errbuf);
+        return req_short_bytes(o, BRIM_ADDR_MAX, &req->addr, &req->addr_len, t,
+                               op, errbuf);
     case 'T':
     case 'M':
         if (o->type != (t == 'T' ? MSGPACK_OBJECT_ARRAY : MSGPACK_OBJECT_MAP)) {
-            brim_errfmt(errbuf, "wire: %s: %s must be %s", op,
-                        req_arg_name(t), t == 'T' ? "an array" : "a map");
+            brim_errfmt(errbuf, "wire: %s: %s must be %s", op, req_arg_name(t),
+                        t == 'T' ? "an array" : "a map");
             return BRIM_EBADREQ;
         }
         req->obj = o;
@@ -379,17 +379,16 @@ req_header(struct brim_req *req, const msgpack_object *a, uint32_t n,
     }
     if (n - 3 < (*info)->min_args || n - 3 > (*info)->max_args) {
         brim_errfmt(errbuf, "wire: %s takes %d to %d arguments, got %" PRIu32,
-                    (*info)->name, (*info)->min_args, (*info)->max_args,
-                    n - 3);
+                    (*info)->name, (*info)->min_args, (*info)->max_args, n - 3);
         return BRIM_EBADREQ;
     }
     return 0;
 }
 
 int
-brim_wire_decode_req(const msgpack_object *obj,
-                     const struct brim_wire_limits *lim,
-                     struct brim_req *req, char errbuf[BRIM_ERRBUF_LEN])
+brim_wire_decode_req(const msgpack_object          *obj,
+                     const struct brim_wire_limits *lim, struct brim_req *req,
+                     char errbuf[BRIM_ERRBUF_LEN])
 {
     const struct brim_op_info *info;
     const msgpack_object      *a;
@@ -398,7 +397,8 @@ brim_wire_decode_req(const msgpack_object *obj,
 
     memset(req, 0, sizeof(*req));
     if (obj->type != MSGPACK_OBJECT_ARRAY || obj->via.array.size < 3) {
-        brim_errfmt(errbuf, "wire: a request is an array "
+        brim_errfmt(errbuf,
+                    "wire: a request is an array "
                     "[op, request_id, epoch, args...]");
         return BRIM_EBADREQ;
     }
@@ -425,8 +425,8 @@ brim_wire_parse_req(const char *body, size_t len,
     msgpack_object obj;
     int            rc;
 
-    rc = brim_wire_unpack(body, len, brim_wire_req_max_objects(lim), zone,
-                          &obj);
+    rc =
+        brim_wire_unpack(body, len, brim_wire_req_max_objects(lim), zone, &obj);
     if (rc != 0) {
         memset(req, 0, sizeof(*req));
         brim_errfmt(errbuf, "wire: %s",
@@ -445,7 +445,7 @@ brim_wire_req_key(const struct brim_req *req, uint32_t i, const char **key,
 
     BRIM_ASSERT(req->keys != NULL && i < req->nkeys);
     ok = wire_get_bytes(&req->keys[i], key, key_len);
-    BRIM_ASSERT(ok);                /* the decoder checked every key */
+    BRIM_ASSERT(ok); /* the decoder checked every key */
 }
 
 /* True when the optional argument of type T has a value worth sending. */
@@ -464,7 +464,7 @@ req_arg_present(const struct brim_req *req, char t)
     case 'M':
         return req->obj != NULL;
     default:
-        return 1;                   /* only the above are ever optional */
+        return 1; /* only the above are ever optional */
     }
 }
 
@@ -481,8 +481,7 @@ req_pack_keys(msgpack_packer *pk, const struct brim_req *req)
     }
     for (i = 0; i < req->nkeys; i++) {
         if (!wire_get_bytes(&req->keys[i], &p, &n)
-            || wire_pack_bytes(pk, p, n) != 0)
-        {
+            || wire_pack_bytes(pk, p, n) != 0) {
             return -1;
         }
     }
@@ -515,10 +514,11 @@ req_pack_entries(msgpack_packer *pk, const struct brim_req *req)
         return -1;
     }
     if (req->entries == NULL) {
-        return req->entries_raw_len == 0
-               ? 0
-               : brim_buf_append(pk->data, req->entries_raw,
-                                 req->entries_raw_len) == 0 ? 0 : -1;
+        return req->entries_raw_len == 0 ? 0
+            : brim_buf_append(pk->data, req->entries_raw, req->entries_raw_len)
+                == 0
+            ? 0
+            : -1;
     }
     for (i = 0; i < req->nentries; i++) {
         if (msgpack_pack_object(pk, req->entries[i]) != 0) {
@@ -584,7 +584,7 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return req_pack_entries(pk, req);
     case 'x':
         return wire_pack_bytes(pk, req->auth, BRIM_WIRE_AUTH_BYTES);
-    default:                        /* 'I' */
+    default: /* 'I' */
         return msgpack_pack_uint64(pk, req->hello.incarnation);
     }
 }
@@ -594,11 +594,11 @@ static size_t
 req_size_hint(const struct brim_req *req)
 {
     return 64 + req->key_len + req->value_len + req->section_len
-           + req->hello.name_len + req->name_len + req->addr_len
-           + (size_t) req->nkeys * 8 + req->entries_raw_len
-           + (req->topo != NULL ? 2 * (size_t) req->topo->map.npartitions
-                                      + 128 * (size_t) req->topo->nmembers
-                                : 0);
+        + req->hello.name_len + req->name_len + req->addr_len
+        + (size_t) req->nkeys * 8 + req->entries_raw_len
+        + (req->topo != NULL ? 2 * (size_t) req->topo->map.npartitions
+                   + 128 * (size_t) req->topo->nmembers
+                             : 0);
 }
 
 int
@@ -648,9 +648,8 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
 }
 
 int
-brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id,
-                      uint64_t epoch, const struct brim_bytes *keys,
-                      uint32_t nkeys)
+brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
+                      const struct brim_bytes *keys, uint32_t nkeys)
 {
     msgpack_packer pk;
     size_t         mark;

@@ -19,16 +19,16 @@
 #include "proto/wire.h"
 #include "server/log.h"
 
-#define CONN_READ_CHUNK (64u << 10)  /* bytes per read */
+#define CONN_READ_CHUNK (64u << 10) /* bytes per read */
 #define CONN_BACKLOG 511
 
 #define conn_of(h) BRIM_CONTAINER_OF((h), struct brim_conn, tcp)
 
 /* One write in flight: owns the bytes it sends. */
 struct conn_write {
-    uv_write_t        req;          /* libuv request; req.data unused */
-    struct brim_conn *c;            /* holds one reference */
-    struct brim_buf   buf;          /* the bytes, freed in the callback */
+    uv_write_t        req; /* libuv request; req.data unused */
+    struct brim_conn *c;   /* holds one reference */
+    struct brim_buf   buf; /* the bytes, freed in the callback */
 };
 
 static void conn_close(struct brim_conn *c);
@@ -115,7 +115,7 @@ conn_close_cb(uv_handle_t *h)
 {
     struct brim_conn *c = conn_of(h);
 
-    c->refs--;                      /* the handle's own reference */
+    c->refs--; /* the handle's own reference */
     conn_maybe_free(c);
 }
 
@@ -198,7 +198,7 @@ brim_conn_fail(struct brim_conn *c, int status, const char *message)
     if (status != 0
         && brim_wire_encode_status(&c->out, 0, status, message,
                                    message != NULL ? strlen(message) : 0)
-           == 0)
+            == 0)
     {
         brim_conn_drain(c);
         return;
@@ -213,7 +213,7 @@ brim_conn_defer(struct brim_conn *c)
     c->deferred = 1;
     c->refs++;
     if (c->state == BRIM_CONN_READING) {
-        conn_set_state(c, BRIM_CONN_PAUSED);    /* stops reading */
+        conn_set_state(c, BRIM_CONN_PAUSED); /* stops reading */
     }
 }
 
@@ -239,13 +239,13 @@ brim_conn_resume(struct brim_conn *c)
         && c->out.len + c->out_inflight < c->srv->cfg.out_high_water)
     {
         conn_set_state(c, BRIM_CONN_READING);
-        conn_process_buffered(c);           /* also flushes */
+        conn_process_buffered(c); /* also flushes */
         if (c->state == BRIM_CONN_READING && !c->deferred) {
             conn_read_start(c);
         }
         return;
     }
-    brim_conn_flush(c);     /* paused for output: the write callback goes on */
+    brim_conn_flush(c); /* paused for output: the write callback goes on */
 }
 
 /* True when SRV's unsent replies, all connections together, pass its
@@ -254,7 +254,7 @@ static int
 conn_total_full(const struct brim_server *srv)
 {
     return srv->cfg.out_total_limit != 0
-           && srv->stats.out_bytes > srv->cfg.out_total_limit;
+        && srv->stats.out_bytes > srv->cfg.out_total_limit;
 }
 
 /*
@@ -324,7 +324,7 @@ static void
 conn_resume_reading(struct brim_conn *c)
 {
     conn_set_state(c, BRIM_CONN_READING);
-    conn_process_buffered(c);           /* frames held while paused */
+    conn_process_buffered(c); /* frames held while paused */
     if (c->state == BRIM_CONN_READING) {
         conn_read_start(c);
     }
@@ -415,7 +415,7 @@ conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
         return;
     }
     if (brim_buf_reserve(&c->in, CONN_READ_CHUNK) != 0) {
-        *buf = uv_buf_init(NULL, 0);    /* read_cb sees UV_ENOBUFS */
+        *buf = uv_buf_init(NULL, 0); /* read_cb sees UV_ENOBUFS */
         return;
     }
     *buf = uv_buf_init(brim_buf_tail(&c->in), CONN_READ_CHUNK);
@@ -430,9 +430,9 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     int                 shared = buf->base == srv->read_buf;
 
     if (shared) {
-        srv->read_buf_busy = 0;     /* returned, whatever happens below */
+        srv->read_buf_busy = 0; /* returned, whatever happens below */
     }
-    if (nread <= 0) {               /* 0 is EAGAIN, not an error */
+    if (nread <= 0) { /* 0 is EAGAIN, not an error */
         if (nread < 0) {
             /* A peer that closes, or resets (a client that exits), is
              * how connections end: not worth a line but at debug. */
@@ -458,7 +458,7 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (used < (size_t) nread && c->state != BRIM_CONN_CLOSING
         && c->state != BRIM_CONN_DRAINING
         && brim_buf_append(&c->in, buf->base + used, (size_t) nread - used)
-           != 0)
+            != 0)
     {
         brim_log_warn("%s: out of memory buffering input; closing", c->peer);
         conn_close(c);
@@ -504,8 +504,7 @@ conn_name_peer(struct brim_conn *c)
 static void
 server_connection_cb(uv_stream_t *ls, int status)
 {
-    struct brim_server *srv = BRIM_CONTAINER_OF(ls, struct brim_server,
-                                                listen);
+    struct brim_server *srv = BRIM_CONTAINER_OF(ls, struct brim_server, listen);
     struct brim_conn   *c;
 
     if (status < 0) {
@@ -518,7 +517,7 @@ server_connection_cb(uv_stream_t *ls, int status)
         return;
     }
     c->srv = srv;
-    c->refs = 1;                    /* the handle */
+    c->refs = 1; /* the handle */
     c->state = BRIM_CONN_READING;
     c->last_active_ms = uv_now(srv->loop);
     uv_tcp_init(srv->loop, &c->tcp);
@@ -535,7 +534,8 @@ server_connection_cb(uv_stream_t *ls, int status)
     srv->stats.conns_total++;
     conn_name_peer(c);
     uv_tcp_nodelay(&c->tcp, 1);
-    if (srv->cfg.max_conns > 0 && srv->stats.conns_current > srv->cfg.max_conns) {
+    if (srv->cfg.max_conns > 0 && srv->stats.conns_current > srv->cfg.max_conns)
+    {
         srv->stats.conns_refused++;
         brim_log_warn("%s: refused: %u connections already open (max_conns)",
                       c->peer, srv->cfg.max_conns);
@@ -548,10 +548,10 @@ server_connection_cb(uv_stream_t *ls, int status)
 static void
 server_idle_cb(uv_timer_t *t)
 {
-    struct brim_server *srv = BRIM_CONTAINER_OF(t, struct brim_server,
-                                                idle_timer);
-    struct brim_conn   *c, *next;
-    uint64_t            now = uv_now(srv->loop);
+    struct brim_server *srv =
+        BRIM_CONTAINER_OF(t, struct brim_server, idle_timer);
+    struct brim_conn *c, *next;
+    uint64_t          now = uv_now(srv->loop);
 
     for (c = srv->conns; c != NULL; c = next) {
         next = c->next;
@@ -602,12 +602,14 @@ brim_addr_check(const char *addr, uint32_t port_min,
 
     if (brim_addr_parse(addr, &sa) != 0
         || brim_addr_split(addr, host, sizeof(host), port_min, &port, NULL)
-               != 0)
+            != 0)
     {
-        brim_errfmt(errbuf, "bad address \"%.100s\": want IP:PORT (an IPv4 "
+        brim_errfmt(errbuf,
+                    "bad address \"%.100s\": want IP:PORT (an IPv4 "
                     "address, [IPv6] in brackets, or localhost; host names "
                     "are not resolved), port %u to 65535, e.g. "
-                    "127.0.0.1:11311", addr, port_min);
+                    "127.0.0.1:11311",
+                    addr, port_min);
         return BRIM_EINVAL;
     }
     return 0;
@@ -628,8 +630,10 @@ brim_server_listen(struct brim_server *srv, uv_loop_t *loop, const char *addr,
     }
     (void) brim_addr_parse(addr, &sa);
     if (cfg->out_low_water > cfg->out_high_water) {
-        brim_errfmt(errbuf, "listen: output low water %zu above high water "
-                    "%zu", cfg->out_low_water, cfg->out_high_water);
+        brim_errfmt(errbuf,
+                    "listen: output low water %zu above high water "
+                    "%zu",
+                    cfg->out_low_water, cfg->out_high_water);
         return BRIM_EINVAL;
     }
     srv->loop = loop;

@@ -21,7 +21,7 @@
 #include "proto/buf.h"
 
 struct brim_conn;
-struct brim_guard;                  /* server/guard.h */
+struct brim_guard; /* server/guard.h */
 struct brim_server;
 
 /*
@@ -38,10 +38,10 @@ typedef void (*brim_conn_close_fn)(struct brim_conn *c);
 
 /* Connection states; changed only in conn_set_state(). */
 enum brim_conn_state {
-    BRIM_CONN_READING = 0,          /* reading and dispatching */
-    BRIM_CONN_PAUSED,               /* output above high water: not reading */
-    BRIM_CONN_DRAINING,             /* sending a last error frame, then close */
-    BRIM_CONN_CLOSING               /* uv_close() called; waiting for refs */
+    BRIM_CONN_READING = 0, /* reading and dispatching */
+    BRIM_CONN_PAUSED,      /* output above high water: not reading */
+    BRIM_CONN_DRAINING,    /* sending a last error frame, then close */
+    BRIM_CONN_CLOSING      /* uv_close() called; waiting for refs */
 };
 
 /* A connection is about to be freed: ARG is the listener's GONE_ARG. */
@@ -49,86 +49,86 @@ typedef void (*brim_conn_gone_fn)(void *arg, struct brim_conn *c);
 
 /* Settings of one listener; every connection it accepts follows them. */
 struct brim_server_config {
-    size_t   max_frame_bytes;       /* body bytes; larger headers close */
-    size_t   out_high_water;        /* stop reading above this many bytes */
-    size_t   out_low_water;         /* resume below this */
-    uint32_t idle_timeout_ms;       /* 0: never; close silent connections */
-    uint32_t max_conns;             /* refuse (BUSY, close) beyond this */
-    size_t   out_total_limit;       /* reply bytes unsent on all
+    size_t            max_frame_bytes; /* body bytes; larger headers close */
+    size_t            out_high_water;  /* stop reading above this many bytes */
+    size_t            out_low_water;   /* resume below this */
+    uint32_t          idle_timeout_ms; /* 0: never; close silent connections */
+    uint32_t          max_conns;       /* refuse (BUSY, close) beyond this */
+    size_t            out_total_limit; /* reply bytes unsent on all
                                        connections: above it a connection
                                        with replies of its own unsent
                                        stops reading until they are sent
                                        or the total falls below half (so
                                        it is passed by at most one batch
                                        per connection); 0: no bound */
-    brim_conn_gone_fn gone;         /* told of each connection freed
+    brim_conn_gone_fn gone;            /* told of each connection freed
                                        (AUTH's accepting side, guard.h:
                                        brim_guard_conn_gone); NULL: none */
-    void             *gone_arg;     /* its first argument; borrowed:
+    void             *gone_arg;        /* its first argument; borrowed:
                                        outlives the listener */
 };
 
 /* Counters of one listener. */
 struct brim_server_stats {
-    uint64_t conns_current;         /* open connections */
-    uint64_t conns_total;           /* accepted since start */
-    uint64_t conns_refused;         /* refused over max_conns */
-    uint64_t conns_idle_closed;     /* closed by the idle timeout */
-    uint64_t frames_in;             /* frames dispatched */
-    uint64_t bad_frames;            /* frames that failed framing */
-    uint64_t bytes_in;              /* bytes read */
-    uint64_t bytes_out;             /* bytes written */
-    uint64_t pauses;                /* times reading paused for output */
-    uint64_t out_bytes;             /* reply bytes handed to the kernel
+    uint64_t conns_current;     /* open connections */
+    uint64_t conns_total;       /* accepted since start */
+    uint64_t conns_refused;     /* refused over max_conns */
+    uint64_t conns_idle_closed; /* closed by the idle timeout */
+    uint64_t frames_in;         /* frames dispatched */
+    uint64_t bad_frames;        /* frames that failed framing */
+    uint64_t bytes_in;          /* bytes read */
+    uint64_t bytes_out;         /* bytes written */
+    uint64_t pauses;            /* times reading paused for output */
+    uint64_t out_bytes;         /* reply bytes handed to the kernel
                                        and not yet written, all
                                        connections (out_total_limit) */
-    uint64_t out_total_pauses;      /* connections paused because of it */
+    uint64_t out_total_pauses;  /* connections paused because of it */
 };
 
 /* A listener and the connections it accepted. */
 struct brim_server {
-    uv_loop_t                *loop;         /* borrowed */
-    uv_tcp_t                  listen;       /* the listening socket */
-    uv_timer_t                idle_timer;   /* sweeps idle connections */
-    struct brim_server_config cfg;          /* copied */
-    brim_dispatch_fn          dispatch;     /* frame handler */
-    brim_conn_close_fn        on_close;     /* user-data release, or NULL */
-    void                     *data;         /* the daemon's state */
-    struct brim_conn         *conns;        /* open connections (list) */
-    char                     *read_buf;     /* shared read buffer */
-    size_t                    read_buf_len; /* its bytes */
+    uv_loop_t                *loop;          /* borrowed */
+    uv_tcp_t                  listen;        /* the listening socket */
+    uv_timer_t                idle_timer;    /* sweeps idle connections */
+    struct brim_server_config cfg;           /* copied */
+    brim_dispatch_fn          dispatch;      /* frame handler */
+    brim_conn_close_fn        on_close;      /* user-data release, or NULL */
+    void                     *data;          /* the daemon's state */
+    struct brim_conn         *conns;         /* open connections (list) */
+    char                     *read_buf;      /* shared read buffer */
+    size_t                    read_buf_len;  /* its bytes */
     int                       read_buf_busy; /* lent to a read in progress */
-    struct brim_server_stats  stats;        /* counters */
-    int                       closing;      /* brim_server_close() called */
-    uint32_t                  total_paused; /* connections paused for
+    struct brim_server_stats  stats;         /* counters */
+    int                       closing;       /* brim_server_close() called */
+    uint32_t                  total_paused;  /* connections paused for
                                                out_total_limit */
 };
 
 /* Where a connection's AUTH stands (PROTOCOL.md 12; server/guard.c reads
  * and writes it, the connection layer only keeps it). Zero: no AUTH. */
 struct brim_conn_auth {
-    uint8_t state;                  /* enum brim_guard_state */
-    uint8_t role;                   /* the HELLO role it was proven for */
-    uint8_t scope;                  /* enum brim_guard_scope: whose secret */
+    uint8_t state; /* enum brim_guard_state */
+    uint8_t role;  /* the HELLO role it was proven for */
+    uint8_t scope; /* enum brim_guard_scope: whose secret */
     uint8_t nonce_c[BRIM_AUTH_NONCE_BYTES]; /* the challenge's nonces, */
     uint8_t nonce_s[BRIM_AUTH_NONCE_BYTES]; /* kept until the proof */
 };
 
 /* One accepted connection. */
 struct brim_conn {
-    uv_tcp_t              tcp;      /* embedded handle; first member */
-    struct brim_server   *srv;      /* owning listener */
-    struct brim_conn     *next;     /* srv->conns list */
-    struct brim_conn     *prev;     /* srv->conns list */
-    enum brim_conn_state  state;    /* see enum brim_conn_state */
-    struct brim_buf       in;       /* bytes of an incomplete frame */
-    struct brim_buf       out;      /* replies not yet handed to libuv */
-    size_t                out_inflight; /* bytes handed to libuv, unsent */
-    uint32_t              refs;     /* the handle, one per write, one
+    uv_tcp_t              tcp;            /* embedded handle; first member */
+    struct brim_server   *srv;            /* owning listener */
+    struct brim_conn     *next;           /* srv->conns list */
+    struct brim_conn     *prev;           /* srv->conns list */
+    enum brim_conn_state  state;          /* see enum brim_conn_state */
+    struct brim_buf       in;             /* bytes of an incomplete frame */
+    struct brim_buf       out;            /* replies not yet handed to libuv */
+    size_t                out_inflight;   /* bytes handed to libuv, unsent */
+    uint32_t              refs;           /* the handle, one per write, one
                                        while a reply is deferred */
-    int                   deferred; /* a reply is deferred: no frame is
+    int                   deferred;       /* a reply is deferred: no frame is
                                        dispatched or read until resumed */
-    int                   paused_total; /* paused for the server's
+    int                   paused_total;   /* paused for the server's
                                        out_total_limit, not its own */
     uint64_t              last_active_ms; /* loop time of the last read */
     void                 *data;     /* the daemon's per-connection state */

@@ -48,7 +48,8 @@ brim_guard_load(struct brim_guard *g, const char *secret_file,
     int rc;
 
     if (client_file[0] != '\0' && secret_file[0] == '\0') {
-        brim_errfmt(errbuf, "--client-secret-file needs --secret-file (the "
+        brim_errfmt(errbuf,
+                    "--client-secret-file needs --secret-file (the "
                     "cluster's own links must be proven first)");
         return BRIM_EINVAL;
     }
@@ -66,7 +67,8 @@ brim_guard_load(struct brim_guard *g, const char *secret_file,
     g->secret = &g->keys[0];
     g->client_secret = client_file[0] != '\0' ? &g->keys[1] : NULL;
     brim_log_info("auth: cluster secret from %s: cluster links and admin "
-                  "ops are proven (AUTH)%s", secret_file,
+                  "ops are proven (AUTH)%s",
+                  secret_file,
                   g->client_secret != NULL ? "; clients prove theirs" : "");
     return 0;
 }
@@ -91,8 +93,9 @@ guard_log(struct brim_guard *g, const struct brim_conn *c, const char *what)
         return;
     }
     brim_log_warn("%s: %s (%" PRIu64 " more refusals not logged since the "
-                  "last line; auth_failures %" PRIu64 ", auth_rate_limited %"
-                  PRIu64 ")", c->peer, what, g->log_skipped, g->stats.failures,
+                  "last line; auth_failures %" PRIu64
+                  ", auth_rate_limited %" PRIu64 ")",
+                  c->peer, what, g->log_skipped, g->stats.failures,
                   g->stats.rate_limited);
     g->log_ms = now;
     g->log_skipped = 0;
@@ -125,7 +128,8 @@ void
 brim_guard_closed(struct brim_guard *g, struct brim_conn *c)
 {
     if (c->auth.state == BRIM_GUARD_CHALLENGED) {
-        guard_failed(g, c, "auth: closed after the challenge, without a "
+        guard_failed(g, c,
+                     "auth: closed after the challenge, without a "
                      "proof (a peer with another secret does that)");
     }
 }
@@ -154,8 +158,8 @@ guard_reply(struct brim_conn *c, uint64_t id, int status, const char *msg)
 {
     int rc;
 
-    rc = brim_wire_encode_status(brim_conn_out(c), id, status, msg,
-                                 strlen(msg));
+    rc =
+        brim_wire_encode_status(brim_conn_out(c), id, status, msg, strlen(msg));
     return rc == 0 ? 1 : rc;
 }
 
@@ -197,7 +201,8 @@ guard_challenge(struct brim_guard *g, struct brim_conn *c, uint32_t role,
     memcpy(c->auth.nonce_c, req->auth, BRIM_AUTH_NONCE_BYTES);
     if (brim_auth_nonce(c->auth.nonce_s) != 0
         || brim_auth_mac(key, BRIM_AUTH_SERVER, c->auth.nonce_c,
-                         c->auth.nonce_s, role, g->self_role, mac) != 0)
+                         c->auth.nonce_s, role, g->self_role, mac)
+            != 0)
     {
         OPENSSL_cleanse(&c->auth, sizeof(c->auth));
         brim_log_error("auth: libcrypto failed (RAND_bytes or HMAC)");
@@ -229,10 +234,11 @@ guard_proof(struct brim_guard *g, struct brim_conn *c, uint32_t role,
         return guard_refuse(g, c, req, "auth: a proof without a challenge");
     }
     key = guard_key(g, role, &scope);
-    if (key == NULL || brim_auth_verify(key, BRIM_AUTH_CLIENT,
-                                        c->auth.nonce_c, c->auth.nonce_s,
-                                        role, g->self_role, req->auth,
-                                        BRIM_AUTH_MAC_BYTES) != 0)
+    if (key == NULL
+        || brim_auth_verify(key, BRIM_AUTH_CLIENT, c->auth.nonce_c,
+                            c->auth.nonce_s, role, g->self_role, req->auth,
+                            BRIM_AUTH_MAC_BYTES)
+            != 0)
     {
         snprintf(msg, sizeof(msg), "auth: proof refused: not the %s secret",
                  scope == BRIM_GUARD_CLIENT ? "client" : "cluster");
@@ -258,9 +264,11 @@ guard_auth(struct brim_guard *g, struct brim_conn *c, uint32_t role,
         /* Spent: no MAC is computed or checked until the next second. */
         g->stats.rate_limited++;
         OPENSSL_cleanse(&c->auth, sizeof(c->auth));
-        guard_log(g, c, "auth: failed-proof budget of this listener spent: "
+        guard_log(g, c,
+                  "auth: failed-proof budget of this listener spent: "
                   "closed at once");
-        brim_conn_fail(c, BRIM_EDENIED, "auth: too many failed proofs "
+        brim_conn_fail(c, BRIM_EDENIED,
+                       "auth: too many failed proofs "
                        "here; try again later");
         return 1;
     }
@@ -303,7 +311,7 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
         break;
     }
     if (g->secret == NULL) {
-        return 0;                   /* no secret: as before AUTH existed */
+        return 0; /* no secret: as before AUTH existed */
     }
     proven = c->auth.state == BRIM_GUARD_PROVEN;
     if ((info->flags & BRIM_OPF_SECRET) != 0

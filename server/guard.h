@@ -25,25 +25,25 @@
 
 /* Where a connection's AUTH stands (struct brim_conn_auth.state). */
 enum brim_guard_state {
-    BRIM_GUARD_NONE = 0,            /* nothing proven */
-    BRIM_GUARD_CHALLENGED,          /* challenge answered; proof awaited */
-    BRIM_GUARD_PROVEN               /* its HELLO role may be trusted */
+    BRIM_GUARD_NONE = 0,   /* nothing proven */
+    BRIM_GUARD_CHALLENGED, /* challenge answered; proof awaited */
+    BRIM_GUARD_PROVEN      /* its HELLO role may be trusted */
 };
 
 /* Whose secret a connection proved (struct brim_conn_auth.scope). */
 enum brim_guard_scope {
-    BRIM_GUARD_CLUSTER = 1,         /* the cluster's: every op */
-    BRIM_GUARD_CLIENT = 2           /* the clients': no cluster op */
+    BRIM_GUARD_CLUSTER = 1, /* the cluster's: every op */
+    BRIM_GUARD_CLIENT = 2   /* the clients': no cluster op */
 };
 
 /* Counters of one listener's authentication (STATS auth_*). */
 struct brim_guard_stats {
-    uint64_t ok;                    /* connections that proved a secret */
-    uint64_t failures;              /* refusals: proofs wrong, malformed or
+    uint64_t ok;           /* connections that proved a secret */
+    uint64_t failures;     /* refusals: proofs wrong, malformed or
                                        abandoned, ops sent without one */
-    uint64_t rate_limited;          /* connections closed at once: the
+    uint64_t rate_limited; /* connections closed at once: the
                                        failed-proof budget was spent */
-    uint64_t out_failures;          /* our own outgoing handshakes that
+    uint64_t out_failures; /* our own outgoing handshakes that
                                        failed (server/peer.h counts them
                                        here) */
 };
@@ -71,8 +71,7 @@ struct brim_guard {
  * says SELF_ROLE: every op is allowed as before AUTH existed, and AUTH is
  * refused.
  */
-void brim_guard_init(struct brim_guard *g, uv_loop_t *loop,
-                     uint32_t self_role);
+void brim_guard_init(struct brim_guard *g, uv_loop_t *loop, uint32_t self_role);
 
 /*
  * Config setter of --secret-file and --client-secret-file: ARG into PATH
@@ -101,8 +100,8 @@ void brim_guard_destroy(struct brim_guard *g);
  * Returns 0 (the daemon serves REQ), 1 (answered here; C may be closing)
  * or BRIM_ENOMEM.
  */
-int brim_guard_request(struct brim_guard *g, struct brim_conn *c,
-                       uint32_t role, const struct brim_req *req);
+int brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
+                       const struct brim_req *req);
 
 /* C is going away (server/conn.c calls it): a challenge left without its
  * proof counts as a failed proof. */

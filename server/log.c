@@ -48,14 +48,14 @@ void
 brim_log_write(enum brim_log_level level, const char *file, int line,
                const char *fmt, ...)
 {
-    static const char  letters[] = "EWID";
-    char               buf[LOG_LINE_MAX];
-    const char        *base;
-    struct timeval     tv;
-    struct tm          tm;
-    va_list            ap;
-    size_t             n;
-    int                k;
+    static const char letters[] = "EWID";
+    char              buf[LOG_LINE_MAX];
+    const char       *base;
+    struct timeval    tv;
+    struct tm         tm;
+    va_list           ap;
+    size_t            n;
+    int               k;
 
     if (level > log_level) {
         return;

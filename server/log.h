@@ -28,24 +28,23 @@ int brim_log_level_parse(const char *text, enum brim_log_level *level);
 
 /* Print one line at LEVEL from FILE:LINE with printf FMT. */
 void brim_log_write(enum brim_log_level level, const char *file, int line,
-                    const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-#define brim_log_error(...)                                                 \
+#define brim_log_error(...)                                                    \
     brim_log_write(BRIM_LOG_ERROR, __FILE__, __LINE__, __VA_ARGS__)
-#define brim_log_warn(...)                                                  \
+#define brim_log_warn(...)                                                     \
     brim_log_write(BRIM_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
-#define brim_log_info(...)                                                  \
+#define brim_log_info(...)                                                     \
     brim_log_write(BRIM_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
 /* Nonzero when --log-level debug is set (brim_log_init()): a debug line
  * costs one test of it otherwise, so per-partition detail can stay. */
 extern int brim_log_debug_on;
 
-#define brim_log_debug(...)                                                 \
-    do {                                                                     \
-        if (brim_log_debug_on) {                                             \
-            brim_log_write(BRIM_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__); \
-        }                                                                    \
+#define brim_log_debug(...)                                                    \
+    do {                                                                       \
+        if (brim_log_debug_on) {                                               \
+            brim_log_write(BRIM_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__);   \
+        }                                                                      \
     } while (0)
 
 #endif /* BRIM_SERVER_LOG_H */

@@ -16,9 +16,9 @@
 #include "common/defs.h"
 #include "common/parse.h"
 
-#define OPT_HELP_COL 25             /* where help text starts */
-#define OPT_WIDTH    79             /* --help line width */
-#define OPT_LINE_MAX 4096           /* a config file line */
+#define OPT_HELP_COL 25   /* where help text starts */
+#define OPT_WIDTH 79      /* --help line width */
+#define OPT_LINE_MAX 4096 /* a config file line */
 
 /* ---- setters ---- */
 
@@ -30,8 +30,10 @@ brim_option_u32(void *cfg, const struct brim_option *o, const char *arg,
 
     BRIM_ASSERT(o->max <= UINT32_MAX);
     if (brim_parse_u32(arg, (uint32_t) o->min, (uint32_t) o->max, &v) != 0) {
-        brim_errfmt(errbuf, "\"%.64s\" is not a whole number from %" PRIu64
-                    " to %" PRIu64, arg, o->min, o->max);
+        brim_errfmt(errbuf,
+                    "\"%.64s\" is not a whole number from %" PRIu64
+                    " to %" PRIu64,
+                    arg, o->min, o->max);
         return errbuf;
     }
     *(uint32_t *) brim_option_field(cfg, o) = v;
@@ -45,8 +47,10 @@ brim_option_u64(void *cfg, const struct brim_option *o, const char *arg,
     uint64_t v;
 
     if (brim_parse_u64(arg, o->min, o->max, &v) != 0) {
-        brim_errfmt(errbuf, "\"%.64s\" is not a whole number from %" PRIu64
-                    " to %" PRIu64, arg, o->min, o->max);
+        brim_errfmt(errbuf,
+                    "\"%.64s\" is not a whole number from %" PRIu64
+                    " to %" PRIu64,
+                    arg, o->min, o->max);
         return errbuf;
     }
     *(uint64_t *) brim_option_field(cfg, o) = v;
@@ -60,8 +64,8 @@ brim_option_str(void *cfg, const struct brim_option *o, const char *arg,
     size_t n = strlen(arg);
 
     if (n == 0 || n >= o->max) {
-        brim_errfmt(errbuf, "\"%.64s\" is %zu bytes; 1 to %" PRIu64
-                    " allowed", arg, n, o->max - 1);
+        brim_errfmt(errbuf, "\"%.64s\" is %zu bytes; 1 to %" PRIu64 " allowed",
+                    arg, n, o->max - 1);
         return errbuf;
     }
     memcpy(brim_option_field(cfg, o), arg, n + 1);
@@ -209,16 +213,18 @@ brim_options_read_file(const struct brim_option *table, void *cfg,
         if (o == NULL || strcmp(o->name, "config") == 0
             || (o->arg != NULL && *val == '\0'))
         {
-            fprintf(stderr, "%s: %s:%d: unknown option or missing value "
-                    "\"%s\"\n", prog, path, lineno, name);
+            fprintf(stderr,
+                    "%s: %s:%d: unknown option or missing value "
+                    "\"%s\"\n",
+                    prog, path, lineno, name);
             rc = -1;
             break;
         }
         errbuf[0] = '\0';
         why = o->set(cfg, o, val, errbuf);
         if (why != NULL) {
-            fprintf(stderr, "%s: %s:%d: %s: %s\n", prog, path, lineno,
-                    o->name, why);
+            fprintf(stderr, "%s: %s:%d: %s: %s\n", prog, path, lineno, o->name,
+                    why);
             rc = -1;
         }
     }
@@ -283,16 +289,15 @@ brim_options_parse(const struct brim_option *table, void *cfg, int argc,
     }
     for (i = 0; i < n; i++) {
         longopts[i].name = table[i].name;
-        longopts[i].has_arg = table[i].arg != NULL ? required_argument
-                                                   : no_argument;
+        longopts[i].has_arg =
+            table[i].arg != NULL ? required_argument : no_argument;
         longopts[i].val = 256 + (int) i;
     }
     longopts[n].name = "help";
     longopts[n].val = 'h';
     optind = 1;
     opterr = 1;
-    while (rc == 0
-           && (ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1)
+    while (rc == 0 && (ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1)
     {
         if (ch == 'h') {
             brim_options_usage(stdout, table, synopsis, notes);
@@ -300,12 +305,12 @@ brim_options_parse(const struct brim_option *table, void *cfg, int argc,
             break;
         }
         if (ch < 256 || ch >= 256 + (int) n) {
-            rc = -1;                /* getopt_long said what is wrong */
+            rc = -1; /* getopt_long said what is wrong */
             break;
         }
         o = &table[ch - 256];
         if (strcmp(o->name, "config") == 0) {
-            continue;               /* read first, above */
+            continue; /* read first, above */
         }
         errbuf[0] = '\0';
         why = o->set(cfg, o, optarg, errbuf);
@@ -315,8 +320,7 @@ brim_options_parse(const struct brim_option *table, void *cfg, int argc,
         }
     }
     if (rc == 0 && optind < argc) {
-        fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog,
-                argv[optind]);
+        fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, argv[optind]);
         rc = -1;
     }
     if (rc < 0) {

@@ -23,24 +23,24 @@ struct brim_option;
  * a one-line reason (static, or written into ERRBUF) that the caller
  * prints after "PROG: --NAME: ".
  */
-typedef const char *(*brim_option_set_fn)(void *cfg,
+typedef const char *(*brim_option_set_fn)(void                     *cfg,
                                           const struct brim_option *o,
-                                          const char *arg,
+                                          const char               *arg,
                                           char errbuf[BRIM_ERRBUF_LEN]);
 
 /* One option. A table ends with a row whose NAME is NULL. */
 struct brim_option {
-    const char        *name;    /* long name without "--" */
-    const char        *arg;     /* its value in --help ("MS"); NULL: a
+    const char        *name;   /* long name without "--" */
+    const char        *arg;    /* its value in --help ("MS"); NULL: a
                                    flag (yes or no in a config file) */
-    brim_option_set_fn set;     /* parses the value into the field */
-    size_t             offset;  /* the field in the config struct */
-    uint64_t           min;     /* numbers: least value */
-    uint64_t           max;     /* numbers: most value; strings: the
+    brim_option_set_fn set;    /* parses the value into the field */
+    size_t             offset; /* the field in the config struct */
+    uint64_t           min;    /* numbers: least value */
+    uint64_t           max;    /* numbers: most value; strings: the
                                    field's size in bytes */
-    const char        *def;     /* the default as --help shows it, or
+    const char        *def;    /* the default as --help shows it, or
                                    NULL (none said) */
-    const char        *help;    /* what it does; wrapped by --help */
+    const char        *help;   /* what it does; wrapped by --help */
 };
 
 /* Setters for plain fields: a uint32_t or uint64_t in [MIN, MAX], a
@@ -78,9 +78,9 @@ void brim_options_usage(FILE *out, const struct brim_option *table,
  * --NAME: why" (PROG: the daemon's name) with a hint to --help. Returns 0,
  * 1 when --help was printed (exit 0), or -1 on a usage error (exit 2).
  */
-int brim_options_parse(const struct brim_option *table, void *cfg,
-                       int argc, char **argv, const char *prog,
-                       const char *synopsis, const char *notes);
+int brim_options_parse(const struct brim_option *table, void *cfg, int argc,
+                       char **argv, const char *prog, const char *synopsis,
+                       const char *notes);
 
 /*
  * Apply the config file PATH ("name value" per line, names as the long

@@ -24,13 +24,13 @@
 #include "server/conn.h"
 #include "server/log.h"
 
-#define PEER_READ_CHUNK (64u << 10)  /* bytes per read */
+#define PEER_READ_CHUNK (64u << 10) /* bytes per read */
 
 /* One write in flight: owns its bytes. */
 struct peer_write {
-    uv_write_t        req;          /* libuv request */
-    struct brim_peer *p;            /* the connection */
-    struct brim_buf   buf;          /* the bytes, freed in the callback */
+    uv_write_t        req; /* libuv request */
+    struct brim_peer *p;   /* the connection */
+    struct brim_buf   buf; /* the bytes, freed in the callback */
 };
 
 void
@@ -109,7 +109,7 @@ peer_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 
     (void) hint;
     if (brim_buf_reserve(&p->in, PEER_READ_CHUNK) != 0) {
-        *buf = uv_buf_init(NULL, 0);    /* read_cb sees UV_ENOBUFS */
+        *buf = uv_buf_init(NULL, 0); /* read_cb sees UV_ENOBUFS */
         return;
     }
     *buf = uv_buf_init(brim_buf_tail(&p->in), PEER_READ_CHUNK);
@@ -133,16 +133,16 @@ peer_process(struct brim_peer *p)
         if (rc != 0 || p->ncalls == 0) {
             /* A frame too big, or one nobody asked for (an error frame
              * before the peer closes): the stream cannot be trusted. */
-            brim_log_warn("%s: %s; closing", p->addr, rc != 0
-                          ? "reply frame above the limit"
-                          : "frame without a request");
+            brim_log_warn("%s: %s; closing", p->addr,
+                          rc != 0 ? "reply frame above the limit"
+                                  : "frame without a request");
             peer_close_with(p, BRIM_EBADREQ);
             return;
         }
         call = p->calls[p->calls_head];
         p->calls_head = (p->calls_head + 1) % p->calls_cap;
         p->ncalls--;
-        if (call.cb != NULL) {          /* NULL: nobody waits for it */
+        if (call.cb != NULL) { /* NULL: nobody waits for it */
             call.cb(p, 0, p->in.data + off + BRIM_FRAME_HDR, body, call.arg);
         }
         off += BRIM_FRAME_HDR + (size_t) body;
@@ -178,11 +178,11 @@ peer_connect_cb(uv_connect_t *req, int status)
     int               rc = brim_err_from_uv(status);
 
     if (p->state != BRIM_PEER_CONNECTING) {
-        return;                     /* closed meanwhile (UV_ECANCELED) */
+        return; /* closed meanwhile (UV_ECANCELED) */
     }
     if (status == 0) {
-        status = uv_read_start((uv_stream_t *) &p->tcp, peer_alloc_cb,
-                               peer_read_cb);
+        status =
+            uv_read_start((uv_stream_t *) &p->tcp, peer_alloc_cb, peer_read_cb);
         rc = brim_err_from_uv(status);
     }
     if (status != 0) {
@@ -307,7 +307,7 @@ peer_send(struct brim_peer *p, struct brim_buf *frame, brim_peer_reply_cb cb,
     }
     p->writes++;
     p->calls[(p->calls_head + p->ncalls) % p->calls_cap] =
-        (struct brim_peer_call) { cb, arg };
+        (struct brim_peer_call){cb, arg};
     p->ncalls++;
     return 0;
 }
@@ -341,8 +341,7 @@ static void peer_hs_rep(struct brim_peer *p, int status, const char *body,
  * callback follows anyway.
  */
 static void __attribute__((format(printf, 4, 5)))
-peer_hs_fail(struct brim_peer *p, int status, uint32_t op, const char *fmt,
-             ...)
+peer_hs_fail(struct brim_peer *p, int status, uint32_t op, const char *fmt, ...)
 {
     va_list ap;
 
@@ -368,8 +367,7 @@ peer_hs_fail(struct brim_peer *p, int status, uint32_t op, const char *fmt,
 /* Encode REQ and send it as the handshake's STEP. Fails the handshake
  * when it cannot. Returns 0 or a BRIM_E* code. */
 static int
-peer_hs_send(struct brim_peer *p, struct brim_req *req,
-             enum peer_hs_step step)
+peer_hs_send(struct brim_peer *p, struct brim_req *req, enum peer_hs_step step)
 {
     struct brim_buf buf;
     int             rc;
@@ -446,20 +444,24 @@ peer_hs_challenge(struct brim_peer *p, const struct brim_rep *rep)
     uint32_t                       role = p->hs_hello.role;
 
     if (rep->auth_nonce == NULL) {
-        peer_hs_fail(p, BRIM_EBADREPLY, BRIM_OP_AUTH, "AUTH's answer "
+        peer_hs_fail(p, BRIM_EBADREPLY, BRIM_OP_AUTH,
+                     "AUTH's answer "
                      "carries no nonce and proof");
     } else if (brim_auth_verify(key, BRIM_AUTH_SERVER, p->hs_nonce_c,
                                 (const uint8_t *) rep->auth_nonce, role,
                                 p->hs_role_s, rep->auth_mac,
-                                BRIM_AUTH_MAC_BYTES) != 0)
+                                BRIM_AUTH_MAC_BYTES)
+               != 0)
     {
         /* Nothing of ours is sent: an impostor learns no proof. */
-        peer_hs_fail(p, BRIM_EDENIED, BRIM_OP_AUTH, "the server's proof of "
+        peer_hs_fail(p, BRIM_EDENIED, BRIM_OP_AUTH,
+                     "the server's proof of "
                      "the secret is wrong: not this cluster's server, or "
                      "its secret file differs from ours");
     } else if (brim_auth_mac(key, BRIM_AUTH_CLIENT, p->hs_nonce_c,
                              (const uint8_t *) rep->auth_nonce, role,
-                             p->hs_role_s, mac) != 0)
+                             p->hs_role_s, mac)
+               != 0)
     {
         peer_hs_fail(p, BRIM_ESYS, BRIM_OP_AUTH, "libcrypto failed (HMAC)");
     } else {
@@ -492,9 +494,7 @@ peer_hs_rep(struct brim_peer *p, int status, const char *body, size_t len,
         peer_hs_fail(p, BRIM_ENOMEM, op, "out of memory");
         return;
     }
-    if (peer_hs_parse(p, status, op, what[step], body, len, &zone, &rep)
-        == 0)
-    {
+    if (peer_hs_parse(p, status, op, what[step], body, len, &zone, &rep) == 0) {
         switch (step) {
         case PEER_HS_HELLO:
             p->hs_role_s = rep.hello.role;
@@ -536,7 +536,8 @@ peer_hs_start(struct brim_peer *p)
         return;
     }
     if (brim_auth_nonce(p->hs_nonce_c) != 0) {
-        peer_hs_fail(p, BRIM_ESYS, BRIM_OP_AUTH, "no random bytes for a "
+        peer_hs_fail(p, BRIM_ESYS, BRIM_OP_AUTH,
+                     "no random bytes for a "
                      "nonce (RAND_bytes)");
         return;
     }

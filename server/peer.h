@@ -19,7 +19,7 @@
 
 #include <brim/status.h>
 
-#include "common/ring.h"           /* BRIM_NAME_MAX */
+#include "common/ring.h" /* BRIM_NAME_MAX */
 #include "proto/auth.h"
 #include "proto/buf.h"
 #include "proto/wire.h"
@@ -51,17 +51,17 @@ typedef void (*brim_peer_close_cb)(struct brim_peer *p, int status);
 
 /* States of a peer connection. */
 enum brim_peer_state {
-    BRIM_PEER_IDLE = 0,             /* not connected; may connect */
-    BRIM_PEER_CONNECTING,           /* uv_tcp_connect() in progress */
-    BRIM_PEER_HANDSHAKE,            /* connected: HELLO and AUTH under way */
-    BRIM_PEER_OPEN,                 /* connected: requests may be sent */
-    BRIM_PEER_CLOSING               /* uv_close() called */
+    BRIM_PEER_IDLE = 0,   /* not connected; may connect */
+    BRIM_PEER_CONNECTING, /* uv_tcp_connect() in progress */
+    BRIM_PEER_HANDSHAKE,  /* connected: HELLO and AUTH under way */
+    BRIM_PEER_OPEN,       /* connected: requests may be sent */
+    BRIM_PEER_CLOSING     /* uv_close() called */
 };
 
 /* One request waiting for its reply. */
 struct brim_peer_call {
-    brim_peer_reply_cb cb;          /* called once with the reply */
-    void              *arg;         /* passed to CB */
+    brim_peer_reply_cb cb;  /* called once with the reply */
+    void              *arg; /* passed to CB */
 };
 
 /*
@@ -85,35 +85,35 @@ struct brim_peer_hello {
 
 /* An outgoing connection; caller's memory, embedded in its owner. */
 struct brim_peer {
-    uv_tcp_t               tcp;        /* the socket; valid unless IDLE */
-    uv_connect_t           connect;    /* the connect request */
-    uv_loop_t             *loop;       /* borrowed */
-    enum brim_peer_state   state;      /* see enum brim_peer_state */
-    struct brim_buf        in;         /* bytes of an incomplete frame */
+    uv_tcp_t               tcp;             /* the socket; valid unless IDLE */
+    uv_connect_t           connect;         /* the connect request */
+    uv_loop_t             *loop;            /* borrowed */
+    enum brim_peer_state   state;           /* see enum brim_peer_state */
+    struct brim_buf        in;              /* bytes of an incomplete frame */
     size_t                 max_frame_bytes; /* larger reply frames close */
-    struct brim_peer_call *calls;      /* FIFO of requests (ring buffer) */
-    uint32_t               calls_cap;  /* its slots */
-    uint32_t               calls_head; /* oldest request's slot */
-    uint32_t               ncalls;     /* requests awaiting replies */
-    uint32_t               writes;     /* writes in flight */
-    int                    close_status; /* why it closes */
-    brim_peer_connect_cb   on_connect; /* see the typedef */
-    brim_peer_close_cb     on_close;   /* see the typedef */
-    void                  *data;       /* the owner's */
-    char                   addr[128];  /* "host:port" last connected to */
+    struct brim_peer_call *calls;           /* FIFO of requests (ring buffer) */
+    uint32_t               calls_cap;       /* its slots */
+    uint32_t               calls_head;      /* oldest request's slot */
+    uint32_t               ncalls;          /* requests awaiting replies */
+    uint32_t               writes;          /* writes in flight */
+    int                    close_status;    /* why it closes */
+    brim_peer_connect_cb   on_connect;      /* see the typedef */
+    brim_peer_close_cb     on_close;        /* see the typedef */
+    void                  *data;            /* the owner's */
+    char                   addr[128];       /* "host:port" last connected to */
     /* The handshake (HELLO, then AUTH when a secret is set). */
-    int                    hs;         /* brim_peer_set_hello() was called */
-    int                    hs_reported; /* ON_CONNECT called this time */
-    struct brim_peer_hello hs_hello;   /* its NAME points at HS_NAME */
-    char                   hs_name[BRIM_NAME_MAX + 1];
-    uint32_t               hs_role_s;  /* the server's role, HELLO reply */
-    uint8_t                hs_nonce_c[BRIM_AUTH_NONCE_BYTES]; /* ours */
-    uint32_t               hs_failed_op; /* HELLO or AUTH when the handshake
+    int                     hs;          /* brim_peer_set_hello() was called */
+    int                     hs_reported; /* ON_CONNECT called this time */
+    struct brim_peer_hello  hs_hello;    /* its NAME points at HS_NAME */
+    char                    hs_name[BRIM_NAME_MAX + 1];
+    uint32_t                hs_role_s; /* the server's role, HELLO reply */
+    uint8_t                 hs_nonce_c[BRIM_AUTH_NONCE_BYTES]; /* ours */
+    uint32_t                hs_failed_op;    /* HELLO or AUTH when the handshake
                                           failed there, else 0 */
-    char                   hs_error[192]; /* why it failed, for logs */
-    uint64_t               peer_cluster_id; /* from HELLO's reply */
-    uint64_t               peer_epoch;  /* from HELLO's reply */
-    struct brim_wire_limits peer_limits; /* the server's limits, from
+    char                    hs_error[192];   /* why it failed, for logs */
+    uint64_t                peer_cluster_id; /* from HELLO's reply */
+    uint64_t                peer_epoch;      /* from HELLO's reply */
+    struct brim_wire_limits peer_limits;     /* the server's limits, from
                                           HELLO's reply (zero before) */
 };
 
@@ -129,7 +129,7 @@ void brim_peer_init(struct brim_peer *p, uv_loop_t *loop,
  * HELLO->secret is set, prove it with AUTH and check the server's proof
  * (PROTOCOL.md 12.2). Call it before each connect to refresh the values.
  */
-void brim_peer_set_hello(struct brim_peer *p,
+void brim_peer_set_hello(struct brim_peer             *p,
                          const struct brim_peer_hello *hello);
 
 /*

@@ -53,8 +53,10 @@ brim_sim_parse_u32(const char *flag, const char *text, uint32_t min,
                    uint32_t max, uint32_t *out, char errbuf[BRIM_ERRBUF_LEN])
 {
     if (brim_parse_u32(text, min, max, out) != 0) {
-        brim_errfmt(errbuf, "%s: bad value \"%.40s\": expected an integer "
-                    "%" PRIu32 "..%" PRIu32, flag, text, min, max);
+        brim_errfmt(errbuf,
+                    "%s: bad value \"%.40s\": expected an integer "
+                    "%" PRIu32 "..%" PRIu32,
+                    flag, text, min, max);
         return BRIM_EINVAL;
     }
     return 0;
@@ -66,11 +68,10 @@ brim_sim_parse_u32(const char *flag, const char *text, uint32_t min,
  * BRIM_SIM_ITEM_MAX - 1 are refused.
  */
 static int
-sim_split(const char *flag, const char *text,
-          char (**items)[BRIM_SIM_ITEM_MAX], size_t *n,
-          char errbuf[BRIM_ERRBUF_LEN])
+sim_split(const char *flag, const char *text, char (**items)[BRIM_SIM_ITEM_MAX],
+          size_t *n, char errbuf[BRIM_ERRBUF_LEN])
 {
-    char      (*it)[BRIM_SIM_ITEM_MAX];
+    char(*it)[BRIM_SIM_ITEM_MAX];
     const char *p, *comma;
     size_t      count, len, i;
 
@@ -88,8 +89,8 @@ sim_split(const char *flag, const char *text,
         comma = strchr(p, ',');
         len = comma != NULL ? (size_t) (comma - p) : strlen(p);
         if (len == 0 || len >= BRIM_SIM_ITEM_MAX) {
-            brim_errfmt(errbuf, "%s: bad list \"%.60s\": item %zu is %s",
-                        flag, text, i + 1, len == 0 ? "empty" : "too long");
+            brim_errfmt(errbuf, "%s: bad list \"%.60s\": item %zu is %s", flag,
+                        text, i + 1, len == 0 ? "empty" : "too long");
             brim_free(it);
             return BRIM_EINVAL;
         }
@@ -107,10 +108,10 @@ brim_sim_parse_u32_list(const char *flag, const char *text, uint32_t min,
                         uint32_t max, uint32_t **out, size_t *n,
                         char errbuf[BRIM_ERRBUF_LEN])
 {
-    char      (*items)[BRIM_SIM_ITEM_MAX];
-    uint32_t   *v;
-    size_t      count, i, j;
-    int         rc;
+    char(*items)[BRIM_SIM_ITEM_MAX];
+    uint32_t *v;
+    size_t    count, i, j;
+    int       rc;
 
     rc = sim_split(flag, text, &items, &count, errbuf);
     if (rc != 0) {
@@ -148,7 +149,7 @@ brim_sim_parse_eps_list(const char *flag, const char *text,
                         struct brim_sim_eps **out, size_t *n,
                         char errbuf[BRIM_ERRBUF_LEN])
 {
-    char               (*items)[BRIM_SIM_ITEM_MAX];
+    char(*items)[BRIM_SIM_ITEM_MAX];
     char                 why[BRIM_ERRBUF_LEN];
     struct brim_sim_eps *e;
     size_t               count, i, j;
@@ -204,8 +205,10 @@ brim_sim_parse_format(const char *text, enum brim_sim_format *fmt,
     } else if (strcmp(text, "csv") == 0) {
         *fmt = BRIM_SIM_FORMAT_CSV;
     } else {
-        brim_errfmt(errbuf, "--format: bad value \"%.40s\": expected table, "
-                    "json or csv", text);
+        brim_errfmt(errbuf,
+                    "--format: bad value \"%.40s\": expected table, "
+                    "json or csv",
+                    text);
         return BRIM_EINVAL;
     }
     return 0;

@@ -23,21 +23,21 @@
 
 /* Everything one task draws and places; owned by one thread. */
 struct grid_work {
-    uint32_t          n;            /* nodes before the change */
-    size_t            k;            /* keys */
-    struct brim_ring  ring;         /* the N nodes */
-    struct brim_ring  ring_add;     /* N + 1: node n<N> added */
-    struct brim_ring  ring_rem;     /* N - 1: one node removed */
-    uint32_t          leaver;       /* the removed node's index in ring */
-    uint64_t         *pos;          /* K key positions, in draw order */
-    uint16_t         *ring_owner;   /* K ring owners on ring */
-    uint16_t         *owner;        /* K owners of the N-node placement */
-    uint16_t         *owner_new;    /* K owners after a change */
-    uint16_t         *trans_add;    /* ring index -> ring_add index */
-    uint16_t         *trans_rem;    /* ring index -> ring_rem index */
-    uint64_t         *load;         /* keys per node, N + 1 entries */
-    uint64_t         *caps;         /* caps per node, N + 1 entries */
-    uint64_t         *tok;          /* P token positions being drawn */
+    uint32_t         n;          /* nodes before the change */
+    size_t           k;          /* keys */
+    struct brim_ring ring;       /* the N nodes */
+    struct brim_ring ring_add;   /* N + 1: node n<N> added */
+    struct brim_ring ring_rem;   /* N - 1: one node removed */
+    uint32_t         leaver;     /* the removed node's index in ring */
+    uint64_t        *pos;        /* K key positions, in draw order */
+    uint16_t        *ring_owner; /* K ring owners on ring */
+    uint16_t        *owner;      /* K owners of the N-node placement */
+    uint16_t        *owner_new;  /* K owners after a change */
+    uint16_t        *trans_add;  /* ring index -> ring_add index */
+    uint16_t        *trans_rem;  /* ring index -> ring_rem index */
+    uint64_t        *load;       /* keys per node, N + 1 entries */
+    uint64_t        *caps;       /* caps per node, N + 1 entries */
+    uint64_t        *tok;        /* P token positions being drawn */
 };
 
 /* The shared state of a grid run: the task queue and the first error. */
@@ -51,7 +51,7 @@ struct grid_pool {
     size_t                      cells_done; /* cells with every seed done */
     int                         rc;         /* first error, 0 if none */
     char                        errbuf[BRIM_ERRBUF_LEN]; /* its reason */
-    double                      t0;         /* start, for progress */
+    double                      t0; /* start, for progress */
 };
 
 size_t
@@ -129,9 +129,8 @@ grid_build(struct grid_work *w, uint32_t n, uint32_t kpn, uint32_t p,
     w->caps = brim_malloc((n + 1) * sizeof(*w->caps));
     w->tok = brim_malloc(p * sizeof(*w->tok));
     if (w->pos == NULL || w->ring_owner == NULL || w->owner == NULL
-        || w->owner_new == NULL || w->trans_add == NULL
-        || w->trans_rem == NULL || w->load == NULL || w->caps == NULL
-        || w->tok == NULL)
+        || w->owner_new == NULL || w->trans_add == NULL || w->trans_rem == NULL
+        || w->load == NULL || w->caps == NULL || w->tok == NULL)
     {
         brim_errfmt(errbuf, "grid: out of memory for %zu keys", w->k);
         return BRIM_ENOMEM;
@@ -151,8 +150,10 @@ grid_build(struct grid_work *w, uint32_t n, uint32_t kpn, uint32_t p,
     if (brim_ring_copy(&w->ring_add, &w->ring) != 0
         || brim_ring_copy(&w->ring_rem, &w->ring) != 0)
     {
-        brim_errfmt(errbuf, "grid: out of memory copying a ring of %zu "
-                    "tokens", w->ring.ntokens);
+        brim_errfmt(errbuf,
+                    "grid: out of memory copying a ring of %zu "
+                    "tokens",
+                    w->ring.ntokens);
         return BRIM_ENOMEM;
     }
     rc = grid_add_node(&w->ring_add, &rng, w->tok, n, p, errbuf);
@@ -238,11 +239,11 @@ grid_change(struct grid_work *w, int ri, const struct brim_ring *new_ring,
             uint64_t eps_ppm, char errbuf[BRIM_ERRBUF_LEN])
 {
     if (ri == BRIM_SIM_RI_REPLACE) {
-        return brim_place_replace(new_ring, eps_ppm, w->pos, w->k,
-                                  w->owner_new, errbuf);
+        return brim_place_replace(new_ring, eps_ppm, w->pos, w->k, w->owner_new,
+                                  errbuf);
     }
-    return brim_place_rebalance(&w->ring, w->owner, new_ring, eps_ppm,
-                                w->pos, w->k, w->owner_new, NULL, errbuf);
+    return brim_place_rebalance(&w->ring, w->owner, new_ring, eps_ppm, w->pos,
+                                w->k, w->owner_new, NULL, errbuf);
 }
 
 /* Measure W at one eps under RULES into RUN. */
@@ -255,13 +256,12 @@ grid_measure(struct grid_work *w, uint64_t eps_ppm, unsigned rules,
     int      ri, rc;
 
     memset(run, 0, sizeof(*run));
-    rc = brim_place_replace(&w->ring, eps_ppm, w->pos, w->k, w->owner,
-                            errbuf);
+    rc = brim_place_replace(&w->ring, eps_ppm, w->pos, w->k, w->owner, errbuf);
     if (rc != 0) {
         return rc;
     }
-    run->over_cap |= grid_check_caps(w, &w->ring, w->owner, eps_ppm,
-                                     &run->max_load);
+    run->over_cap |=
+        grid_check_caps(w, &w->ring, w->owner, eps_ppm, &run->max_load);
     run->cap = brim_cap(w->k, eps_ppm, BRIM_WEIGHT_PPM_ONE,
                         (uint64_t) w->n * BRIM_WEIGHT_PPM_ONE);
     for (j = 0; j < w->k; j++) {
@@ -276,18 +276,18 @@ grid_measure(struct grid_work *w, uint64_t eps_ppm, unsigned rules,
         if (rc != 0) {
             return rc;
         }
-        run->over_cap |= grid_check_caps(w, &w->ring_add, w->owner_new,
-                                         eps_ppm, NULL);
-        run->moved_add[ri] = grid_count_moved(w, w->trans_add, UINT32_MAX,
-                                              &unused);
+        run->over_cap |=
+            grid_check_caps(w, &w->ring_add, w->owner_new, eps_ppm, NULL);
+        run->moved_add[ri] =
+            grid_count_moved(w, w->trans_add, UINT32_MAX, &unused);
         rc = grid_change(w, ri, &w->ring_rem, eps_ppm, errbuf);
         if (rc != 0) {
             return rc;
         }
-        run->over_cap |= grid_check_caps(w, &w->ring_rem, w->owner_new,
-                                         eps_ppm, NULL);
-        run->moved_remove[ri] = grid_count_moved(
-            w, w->trans_rem, w->leaver, &run->moved_remove_others[ri]);
+        run->over_cap |=
+            grid_check_caps(w, &w->ring_rem, w->owner_new, eps_ppm, NULL);
+        run->moved_remove[ri] = grid_count_moved(w, w->trans_rem, w->leaver,
+                                                 &run->moved_remove_others[ri]);
     }
     return 0;
 }
@@ -337,8 +337,9 @@ grid_note_done(struct grid_pool *pool, size_t t)
     }
     ncells = pool->ntasks / g->seeds;
     rest = cell / g->ntokens;
-    fprintf(stderr, "brim-sim grid: [%zu/%zu] nodes %" PRIu32
-            ", %" PRIu32 " keys/node, %" PRIu32 " tokens: done (%.1f s)\n",
+    fprintf(stderr,
+            "brim-sim grid: [%zu/%zu] nodes %" PRIu32 ", %" PRIu32
+            " keys/node, %" PRIu32 " tokens: done (%.1f s)\n",
             pool->cells_done, ncells, g->nodes[rest / g->nkpn],
             g->kpn[rest % g->nkpn], g->tokens[cell % g->ntokens],
             brim_sim_now() - pool->t0);
@@ -379,10 +380,10 @@ int
 brim_sim_grid_run(const struct brim_sim_grid *g, struct brim_sim_run *runs,
                   char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct grid_pool  pool;
-    pthread_t        *tid;
-    size_t            ncells;
-    unsigned          i, started;
+    struct grid_pool pool;
+    pthread_t       *tid;
+    size_t           ncells;
+    unsigned         i, started;
 
     memset(&pool, 0, sizeof(pool));
     ncells = g->nnodes * g->nkpn * g->ntokens;

@@ -21,18 +21,18 @@
 
 /* One subcommand: its name, its entry point and a line for --help. */
 struct sim_cmd {
-    const char *name;               /* argv[1] */
-    int       (*run)(int, char **); /* gets argv from the name on */
-    const char *summary;            /* one line for the top-level help */
+    const char *name;         /* argv[1] */
+    int (*run)(int, char **); /* gets argv from the name on */
+    const char *summary;      /* one line for the top-level help */
 };
 
 static const struct sim_cmd sim_cmds[] = {
-    { "grid", brim_sim_cmd_grid,
-      "Model A: cap, busiest, displaced and churn over a grid of cells" },
-    { "spread", brim_sim_cmd_spread,
-      "Model B: how evenly V tokens per node share the ring" },
-    { "place", brim_sim_cmd_place,
-      "place the keys of a file with the replace rule and print them" },
+    {"grid", brim_sim_cmd_grid,
+     "Model A: cap, busiest, displaced and churn over a grid of cells"},
+    {"spread", brim_sim_cmd_spread,
+     "Model B: how evenly V tokens per node share the ring"},
+    {"place", brim_sim_cmd_place,
+     "place the keys of a file with the replace rule and print them"},
 };
 
 static void
@@ -76,7 +76,9 @@ main(int argc, char **argv)
             return sim_cmds[i].run(argc - 1, argv + 1);
         }
     }
-    fprintf(stderr, "brim-sim: unknown command \"%s\" (commands: grid, "
-            "spread, place; see brim-sim --help)\n", argv[1]);
+    fprintf(stderr,
+            "brim-sim: unknown command \"%s\" (commands: grid, "
+            "spread, place; see brim-sim --help)\n",
+            argv[1]);
     return BRIM_SIM_EXIT_USAGE;
 }

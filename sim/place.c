@@ -26,8 +26,8 @@
 
 /* One point line: a token of node NODE at POS. */
 struct place_point {
-    uint32_t node;                  /* 0 .. BRIM_NODES_MAX - 1 */
-    uint64_t pos;                   /* ring position */
+    uint32_t node; /* 0 .. BRIM_NODES_MAX - 1 */
+    uint64_t pos;  /* ring position */
 };
 
 /* What a file holds once every line is read. */
@@ -65,8 +65,8 @@ static const char place_usage[] =
     "A bad line prints FILE:LINE: message and exits 2; nothing is placed.\n";
 
 /* Report a bad line of IN; printf FMT. */
-static void place_bad(struct place_input *in, size_t line, const char *fmt,
-                      ...) __attribute__((format(printf, 3, 4)));
+static void place_bad(struct place_input *in, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
 place_bad(struct place_input *in, size_t line, const char *fmt, ...)
@@ -88,8 +88,8 @@ place_bad(struct place_input *in, size_t line, const char *fmt, ...)
 static int
 place_grow(void **arr, size_t n, size_t *cap, size_t elem)
 {
-    void   *p;
-    size_t  ncap;
+    void  *p;
+    size_t ncap;
 
     if (n < *cap) {
         return 0;
@@ -135,18 +135,22 @@ place_point(struct place_input *in, size_t line, char **w, int nw)
                   nw - 1);
         return 0;
     }
-    if (brim_parse_u64(w[1], 0, UINT64_MAX, &node) != 0 || node >= BRIM_NODES_MAX) {
+    if (brim_parse_u64(w[1], 0, UINT64_MAX, &node) != 0
+        || node >= BRIM_NODES_MAX) {
         place_bad(in, line, "bad node \"%.40s\": expected an integer 0..%d",
                   w[1], BRIM_NODES_MAX - 1);
         return 0;
     }
     if (brim_parse_u64(w[2], 0, UINT64_MAX, &pos) != 0) {
-        place_bad(in, line, "bad position \"%.40s\": expected a decimal "
-                  "0..%" PRIu64, w[2], UINT64_MAX);
+        place_bad(in, line,
+                  "bad position \"%.40s\": expected a decimal "
+                  "0..%" PRIu64,
+                  w[2], UINT64_MAX);
         return 0;
     }
     if (place_grow((void **) &in->points, in->npoints, &in->points_cap,
-                   sizeof(*in->points)) != 0)
+                   sizeof(*in->points))
+        != 0)
     {
         return BRIM_ENOMEM;
     }
@@ -168,12 +172,15 @@ place_key(struct place_input *in, size_t line, char **w, int nw)
         return 0;
     }
     if (brim_parse_u64(w[1], 0, UINT64_MAX, &pos) != 0) {
-        place_bad(in, line, "bad position \"%.40s\": expected a decimal "
-                  "0..%" PRIu64, w[1], UINT64_MAX);
+        place_bad(in, line,
+                  "bad position \"%.40s\": expected a decimal "
+                  "0..%" PRIu64,
+                  w[1], UINT64_MAX);
         return 0;
     }
     if (place_grow((void **) &in->keys, in->nkeys, &in->keys_cap,
-                   sizeof(*in->keys)) != 0)
+                   sizeof(*in->keys))
+        != 0)
     {
         return BRIM_ENOMEM;
     }
@@ -224,10 +231,10 @@ place_line(struct place_input *in, size_t line, char *text)
 static int
 place_read(FILE *f, struct place_input *in)
 {
-    char    *buf;
-    size_t   len, line;
-    ssize_t  got;
-    int      rc;
+    char   *buf;
+    size_t  len, line;
+    ssize_t got;
+    int     rc;
 
     buf = NULL;
     len = 0;
@@ -241,7 +248,7 @@ place_read(FILE *f, struct place_input *in)
         }
         rc = place_line(in, line, buf);
     }
-    free(buf);                      /* getline()'s, not brim_malloc()'s */
+    free(buf); /* getline()'s, not brim_malloc()'s */
     return rc;
 }
 
@@ -251,8 +258,8 @@ place_read(FILE *f, struct place_input *in)
  * is numeric order and a tie goes to the smaller number.
  */
 static int
-place_build(const struct place_input *in, struct brim_ring *ring,
-            uint32_t *id, char errbuf[BRIM_ERRBUF_LEN])
+place_build(const struct place_input *in, struct brim_ring *ring, uint32_t *id,
+            char errbuf[BRIM_ERRBUF_LEN])
 {
     uint64_t *pos;
     char      name[BRIM_SIM_NAME_LEN];
@@ -273,15 +280,14 @@ place_build(const struct place_input *in, struct brim_ring *ring,
             continue;
         }
         snprintf(name, sizeof(name), BRIM_SIM_NAME_FMT, node);
-        rc = brim_ring_add_node_at(ring, name, BRIM_WEIGHT_PPM_ONE, pos,
-                                   npos, errbuf);
+        rc = brim_ring_add_node_at(ring, name, BRIM_WEIGHT_PPM_ONE, pos, npos,
+                                   errbuf);
         if (rc == 0) {
             id[brim_ring_find_node(ring, name, strlen(name))] = node;
         }
     }
     if (rc == BRIM_ENOMEM) {
-        brim_errfmt(errbuf, "place: out of memory for %zu points",
-                    in->npoints);
+        brim_errfmt(errbuf, "place: out of memory for %zu points", in->npoints);
     }
     brim_free(pos);
     return rc;
@@ -291,12 +297,12 @@ place_build(const struct place_input *in, struct brim_ring *ring,
 static int
 place_run(const struct place_input *in, char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_ring  ring;
-    uint16_t         *owner;
-    uint32_t         *id;
-    uint64_t         *load, cap;
-    size_t            i;
-    int               rc;
+    struct brim_ring ring;
+    uint16_t        *owner;
+    uint32_t        *id;
+    uint64_t        *load, cap;
+    size_t           i;
+    int              rc;
 
     memset(&ring, 0, sizeof(ring));
     owner = brim_malloc((in->nkeys + 1) * sizeof(*owner));
@@ -310,8 +316,8 @@ place_run(const struct place_input *in, char errbuf[BRIM_ERRBUF_LEN])
         rc = place_build(in, &ring, id, errbuf);
     }
     if (rc == 0) {
-        rc = brim_place_replace(&ring, in->eps_ppm, in->keys, in->nkeys,
-                                owner, errbuf);
+        rc = brim_place_replace(&ring, in->eps_ppm, in->keys, in->nkeys, owner,
+                                errbuf);
     }
     if (rc == 0) {
         cap = brim_cap(in->nkeys, in->eps_ppm, BRIM_WEIGHT_PPM_ONE,
@@ -350,14 +356,12 @@ place_input_free(struct place_input *in)
 int
 brim_sim_cmd_place(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
-    struct place_input  in;
-    FILE               *f;
-    char                errbuf[BRIM_ERRBUF_LEN];
-    int                 opt, rc;
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    struct place_input         in;
+    FILE                      *f;
+    char                       errbuf[BRIM_ERRBUF_LEN];
+    int                        opt, rc;
 
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -368,8 +372,10 @@ brim_sim_cmd_place(int argc, char **argv)
         return brim_sim_bad_flag("place", opt, argv);
     }
     if (argc - optind != 1) {
-        return brim_sim_usage_error("place", "expected one FILE (or -), "
-                                    "got %d arguments", argc - optind);
+        return brim_sim_usage_error("place",
+                                    "expected one FILE (or -), "
+                                    "got %d arguments",
+                                    argc - optind);
     }
 
     memset(&in, 0, sizeof(in));
@@ -407,8 +413,10 @@ brim_sim_cmd_place(int argc, char **argv)
         in.errors++;
     }
     if (in.errors == 0 && in.have_eps == 0) {
-        fprintf(stderr, "%s: no eps line (write \"eps 0.10\" or "
-                "\"eps none\")\n", in.fname);
+        fprintf(stderr,
+                "%s: no eps line (write \"eps 0.10\" or "
+                "\"eps none\")\n",
+                in.fname);
         in.errors++;
     }
     if (in.errors > PLACE_ERRORS_MAX) {

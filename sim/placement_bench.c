@@ -20,18 +20,18 @@
 #include "common/placement.h"
 #include "common/ring.h"
 
-#define BENCH_REPEATS 7                 /* medians over this many runs */
-#define BENCH_KEY_BYTES 16              /* "key:%011u" */
+#define BENCH_REPEATS 7    /* medians over this many runs */
+#define BENCH_KEY_BYTES 16 /* "key:%011u" */
 
 /* One benchmark setting, from the command line. */
 struct bench_opts {
-    uint32_t nodes;                     /* N */
-    uint32_t tokens;                    /* V */
-    uint32_t partitions;                /* P */
-    uint64_t eps_ppm;                   /* cap slack */
-    uint32_t keys;                      /* distinct keys looked up */
-    uint32_t rounds;                    /* passes over the keys per run */
-    uint64_t seed;                      /* cluster seed */
+    uint32_t nodes;      /* N */
+    uint32_t tokens;     /* V */
+    uint32_t partitions; /* P */
+    uint64_t eps_ppm;    /* cap slack */
+    uint32_t keys;       /* distinct keys looked up */
+    uint32_t rounds;     /* passes over the keys per run */
+    uint64_t seed;       /* cluster seed */
 };
 
 static double
@@ -61,7 +61,8 @@ median(double *v, int n)
 static void
 usage(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "usage: brim-placement-bench [options]\n"
         "Measures key-to-owner lookups through the partition map against a\n"
         "binary search of the token ring, and the time to compute a map.\n"
@@ -73,15 +74,18 @@ usage(FILE *out)
         "  --rounds R       passes over the keys per run (default 5)\n"
         "  --seed S         cluster seed (default 1)\n"
         "  --help           this text\n"
-        "Every figure is the median of %d runs.\n", BENCH_REPEATS);
+        "Every figure is the median of %d runs.\n",
+        BENCH_REPEATS);
 }
 
 static int
 parse_u32(const char *flag, const char *text, uint32_t *out)
 {
     if (brim_parse_u32(text, 1, UINT32_MAX, out) != 0) {
-        fprintf(stderr, "brim-placement-bench: %s: \"%s\" is not a whole "
-                "number from 1 to %" PRIu32 "\n", flag, text, UINT32_MAX);
+        fprintf(stderr,
+                "brim-placement-bench: %s: \"%s\" is not a whole "
+                "number from 1 to %" PRIu32 "\n",
+                flag, text, UINT32_MAX);
         return -1;
     }
     return 0;
@@ -99,15 +103,17 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
         {"rounds", required_argument, NULL, 'r'},
         {"seed", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}
-    };
+        {NULL, 0, NULL, 0}};
     char errbuf[BRIM_ERRBUF_LEN];
     int  ch, rc = 0;
 
-    *o = (struct bench_opts) {
-        .nodes = 200, .tokens = 160, .partitions = 65536, .eps_ppm = 50000,
-        .keys = 1000000, .rounds = 5, .seed = 1
-    };
+    *o = (struct bench_opts){.nodes = 200,
+                             .tokens = 160,
+                             .partitions = 65536,
+                             .eps_ppm = 50000,
+                             .keys = 1000000,
+                             .rounds = 5,
+                             .seed = 1};
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
@@ -133,8 +139,10 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
             break;
         case 's':
             if (brim_parse_u64(optarg, 0, UINT64_MAX, &o->seed) != 0) {
-                fprintf(stderr, "brim-placement-bench: --seed: \"%s\" is "
-                        "not a whole number\n", optarg);
+                fprintf(stderr,
+                        "brim-placement-bench: --seed: \"%s\" is "
+                        "not a whole number\n",
+                        optarg);
                 return -1;
             }
             break;
@@ -154,9 +162,7 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
                 argv[optind]);
         return -1;
     }
-    if (brim_placement_check(o->tokens, o->partitions, o->nodes, errbuf)
-        != 0)
-    {
+    if (brim_placement_check(o->tokens, o->partitions, o->nodes, errbuf) != 0) {
         fprintf(stderr, "brim-placement-bench: %s\n", errbuf);
         return -1;
     }
@@ -258,12 +264,14 @@ main(int argc, char **argv)
 
     printf("brim-placement-bench: N=%" PRIu32 " V=%" PRIu32 " P=%" PRIu32
            " eps_ppm=%" PRIu64 " keys=%" PRIu32 " rounds=%" PRIu32
-           " repeats=%d (medians)\n", o.nodes, o.tokens, o.partitions,
-           o.eps_ppm, o.keys, o.rounds, BENCH_REPEATS);
+           " repeats=%d (medians)\n",
+           o.nodes, o.tokens, o.partitions, o.eps_ppm, o.keys, o.rounds,
+           BENCH_REPEATS);
     for (k = 0; k < BENCH_REPEATS; k++) {
         t0 = now_s();
-        if (brim_place_replace(&ring, o.eps_ppm, pos, o.partitions,
-                               map.owner, errbuf) != 0)
+        if (brim_place_replace(&ring, o.eps_ppm, pos, o.partitions, map.owner,
+                               errbuf)
+            != 0)
         {
             fprintf(stderr, "brim-placement-bench: %s\n", errbuf);
             return 1;
@@ -271,7 +279,8 @@ main(int argc, char **argv)
         t_replace[k] = now_s() - t0;
         t0 = now_s();
         if (brim_place_rebalance(&ring, map.owner, &bigger, o.eps_ppm, pos,
-                                 o.partitions, owner, NULL, errbuf) != 0)
+                                 o.partitions, owner, NULL, errbuf)
+            != 0)
         {
             fprintf(stderr, "brim-placement-bench: %s\n", errbuf);
             return 1;

@@ -34,23 +34,23 @@
 
 /* One output row: a cell under one rule, means over its seeds. */
 struct report_row {
-    uint32_t                   nodes;           /* N */
-    uint32_t                   kpn;             /* keys per node */
-    uint32_t                   tokens;          /* P */
-    const struct brim_sim_eps *eps;             /* borrowed from the grid */
-    uint32_t                   seeds;           /* runs averaged */
-    const char                *rule;            /* "replace", "rebalance" */
-    uint64_t                   cap;             /* UINT64_MAX: none */
-    double                     busiest;         /* max load / (K/N) */
-    double                     displaced;       /* fraction of K */
-    double                     churn_add;       /* moved / (K/(N+1)) */
-    double                     churn_remove;    /* moved / (K/N) */
-    double                     moved_add;       /* keys */
-    double                     moved_remove;    /* keys */
+    uint32_t                   nodes;               /* N */
+    uint32_t                   kpn;                 /* keys per node */
+    uint32_t                   tokens;              /* P */
+    const struct brim_sim_eps *eps;                 /* borrowed from the grid */
+    uint32_t                   seeds;               /* runs averaged */
+    const char                *rule;                /* "replace", "rebalance" */
+    uint64_t                   cap;                 /* UINT64_MAX: none */
+    double                     busiest;             /* max load / (K/N) */
+    double                     displaced;           /* fraction of K */
+    double                     churn_add;           /* moved / (K/(N+1)) */
+    double                     churn_remove;        /* moved / (K/N) */
+    double                     moved_add;           /* keys */
+    double                     moved_remove;        /* keys */
     double                     moved_remove_others; /* keys not the leaver's */
-    uint32_t                   binding_runs;    /* some key displaced */
-    uint32_t                   busiest_exact_runs; /* binding, max == cap */
-    uint32_t                   over_cap_runs;   /* a cap broken: must be 0 */
+    uint32_t                   binding_runs;        /* some key displaced */
+    uint32_t                   busiest_exact_runs;  /* binding, max == cap */
+    uint32_t                   over_cap_runs; /* a cap broken: must be 0 */
 };
 
 static const char report_usage[] =
@@ -65,10 +65,9 @@ static const char report_usage[] =
     "flags:\n"
     "  --nodes LIST          N values (2..4095)          [" REPORT_DEF_NODES
     "]\n"
-    "  --keys-per-node LIST  keys per node (1..1000000)  [" REPORT_DEF_KPN
+    "  --keys-per-node LIST  keys per node (1..1000000)  [" REPORT_DEF_KPN "]\n"
+    "  --tokens LIST         P, tokens per node (1..10000) [" REPORT_DEF_TOKENS
     "]\n"
-    "  --tokens LIST         P, tokens per node (1..10000) ["
-    REPORT_DEF_TOKENS "]\n"
     "  --eps LIST            decimals or none  [" REPORT_DEF_EPS "]\n"
     "  --seeds S             runs per cell, seeds 1..S (1..100000) [6]\n"
     "  --rule R              replace | rebalance | both  [replace]\n"
@@ -139,8 +138,9 @@ report_json_row(const struct report_row *r)
     json_object_set_new(o, "eps", json_string(r->eps->text));
     json_object_set_new(o, "seeds", json_integer(r->seeds));
     json_object_set_new(o, "rule", json_string(r->rule));
-    json_object_set_new(o, "cap", r->cap == UINT64_MAX
-                        ? json_null() : json_integer((json_int_t) r->cap));
+    json_object_set_new(
+        o, "cap",
+        r->cap == UINT64_MAX ? json_null() : json_integer((json_int_t) r->cap));
     json_object_set_new(o, "busiest", json_real(r->busiest));
     json_object_set_new(o, "displaced", json_real(r->displaced));
     json_object_set_new(o, "churn_add", json_real(r->churn_add));
@@ -172,21 +172,24 @@ report_table_row(FILE *f, const struct report_row *r, int header)
     char cap[24], binding[24], exact[24];
 
     if (header) {
-        fprintf(f, "%5s %5s %6s %5s %-9s %7s %7s %9s %9s %9s %10s %10s "
-                "%7s %7s\n", "nodes", "kpn", "tokens", "eps", "rule", "cap",
-                "busiest", "displaced", "churn_add", "churn_rem",
-                "moved_add", "moved_rem", "binding", "exact");
+        fprintf(f,
+                "%5s %5s %6s %5s %-9s %7s %7s %9s %9s %9s %10s %10s "
+                "%7s %7s\n",
+                "nodes", "kpn", "tokens", "eps", "rule", "cap", "busiest",
+                "displaced", "churn_add", "churn_rem", "moved_add", "moved_rem",
+                "binding", "exact");
     }
     report_cap_text(r, cap, sizeof(cap));
-    snprintf(binding, sizeof(binding), "%" PRIu32 "/%" PRIu32,
-             r->binding_runs, r->seeds);
+    snprintf(binding, sizeof(binding), "%" PRIu32 "/%" PRIu32, r->binding_runs,
+             r->seeds);
     snprintf(exact, sizeof(exact), "%" PRIu32 "/%" PRIu32,
              r->busiest_exact_runs, r->binding_runs);
-    fprintf(f, "%5" PRIu32 " %5" PRIu32 " %6" PRIu32 " %5s %-9s %7s %7.4f "
-            "%8.3f%% %9.3f %9.3f %10.1f %10.1f %7s %7s\n", r->nodes, r->kpn,
-            r->tokens, r->eps->text, r->rule, cap, r->busiest,
-            100.0 * r->displaced, r->churn_add, r->churn_remove,
-            r->moved_add, r->moved_remove, binding, exact);
+    fprintf(f,
+            "%5" PRIu32 " %5" PRIu32 " %6" PRIu32 " %5s %-9s %7s %7.4f "
+            "%8.3f%% %9.3f %9.3f %10.1f %10.1f %7s %7s\n",
+            r->nodes, r->kpn, r->tokens, r->eps->text, r->rule, cap, r->busiest,
+            100.0 * r->displaced, r->churn_add, r->churn_remove, r->moved_add,
+            r->moved_remove, binding, exact);
 }
 
 static void
@@ -195,19 +198,21 @@ report_csv_row(FILE *f, const struct report_row *r, int header)
     char cap[24];
 
     if (header) {
-        fprintf(f, "nodes,keys_per_node,tokens,eps,seeds,rule,cap,busiest,"
+        fprintf(f,
+                "nodes,keys_per_node,tokens,eps,seeds,rule,cap,busiest,"
                 "displaced,churn_add,churn_remove,moved_add,moved_remove,"
                 "moved_remove_others,binding_runs,busiest_exact_runs,"
                 "over_cap_runs\n");
     }
     report_cap_text(r, cap, sizeof(cap));
-    fprintf(f, "%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%s,%" PRIu32 ",%s,%s,"
+    fprintf(f,
+            "%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%s,%" PRIu32 ",%s,%s,"
             "%.6f,%.8f,%.6f,%.6f,%.4f,%.4f,%.4f,%" PRIu32 ",%" PRIu32
-            ",%" PRIu32 "\n", r->nodes, r->kpn, r->tokens, r->eps->text,
-            r->seeds, r->rule, cap, r->busiest, r->displaced, r->churn_add,
-            r->churn_remove, r->moved_add, r->moved_remove,
-            r->moved_remove_others, r->binding_runs, r->busiest_exact_runs,
-            r->over_cap_runs);
+            ",%" PRIu32 "\n",
+            r->nodes, r->kpn, r->tokens, r->eps->text, r->seeds, r->rule, cap,
+            r->busiest, r->displaced, r->churn_add, r->churn_remove,
+            r->moved_add, r->moved_remove, r->moved_remove_others,
+            r->binding_runs, r->busiest_exact_runs, r->over_cap_runs);
 }
 
 /* Print every row of G's RUNS in FMT on stdout. Returns an exit code. */
@@ -273,17 +278,20 @@ report_check_sizes(const struct brim_sim_grid *g)
     for (i = 0; i < g->nnodes; i++) {
         for (j = 0; j < g->nkpn; j++) {
             if ((uint64_t) g->nodes[i] * g->kpn[j] > REPORT_KEYS_MAX) {
-                return brim_sim_usage_error("grid", "%" PRIu32 " nodes x %"
-                    PRIu32 " keys per node is over %llu keys",
-                    g->nodes[i], g->kpn[j], REPORT_KEYS_MAX);
+                return brim_sim_usage_error("grid",
+                                            "%" PRIu32 " nodes x %" PRIu32
+                                            " keys per node is over %llu keys",
+                                            g->nodes[i], g->kpn[j],
+                                            REPORT_KEYS_MAX);
             }
         }
         for (j = 0; j < g->ntokens; j++) {
-            if ((uint64_t) (g->nodes[i] + 1) * g->tokens[j]
-                > REPORT_TOKENS_MAX)
+            if ((uint64_t) (g->nodes[i] + 1) * g->tokens[j] > REPORT_TOKENS_MAX)
             {
-                return brim_sim_usage_error("grid", "%" PRIu32 " nodes x %"
-                    PRIu32 " tokens is over %llu tokens on one ring",
+                return brim_sim_usage_error(
+                    "grid",
+                    "%" PRIu32 " nodes x %" PRIu32
+                    " tokens is over %llu tokens on one ring",
                     g->nodes[i], g->tokens[j], REPORT_TOKENS_MAX);
             }
         }
@@ -309,11 +317,11 @@ report_parse_rule(const char *text, struct brim_sim_grid *g)
 
 /* The text of each list flag, defaults first; parsed after getopt. */
 struct report_args {
-    const char           *nodes;    /* --nodes */
-    const char           *kpn;      /* --keys-per-node */
-    const char           *tokens;   /* --tokens */
-    const char           *eps;      /* --eps */
-    enum brim_sim_format  fmt;      /* --format */
+    const char          *nodes;  /* --nodes */
+    const char          *kpn;    /* --keys-per-node */
+    const char          *tokens; /* --tokens */
+    const char          *eps;    /* --eps */
+    enum brim_sim_format fmt;    /* --format */
 };
 
 /* Parse ARGV into G and A; returns 0, -1 for --help, or an exit code. */
@@ -322,19 +330,18 @@ report_parse_flags(int argc, char **argv, struct brim_sim_grid *g,
                    struct report_args *a)
 {
     static const struct option longopts[] = {
-        { "nodes", required_argument, NULL, 'n' },
-        { "keys-per-node", required_argument, NULL, 'k' },
-        { "tokens", required_argument, NULL, 't' },
-        { "eps", required_argument, NULL, 'e' },
-        { "seeds", required_argument, NULL, 's' },
-        { "rule", required_argument, NULL, 'r' },
-        { "format", required_argument, NULL, 'f' },
-        { "threads", required_argument, NULL, 'j' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "progress", no_argument, NULL, 'p' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
+        {"nodes", required_argument, NULL, 'n'},
+        {"keys-per-node", required_argument, NULL, 'k'},
+        {"tokens", required_argument, NULL, 't'},
+        {"eps", required_argument, NULL, 'e'},
+        {"seeds", required_argument, NULL, 's'},
+        {"rule", required_argument, NULL, 'r'},
+        {"format", required_argument, NULL, 'f'},
+        {"threads", required_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"progress", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     char errbuf[BRIM_ERRBUF_LEN];
     int  opt;
 
@@ -356,14 +363,17 @@ report_parse_flags(int argc, char **argv, struct brim_sim_grid *g,
             break;
         case 's':
             if (brim_sim_parse_u32("--seeds", optarg, 1, REPORT_SEEDS_MAX,
-                                   &g->seeds, errbuf) != 0)
+                                   &g->seeds, errbuf)
+                != 0)
             {
                 return brim_sim_usage_error("grid", "%s", errbuf);
             }
             break;
         case 'r':
             if (report_parse_rule(optarg, g) != 0) {
-                return brim_sim_usage_error("grid", "--rule: bad value "
+                return brim_sim_usage_error(
+                    "grid",
+                    "--rule: bad value "
                     "\"%.40s\": expected replace, rebalance or both",
                     optarg);
             }
@@ -374,9 +384,9 @@ report_parse_flags(int argc, char **argv, struct brim_sim_grid *g,
             }
             break;
         case 'j':
-            if (brim_sim_parse_u32("--threads", optarg, 1,
-                                   REPORT_THREADS_MAX, &g->threads,
-                                   errbuf) != 0)
+            if (brim_sim_parse_u32("--threads", optarg, 1, REPORT_THREADS_MAX,
+                                   &g->threads, errbuf)
+                != 0)
             {
                 return brim_sim_usage_error("grid", "%s", errbuf);
             }
@@ -407,9 +417,8 @@ report_parse_lists(const struct report_args *a, struct brim_sim_grid *g)
     char errbuf[BRIM_ERRBUF_LEN];
     int  rc;
 
-    rc = brim_sim_parse_u32_list("--nodes", a->nodes, 2,
-                                 BRIM_NODES_MAX - 1, &g->nodes, &g->nnodes,
-                                 errbuf);
+    rc = brim_sim_parse_u32_list("--nodes", a->nodes, 2, BRIM_NODES_MAX - 1,
+                                 &g->nodes, &g->nnodes, errbuf);
     if (rc == 0) {
         rc = brim_sim_parse_u32_list("--keys-per-node", a->kpn, 1, 1000000,
                                      &g->kpn, &g->nkpn, errbuf);
@@ -420,8 +429,8 @@ report_parse_lists(const struct report_args *a, struct brim_sim_grid *g)
                                      &g->ntokens, errbuf);
     }
     if (rc == 0) {
-        rc = brim_sim_parse_eps_list("--eps", a->eps, &g->eps, &g->neps,
-                                     errbuf);
+        rc =
+            brim_sim_parse_eps_list("--eps", a->eps, &g->eps, &g->neps, errbuf);
     }
     if (rc == BRIM_ENOMEM) {
         fprintf(stderr, "brim-sim grid: %s\n", errbuf);
@@ -436,13 +445,13 @@ report_parse_lists(const struct report_args *a, struct brim_sim_grid *g)
 int
 brim_sim_cmd_grid(int argc, char **argv)
 {
-    struct brim_sim_grid  g;
-    struct report_args    a;
-    struct brim_sim_run  *runs;
-    char                  errbuf[BRIM_ERRBUF_LEN];
-    size_t                nruns;
-    double                t0;
-    int                   rc;
+    struct brim_sim_grid g;
+    struct report_args   a;
+    struct brim_sim_run *runs;
+    char                 errbuf[BRIM_ERRBUF_LEN];
+    size_t               nruns;
+    double               t0;
+    int                  rc;
 
     memset(&g, 0, sizeof(g));
     g.seeds = REPORT_DEF_SEEDS;

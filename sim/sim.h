@@ -32,37 +32,37 @@
 
 /* Output formats of grid and spread. */
 enum brim_sim_format {
-    BRIM_SIM_FORMAT_TABLE = 0,      /* aligned text for people */
-    BRIM_SIM_FORMAT_JSON = 1,       /* one JSON array of objects */
-    BRIM_SIM_FORMAT_CSV = 2         /* a header line, then one row a cell */
+    BRIM_SIM_FORMAT_TABLE = 0, /* aligned text for people */
+    BRIM_SIM_FORMAT_JSON = 1,  /* one JSON array of objects */
+    BRIM_SIM_FORMAT_CSV = 2    /* a header line, then one row a cell */
 };
 
 /* Which placement rules a grid measures churn under (a bit set). */
 enum brim_sim_rule {
-    BRIM_SIM_RULE_REPLACE = 1,      /* re-place every key from scratch */
-    BRIM_SIM_RULE_REBALANCE = 2     /* brim_place_rebalance() from before */
+    BRIM_SIM_RULE_REPLACE = 1,  /* re-place every key from scratch */
+    BRIM_SIM_RULE_REBALANCE = 2 /* brim_place_rebalance() from before */
 };
 
 /* One eps of a grid: the text as given and its value. */
 struct brim_sim_eps {
-    char     text[BRIM_SIM_ITEM_MAX];   /* as typed; printed back as is */
-    uint64_t ppm;                       /* millionths or BRIM_EPS_NONE */
+    char     text[BRIM_SIM_ITEM_MAX]; /* as typed; printed back as is */
+    uint64_t ppm;                     /* millionths or BRIM_EPS_NONE */
 };
 
 /* A Model A grid: every (nodes, kpn, tokens) cell, all eps, S seeds. */
 struct brim_sim_grid {
-    uint32_t            *nodes;     /* N values, each 2 .. 4095 */
-    size_t               nnodes;    /* entries in nodes */
-    uint32_t            *kpn;       /* keys per node values */
-    size_t               nkpn;      /* entries in kpn */
-    uint32_t            *tokens;    /* P (tokens per node) values */
-    size_t               ntokens;   /* entries in tokens */
-    struct brim_sim_eps *eps;       /* eps values, in the order given */
-    size_t               neps;      /* entries in eps */
-    uint32_t             seeds;     /* runs per cell: seeds 1 .. SEEDS */
-    unsigned             rules;     /* enum brim_sim_rule bits */
-    unsigned             threads;   /* worker threads, >= 1 */
-    int                  progress;  /* a stderr line per finished cell */
+    uint32_t            *nodes;    /* N values, each 2 .. 4095 */
+    size_t               nnodes;   /* entries in nodes */
+    uint32_t            *kpn;      /* keys per node values */
+    size_t               nkpn;     /* entries in kpn */
+    uint32_t            *tokens;   /* P (tokens per node) values */
+    size_t               ntokens;  /* entries in tokens */
+    struct brim_sim_eps *eps;      /* eps values, in the order given */
+    size_t               neps;     /* entries in eps */
+    uint32_t             seeds;    /* runs per cell: seeds 1 .. SEEDS */
+    unsigned             rules;    /* enum brim_sim_rule bits */
+    unsigned             threads;  /* worker threads, >= 1 */
+    int                  progress; /* a stderr line per finished cell */
 };
 
 /*
@@ -70,13 +70,13 @@ struct brim_sim_grid {
  * churn arrays are indexed by rule: 0 replace, 1 rebalance.
  */
 struct brim_sim_run {
-    uint64_t cap;                   /* cap of the N-node placement */
-    uint64_t max_load;              /* busiest node's keys, N nodes */
-    uint64_t displaced;             /* keys not on their ring owner */
-    uint64_t moved_add[2];          /* keys whose node changed on add */
-    uint64_t moved_remove[2];       /* the same on remove */
-    uint64_t moved_remove_others[2];/* of those, not on the leaver before */
-    uint8_t  over_cap;              /* some placement broke its cap */
+    uint64_t cap;                    /* cap of the N-node placement */
+    uint64_t max_load;               /* busiest node's keys, N nodes */
+    uint64_t displaced;              /* keys not on their ring owner */
+    uint64_t moved_add[2];           /* keys whose node changed on add */
+    uint64_t moved_remove[2];        /* the same on remove */
+    uint64_t moved_remove_others[2]; /* of those, not on the leaver before */
+    uint8_t  over_cap;               /* some placement broke its cap */
 };
 
 /* Per-run index of the two rules in struct brim_sim_run. */

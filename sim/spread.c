@@ -32,24 +32,24 @@
 
 /* A published Model B figure: an 8-seed mean at 8 nodes; < 0 is none. */
 struct spread_pub {
-    uint32_t tokens;                /* V */
-    double   rel_spread;            /* RMS / mean */
-    double   max_mean;              /* max share / mean share */
+    uint32_t tokens;     /* V */
+    double   rel_spread; /* RMS / mean */
+    double   max_mean;   /* max share / mean share */
 };
 
 static const struct spread_pub spread_published[] = {
-    { 1, 1.0370, SPREAD_PUB_V1_MAX_MEAN },
-    { 10, 0.3309, -1.0 },
-    { 100, 0.0959, 1.141 },
+    {1, 1.0370, SPREAD_PUB_V1_MAX_MEAN},
+    {10, 0.3309, -1.0},
+    {100, 0.0959, 1.141},
 };
 
 /* The means over seeds for one V, and the per-seed max/mean values. */
 struct spread_result {
-    uint32_t  tokens;               /* V */
-    double    max_mean;             /* mean of max share / mean share */
-    double    max_min;              /* mean of max share / min share */
-    double    rel_spread;           /* mean of RMS deviation / mean */
-    double   *per_seed_max_mean;    /* SEEDS values, in seed order */
+    uint32_t tokens;            /* V */
+    double   max_mean;          /* mean of max share / mean share */
+    double   max_min;           /* mean of max share / min share */
+    double   rel_spread;        /* mean of RMS deviation / mean */
+    double  *per_seed_max_mean; /* SEEDS values, in seed order */
 };
 
 static const char spread_usage[] =
@@ -98,13 +98,13 @@ static int
 spread_run(uint32_t n, uint32_t v, uint32_t seeds, struct spread_result *r,
            char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_ring  ring;
-    struct brim_rng   rng;
-    uint64_t          sv[3], *tok;
-    double           *share, mm, mn, rel;
-    char              name[BRIM_SIM_NAME_LEN];
-    uint32_t          s, i, j;
-    int               rc;
+    struct brim_ring ring;
+    struct brim_rng  rng;
+    uint64_t         sv[3], *tok;
+    double          *share, mm, mn, rel;
+    char             name[BRIM_SIM_NAME_LEN];
+    uint32_t         s, i, j;
+    int              rc;
 
     tok = brim_malloc(v * sizeof(*tok));
     share = brim_malloc(n * sizeof(*share));
@@ -123,8 +123,8 @@ spread_run(uint32_t n, uint32_t v, uint32_t seeds, struct spread_result *r,
                 tok[j] = brim_rng_next(&rng);
             }
             snprintf(name, sizeof(name), BRIM_SIM_NAME_FMT, i);
-            rc = brim_ring_add_node_at(&ring, name, BRIM_WEIGHT_PPM_ONE, tok,
-                                       v, errbuf);
+            rc = brim_ring_add_node_at(&ring, name, BRIM_WEIGHT_PPM_ONE, tok, v,
+                                       errbuf);
         }
         if (rc == 0) {
             brim_ring_shares(&ring, share);
@@ -174,8 +174,7 @@ spread_fig(char *buf, size_t len, double x, int prec)
 
 /* Of the disjoint 8-seed blocks of R, how many average >= LIMIT. */
 static uint32_t
-spread_blocks_above(const struct spread_result *r, uint32_t seeds,
-                    double limit)
+spread_blocks_above(const struct spread_result *r, uint32_t seeds, double limit)
 {
     double   sum;
     uint32_t b, i, count;
@@ -206,7 +205,8 @@ spread_table(uint32_t n, uint32_t seeds, const struct spread_result *res,
         hn += 1.0 / i;
     }
     printf("Model B: %" PRIu32 " nodes, V tokens each; means over seeds "
-           "1..%" PRIu32 ".\n", n, seeds);
+           "1..%" PRIu32 ".\n",
+           n, seeds);
     printf("published = the 8-seed means of the published measurements; "
            "theory: a share is\nBeta(V, (N-1)V), so rel_spread is about "
            "sqrt((N-1)/(NV+1)) (the stated rate\nis 1/sqrt(V)) and at V = 1 "
@@ -217,16 +217,15 @@ spread_table(uint32_t n, uint32_t seeds, const struct spread_result *res,
     for (k = 0; k < nres; k++) {
         v = res[k].tokens;
         pub = spread_pub_of(n, v);
-        printf("%5" PRIu32 "  %8.4f %9s %8s  %8.3f  %10.4f %9s %9.4f %8.4f"
-               "\n", v, res[k].max_mean,
-               spread_fig(b1, sizeof(b1), pub != NULL ? pub->max_mean : -1,
-                          3),
-               spread_fig(b2, sizeof(b2), v == 1 ? hn : -1, 3),
-               res[k].max_min, res[k].rel_spread,
-               spread_fig(b3, sizeof(b3), pub != NULL ? pub->rel_spread : -1,
-                          4),
-               1.0 / sqrt((double) v),
-               sqrt((n - 1.0) / ((double) n * v + 1.0)));
+        printf(
+            "%5" PRIu32 "  %8.4f %9s %8s  %8.3f  %10.4f %9s %9.4f %8.4f"
+            "\n",
+            v, res[k].max_mean,
+            spread_fig(b1, sizeof(b1), pub != NULL ? pub->max_mean : -1, 3),
+            spread_fig(b2, sizeof(b2), v == 1 ? hn : -1, 3), res[k].max_min,
+            res[k].rel_spread,
+            spread_fig(b3, sizeof(b3), pub != NULL ? pub->rel_spread : -1, 4),
+            1.0 / sqrt((double) v), sqrt((n - 1.0) / ((double) n * v + 1.0)));
     }
     if (n != 8) {
         return;
@@ -239,13 +238,13 @@ spread_table(uint32_t n, uint32_t seeds, const struct spread_result *res,
                "unusually uneven set of\n8 rings. Its expectation is H_8 = "
                "%.3f, and an independent model puts an 8-seed\nmean that "
                "high at about 1.4%% probability. brim-sim does not tune "
-               "seeds to\nmatch it", SPREAD_PUB_V1_MAX_MEAN, hn);
+               "seeds to\nmatch it",
+               SPREAD_PUB_V1_MAX_MEAN, hn);
         printf(".\n");
         if (seeds >= 8) {
             printf("Here %" PRIu32 " of the %" PRIu32 " disjoint 8-seed "
                    "blocks of seeds 1..%" PRIu32 " average %.3f or more.\n",
-                   spread_blocks_above(&res[k], seeds,
-                                       SPREAD_PUB_V1_MAX_MEAN),
+                   spread_blocks_above(&res[k], seeds, SPREAD_PUB_V1_MAX_MEAN),
                    seeds / 8, seeds, SPREAD_PUB_V1_MAX_MEAN);
         }
     }
@@ -265,8 +264,8 @@ spread_print(uint32_t n, uint32_t seeds, const struct spread_result *res,
     } else if (fmt == BRIM_SIM_FORMAT_CSV) {
         printf("nodes,tokens,seeds,max_mean,max_min,rel_spread\n");
         for (k = 0; k < nres; k++) {
-            printf("%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%.6f,%.6f,%.6f\n",
-                   n, res[k].tokens, seeds, res[k].max_mean, res[k].max_min,
+            printf("%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%.6f,%.6f,%.6f\n", n,
+                   res[k].tokens, seeds, res[k].max_mean, res[k].max_min,
                    res[k].rel_spread);
         }
     } else {
@@ -278,12 +277,12 @@ spread_print(uint32_t n, uint32_t seeds, const struct spread_result *res,
             json_object_set_new(o, "seeds", json_integer(seeds));
             json_object_set_new(o, "max_mean", json_real(res[k].max_mean));
             json_object_set_new(o, "max_min", json_real(res[k].max_min));
-            json_object_set_new(o, "rel_spread",
-                                json_real(res[k].rel_spread));
+            json_object_set_new(o, "rel_spread", json_real(res[k].rel_spread));
             json_array_append_new(arr, o);
         }
-        rc = arr == NULL ? -1 : json_dumpf(arr, stdout, JSON_INDENT(1)
-                                           | JSON_REAL_PRECISION(10));
+        rc = arr == NULL
+            ? -1
+            : json_dumpf(arr, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
         fputc('\n', stdout);
         json_decref(arr);
     }
@@ -298,13 +297,12 @@ int
 brim_sim_cmd_spread(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "nodes", required_argument, NULL, 'n' },
-        { "tokens", required_argument, NULL, 't' },
-        { "seeds", required_argument, NULL, 's' },
-        { "format", required_argument, NULL, 'f' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
+        {"nodes", required_argument, NULL, 'n'},
+        {"tokens", required_argument, NULL, 't'},
+        {"seeds", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     struct spread_result *res;
     enum brim_sim_format  fmt;
     const char           *tokens_text;
@@ -346,18 +344,21 @@ brim_sim_cmd_spread(int argc, char **argv)
     }
     if (brim_sim_parse_u32_list("--tokens", tokens_text, 1,
                                 BRIM_TOKENS_PER_NODE_MAX, &tokens, &ntokens,
-                                errbuf) != 0)
+                                errbuf)
+        != 0)
     {
         return brim_sim_usage_error("spread", "%s", errbuf);
     }
     for (k = 0; k < ntokens; k++) {
         if ((uint64_t) n * tokens[k] > SPREAD_TOKENS_MAX) {
-            uint32_t v = tokens[k];     /* read before the list is freed */
+            uint32_t v = tokens[k]; /* read before the list is freed */
 
             brim_free(tokens);
-            return brim_sim_usage_error("spread", "%" PRIu32 " nodes x %"
-                PRIu32 " tokens is over %llu tokens on one ring", n, v,
-                SPREAD_TOKENS_MAX);
+            return brim_sim_usage_error(
+                "spread",
+                "%" PRIu32 " nodes x %" PRIu32
+                " tokens is over %llu tokens on one ring",
+                n, v, SPREAD_TOKENS_MAX);
         }
     }
 

@@ -20,38 +20,38 @@
 
 /* The options of one run, defaults from brim_bench_opts_parse(). */
 struct brim_bench_opts {
-    const struct brim_bench_proto *proto;     /* --target */
-    char     server[BRIM_BENCH_ADDR_MAX + 1]; /* --server HOST:PORT */
-    char     host[BRIM_BENCH_ADDR_MAX + 1];   /* its host part */
-    char     port[8];                         /* its port part */
-    char     coord[BRIM_BENCH_ADDR_MAX + 1];      /* --coordinator, or "" */
-    char     coord_host[BRIM_BENCH_ADDR_MAX + 1]; /* its host part */
-    char     coord_port[8];                       /* its port part */
+    const struct brim_bench_proto *proto;            /* --target */
+    char        server[BRIM_BENCH_ADDR_MAX + 1];     /* --server HOST:PORT */
+    char        host[BRIM_BENCH_ADDR_MAX + 1];       /* its host part */
+    char        port[8];                             /* its port part */
+    char        coord[BRIM_BENCH_ADDR_MAX + 1];      /* --coordinator, or "" */
+    char        coord_host[BRIM_BENCH_ADDR_MAX + 1]; /* its host part */
+    char        coord_port[8];                       /* its port part */
     const char *secret_file; /* --secret-file (borrowed from argv), NULL */
-    uint32_t connections; /* --connections, over all threads */
-    uint32_t pipeline;    /* --pipeline: requests out per conn */
-    uint32_t threads;     /* --threads: event loops */
-    uint64_t keys;        /* --keys: the key space */
-    uint32_t key_size;    /* --key-size, bytes */
-    uint32_t value_min;   /* --value-size, bytes */
-    uint32_t value_max;   /* upper end of a MIN-MAX range */
-    double   get_ratio;   /* --get-ratio among GET and SET */
-    double   del_ratio;   /* --del-ratio among all ops */
-    double   ttl_ratio;   /* --ttl-ratio among SETs */
-    uint32_t ttl_min_s;   /* the short TTLs of --ttl-ratio */
-    uint32_t ttl_max_s;
-    double   zipf;       /* --zipf exponent, 0 uniform */
-    double   duration_s; /* --duration, 0: none */
-    uint64_t ops;        /* --ops, 0: none */
-    double   rate;       /* --rate ops/s, 0: closed loop */
-    uint64_t seed;       /* --seed */
-    int64_t  server_pid; /* --server-pid, 0: not given */
-    uint32_t timeout_ms; /* --timeout: a request's limit */
-    uint32_t slack_ms;   /* --ttl-slack: TTL clock margin */
-    int      json;       /* --json */
-    int      verify;     /* --verify */
-    int      preload;    /* 0 with --no-preload */
-    int      quiet;      /* --quiet: no progress lines */
+    uint32_t    connections; /* --connections, over all threads */
+    uint32_t    pipeline;    /* --pipeline: requests out per conn */
+    uint32_t    threads;     /* --threads: event loops */
+    uint64_t    keys;        /* --keys: the key space */
+    uint32_t    key_size;    /* --key-size, bytes */
+    uint32_t    value_min;   /* --value-size, bytes */
+    uint32_t    value_max;   /* upper end of a MIN-MAX range */
+    double      get_ratio;   /* --get-ratio among GET and SET */
+    double      del_ratio;   /* --del-ratio among all ops */
+    double      ttl_ratio;   /* --ttl-ratio among SETs */
+    uint32_t    ttl_min_s;   /* the short TTLs of --ttl-ratio */
+    uint32_t    ttl_max_s;
+    double      zipf;       /* --zipf exponent, 0 uniform */
+    double      duration_s; /* --duration, 0: none */
+    uint64_t    ops;        /* --ops, 0: none */
+    double      rate;       /* --rate ops/s, 0: closed loop */
+    uint64_t    seed;       /* --seed */
+    int64_t     server_pid; /* --server-pid, 0: not given */
+    uint32_t    timeout_ms; /* --timeout: a request's limit */
+    uint32_t    slack_ms;   /* --ttl-slack: TTL clock margin */
+    int         json;       /* --json */
+    int         verify;     /* --verify */
+    int         preload;    /* 0 with --no-preload */
+    int         quiet;      /* --quiet: no progress lines */
 };
 
 /*

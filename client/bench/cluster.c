@@ -28,16 +28,16 @@
 #define CLUSTER_SPACING_NS 20000000ull
 
 struct brim_bench_cluster {
-    pthread_mutex_t           mu;
-    pthread_cond_t            cv;
-    pthread_t                 tid;
-    int                       started;
-    int                       stop;        /* under mu */
-    atomic_uint_fast64_t      want;        /* newest epoch reported */
-    atomic_uint_fast64_t      refetches;   /* fetches after the first */
-    uint64_t                  first_epoch; /* of the first route */
-    uint32_t                  failures;    /* failed fetches logged */
-    struct brim_bench_shared *sh;
+    pthread_mutex_t               mu;
+    pthread_cond_t                cv;
+    pthread_t                     tid;
+    int                           started;
+    int                           stop;        /* under mu */
+    atomic_uint_fast64_t          want;        /* newest epoch reported */
+    atomic_uint_fast64_t          refetches;   /* fetches after the first */
+    uint64_t                      first_epoch; /* of the first route */
+    uint32_t                      failures;    /* failed fetches logged */
+    struct brim_bench_shared     *sh;
     const struct brim_bench_opts *o;
 };
 
@@ -72,7 +72,7 @@ cluster_resolve(struct brim_bench_node *node, const char *addr,
  * within CLUSTER_FETCH_MS.
  */
 static int
-cluster_fetch(const struct brim_bench_opts *o,
+cluster_fetch(const struct brim_bench_opts  *o,
               const struct brim_auth_secret *secret, struct brim_topo *topo,
               char errbuf[BRIM_ERRBUF_LEN])
 {
@@ -91,8 +91,8 @@ cluster_fetch(const struct brim_bench_opts *o,
     conf.name = "brim-bench";
     conf.secret = secret;
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    conf.frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
-                     + 200u * BRIM_NODES_MAX;
+    conf.frame_min =
+        2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX;
     if (brim_link_init(&l, o->coord, &conf) != 0) {
         brim_errfmt(errbuf, "out of memory");
         return BRIM_ENOMEM;
@@ -136,7 +136,7 @@ static int
 cluster_install(struct brim_bench_shared *sh, const struct brim_topo *topo,
                 char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_bench_route *cur, *r;
+    struct brim_bench_route  *cur, *r;
     const struct brim_member *m;
     uint32_t                 *midx, i, j, nn, first, own;
     int                       rc;
@@ -146,8 +146,7 @@ cluster_install(struct brim_bench_shared *sh, const struct brim_topo *topo,
         return 0;
     }
     r = brim_calloc(1, sizeof(*r));
-    midx = brim_calloc(topo->nmembers > 0 ? topo->nmembers : 1,
-                       sizeof(*midx));
+    midx = brim_calloc(topo->nmembers > 0 ? topo->nmembers : 1, sizeof(*midx));
     if (r != NULL) {
         r->owner = brim_calloc(topo->map.npartitions, sizeof(*r->owner));
     }

@@ -23,7 +23,7 @@
  */
 int brim_bench_cluster_open(struct brim_bench_shared     *sh,
                             const struct brim_bench_opts *o,
-                            char                          errbuf[BRIM_ERRBUF_LEN]);
+                            char errbuf[BRIM_ERRBUF_LEN]);
 
 /* Start the refresher thread of SH. Returns 0 or BRIM_ESYS. */
 int brim_bench_cluster_start(struct brim_bench_shared *sh);

@@ -195,12 +195,11 @@ brim_bench_conn_open(struct brim_bench_conn *c, char errbuf[BRIM_ERRBUF_LEN])
         brim_errfmt(errbuf, "out of memory");
         return BRIM_ENOMEM;
     }
-    err = brim_sock_open((const struct sockaddr *) &node->addr,
-                         node->addr_len, brim_sock_now_ms() + CONN_CONNECT_MS,
-                         &fd);
+    err = brim_sock_open((const struct sockaddr *) &node->addr, node->addr_len,
+                         brim_sock_now_ms() + CONN_CONNECT_MS, &fd);
     if (err == ETIMEDOUT) {
-        brim_errfmt(errbuf, "connect to %s: timed out after %d ms",
-                    node->name, CONN_CONNECT_MS);
+        brim_errfmt(errbuf, "connect to %s: timed out after %d ms", node->name,
+                    CONN_CONNECT_MS);
         return BRIM_ETIMEDOUT;
     }
     if (err != 0) {
@@ -236,7 +235,7 @@ brim_bench_conn_open(struct brim_bench_conn *c, char errbuf[BRIM_ERRBUF_LEN])
 void
 brim_bench_conn_close(struct brim_bench_conn *c)
 {
-    brim_link_close(&c->link);      /* the socket leaves the epoll set */
+    brim_link_close(&c->link); /* the socket leaves the epoll set */
     c->reconnect_ns = 0;
     c->n = c->head = 0;
     c->unstamped = 0;
@@ -379,9 +378,8 @@ brim_bench_conn_resend(struct brim_bench_conn      *c,
         value = t->value;
         value_len = req->value_len;
         if (t->o->verify) {
-            value_len = brim_bench_value_build(t->value, req->value_len,
-                                               t->sh->run_id, req->key,
-                                               req->seq);
+            value_len = brim_bench_value_build(
+                t->value, req->value_len, t->sh->run_id, req->key, req->seq);
         }
     }
     conn_encode(c, req, key, key_len, value, value_len);
@@ -520,7 +518,7 @@ conn_handshake(struct brim_bench_conn *c)
     while (c->link.state != BRIM_LINK_READY && rc == 0) {
         rc = brim_link_take(&c->link, &r);
         if (rc == 0 && c->link.state != BRIM_LINK_READY) {
-            break;                  /* more bytes needed */
+            break; /* more bytes needed */
         }
     }
     if (rc == BRIM_EBADREPLY || rc == BRIM_ECLOSED) {
@@ -532,7 +530,7 @@ conn_handshake(struct brim_bench_conn *c)
         return -1;
     }
     if (brim_link_unsent(&c->link) > 0) {
-        conn_mark_dirty(c);         /* AUTH's next step */
+        conn_mark_dirty(c); /* AUTH's next step */
     }
     if (c->link.state == BRIM_LINK_READY) {
         if (t->proto->set_limits != NULL) {
@@ -560,8 +558,8 @@ conn_parse(struct brim_bench_conn *c, uint64_t now)
     in = brim_link_input(&c->link, &len);
     off = 0;
     while (c->n > 0 && c->link.fd >= 0) {
-        n = c->t->proto->parse(c->pctx, in + off, len - off,
-                               &c->fifo[c->head], &rep);
+        n = c->t->proto->parse(c->pctx, in + off, len - off, &c->fifo[c->head],
+                               &rep);
         if (n == 0) {
             break;
         }
@@ -592,16 +590,17 @@ brim_bench_conn_readable(struct brim_bench_conn *c)
 
     rc = brim_link_read(&c->link);
     if (rc == 0) {
-        return;                     /* nothing after all */
+        return; /* nothing after all */
     }
     if (rc == BRIM_ENOMEM) {
         brim_bench_engine_fatal(t, "out of memory for a read buffer");
         return;
     }
     if (rc < 0) {
-        brim_bench_conn_fail(c, c->link.sys_errno == 0
-                                    ? "closed by the server"
-                                    : strerror(c->link.sys_errno));
+        brim_bench_conn_fail(c,
+                             c->link.sys_errno == 0
+                                 ? "closed by the server"
+                                 : strerror(c->link.sys_errno));
         return;
     }
     now = brim_bench_now_ns();

@@ -136,8 +136,7 @@ engine_sync(struct brim_bench_thread *t)
                 }
             }
             if (brim_bench_conn_open(c, errbuf) != 0) {
-                brim_bench_engine_log(t, "connection %u: %s", c->index,
-                                      errbuf);
+                brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
                 c->reconnect_ns = brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS;
             }
             changed = 1;
@@ -467,16 +466,14 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
             brim_bench_conn_fail(c, "no HELLO reply in time");
         }
         if (t->route != NULL && c->node < t->route->nnodes
-            && !t->route->live[c->node])
-        {
+            && !t->route->live[c->node]) {
             c->reconnect_ns = 0; /* left the map */
             if (c->link.fd >= 0 && c->n == 0) {
                 brim_bench_conn_close(c);
                 brim_bench_engine_recount_room(t);
             }
         }
-        if (c->link.fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns)
-        {
+        if (c->link.fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns) {
             c->retries++;
             c->reconnect_ns = 0;
             if (brim_bench_conn_open(c, errbuf) == 0) {
@@ -619,8 +616,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         for (i = 0; i < n; i++) {
             c = evs[i].data.ptr;
             if (c->link.fd >= 0
-                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-            {
+                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
                 brim_bench_conn_readable(c);
             }
             if (c->link.fd >= 0 && (evs[i].events & EPOLLOUT)) {
@@ -728,7 +724,7 @@ brim_bench_thread_init(struct brim_bench_thread *t,
     for (i = 0; i < t->nconns; i++) {
         c = &t->conns[i];
         c->t = t;
-        c->link.fd = -1;            /* its link is made at the first open */
+        c->link.fd = -1; /* its link is made at the first open */
         c->index = i;
         c->node = i / nconns;
         c->cap = cap;
@@ -761,7 +757,7 @@ brim_bench_thread_destroy(struct brim_bench_thread *t)
 
     for (i = 0; t->conns != NULL && i < t->nconns; i++) {
         c = &t->conns[i];
-        brim_link_destroy(&c->link);    /* closes its socket */
+        brim_link_destroy(&c->link); /* closes its socket */
         if (c->pctx != NULL) {
             t->proto->close(c->pctx);
         }

@@ -25,7 +25,7 @@
 #include "common/rng.h"
 #include "proto/buf.h"
 
-struct brim_auth_secret;            /* proto/auth.h */
+struct brim_auth_secret; /* proto/auth.h */
 
 /* The phases of a run. */
 enum brim_bench_phase {
@@ -63,8 +63,8 @@ struct brim_bench_route {
     uint32_t                 nnodes;     /* sh->nodes[0 .. nnodes) known */
     uint32_t                *owner;      /* P node indices (sh->nodes) */
     uint8_t                  live[BRIM_BENCH_NODES_MAX]; /* in this map */
-    uint32_t                 nlive;      /* members in this map */
-    struct brim_bench_route *older;      /* the previous one, kept */
+    uint32_t                 nlive; /* members in this map */
+    struct brim_bench_route *older; /* the previous one, kept */
 };
 
 /* A server to send to, resolved once. */
@@ -77,22 +77,22 @@ struct brim_bench_node {
 /* What the threads of a run share; read-only once the threads start,
  * except where noted. */
 struct brim_bench_shared {
-    const struct brim_bench_opts *o;        /* the options */
-    struct brim_bench_node       *nodes;    /* the servers */
-    uint32_t                      nnodes;   /* 1, or with --coordinator
+    const struct brim_bench_opts      *o;        /* the options */
+    struct brim_bench_node            *nodes;    /* the servers */
+    uint32_t                           nnodes;   /* 1, or with --coordinator
                                              * BRIM_BENCH_NODES_MAX slots
                                              * (route->nnodes in use) */
-    uint32_t                      per_node; /* conns per node per thread */
-    _Atomic(struct brim_bench_route *) route; /* --coordinator, else NULL */
-    struct brim_bench_cluster    *cl;       /* --coordinator: refetches */
-    uint32_t                      run_id;   /* in every --verify value */
-    const struct brim_auth_secret *secret;  /* --secret-file's, proven on
+    uint32_t                           per_node; /* conns per node per thread */
+    _Atomic(struct brim_bench_route *) route;    /* --coordinator, else NULL */
+    struct brim_bench_cluster         *cl;       /* --coordinator: refetches */
+    uint32_t                           run_id;   /* in every --verify value */
+    const struct brim_auth_secret     *secret;   /* --secret-file's, proven on
                                              * every brim connection;
                                              * NULL: no AUTH */
-    pthread_barrier_t             go;       /* threads + main: start */
-    uint64_t                      start_ns; /* measuring starts; set
+    pthread_barrier_t                  go;       /* threads + main: start */
+    uint64_t                           start_ns; /* measuring starts; set
                                              * by main before "go" */
-    int                           abort;    /* set by main before "go" */
+    int                                abort;    /* set by main before "go" */
 };
 
 struct brim_bench_conn;
@@ -146,9 +146,9 @@ struct brim_bench_thread {
     int                  stopping; /* no new ops; draining */
 
     /* --coordinator: the route in use and the requests to resend. */
-    struct brim_bench_route *route;    /* the latest this thread saw */
-    uint32_t                 opened;   /* nodes whose conns it opened */
-    struct brim_bench_retry *rq;       /* requests waiting to go again */
+    struct brim_bench_route *route;  /* the latest this thread saw */
+    uint32_t                 opened; /* nodes whose conns it opened */
+    struct brim_bench_retry *rq;     /* requests waiting to go again */
     uint32_t                 nrq;
     uint32_t                 rq_cap;
 

@@ -58,7 +58,7 @@ static inline int
 brim_bench_conn_has_room(const struct brim_bench_conn *c)
 {
     return c->link.fd >= 0 && c->link.state == BRIM_LINK_READY
-           && c->n < c->t->depth;
+        && c->n < c->t->depth;
 }
 
 /* Print one line on stderr for T, at most a few per thread and run. */

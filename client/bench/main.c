@@ -180,9 +180,8 @@ main_evictions(struct brim_bench_shared *sh, uint64_t *ev)
         if (route != NULL && !route->live[i]) {
             continue;
         }
-        if (brim_bench_server_evictions(&sh->nodes[i], sh->o->proto,
-                                        sh->secret, MAIN_STATS_MS, &ev[i],
-                                        errbuf)
+        if (brim_bench_server_evictions(&sh->nodes[i], sh->o->proto, sh->secret,
+                                        MAIN_STATS_MS, &ev[i], errbuf)
             != 0)
         {
             fprintf(stderr, "brim-bench: warning: %s\n", errbuf);
@@ -282,7 +281,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
  */
 static int
 main_check_limits(const struct brim_bench_shared *sh,
-                  const struct brim_bench_node *node)
+                  const struct brim_bench_node   *node)
 {
     const struct brim_bench_opts *o = sh->o;
     char                          errbuf[BRIM_ERRBUF_LEN];
@@ -422,9 +421,7 @@ main(int argc, char **argv)
         /* A cluster: the map says where every key goes. */
         sh.nodes = brim_calloc(BRIM_BENCH_NODES_MAX, sizeof(*sh.nodes));
         sh.nnodes = BRIM_BENCH_NODES_MAX;
-        if (sh.nodes == NULL
-            || brim_bench_cluster_open(&sh, &o, errbuf) != 0)
-        {
+        if (sh.nodes == NULL || brim_bench_cluster_open(&sh, &o, errbuf) != 0) {
             fprintf(stderr, "brim-bench: %s\n",
                     sh.nodes == NULL ? "out of memory" : errbuf);
             brim_bench_cluster_close(&sh);

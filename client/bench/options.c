@@ -257,8 +257,7 @@ opts_addr(const char *flag, const char *value, char *addr, char *host,
     if (opts_u32(flag, colon + 1, 1, 65535, &p, errbuf) != 0) {
         return BRIM_EINVAL;
     }
-    if (brim_sock_split(value, "", host, BRIM_BENCH_ADDR_MAX + 1, digits,
-                        NULL)
+    if (brim_sock_split(value, "", host, BRIM_BENCH_ADDR_MAX + 1, digits, NULL)
         != 0)
     {
         brim_errfmt(errbuf, "--%s: bad address \"%s\" (want HOST:PORT)", flag,
@@ -290,14 +289,13 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
         return 0;
     case O_SERVER:
         set[O_SERVER] = 1;
-        return opts_addr("server", value, o->server, o->host, o->port,
-                         errbuf);
+        return opts_addr("server", value, o->server, o->host, o->port, errbuf);
     case O_COORD:
         set[O_COORD] = 1;
         return opts_addr("coordinator", value, o->coord, o->coord_host,
                          o->coord_port, errbuf);
     case O_SECRET:
-        o->secret_file = value;     /* read by main(): brim_auth_file_read */
+        o->secret_file = value; /* read by main(): brim_auth_file_read */
         return 0;
     case O_CONNS:
         return opts_u32("connections", value, 1, 65536, &o->connections,
@@ -378,13 +376,17 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
         return BRIM_EINVAL;
     }
     if (set[O_COORD] && strcmp(o->proto->name, "brim") != 0) {
-        brim_errfmt(errbuf, "--coordinator needs --target brim (%s has no "
-                    "cluster)", o->proto->name);
+        brim_errfmt(errbuf,
+                    "--coordinator needs --target brim (%s has no "
+                    "cluster)",
+                    o->proto->name);
         return BRIM_EINVAL;
     }
     if (o->secret_file != NULL && !o->proto->has_hello) {
-        brim_errfmt(errbuf, "--secret-file needs --target brim (%s has no "
-                    "AUTH)", o->proto->name);
+        brim_errfmt(errbuf,
+                    "--secret-file needs --target brim (%s has no "
+                    "AUTH)",
+                    o->proto->name);
         return BRIM_EINVAL;
     }
     if (!set[O_SERVER]) {
@@ -416,9 +418,10 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
     }
     need = brim_bench_key_min_size(o->keys);
     if (o->key_size < need + brim_bench_key_prefix_len()) {
-        brim_errfmt(errbuf, "--key-size %u: %llu keys need %u bytes after "
-                    "the %zu of --key-prefix", o->key_size,
-                    (unsigned long long) o->keys, need,
+        brim_errfmt(errbuf,
+                    "--key-size %u: %llu keys need %u bytes after "
+                    "the %zu of --key-prefix",
+                    o->key_size, (unsigned long long) o->keys, need,
                     brim_bench_key_prefix_len());
         return BRIM_EINVAL;
     }

@@ -16,21 +16,21 @@
 #include "client/bench/workload.h"
 #include "proto/buf.h"
 
-struct brim_wire_limits;            /* proto/wire.h */
+struct brim_wire_limits; /* proto/wire.h */
 
 /* One request in flight on a connection, in its FIFO until the reply. */
 struct brim_bench_req {
-    uint64_t                start_ns; /* latency origin: send or intended */
-    uint64_t                sent_ns;  /* when it was queued: for timeouts */
-    uint64_t                key;      /* global key index */
-    uint64_t                id;       /* brim: the request id */
-    uint64_t                epoch;    /* brim: the map epoch stamped */
-    struct brim_bench_vread vread;    /* --verify GET: candidates at send */
-    uint32_t                seq;      /* --verify SET, DEL: the write */
-    uint32_t                ttl_s;    /* SET: TTL seconds, 0 for none */
+    uint64_t                start_ns;  /* latency origin: send or intended */
+    uint64_t                sent_ns;   /* when it was queued: for timeouts */
+    uint64_t                key;       /* global key index */
+    uint64_t                id;        /* brim: the request id */
+    uint64_t                epoch;     /* brim: the map epoch stamped */
+    struct brim_bench_vread vread;     /* --verify GET: candidates at send */
+    uint32_t                seq;       /* --verify SET, DEL: the write */
+    uint32_t                ttl_s;     /* SET: TTL seconds, 0 for none */
     uint32_t                value_len; /* SET: the value's drawn size */
-    uint8_t                 kind;     /* enum brim_bench_kind */
-    uint8_t                 tries;    /* --coordinator: resends so far */
+    uint8_t                 kind;      /* enum brim_bench_kind */
+    uint8_t                 tries;     /* --coordinator: resends so far */
 };
 
 /* One parsed reply. Pointers borrow from the parsed bytes. */

@@ -156,10 +156,10 @@ brim_parse(void *ctx, const char *buf, size_t len,
      * unpack it (NOMEM, BADREQ). The matcher gives it to REQ all the same:
      * the status and message reach the user, and a close that follows is
      * seen as such, not as a reply out of step. */
-    n = brim_link_parse(&b->lim, &b->zone, brim_op_of(req->kind), req->id,
-                        buf, len, &r, NULL);
+    n = brim_link_parse(&b->lim, &b->zone, brim_op_of(req->kind), req->id, buf,
+                        len, &r, NULL);
     if (n <= 0) {
-        return n;                   /* 0: not whole yet; BRIM_EBADREPLY */
+        return n; /* 0: not whole yet; BRIM_EBADREPLY */
     }
     rep->status = r.status;
     rep->message = r.message;

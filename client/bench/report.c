@@ -85,8 +85,7 @@ brim_bench_report_text(FILE *f, const struct brim_bench_opts *o,
                 "moved=%llu retry=%llu refetch=%llu resent=%llu\n",
                 (unsigned long long) r->epoch_first,
                 (unsigned long long) r->epoch_last, r->nodes_last,
-                r->nodes_seen,
-                (unsigned long long) (r->pre.moved + c->moved),
+                r->nodes_seen, (unsigned long long) (r->pre.moved + c->moved),
                 (unsigned long long) (r->pre.retry + c->retry),
                 (unsigned long long) r->refetches,
                 (unsigned long long) (r->pre.resent + c->resent));
@@ -203,8 +202,7 @@ brim_bench_report_json(FILE *f, const struct brim_bench_opts *o,
                    json_integer((json_int_t) (r->pre.moved + c->moved)), &bad);
         report_set(j, "retry",
                    json_integer((json_int_t) (r->pre.retry + c->retry)), &bad);
-        report_set(j, "refetch", json_integer((json_int_t) r->refetches),
-                   &bad);
+        report_set(j, "refetch", json_integer((json_int_t) r->refetches), &bad);
         report_set(j, "resent",
                    json_integer((json_int_t) (r->pre.resent + c->resent)),
                    &bad);

@@ -76,8 +76,8 @@ server_open(struct brim_link *l, const struct brim_bench_node *node,
         brim_errfmt(errbuf, "%s: out of memory", what);
         return BRIM_ENOMEM;
     }
-    err = brim_sock_open((const struct sockaddr *) &node->addr,
-                         node->addr_len, deadline_ms, &fd);
+    err = brim_sock_open((const struct sockaddr *) &node->addr, node->addr_len,
+                         deadline_ms, &fd);
     if (err != 0) {
         brim_errfmt(errbuf, "%s: connect to %s: %s", what, node->name,
                     strerror(err));
@@ -92,8 +92,7 @@ server_open(struct brim_link *l, const struct brim_bench_node *node,
                     brim_strerror(rc));
     } else if (rc != 0) {
         /* The link says what went wrong: "ADDR: HELLO: message"... */
-        brim_errfmt(errbuf, "%s from %s (%s)", what, l->err,
-                    brim_err_name(rc));
+        brim_errfmt(errbuf, "%s from %s (%s)", what, l->err, brim_err_name(rc));
     }
     return rc;
 }
@@ -104,8 +103,8 @@ server_open(struct brim_link *l, const struct brim_bench_node *node,
  * BRIM_ETIMEDOUT, BRIM_ECLOSED, BRIM_EBADREPLY, BRIM_ENOMEM, BRIM_ESYS.
  */
 static int
-server_ask(struct brim_link *l, const struct brim_bench_proto *proto,
-           void *ctx, struct brim_bench_req *ask, struct brim_bench_rep *rep,
+server_ask(struct brim_link *l, const struct brim_bench_proto *proto, void *ctx,
+           struct brim_bench_req *ask, struct brim_bench_rep *rep,
            int64_t deadline_ms)
 {
     const char *in;
@@ -126,7 +125,7 @@ server_ask(struct brim_link *l, const struct brim_bench_proto *proto,
         if (used < 0) {
             return BRIM_EBADREPLY;
         }
-        rc = brim_link_wait(l, deadline_ms);   /* sends ASK, reads more */
+        rc = brim_link_wait(l, deadline_ms); /* sends ASK, reads more */
         if (rc != 0) {
             return rc;
         }
@@ -148,8 +147,8 @@ server_exchange(const struct brim_bench_node  *node,
                 const struct brim_bench_proto *proto,
                 const struct brim_auth_secret *secret, uint32_t timeout_ms,
                 const char *what, struct brim_bench_req *ask,
-                struct brim_bench_rep *ask_rep,
-                struct brim_wire_limits *limits, char *errbuf)
+                struct brim_bench_rep *ask_rep, struct brim_wire_limits *limits,
+                char *errbuf)
 {
     struct brim_link l;
     int64_t          deadline;
@@ -174,9 +173,7 @@ server_exchange(const struct brim_bench_node  *node,
         if (rc != 0) {
             brim_errfmt(errbuf, "%s from %s: %s", what, node->name,
                         brim_strerror(rc));
-        } else if (ask_rep->status != 0
-                   && ask_rep->status != BRIM_ENOTFOUND)
-        {
+        } else if (ask_rep->status != 0 && ask_rep->status != BRIM_ENOTFOUND) {
             rc = ask_rep->status;
             brim_errfmt(errbuf, "%s from %s: the request refused: %s: %.*s",
                         what, node->name, brim_err_name(rc),
@@ -205,8 +202,8 @@ brim_bench_server_evictions(const struct brim_bench_node  *node,
 
     memset(&stats, 0, sizeof(stats));
     stats.kind = BRIM_BENCH_STATS;
-    rc = server_exchange(node, proto, secret, timeout_ms, "stats", &stats,
-                         &rep, NULL, errbuf);
+    rc = server_exchange(node, proto, secret, timeout_ms, "stats", &stats, &rep,
+                         NULL, errbuf);
     if (rc != 0) {
         return rc;
     }

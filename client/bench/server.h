@@ -17,7 +17,7 @@
 #include "client/bench/engine.h"
 #include "client/bench/proto.h"
 
-struct brim_auth_secret;            /* proto/auth.h */
+struct brim_auth_secret; /* proto/auth.h */
 
 /*
  * The user plus system CPU time, seconds, that process PID has used so
@@ -56,6 +56,6 @@ int brim_bench_server_limits(const struct brim_bench_node  *node,
                              const struct brim_auth_secret *secret,
                              uint32_t timeout_ms, uint32_t *max_key_bytes,
                              uint32_t *max_value_bytes,
-                             char errbuf[BRIM_ERRBUF_LEN]);
+                             char      errbuf[BRIM_ERRBUF_LEN]);
 
 #endif /* BRIM_CLIENT_BENCH_SERVER_H */

@@ -119,8 +119,7 @@ size_t brim_bench_key_format(char *buf, uint64_t key, uint32_t size);
  * BRIM_EINVAL with the reason in ERRBUF when PREFIX has
  * BRIM_BENCH_KEY_MAX bytes or more (no room left for the index).
  */
-int brim_bench_key_prefix_set(const char *prefix,
-                              char errbuf[BRIM_ERRBUF_LEN]);
+int brim_bench_key_prefix_set(const char *prefix, char errbuf[BRIM_ERRBUF_LEN]);
 
 /* The bytes of the --key-prefix (0: none). */
 size_t brim_bench_key_prefix_len(void);

@@ -24,8 +24,10 @@ cluster_need_coord(const struct brim_ctl *ctl, const char *name)
     if (ctl->coord != NULL) {
         return 0;
     }
-    fprintf(stderr, "brimctl: %s: needs --coordinator HOST:PORT (or "
-            "$BRIM_COORDINATOR)\n", name);
+    fprintf(stderr,
+            "brimctl: %s: needs --coordinator HOST:PORT (or "
+            "$BRIM_COORDINATOR)\n",
+            name);
     return BRIM_CTL_EXIT_USAGE;
 }
 
@@ -88,8 +90,7 @@ cluster_member_json(const struct brim_member_info *m, int *oom)
     o = cluster_obj(oom);
     cluster_put(o, "name", json_string_nocheck(m->name), oom);
     cluster_put(o, "addr", json_string_nocheck(m->addr), oom);
-    cluster_put(o, "state", json_string(brim_node_state_name(m->state)),
-                oom);
+    cluster_put(o, "state", json_string(brim_node_state_name(m->state)), oom);
     cluster_put(o, "weight", cluster_weight(m->weight_ppm), oom);
     cluster_put(o, "partitions", json_integer(m->partitions), oom);
     cluster_put(o, "last_heartbeat_ms_ago",
@@ -106,8 +107,7 @@ cluster_node_json(const struct brim_cluster_node *n, int *oom)
     o = cluster_obj(oom);
     cluster_put(o, "name", json_string_nocheck(n->name), oom);
     cluster_put(o, "addr", json_string_nocheck(n->addr), oom);
-    cluster_put(o, "state", json_string(brim_node_state_name(n->state)),
-                oom);
+    cluster_put(o, "state", json_string(brim_node_state_name(n->state)), oom);
     cluster_put(o, "weight", cluster_weight(n->weight_ppm), oom);
     cluster_put(o, "partitions", cluster_u64(n->partitions), oom);
     cluster_put(o, "displaced", cluster_u64(n->displaced), oom);
@@ -115,8 +115,7 @@ cluster_node_json(const struct brim_cluster_node *n, int *oom)
     cluster_put(o, "load", json_real(n->load), oom);
     cluster_put(o, "keys", cluster_u64(n->keys), oom);
     cluster_put(o, "bytes", cluster_u64(n->bytes), oom);
-    cluster_put(o, "requests_per_sec", cluster_u64(n->requests_per_sec),
-                oom);
+    cluster_put(o, "requests_per_sec", cluster_u64(n->requests_per_sec), oom);
     cluster_put(o, "last_heartbeat_ms_ago",
                 cluster_u64(n->last_heartbeat_ms_ago), oom);
     cluster_put(o, "migration_in", cluster_u64(n->migration_in), oom);
@@ -135,8 +134,7 @@ cluster_migration_json(const struct brim_cluster_migration *m, int *oom)
     cluster_put(o, "waiting", json_string_nocheck(m->waiting), oom);
     cluster_put(o, "waiting_ms", cluster_u64(m->waiting_ms), oom);
     cluster_put(o, "epoch", cluster_u64(m->epoch), oom);
-    cluster_put(o, "partitions_total", cluster_u64(m->partitions_total),
-                oom);
+    cluster_put(o, "partitions_total", cluster_u64(m->partitions_total), oom);
     cluster_put(o, "partitions_done", cluster_u64(m->partitions_done), oom);
     cluster_put(o, "moved_arc", cluster_u64(m->moved_arc), oom);
     cluster_put(o, "moved_cap", cluster_u64(m->moved_cap), oom);
@@ -159,10 +157,8 @@ cluster_auth_json(const struct brim_cluster_auth *a, int *oom)
     cluster_put(o, "required", json_boolean(a->required), oom);
     cluster_put(o, "auth_ok", cluster_u64(a->auth_ok), oom);
     cluster_put(o, "auth_failures", cluster_u64(a->auth_failures), oom);
-    cluster_put(o, "auth_rate_limited", cluster_u64(a->auth_rate_limited),
-                oom);
-    cluster_put(o, "auth_out_failures", cluster_u64(a->auth_out_failures),
-                oom);
+    cluster_put(o, "auth_rate_limited", cluster_u64(a->auth_rate_limited), oom);
+    cluster_put(o, "auth_out_failures", cluster_u64(a->auth_out_failures), oom);
     return o;
 }
 
@@ -197,14 +193,11 @@ cluster_stats_json(const struct brim_cluster_stats *st)
     cluster_put(o, "max_mean_keys", json_real(st->max_mean_keys), &oom);
     cluster_put(o, "keys", cluster_u64(st->keys), &oom);
     cluster_put(o, "bytes", cluster_u64(st->bytes), &oom);
-    cluster_put(o, "requests_per_sec", cluster_u64(st->requests_per_sec),
-                &oom);
+    cluster_put(o, "requests_per_sec", cluster_u64(st->requests_per_sec), &oom);
     cluster_put(o, "displaced", cluster_u64(st->displaced), &oom);
     for (i = 0; i < st->nnodes; i++) {
-        if (json_array_append_new(nodes, cluster_node_json(&st->nodes[i],
-                                                           &oom))
-            != 0)
-        {
+        if (json_array_append_new(nodes, cluster_node_json(&st->nodes[i], &oom))
+            != 0) {
             oom = 1;
         }
     }
@@ -230,13 +223,13 @@ cluster_plan_json(const struct brim_plan *p)
     if (o == NULL) {
         return NULL;
     }
-    cluster_put(o, "kind", json_string(p->kind == BRIM_PLAN_JOIN ? "join"
-                                       : p->kind == BRIM_PLAN_LEAVE ? "leave"
-                                                                    : ""),
+    cluster_put(o, "kind",
+                json_string(p->kind == BRIM_PLAN_JOIN        ? "join"
+                                : p->kind == BRIM_PLAN_LEAVE ? "leave"
+                                                             : ""),
                 &oom);
     cluster_put(o, "name", json_string_nocheck(p->name), &oom);
-    cluster_put(o, "partitions_moved", cluster_u64(p->partitions_moved),
-                &oom);
+    cluster_put(o, "partitions_moved", cluster_u64(p->partitions_moved), &oom);
     cluster_put(o, "moved_arc", cluster_u64(p->moved_arc), &oom);
     cluster_put(o, "moved_cap", cluster_u64(p->moved_cap), &oom);
     cluster_put(o, "ideal", json_real(p->ideal), &oom);
@@ -271,9 +264,7 @@ brim_ctl_nodes(struct brim_ctl *ctl)
     }
     out = json_array();
     for (i = 0; out != NULL && i < n; i++) {
-        if (json_array_append_new(out, cluster_member_json(&m[i], &oom))
-            != 0)
-        {
+        if (json_array_append_new(out, cluster_member_json(&m[i], &oom)) != 0) {
             oom = 1;
         }
     }
@@ -299,12 +290,12 @@ brim_ctl_nodes(struct brim_ctl *ctl)
 
 /* Where the leave of one node stands, from the cluster's stats. */
 struct cluster_leave_state {
-    int      listed;                /* the node is among the nodes */
-    char     state[16];             /* its state ("leaving") */
-    int      active;                /* migration.active */
-    uint64_t done;                  /* migration.partitions_done */
-    uint64_t total;                 /* migration.partitions_total */
-    uint64_t keys;                  /* migration.keys_moved */
+    int      listed;    /* the node is among the nodes */
+    char     state[16]; /* its state ("leaving") */
+    int      active;    /* migration.active */
+    uint64_t done;      /* migration.partitions_done */
+    uint64_t total;     /* migration.partitions_total */
+    uint64_t keys;      /* migration.keys_moved */
 };
 
 /* Read the leave of NAME out of ST into *LS. */
@@ -337,16 +328,16 @@ cluster_leave_state(const struct brim_cluster_stats *st, const char *name,
 static int
 cluster_leave_wait(struct brim_ctl *ctl, const char *name)
 {
-    struct brim_ctl_progress    prog;
-    struct cluster_leave_state  ls;
-    struct brim_cluster_stats  *st;
-    double                      limit, left;
-    int                         rc;
+    struct brim_ctl_progress   prog;
+    struct cluster_leave_state ls;
+    struct brim_cluster_stats *st;
+    double                     limit, left;
+    int                        rc;
 
     limit = ctl->timeout_s > 0 ? ctl->timeout_s : BRIM_CTL_DEFAULT_TIMEOUT_S;
     brim_ctl_progress_init(&prog, ctl->progress, 1);
     memset(&ls, 0, sizeof(ls));
-    ls.listed = 1;                  /* until a poll says otherwise */
+    ls.listed = 1; /* until a poll says otherwise */
     snprintf(ls.state, sizeof(ls.state), "?");
     for (;;) {
         rc = brim_cluster_stats(ctl->client, &st);
@@ -358,21 +349,21 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
             break;
         }
         brim_ctl_progress_draw(
-            &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1,
-            0, "leave %s: %s, migration %" PRIu64 "/%" PRIu64 " partitions, "
-            "%" PRIu64 " keys moved, %.0f s", name,
-            ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
+            &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1, 0,
+            "leave %s: %s, migration %" PRIu64 "/%" PRIu64 " partitions, "
+            "%" PRIu64 " keys moved, %.0f s",
+            name, ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
             brim_ctl_progress_elapsed(&prog));
         left = limit - brim_ctl_progress_elapsed(&prog);
         if (left <= 0) {
             brim_ctl_progress_clear(&prog);
-            fprintf(stderr, "brimctl: leave %s: not done after %g s: %s%s, "
+            fprintf(stderr,
+                    "brimctl: leave %s: not done after %g s: %s%s, "
                     "migration %s %" PRIu64 "/%" PRIu64 " partitions%s%s\n",
                     name, limit,
                     ls.listed ? "still listed, state " : "not listed",
-                    ls.listed ? ls.state : "",
-                    ls.active ? "active" : "idle", ls.done, ls.total,
-                    rc != 0 ? "; last poll: " : "",
+                    ls.listed ? ls.state : "", ls.active ? "active" : "idle",
+                    ls.done, ls.total, rc != 0 ? "; last poll: " : "",
                     rc != 0 ? brim_strerror(rc) : "");
             return BRIM_CTL_EXIT_CONN;
         }
@@ -380,8 +371,8 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
     }
     brim_ctl_progress_draw(&prog, 1, 1, "leave %s: done", name);
     printf("%s: left the cluster in %.1f s (migration %" PRIu64 "/%" PRIu64
-           " partitions, %" PRIu64 " keys moved)\n", name,
-           brim_ctl_progress_elapsed(&prog), ls.done, ls.total, ls.keys);
+           " partitions, %" PRIu64 " keys moved)\n",
+           name, brim_ctl_progress_elapsed(&prog), ls.done, ls.total, ls.keys);
     return BRIM_CTL_EXIT_OK;
 }
 
@@ -397,7 +388,8 @@ brim_ctl_leave(struct brim_ctl *ctl)
         return rc;
     }
     if (!ctl->wait && (ctl->timeout_s > 0 || ctl->progress)) {
-        fprintf(stderr, "brimctl: leave: --timeout and --progress are for "
+        fprintf(stderr,
+                "brimctl: leave: --timeout and --progress are for "
                 "--wait\n");
         return BRIM_CTL_EXIT_USAGE;
     }
@@ -467,9 +459,10 @@ static void
 cluster_migration_text(const struct brim_cluster_migration *m, char *buf,
                        size_t len)
 {
-    snprintf(buf, len, "%s, partitions %" PRIu64 "/%" PRIu64 " (arc %"
-             PRIu64 ", cap %" PRIu64 "), keys moved %" PRIu64 " (arc %"
-             PRIu64 ", cap %" PRIu64 "), churn %.2f of ideal",
+    snprintf(buf, len,
+             "%s, partitions %" PRIu64 "/%" PRIu64 " (arc %" PRIu64
+             ", cap %" PRIu64 "), keys moved %" PRIu64 " (arc %" PRIu64
+             ", cap %" PRIu64 "), churn %.2f of ideal",
              m->active ? "active" : "idle", m->partitions_done,
              m->partitions_total, m->moved_arc, m->moved_cap, m->keys_moved,
              m->keys_moved_arc, m->keys_moved_cap, m->churn);

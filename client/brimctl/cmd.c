@@ -23,8 +23,7 @@
 #define CMD_READ_CHUNK (64u << 10)
 
 const char *
-brim_ctl_show_key(const char *key, size_t len,
-                  char out[BRIM_CTL_KEY_SHOWN + 4])
+brim_ctl_show_key(const char *key, size_t len, char out[BRIM_CTL_KEY_SHOWN + 4])
 {
     size_t i;
 
@@ -134,8 +133,8 @@ cmd_get(struct brim_ctl *ctl)
 static int
 cmd_read_stdin(size_t max, char **buf, size_t *len)
 {
-    char   *p, *q;
-    size_t  n, cap, r;
+    char  *p, *q;
+    size_t n, cap, r;
 
     p = NULL;
     n = 0;
@@ -155,8 +154,10 @@ cmd_read_stdin(size_t max, char **buf, size_t *len)
         n += r;
         if (n > max) {
             free(p);
-            fprintf(stderr, "brimctl: set: the value on stdin is larger than "
-                    "the server's limit of %zu bytes\n", max);
+            fprintf(stderr,
+                    "brimctl: set: the value on stdin is larger than "
+                    "the server's limit of %zu bytes\n",
+                    max);
             return BRIM_CTL_EXIT_NO;
         }
         if (r == 0) {
@@ -195,8 +196,10 @@ cmd_set(struct brim_ctl *ctl)
         val = ctl->argv[1];
         len = strlen(val);
         if (len > max) {
-            fprintf(stderr, "brimctl: %s: the value is %zu bytes, the "
-                    "server's limit is %zu\n", what, len, max);
+            fprintf(stderr,
+                    "brimctl: %s: the value is %zu bytes, the "
+                    "server's limit is %zu\n",
+                    what, len, max);
             return BRIM_CTL_EXIT_NO;
         }
     }
@@ -236,7 +239,7 @@ cmd_ping(struct brim_ctl *ctl)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     ms = (double) (t1.tv_sec - t0.tv_sec) * 1e3
-         + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
     /* Cluster mode pings the coordinator (libbrim's home there). */
     printf("pong from %s in %.3f ms\n",
            ctl->coord != NULL ? ctl->coord : ctl->server, ms);
@@ -256,12 +259,12 @@ cmd_flush(struct brim_ctl *ctl)
 
 /* STATS pairs kept for printing: "section.name" and the value. */
 struct cmd_stats {
-    json_t *nodes;                  /* --json: [{addr, stats}], else NULL */
-    json_t *cur;                    /* --json: the current node's stats */
-    char  **names;                  /* plain: "name" or "section.name" */
-    char  **texts;                  /* plain: the value as text */
-    size_t  n, cap;                 /* plain: pairs kept, room */
-    int     oom;                    /* an allocation failed */
+    json_t *nodes;  /* --json: [{addr, stats}], else NULL */
+    json_t *cur;    /* --json: the current node's stats */
+    char  **names;  /* plain: "name" or "section.name" */
+    char  **texts;  /* plain: the value as text */
+    size_t  n, cap; /* plain: pairs kept, room */
+    int     oom;    /* an allocation failed */
 };
 
 /* ST's value as a JSON value (NULL when out of memory). */
@@ -299,8 +302,7 @@ cmd_stats_node(struct cmd_stats *cs, const char *addr)
     n = json_array_size(cs->nodes);
     last = n > 0 ? json_array_get(cs->nodes, n - 1) : NULL;
     if (last != NULL
-        && strcmp(json_string_value(json_object_get(last, "addr")), addr)
-               == 0)
+        && strcmp(json_string_value(json_object_get(last, "addr")), addr) == 0)
     {
         return cs->cur;
     }
@@ -341,8 +343,8 @@ cmd_stats_json_cb(struct cmd_stats *cs, const struct brim_stat *st)
 static int
 cmd_stats_plain_cb(struct cmd_stats *cs, const struct brim_stat *st)
 {
-    char   **names, **texts;
-    size_t   cap, len;
+    char **names, **texts;
+    size_t cap, len;
 
     if (cs->n == cs->cap) {
         cap = cs->cap == 0 ? 64 : cs->cap * 2;
@@ -358,8 +360,8 @@ cmd_stats_plain_cb(struct cmd_stats *cs, const struct brim_stat *st)
         cs->texts = texts;
         cs->cap = cap;
     }
-    len = strlen(st->name) + (st->section != NULL ? strlen(st->section) : 0)
-          + 2;
+    len =
+        strlen(st->name) + (st->section != NULL ? strlen(st->section) : 0) + 2;
     cs->names[cs->n] = malloc(len);
     cs->texts[cs->n] = strdup(st->text);
     if (cs->names[cs->n] == NULL || cs->texts[cs->n] == NULL) {
@@ -405,7 +407,6 @@ cmd_stats_print(const struct cmd_stats *cs)
         printf("%-*s  %s\n", (int) w, cs->names[i], cs->texts[i]);
     }
 }
-
 
 /* One round of the node's STATS, printed; COMPACT: --json on one line.
  * Returns the exit status. */
@@ -464,9 +465,9 @@ brim_ctl_print_json(const json_t *j, int compact)
 {
     char *out;
 
-    out = j != NULL ? json_dumps(j, (compact ? JSON_COMPACT : JSON_INDENT(2))
-                                        | JSON_PRESERVE_ORDER
-                                        | JSON_ENCODE_ANY)
+    out = j != NULL ? json_dumps(j,
+                                 (compact ? JSON_COMPACT : JSON_INDENT(2))
+                                     | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
                     : NULL;
     if (out == NULL) {
         fprintf(stderr, "brimctl: cannot format JSON\n");
@@ -517,14 +518,16 @@ brim_ctl_print_table(const json_t *rows, const char *indent)
         return;
     }
     ncols = 0;
-    json_object_foreach((json_t *) row, k, v) {
+    json_object_foreach((json_t *) row, k, v)
+    {
         if (ncols < 32) {
             cols[ncols] = k;
             w[ncols] = strlen(k);
             ncols++;
         }
     }
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         for (c = 0; c < ncols; c++) {
             v = json_object_get(row, cols[c]);
             if (v != NULL) {
@@ -539,7 +542,8 @@ brim_ctl_print_table(const json_t *rows, const char *indent)
         printf("%-*s%s", c + 1 < ncols ? (int) w[c] : 0, cols[c],
                c + 1 < ncols ? "  " : "\n");
     }
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         printf("%s", indent);
         for (c = 0; c < ncols; c++) {
             v = json_object_get(row, cols[c]);
@@ -561,12 +565,14 @@ brim_ctl_print_obj(const json_t *obj, const char *prefix)
     size_t        w;
 
     w = 0;
-    json_object_foreach((json_t *) obj, k, v) {
+    json_object_foreach((json_t *) obj, k, v)
+    {
         size_t l = strlen(prefix) + strlen(k);
 
         w = l > w ? l : w;
     }
-    json_object_foreach((json_t *) obj, k, v) {
+    json_object_foreach((json_t *) obj, k, v)
+    {
         snprintf(name, sizeof(name), "%s%s", prefix, k);
         if (json_is_object(v)) {
             snprintf(name, sizeof(name), "%s%s.", prefix, k);
@@ -614,7 +620,7 @@ cmd_stats_watch(struct brim_ctl *ctl)
             printf("\n");
         }
         if (fflush(stdout) != 0 || ferror(stdout)) {
-            break;                  /* the reader went away */
+            break; /* the reader went away */
         }
         brim_ctl_sleep(ctl->watch_s - (brim_ctl_now() - start));
     }
@@ -636,88 +642,93 @@ cmd_stats(struct brim_ctl *ctl)
 }
 
 const struct brim_ctl_cmd brim_ctl_cmds[] = {
-    { "get", "KEY", "write the value under KEY to stdout, raw",
-      "A missing key exits 1 with a message on stderr.\n", 1, 1, 0, 0,
-      cmd_get },
-    { "set", "KEY VALUE", "store VALUE under KEY ('-': read it from stdin)",
-      "VALUE '-' reads stdin to its end, binary-safe, up to the server's\n"
-      "value limit (1 MiB by default). Put '--' before a VALUE that starts\n"
-      "with '-'.\n", 2, 2, BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS, 0, cmd_set },
-    { "del", "KEY", "delete KEY", "A missing key exits 1.\n", 1, 1, 0, 0,
-      cmd_del },
-    { "stats", "[SECTION]", "print the node's (or the cluster's) statistics",
-      "Aligned name/value lines, nested sections as section.name; with\n"
-      "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n"
-      "With --coordinator, the cluster's CLUSTER_STATS; its migration map on\n"
-      "one line: idle or active, partitions done/total (arc, cap), keys\n"
-      "moved, and \"churn X.XX of ideal\" when the coordinator sends churn.\n"
-      "--watch [S]: print again every S seconds (default 1) until SIGINT or\n"
-      "SIGTERM (exit 0), clearing the screen first when stdout is a\n"
-      "terminal; with --json one compact object a line.\n",
-      0, 1, BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WATCH, 0, cmd_stats },
-    { "ping", "", "one round trip to the node", NULL, 0, 0, 0, 0, cmd_ping },
-    { "nodes", "", "list the cluster's members (--coordinator)",
-      "Name, address, state, weight, partitions and heartbeat age; --json\n"
-      "prints an array of objects with those fields.\n", 0, 0,
-      BRIM_CTL_OPT_JSON, 0, brim_ctl_nodes },
-    { "leave", "NAME", "drain node NAME out of the cluster (--coordinator)",
-      "--force is needed for the last node. Exits 1 with the coordinator's\n"
-      "message when it refuses (not a member, the last node).\n"
-      "--wait: then poll the cluster's stats every 200 ms, drawing the\n"
-      "migration's partitions done/total on stderr (a bar on a terminal,\n"
-      "else a line a second), until NAME is no longer listed and no\n"
-      "migration runs; after --timeout S seconds (default 120) exit 2.\n",
-      1, 1, BRIM_CTL_OPT_FORCE | BRIM_CTL_OPT_WAIT | BRIM_CTL_OPT_TIMEOUT
-                | BRIM_CTL_OPT_PROGRESS, 1, brim_ctl_leave },
-    { "plan", "join|leave NAME", "what a join or leave would move "
-      "(--coordinator)",
-      "plan join NAME [--weight W], plan leave NAME: the coordinator's\n"
-      "estimate, nothing moves.\n", 2, 2,
-      BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, brim_ctl_plan },
-    { "flush", "", "drop every item of the node (admin)", NULL, 0, 0,
-      BRIM_CTL_OPT_DELAY, 1, cmd_flush },
-    { "import", "FILE|-", "store the records of FILE (-: stdin), batched",
-      "Each record goes under PREFIX + its key, pipelined in batches.\n"
-      "--format deb822 (default): Debian control records (apt-cache\n"
-      "dumpavail) separated by blank lines (empty, or only spaces, tabs and\n"
-      "CRs). The key is the text of the record's --key-field line (default\n"
-      "Package; the name matched ignoring case). The value is the record's\n"
-      "lines exactly as in the input, each with its trailing newline, and\n"
-      "without the blank lines that separate records (a last line with no\n"
-      "newline at the end of the input is stored without one).\n"
-      "--format jsonl: one object a line with string fields \"key\" and\n"
-      "\"value\"; the value stored is the decoded string.\n"
-      "--prefix: default \"pkg:\" for deb822, \"\" for jsonl.\n"
-      "A key that repeats: the later record wins, and is counted. Records\n"
-      "without a key, bad JSON lines, and keys or values over the node's\n"
-      "limits are reported on stderr (FILE:LINE) and skipped; the rest is\n"
-      "stored. Progress on stderr when it is a terminal (--progress: also\n"
-      "when not, a line a second): records, bytes read of the file's size,\n"
-      "records/s and MB/s. The last line on stdout:\n"
-      "  imported N records (M bytes) in S s: R records/s, X MB/s;\n"
-      "  repeated K, skipped J\n"
-      "(M: value bytes stored; MB = 10^6 bytes). Exit 0: all stored; 1: some\n"
-      "skipped; 2: the servers could not be reached; 64: bad usage, or FILE\n"
-      "cannot be opened. --ttl and --flags apply to every record.\n",
-      1, 1, BRIM_CTL_OPT_FORMAT | BRIM_CTL_OPT_KEY_FIELD
-                | BRIM_CTL_OPT_PREFIX | BRIM_CTL_OPT_PROGRESS
-                | BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS, 0, brim_ctl_import },
-    { "verify", "FILE|-", "read FILE's keys back and compare with its "
-      "records",
-      "FILE, --format, --key-field and --prefix as for import. Every\n"
-      "distinct key is read once and compared byte for byte with its record\n"
-      "(the later one of a repeated key); records import would skip are\n"
-      "reported and not checked. Prints \"verified N/N\" (N distinct keys),\n"
-      "or \"verified OK/N: X missing, Y different\" with the first 10 bad\n"
-      "keys on stderr, and exits 1. Progress as for import.\n"
-      "--loop: read random keys of FILE, at most --rate R a second (default\n"
-      "2000), for --duration S seconds or until SIGINT/SIGTERM, then print\n"
-      "  reads=N ok=N missing=N different=N errors=N\n"
-      "and exit 1 if missing, different or errors is not 0. MOVED and RETRY\n"
-      "are followed inside libbrim; a read that still fails is an error.\n",
-      1, 1, BRIM_CTL_OPT_FORMAT | BRIM_CTL_OPT_KEY_FIELD
-                | BRIM_CTL_OPT_PREFIX | BRIM_CTL_OPT_PROGRESS
-                | BRIM_CTL_OPT_LOOP | BRIM_CTL_OPT_DURATION
-                | BRIM_CTL_OPT_RATE, 0, brim_ctl_verify },
-    { NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL }
-};
+    {"get", "KEY", "write the value under KEY to stdout, raw",
+     "A missing key exits 1 with a message on stderr.\n", 1, 1, 0, 0, cmd_get},
+    {"set", "KEY VALUE", "store VALUE under KEY ('-': read it from stdin)",
+     "VALUE '-' reads stdin to its end, binary-safe, up to the server's\n"
+     "value limit (1 MiB by default). Put '--' before a VALUE that starts\n"
+     "with '-'.\n",
+     2, 2, BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS, 0, cmd_set},
+    {"del", "KEY", "delete KEY", "A missing key exits 1.\n", 1, 1, 0, 0,
+     cmd_del},
+    {"stats", "[SECTION]", "print the node's (or the cluster's) statistics",
+     "Aligned name/value lines, nested sections as section.name; with\n"
+     "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n"
+     "With --coordinator, the cluster's CLUSTER_STATS; its migration map on\n"
+     "one line: idle or active, partitions done/total (arc, cap), keys\n"
+     "moved, and \"churn X.XX of ideal\" when the coordinator sends churn.\n"
+     "--watch [S]: print again every S seconds (default 1) until SIGINT or\n"
+     "SIGTERM (exit 0), clearing the screen first when stdout is a\n"
+     "terminal; with --json one compact object a line.\n",
+     0, 1, BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WATCH, 0, cmd_stats},
+    {"ping", "", "one round trip to the node", NULL, 0, 0, 0, 0, cmd_ping},
+    {"nodes", "", "list the cluster's members (--coordinator)",
+     "Name, address, state, weight, partitions and heartbeat age; --json\n"
+     "prints an array of objects with those fields.\n",
+     0, 0, BRIM_CTL_OPT_JSON, 0, brim_ctl_nodes},
+    {"leave", "NAME", "drain node NAME out of the cluster (--coordinator)",
+     "--force is needed for the last node. Exits 1 with the coordinator's\n"
+     "message when it refuses (not a member, the last node).\n"
+     "--wait: then poll the cluster's stats every 200 ms, drawing the\n"
+     "migration's partitions done/total on stderr (a bar on a terminal,\n"
+     "else a line a second), until NAME is no longer listed and no\n"
+     "migration runs; after --timeout S seconds (default 120) exit 2.\n",
+     1, 1,
+     BRIM_CTL_OPT_FORCE | BRIM_CTL_OPT_WAIT | BRIM_CTL_OPT_TIMEOUT
+         | BRIM_CTL_OPT_PROGRESS,
+     1, brim_ctl_leave},
+    {"plan", "join|leave NAME",
+     "what a join or leave would move "
+     "(--coordinator)",
+     "plan join NAME [--weight W], plan leave NAME: the coordinator's\n"
+     "estimate, nothing moves.\n",
+     2, 2, BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, brim_ctl_plan},
+    {"flush", "", "drop every item of the node (admin)", NULL, 0, 0,
+     BRIM_CTL_OPT_DELAY, 1, cmd_flush},
+    {"import", "FILE|-", "store the records of FILE (-: stdin), batched",
+     "Each record goes under PREFIX + its key, pipelined in batches.\n"
+     "--format deb822 (default): Debian control records (apt-cache\n"
+     "dumpavail) separated by blank lines (empty, or only spaces, tabs and\n"
+     "CRs). The key is the text of the record's --key-field line (default\n"
+     "Package; the name matched ignoring case). The value is the record's\n"
+     "lines exactly as in the input, each with its trailing newline, and\n"
+     "without the blank lines that separate records (a last line with no\n"
+     "newline at the end of the input is stored without one).\n"
+     "--format jsonl: one object a line with string fields \"key\" and\n"
+     "\"value\"; the value stored is the decoded string.\n"
+     "--prefix: default \"pkg:\" for deb822, \"\" for jsonl.\n"
+     "A key that repeats: the later record wins, and is counted. Records\n"
+     "without a key, bad JSON lines, and keys or values over the node's\n"
+     "limits are reported on stderr (FILE:LINE) and skipped; the rest is\n"
+     "stored. Progress on stderr when it is a terminal (--progress: also\n"
+     "when not, a line a second): records, bytes read of the file's size,\n"
+     "records/s and MB/s. The last line on stdout:\n"
+     "  imported N records (M bytes) in S s: R records/s, X MB/s;\n"
+     "  repeated K, skipped J\n"
+     "(M: value bytes stored; MB = 10^6 bytes). Exit 0: all stored; 1: some\n"
+     "skipped; 2: the servers could not be reached; 64: bad usage, or FILE\n"
+     "cannot be opened. --ttl and --flags apply to every record.\n",
+     1, 1,
+     BRIM_CTL_OPT_FORMAT | BRIM_CTL_OPT_KEY_FIELD | BRIM_CTL_OPT_PREFIX
+         | BRIM_CTL_OPT_PROGRESS | BRIM_CTL_OPT_TTL | BRIM_CTL_OPT_FLAGS,
+     0, brim_ctl_import},
+    {"verify", "FILE|-",
+     "read FILE's keys back and compare with its "
+     "records",
+     "FILE, --format, --key-field and --prefix as for import. Every\n"
+     "distinct key is read once and compared byte for byte with its record\n"
+     "(the later one of a repeated key); records import would skip are\n"
+     "reported and not checked. Prints \"verified N/N\" (N distinct keys),\n"
+     "or \"verified OK/N: X missing, Y different\" with the first 10 bad\n"
+     "keys on stderr, and exits 1. Progress as for import.\n"
+     "--loop: read random keys of FILE, at most --rate R a second (default\n"
+     "2000), for --duration S seconds or until SIGINT/SIGTERM, then print\n"
+     "  reads=N ok=N missing=N different=N errors=N\n"
+     "and exit 1 if missing, different or errors is not 0. MOVED and RETRY\n"
+     "are followed inside libbrim; a read that still fails is an error.\n",
+     1, 1,
+     BRIM_CTL_OPT_FORMAT | BRIM_CTL_OPT_KEY_FIELD | BRIM_CTL_OPT_PREFIX
+         | BRIM_CTL_OPT_PROGRESS | BRIM_CTL_OPT_LOOP | BRIM_CTL_OPT_DURATION
+         | BRIM_CTL_OPT_RATE,
+     0, brim_ctl_verify},
+    {NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL}};

@@ -20,90 +20,91 @@
 #include <brim.h>
 
 /* Exit statuses (also listed in --help and docs/client.md). */
-#define BRIM_CTL_EXIT_OK 0          /* done */
-#define BRIM_CTL_EXIT_NO 1          /* the server said no: not found, ... */
-#define BRIM_CTL_EXIT_CONN 2        /* could not talk to the server */
-#define BRIM_CTL_EXIT_NONODES 3     /* cluster mode: the key's partition
+#define BRIM_CTL_EXIT_OK 0   /* done */
+#define BRIM_CTL_EXIT_NO 1   /* the server said no: not found, ... */
+#define BRIM_CTL_EXIT_CONN 2 /* could not talk to the server */
+#define BRIM_CTL_EXIT_NONODES                                                  \
+    3                          /* cluster mode: the key's partition
                                      * has no node (no nodes in the cluster) */
-#define BRIM_CTL_EXIT_USAGE 64      /* bad command line (EX_USAGE) */
+#define BRIM_CTL_EXIT_USAGE 64 /* bad command line (EX_USAGE) */
 
 /* Default node address when neither --server nor BRIM_SERVER says one. */
 #define BRIM_CTL_DEFAULT_SERVER "127.0.0.1:11311"
 
 /* Options, as bits of a command's ACCEPTS mask. */
 enum brim_ctl_opt {
-    BRIM_CTL_OPT_TTL = 1u << 0,     /* --ttl S */
-    BRIM_CTL_OPT_FLAGS = 1u << 1,   /* --flags F */
-    BRIM_CTL_OPT_JSON = 1u << 2,    /* --json */
-    BRIM_CTL_OPT_DELAY = 1u << 3,   /* --delay S */
-    BRIM_CTL_OPT_FORCE = 1u << 4,   /* --force */
-    BRIM_CTL_OPT_WEIGHT = 1u << 5,  /* --weight W */
-    BRIM_CTL_OPT_FORMAT = 1u << 6,  /* --format deb822|jsonl */
+    BRIM_CTL_OPT_TTL = 1u << 0,       /* --ttl S */
+    BRIM_CTL_OPT_FLAGS = 1u << 1,     /* --flags F */
+    BRIM_CTL_OPT_JSON = 1u << 2,      /* --json */
+    BRIM_CTL_OPT_DELAY = 1u << 3,     /* --delay S */
+    BRIM_CTL_OPT_FORCE = 1u << 4,     /* --force */
+    BRIM_CTL_OPT_WEIGHT = 1u << 5,    /* --weight W */
+    BRIM_CTL_OPT_FORMAT = 1u << 6,    /* --format deb822|jsonl */
     BRIM_CTL_OPT_KEY_FIELD = 1u << 7, /* --key-field NAME */
-    BRIM_CTL_OPT_PREFIX = 1u << 8,  /* --prefix STR */
-    BRIM_CTL_OPT_PROGRESS = 1u << 9, /* --progress */
-    BRIM_CTL_OPT_LOOP = 1u << 10,   /* --loop */
+    BRIM_CTL_OPT_PREFIX = 1u << 8,    /* --prefix STR */
+    BRIM_CTL_OPT_PROGRESS = 1u << 9,  /* --progress */
+    BRIM_CTL_OPT_LOOP = 1u << 10,     /* --loop */
     BRIM_CTL_OPT_DURATION = 1u << 11, /* --duration S */
-    BRIM_CTL_OPT_RATE = 1u << 12,   /* --rate R */
-    BRIM_CTL_OPT_WAIT = 1u << 13,   /* --wait */
-    BRIM_CTL_OPT_TIMEOUT = 1u << 14, /* --timeout S */
-    BRIM_CTL_OPT_WATCH = 1u << 15   /* --watch [S] */
+    BRIM_CTL_OPT_RATE = 1u << 12,     /* --rate R */
+    BRIM_CTL_OPT_WAIT = 1u << 13,     /* --wait */
+    BRIM_CTL_OPT_TIMEOUT = 1u << 14,  /* --timeout S */
+    BRIM_CTL_OPT_WATCH = 1u << 15     /* --watch [S] */
 };
 
 /* Input formats of import and verify (--format). */
 enum brim_ctl_format {
-    BRIM_CTL_FORMAT_DEB822 = 0,     /* Debian control records */
-    BRIM_CTL_FORMAT_JSONL           /* {"key": ..., "value": ...} a line */
+    BRIM_CTL_FORMAT_DEB822 = 0, /* Debian control records */
+    BRIM_CTL_FORMAT_JSONL       /* {"key": ..., "value": ...} a line */
 };
 
 /* Defaults of the options that have one. */
-#define BRIM_CTL_DEFAULT_KEY_FIELD "Package"  /* --key-field, deb822 */
-#define BRIM_CTL_DEFAULT_PREFIX "pkg:"        /* --prefix, deb822 */
-#define BRIM_CTL_DEFAULT_RATE 2000            /* --rate, reads/s */
-#define BRIM_CTL_DEFAULT_TIMEOUT_S 120        /* leave --timeout */
-#define BRIM_CTL_DEFAULT_WATCH_S 1.0          /* stats --watch */
+#define BRIM_CTL_DEFAULT_KEY_FIELD "Package" /* --key-field, deb822 */
+#define BRIM_CTL_DEFAULT_PREFIX "pkg:"       /* --prefix, deb822 */
+#define BRIM_CTL_DEFAULT_RATE 2000           /* --rate, reads/s */
+#define BRIM_CTL_DEFAULT_TIMEOUT_S 120       /* leave --timeout */
+#define BRIM_CTL_DEFAULT_WATCH_S 1.0         /* stats --watch */
 
 /* What the command line said, and the connection once made. */
 struct brim_ctl {
-    const char         *server;        /* --server or BRIM_SERVER */
-    const char         *coord;         /* --coordinator or BRIM_COORDINATOR:
+    const char         *server;      /* --server or BRIM_SERVER */
+    const char         *coord;       /* --coordinator or BRIM_COORDINATOR:
                                           cluster mode when set */
-    const char         *secret_file;   /* --secret-file or BRIM_SECRET_FILE:
+    const char         *secret_file; /* --secret-file or BRIM_SECRET_FILE:
                                           the cluster secret; NULL: none */
-    int                 force;         /* --force */
-    uint32_t            weight_ppm;    /* --weight, millionths; 0: 1.0 */
-    uint32_t            timeout_ms;    /* --timeout-ms; 0: libbrim's */
-    uint32_t            ttl_s;         /* --ttl */
-    uint32_t            flags;         /* --flags */
-    uint32_t            delay_s;       /* --delay */
-    int                 json;          /* --json */
-    int                 format;        /* --format: enum brim_ctl_format */
-    const char         *key_field;     /* --key-field, or NULL: default */
-    const char         *prefix;        /* --prefix, or NULL: the format's
+    int                 force;       /* --force */
+    uint32_t            weight_ppm;  /* --weight, millionths; 0: 1.0 */
+    uint32_t            timeout_ms;  /* --timeout-ms; 0: libbrim's */
+    uint32_t            ttl_s;       /* --ttl */
+    uint32_t            flags;       /* --flags */
+    uint32_t            delay_s;     /* --delay */
+    int                 json;        /* --json */
+    int                 format;      /* --format: enum brim_ctl_format */
+    const char         *key_field;   /* --key-field, or NULL: default */
+    const char         *prefix;      /* --prefix, or NULL: the format's
                                           default ("pkg:" or "") */
-    int                 progress;      /* --progress: even without a TTY */
-    int                 loop;          /* verify --loop */
-    double              duration_s;    /* --duration, 0: until a signal */
-    uint32_t            rate;          /* --rate, reads/s; 0: default */
-    int                 wait;          /* leave --wait */
-    double              timeout_s;     /* --timeout, 0: default */
-    double              watch_s;       /* stats --watch period, 0: off */
-    int                 argc;          /* the command's arguments */
-    char              **argv;          /* borrowed from main's argv */
-    struct brim_client *client;        /* connected before run() */
+    int                 progress;    /* --progress: even without a TTY */
+    int                 loop;        /* verify --loop */
+    double              duration_s;  /* --duration, 0: until a signal */
+    uint32_t            rate;        /* --rate, reads/s; 0: default */
+    int                 wait;        /* leave --wait */
+    double              timeout_s;   /* --timeout, 0: default */
+    double              watch_s;     /* stats --watch period, 0: off */
+    int                 argc;        /* the command's arguments */
+    char              **argv;        /* borrowed from main's argv */
+    struct brim_client *client;      /* connected before run() */
 };
 
 /* One command of brimctl. */
 struct brim_ctl_cmd {
-    const char *name;                   /* "get" */
-    const char *args;                   /* usage of its arguments, "KEY" */
-    const char *summary;                /* one line for --help */
-    const char *help;                   /* more lines for "CMD --help" */
-    int         min_args;               /* positional arguments */
+    const char *name;     /* "get" */
+    const char *args;     /* usage of its arguments, "KEY" */
+    const char *summary;  /* one line for --help */
+    const char *help;     /* more lines for "CMD --help" */
+    int         min_args; /* positional arguments */
     int         max_args;
-    unsigned    accepts;                /* BRIM_CTL_OPT_* bits */
-    int         admin;                  /* connects with role admin */
-    int         (*run)(struct brim_ctl *ctl); /* returns a BRIM_CTL_EXIT_* */
+    unsigned    accepts;              /* BRIM_CTL_OPT_* bits */
+    int         admin;                /* connects with role admin */
+    int (*run)(struct brim_ctl *ctl); /* returns a BRIM_CTL_EXIT_* */
 };
 
 /* The commands, ending with a row whose NAME is NULL (cmd.c). */
@@ -174,17 +175,17 @@ void brim_ctl_print_obj(const json_t *obj, const char *prefix);
 
 /* How progress is shown (brim_ctl_progress_init()). */
 enum brim_ctl_progress_mode {
-    BRIM_CTL_PROGRESS_OFF = 0,      /* not at all */
-    BRIM_CTL_PROGRESS_BAR,          /* one line redrawn, at most 10x/s */
-    BRIM_CTL_PROGRESS_LINES         /* a new line each second (no TTY) */
+    BRIM_CTL_PROGRESS_OFF = 0, /* not at all */
+    BRIM_CTL_PROGRESS_BAR,     /* one line redrawn, at most 10x/s */
+    BRIM_CTL_PROGRESS_LINES    /* a new line each second (no TTY) */
 };
 
 /* Progress on stderr of one long command. */
 struct brim_ctl_progress {
-    int    mode;                    /* enum brim_ctl_progress_mode */
-    double start_s;                 /* brim_ctl_now() at init */
-    double next_s;                  /* no drawing before this */
-    int    drawn;                   /* BAR: a line is on the screen */
+    int    mode;    /* enum brim_ctl_progress_mode */
+    double start_s; /* brim_ctl_now() at init */
+    double next_s;  /* no drawing before this */
+    int    drawn;   /* BAR: a line is on the screen */
 };
 
 /*
@@ -203,8 +204,8 @@ int brim_ctl_progress_due(const struct brim_ctl_progress *p);
  * a line at most every second. FINAL draws whatever the time and ends the
  * bar's line.
  */
-void brim_ctl_progress_draw(struct brim_ctl_progress *p, double frac,
-                            int final, const char *fmt, ...)
+void brim_ctl_progress_draw(struct brim_ctl_progress *p, double frac, int final,
+                            const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /*

@@ -46,81 +46,81 @@
 
 /* A block of the arena that holds the keys (and verify's values). */
 struct imp_block {
-    struct imp_block *next;         /* the block filled before this */
-    size_t            used;         /* bytes of DATA used */
-    size_t            cap;          /* bytes of DATA */
-    char              data[];       /* the copies */
+    struct imp_block *next;   /* the block filled before this */
+    size_t            used;   /* bytes of DATA used */
+    size_t            cap;    /* bytes of DATA */
+    char              data[]; /* the copies */
 };
 
 /* One distinct key of the input. */
 struct imp_entry {
-    const char *key;                /* PREFIX and key field (arena) */
-    size_t      key_len;            /* bytes */
-    const char *val;                /* verify: last record's value (arena) */
-    size_t      val_len;            /* bytes */
-    uint64_t    line;               /* last record's first line */
-    uint64_t    batch;              /* import: the batch that sent it last */
-    uint64_t    hash;               /* of KEY */
+    const char *key;     /* PREFIX and key field (arena) */
+    size_t      key_len; /* bytes */
+    const char *val;     /* verify: last record's value (arena) */
+    size_t      val_len; /* bytes */
+    uint64_t    line;    /* last record's first line */
+    uint64_t    batch;   /* import: the batch that sent it last */
+    uint64_t    hash;    /* of KEY */
 };
 
 /* The distinct keys, in the order first seen, and a hash index on them. */
 struct imp_set {
-    struct imp_entry *entries;      /* N entries, room for CAP */
-    size_t            n;            /* distinct keys */
-    size_t            cap;          /* room in ENTRIES */
-    uint32_t         *slots;        /* entry index + 1; 0: empty */
-    size_t            nslots;       /* a power of two, > 2 N */
-    struct imp_block *blocks;       /* the arena, newest first */
+    struct imp_entry *entries; /* N entries, room for CAP */
+    size_t            n;       /* distinct keys */
+    size_t            cap;     /* room in ENTRIES */
+    uint32_t         *slots;   /* entry index + 1; 0: empty */
+    size_t            nslots;  /* a power of two, > 2 N */
+    struct imp_block *blocks;  /* the arena, newest first */
 };
 
 /* What verify found for one key. */
 enum ver_outcome {
     VER_OK = 0,
-    VER_MISSING,                    /* NOTFOUND */
-    VER_DIFFERENT,                  /* the bytes differ */
-    VER_ERROR,                      /* the read failed */
-    VER_UNCHECKED                   /* the key is over the node's limit */
+    VER_MISSING,   /* NOTFOUND */
+    VER_DIFFERENT, /* the bytes differ */
+    VER_ERROR,     /* the read failed */
+    VER_UNCHECKED  /* the key is over the node's limit */
 };
 
 /* A key verify lists on stderr. */
 struct ver_bad {
-    const struct imp_entry *e;      /* the key and its record */
+    const struct imp_entry *e;       /* the key and its record */
     int                     outcome; /* enum ver_outcome */
-    int                     status; /* VER_ERROR: the read's status */
+    int                     status;  /* VER_ERROR: the read's status */
     size_t                  got_len; /* VER_DIFFERENT: the node's bytes */
 };
 
 /* One run of import or verify. */
 struct imp_run {
-    struct brim_ctl         *ctl;       /* the command line, the client */
-    const char              *cmd;       /* "import" or "verify" */
-    const char              *skip_word; /* "skipped" or "not checked" */
-    struct brim_ctl_reader   rd;        /* the input */
-    struct brim_ctl_progress prog;      /* on stderr */
-    struct imp_set           set;       /* the distinct keys */
-    const char              *prefix;    /* --prefix, or the default */
+    struct brim_ctl         *ctl;        /* the command line, the client */
+    const char              *cmd;        /* "import" or "verify" */
+    const char              *skip_word;  /* "skipped" or "not checked" */
+    struct brim_ctl_reader   rd;         /* the input */
+    struct brim_ctl_progress prog;       /* on stderr */
+    struct imp_set           set;        /* the distinct keys */
+    const char              *prefix;     /* --prefix, or the default */
     size_t                   prefix_len; /* its bytes */
-    char                    *key;       /* scratch: PREFIX and a key field */
-    size_t                   key_cap;   /* bytes of KEY */
-    size_t                   value_max; /* the node's value limit */
-    uint64_t                 records;   /* read, skipped ones included */
-    uint64_t                 repeated;  /* records whose key came before */
-    uint64_t                 skipped;   /* records not stored / checked */
+    char                    *key;        /* scratch: PREFIX and a key field */
+    size_t                   key_cap;    /* bytes of KEY */
+    size_t                   value_max;  /* the node's value limit */
+    uint64_t                 records;    /* read, skipped ones included */
+    uint64_t                 repeated;   /* records whose key came before */
+    uint64_t                 skipped;    /* records not stored / checked */
     /* import: the batch being filled */
-    struct brim_item        *items;     /* IMPORT_BATCH_ITEMS */
-    uint64_t                *lines;     /* each item's first line */
-    char                    *data;      /* the items' keys and values */
-    size_t                   used;      /* bytes of DATA used */
-    size_t                   nitems;    /* items in the batch */
-    uint64_t                 batch;     /* its number, from 1 */
-    uint64_t                 stored;    /* records stored */
-    uint64_t                 stored_bytes; /* their values' bytes */
+    struct brim_item *items;        /* IMPORT_BATCH_ITEMS */
+    uint64_t         *lines;        /* each item's first line */
+    char             *data;         /* the items' keys and values */
+    size_t            used;         /* bytes of DATA used */
+    size_t            nitems;       /* items in the batch */
+    uint64_t          batch;        /* its number, from 1 */
+    uint64_t          stored;       /* records stored */
+    uint64_t          stored_bytes; /* their values' bytes */
     /* verify: the counts, and the first bad keys */
-    uint64_t                 reads;     /* keys read */
-    uint64_t                 count[VER_UNCHECKED + 1]; /* by outcome */
-    uint64_t                 got_bytes; /* value bytes read back */
-    struct ver_bad           bad[VERIFY_SHOW_BAD]; /* the first ones */
-    size_t                   nbad;      /* of BAD */
+    uint64_t       reads;                    /* keys read */
+    uint64_t       count[VER_UNCHECKED + 1]; /* by outcome */
+    uint64_t       got_bytes;                /* value bytes read back */
+    struct ver_bad bad[VERIFY_SHOW_BAD];     /* the first ones */
+    size_t         nbad;                     /* of BAD */
 };
 
 /* ---- the key set ---- */
@@ -166,7 +166,7 @@ set_grow(struct imp_set *s)
     for (i = 0; i < s->n; i++) {
         j = s->entries[i].hash & (nslots - 1);
         while (slots[j] != 0) {
-            j = (j + 1) & (nslots - 1);     /* linear probing */
+            j = (j + 1) & (nslots - 1); /* linear probing */
         }
         slots[j] = (uint32_t) (i + 1);
     }
@@ -192,8 +192,7 @@ set_add(struct imp_set *s, const char *key, size_t len, int *added)
          s->nslots > 0 && s->slots[j] != 0; j = (j + 1) & (s->nslots - 1))
     {
         e = &s->entries[s->slots[j] - 1];
-        if (e->hash == h && e->key_len == len
-            && memcmp(e->key, key, len) == 0)
+        if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0)
         {
             *added = 0;
             return e;
@@ -204,13 +203,11 @@ set_add(struct imp_set *s, const char *key, size_t len, int *added)
             return NULL;
         }
         for (j = h & (s->nslots - 1); s->slots[j] != 0;
-             j = (j + 1) & (s->nslots - 1))
-        {
+             j = (j + 1) & (s->nslots - 1)) {
         }
     }
     if (s->n == s->cap) {
-        e = realloc(s->entries, (s->cap == 0 ? 1024 : s->cap * 2)
-                                    * sizeof(*e));
+        e = realloc(s->entries, (s->cap == 0 ? 1024 : s->cap * 2) * sizeof(*e));
         if (e == NULL) {
             return NULL;
         }
@@ -247,8 +244,7 @@ set_free(struct imp_set *s)
 /* ---- reading the input (both commands) ---- */
 
 /* A message about the record at LINE on stderr, the bar taken off first. */
-static void
-imp_say(struct imp_run *run, uint64_t line, const char *fmt, ...)
+static void imp_say(struct imp_run *run, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
@@ -286,20 +282,24 @@ imp_open(struct imp_run *run, struct brim_ctl *ctl, const char *cmd)
     run->cmd = cmd;
     run->skip_word = strcmp(cmd, "import") == 0 ? "skipped" : "not checked";
     if (ctl->format == BRIM_CTL_FORMAT_JSONL && ctl->key_field != NULL) {
-        fprintf(stderr, "brimctl: %s: --key-field is for --format deb822 "
-                "(jsonl keys are the \"key\" fields)\n", cmd);
+        fprintf(stderr,
+                "brimctl: %s: --key-field is for --format deb822 "
+                "(jsonl keys are the \"key\" fields)\n",
+                cmd);
         return BRIM_CTL_EXIT_USAGE;
     }
     run->prefix = ctl->prefix;
     if (run->prefix == NULL) {
         run->prefix = ctl->format == BRIM_CTL_FORMAT_DEB822
-                          ? BRIM_CTL_DEFAULT_PREFIX : "";
+            ? BRIM_CTL_DEFAULT_PREFIX
+            : "";
     }
     run->prefix_len = strlen(run->prefix);
     if (run->prefix_len >= BRIM_KEY_MAX) {
-        fprintf(stderr, "brimctl: %s: --prefix is %zu bytes: no room for a "
-                "key field within the key limit of %d\n", cmd,
-                run->prefix_len, BRIM_KEY_MAX);
+        fprintf(stderr,
+                "brimctl: %s: --prefix is %zu bytes: no room for a "
+                "key field within the key limit of %d\n",
+                cmd, run->prefix_len, BRIM_KEY_MAX);
         return BRIM_CTL_EXIT_USAGE;
     }
     run->value_max = brim_value_max(ctl->client);
@@ -307,7 +307,8 @@ imp_open(struct imp_run *run, struct brim_ctl *ctl, const char *cmd)
                              ctl->key_field != NULL
                                  ? ctl->key_field
                                  : BRIM_CTL_DEFAULT_KEY_FIELD,
-                             err) != 0)
+                             err)
+        != 0)
     {
         fprintf(stderr, "brimctl: %s: %s\n", cmd, err);
         return BRIM_CTL_EXIT_USAGE;
@@ -359,9 +360,10 @@ imp_read(struct imp_run *run, struct brim_ctl_rec *rec, size_t *key_len)
             continue;
         }
         if (rec->val_len > run->value_max) {
-            imp_say(run, rec->line, "value is %zu bytes, over the node's "
-                    "limit of %zu; %s", rec->val_len, run->value_max,
-                    run->skip_word);
+            imp_say(run, rec->line,
+                    "value is %zu bytes, over the node's "
+                    "limit of %zu; %s",
+                    rec->val_len, run->value_max, run->skip_word);
             run->skipped++;
             continue;
         }
@@ -393,8 +395,8 @@ imp_entry(struct imp_run *run, size_t key_len)
     e = set_add(&run->set, run->key, key_len, &added);
     if (e == NULL) {
         brim_ctl_progress_clear(&run->prog);
-        fprintf(stderr, "brimctl: %s: out of memory for %zu keys\n",
-                run->cmd, run->set.n);
+        fprintf(stderr, "brimctl: %s: out of memory for %zu keys\n", run->cmd,
+                run->set.n);
         return NULL;
     }
     run->repeated += added ? 0 : 1;
@@ -414,8 +416,8 @@ imp_rates(char *buf, size_t len, uint64_t count, const char *unit,
           uint64_t bytes, double seconds)
 {
     seconds = seconds > 1e-6 ? seconds : 1e-6;
-    snprintf(buf, len, "%.0f %s/s, %.1f MB/s", (double) count / seconds,
-             unit, (double) bytes / 1e6 / seconds);
+    snprintf(buf, len, "%.0f %s/s, %.1f MB/s", (double) count / seconds, unit,
+             (double) bytes / 1e6 / seconds);
     return buf;
 }
 
@@ -450,11 +452,15 @@ import_flush(struct imp_run *run)
             run->skipped++;
             k = brim_ctl_show_key((const char *) it->key, it->key_len, shown);
             if (it->status == BRIM_EINVAL) {
-                imp_say(run, run->lines[i], "key %s is %zu bytes, over the "
-                        "node's key limit; skipped", k, it->key_len);
+                imp_say(run, run->lines[i],
+                        "key %s is %zu bytes, over the "
+                        "node's key limit; skipped",
+                        k, it->key_len);
             } else {
-                imp_say(run, run->lines[i], "key %s (value %zu bytes): %s; "
-                        "skipped", k, it->val_len, brim_strerror(it->status));
+                imp_say(run, run->lines[i],
+                        "key %s (value %zu bytes): %s; "
+                        "skipped",
+                        k, it->val_len, brim_strerror(it->status));
             }
         }
     }
@@ -473,8 +479,7 @@ import_flush(struct imp_run *run)
 /* Add the record REC under RUN->key (KEY_LEN bytes) to the batch, which
  * has room (import_room()). */
 static void
-import_add(struct imp_run *run, const struct brim_ctl_rec *rec,
-           size_t key_len)
+import_add(struct imp_run *run, const struct brim_ctl_rec *rec, size_t key_len)
 {
     struct brim_item *it;
     char             *k;
@@ -507,12 +512,11 @@ import_progress(struct imp_run *run, int final)
         return;
     }
     frac = run->rd.size > 0 ? (double) imp_consumed(run) / run->rd.size : -1;
-    brim_ctl_progress_draw(&run->prog, frac, final,
-                           "%" PRIu64 " records, %.1f MB read, %s",
-                           run->records, imp_consumed(run) / 1e6,
-                           imp_rates(rates, sizeof(rates), run->records,
-                                     "records", imp_consumed(run),
-                                     brim_ctl_progress_elapsed(&run->prog)));
+    brim_ctl_progress_draw(
+        &run->prog, frac, final, "%" PRIu64 " records, %.1f MB read, %s",
+        run->records, imp_consumed(run) / 1e6,
+        imp_rates(rates, sizeof(rates), run->records, "records",
+                  imp_consumed(run), brim_ctl_progress_elapsed(&run->prog)));
 }
 
 /* Allocate the batch: its buffer fits IMPORT_BATCH_BYTES and one record
@@ -524,8 +528,8 @@ import_alloc(struct imp_run *run)
     run->lines = calloc(IMPORT_BATCH_ITEMS, sizeof(*run->lines));
     run->data = malloc(IMPORT_BATCH_BYTES + run->value_max + BRIM_KEY_MAX);
     run->batch = 1;
-    return run->items != NULL && run->lines != NULL && run->data != NULL
-               ? 0 : -1;
+    return run->items != NULL && run->lines != NULL && run->data != NULL ? 0
+                                                                         : -1;
 }
 
 int
@@ -579,8 +583,8 @@ brim_ctl_import(struct brim_ctl *ctl)
     import_progress(&run, 1);
     secs = brim_ctl_progress_elapsed(&run.prog);
     printf("imported %" PRIu64 " records (%" PRIu64 " bytes) in %.2f s: %s; "
-           "repeated %" PRIu64 ", skipped %" PRIu64 "\n", run.stored,
-           run.stored_bytes, secs,
+           "repeated %" PRIu64 ", skipped %" PRIu64 "\n",
+           run.stored, run.stored_bytes, secs,
            imp_rates(rates, sizeof(rates), run.stored, "records",
                      run.stored_bytes, secs),
            run.repeated, run.skipped);
@@ -609,9 +613,9 @@ verify_judge(struct imp_run *run, const struct imp_entry *e,
     if (r->status == 0) {
         run->got_bytes += r->val_len;
         out = r->val_len == e->val_len
-                      && (e->val_len == 0
-                          || memcmp(r->val, e->val, e->val_len) == 0)
-                  ? VER_OK : VER_DIFFERENT;
+                && (e->val_len == 0 || memcmp(r->val, e->val, e->val_len) == 0)
+            ? VER_OK
+            : VER_DIFFERENT;
     } else if (r->status == BRIM_ENOTFOUND) {
         out = VER_MISSING;
     } else if (r->status == BRIM_EINVAL && !loop) {
@@ -630,7 +634,8 @@ verify_judge(struct imp_run *run, const struct imp_entry *e,
     if (out == VER_UNCHECKED) {
         char shown[BRIM_CTL_KEY_SHOWN + 4];
 
-        imp_say(run, e->line, "key %s is %zu bytes, over the node's key "
+        imp_say(run, e->line,
+                "key %s is %zu bytes, over the node's key "
                 "limit; not checked",
                 brim_ctl_show_key(e->key, e->key_len, shown), e->key_len);
     } else if (out != VER_OK && run->nbad < VERIFY_SHOW_BAD) {
@@ -655,9 +660,9 @@ verify_list_bad(const struct imp_run *run)
     for (i = 0; i < run->nbad; i++) {
         b = &run->bad[i];
         fprintf(stderr, "brimctl: verify: %s %s (%s:%" PRIu64 ")",
-                b->outcome == VER_MISSING
-                    ? "missing"
-                    : b->outcome == VER_DIFFERENT ? "different" : "error",
+                b->outcome == VER_MISSING         ? "missing"
+                    : b->outcome == VER_DIFFERENT ? "different"
+                                                  : "error",
                 brim_ctl_show_key(b->e->key, b->e->key_len, shown),
                 run->rd.name, b->e->line);
         if (b->outcome == VER_DIFFERENT) {
@@ -669,10 +674,12 @@ verify_list_bad(const struct imp_run *run)
         fputc('\n', stderr);
     }
     nbad = run->count[VER_MISSING] + run->count[VER_DIFFERENT]
-           + run->count[VER_ERROR];
+        + run->count[VER_ERROR];
     if (nbad > run->nbad) {
-        fprintf(stderr, "brimctl: verify: ... and %" PRIu64 " more bad "
-                "keys\n", nbad - run->nbad);
+        fprintf(stderr,
+                "brimctl: verify: ... and %" PRIu64 " more bad "
+                "keys\n",
+                nbad - run->nbad);
     }
 }
 
@@ -691,7 +698,7 @@ verify_batch(struct imp_run *run, const struct imp_entry **ents, size_t n,
         keys[i].key = ents[i]->key;
         keys[i].key_len = ents[i]->key_len;
     }
-    (void) brim_mget(run->ctl->client, keys, n, res);   /* per key */
+    (void) brim_mget(run->ctl->client, keys, n, res); /* per key */
     rc = 0;
     for (i = 0; i < n && rc == 0; i++) {
         rc = verify_judge(run, ents[i], &res[i], loop);
@@ -712,19 +719,18 @@ verify_progress(struct imp_run *run, int checking, int final)
     }
     secs = brim_ctl_progress_elapsed(&run->prog);
     if (!checking) {
-        frac = run->rd.size > 0 ? (double) imp_consumed(run) / run->rd.size
-                                : -1;
+        frac =
+            run->rd.size > 0 ? (double) imp_consumed(run) / run->rd.size : -1;
         brim_ctl_progress_draw(&run->prog, frac, final,
                                "reading: %" PRIu64 " records, %.1f MB",
                                run->records, imp_consumed(run) / 1e6);
         return;
     }
     frac = run->set.n > 0 ? (double) run->reads / run->set.n : 1;
-    brim_ctl_progress_draw(&run->prog, frac, final,
-                           "%" PRIu64 "/%zu keys, %s", run->reads,
-                           run->set.n,
-                           imp_rates(rates, sizeof(rates), run->reads,
-                                     "keys", run->got_bytes, secs));
+    brim_ctl_progress_draw(&run->prog, frac, final, "%" PRIu64 "/%zu keys, %s",
+                           run->reads, run->set.n,
+                           imp_rates(rates, sizeof(rates), run->reads, "keys",
+                                     run->got_bytes, secs));
 }
 
 /* Every distinct key once, in input order. Returns the exit status. */
@@ -740,10 +746,10 @@ verify_all(struct imp_run *run, const struct imp_entry **ents,
     for (i = 0; i < run->set.n && rc == 0;) {
         n = 0;
         bytes = 0;
-        while (i < run->set.n && n < VERIFY_BATCH_KEYS
-               && (n == 0
-                   || bytes + run->set.entries[i].val_len
-                          <= VERIFY_BATCH_BYTES))
+        while (
+            i < run->set.n && n < VERIFY_BATCH_KEYS
+            && (n == 0
+                || bytes + run->set.entries[i].val_len <= VERIFY_BATCH_BYTES))
         {
             bytes += run->set.entries[i].val_len;
             ents[n++] = &run->set.entries[i++];
@@ -757,14 +763,15 @@ verify_all(struct imp_run *run, const struct imp_entry **ents,
     }
     checked = run->set.n - run->count[VER_UNCHECKED];
     bad = run->count[VER_MISSING] + run->count[VER_DIFFERENT]
-          + run->count[VER_ERROR];
+        + run->count[VER_ERROR];
     if (bad == 0) {
         printf("verified %" PRIu64 "/%" PRIu64 "\n", checked, checked);
         return BRIM_CTL_EXIT_OK;
     }
     printf("verified %" PRIu64 "/%" PRIu64 ": %" PRIu64 " missing, %" PRIu64
-           " different", run->count[VER_OK], checked,
-           run->count[VER_MISSING], run->count[VER_DIFFERENT]);
+           " different",
+           run->count[VER_OK], checked, run->count[VER_MISSING],
+           run->count[VER_DIFFERENT]);
     if (run->count[VER_ERROR] > 0) {
         printf(", %" PRIu64 " errors", run->count[VER_ERROR]);
     }
@@ -813,23 +820,24 @@ verify_loop(struct imp_run *run, const struct imp_entry **ents,
         }
         if (brim_ctl_progress_due(&run->prog)) {
             brim_ctl_progress_draw(
-                &run->prog, end > 0 ? 1 - (end - now) / run->ctl->duration_s
-                                    : -1, 0,
-                "%" PRIu64 " reads: %" PRIu64 " ok, %" PRIu64 " missing, %"
-                PRIu64 " different, %" PRIu64 " errors", run->reads,
-                run->count[VER_OK], run->count[VER_MISSING],
+                &run->prog,
+                end > 0 ? 1 - (end - now) / run->ctl->duration_s : -1, 0,
+                "%" PRIu64 " reads: %" PRIu64 " ok, %" PRIu64
+                " missing, %" PRIu64 " different, %" PRIu64 " errors",
+                run->reads, run->count[VER_OK], run->count[VER_MISSING],
                 run->count[VER_DIFFERENT], run->count[VER_ERROR]);
         }
         if (tokens < VERIFY_LOOP_BATCH) {
             brim_ctl_sleep(end > 0 && end - now < VERIFY_LOOP_TICK_S
-                               ? end - now : VERIFY_LOOP_TICK_S);
+                               ? end - now
+                               : VERIFY_LOOP_TICK_S);
         }
     }
     brim_ctl_progress_clear(&run->prog);
-    printf("reads=%" PRIu64 " ok=%" PRIu64 " missing=%" PRIu64 " different=%"
-           PRIu64 " errors=%" PRIu64 "\n", run->reads, run->count[VER_OK],
-           run->count[VER_MISSING], run->count[VER_DIFFERENT],
-           run->count[VER_ERROR]);
+    printf("reads=%" PRIu64 " ok=%" PRIu64 " missing=%" PRIu64
+           " different=%" PRIu64 " errors=%" PRIu64 "\n",
+           run->reads, run->count[VER_OK], run->count[VER_MISSING],
+           run->count[VER_DIFFERENT], run->count[VER_ERROR]);
     fflush(stdout);
     verify_list_bad(run);
     return run->reads == run->count[VER_OK] ? BRIM_CTL_EXIT_OK
@@ -873,7 +881,8 @@ brim_ctl_verify(struct brim_ctl *ctl)
     int                      rc;
 
     if (!ctl->loop && (ctl->duration_s > 0 || ctl->rate != 0)) {
-        fprintf(stderr, "brimctl: verify: --duration and --rate are for "
+        fprintf(stderr,
+                "brimctl: verify: --duration and --rate are for "
                 "--loop\n");
         return BRIM_CTL_EXIT_USAGE;
     }

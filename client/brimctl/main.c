@@ -19,54 +19,54 @@
 
 /* One option: global (BIT 0) or accepted by the commands naming BIT. */
 struct ctl_opt {
-    const char *name;                   /* "--ttl" */
-    const char *arg;                    /* its value's name; NULL: a flag */
-    unsigned    bit;                    /* enum brim_ctl_opt, 0: global */
-    const char *help;                   /* one line */
+    const char *name; /* "--ttl" */
+    const char *arg;  /* its value's name; NULL: a flag */
+    unsigned    bit;  /* enum brim_ctl_opt, 0: global */
+    const char *help; /* one line */
 };
 
 static const struct ctl_opt ctl_opts[] = {
-    { "--server", "HOST:PORT", 0,
-      "the node to talk to (default $BRIM_SERVER, else "
-      BRIM_CTL_DEFAULT_SERVER ")" },
-    { "--coordinator", "HOST:PORT", 0,
-      "cluster mode: the brim-coord to ask for the map (default "
-      "$BRIM_COORDINATOR); keys go to their owner nodes" },
-    { "--timeout-ms", "MS", 0,
-      "connect and request timeout in milliseconds (default 1000 / 5000)" },
-    { "--secret-file", "FILE", 0,
-      "the cluster secret, proven as admin (default $BRIM_SECRET_FILE)" },
-    { "--ttl", "S", BRIM_CTL_OPT_TTL,
-      "time to live: seconds, 0 none, above 30 days a Unix time" },
-    { "--flags", "F", BRIM_CTL_OPT_FLAGS, "32-bit client flags" },
-    { "--json", NULL, BRIM_CTL_OPT_JSON, "print JSON" },
-    { "--delay", "S", BRIM_CTL_OPT_DELAY, "flush after S seconds" },
-    { "--force", NULL, BRIM_CTL_OPT_FORCE,
-      "leave: also the last node (the cluster then has none)" },
-    { "--weight", "W", BRIM_CTL_OPT_WEIGHT,
-      "plan join: the node's weight, 0.001 to 1000 (default 1)" },
-    { "--format", "FMT", BRIM_CTL_OPT_FORMAT,
-      "import, verify: deb822 (default) or jsonl" },
-    { "--key-field", "NAME", BRIM_CTL_OPT_KEY_FIELD,
-      "deb822: the field whose text is the key (default "
-      BRIM_CTL_DEFAULT_KEY_FIELD ")" },
-    { "--prefix", "STR", BRIM_CTL_OPT_PREFIX,
-      "put STR before every key (default \"" BRIM_CTL_DEFAULT_PREFIX
-      "\" for deb822, \"\" for jsonl)" },
-    { "--progress", NULL, BRIM_CTL_OPT_PROGRESS,
-      "progress on stderr even when it is not a terminal (a line a second)" },
-    { "--loop", NULL, BRIM_CTL_OPT_LOOP,
-      "verify: read random keys until --duration or SIGINT/SIGTERM" },
-    { "--duration", "S", BRIM_CTL_OPT_DURATION,
-      "verify --loop: stop after S seconds (default: at a signal)" },
-    { "--rate", "R", BRIM_CTL_OPT_RATE,
-      "verify --loop: at most R reads a second (default 2000)" },
-    { "--wait", NULL, BRIM_CTL_OPT_WAIT,
-      "leave: wait until the node is gone and no migration runs" },
-    { "--timeout", "S", BRIM_CTL_OPT_TIMEOUT,
-      "leave --wait: give up after S seconds, exit 2 (default 120)" },
-    { "--watch", "[S]", BRIM_CTL_OPT_WATCH,
-      "stats: print again every S seconds (default 1) until SIGINT" },
+    {"--server", "HOST:PORT", 0,
+     "the node to talk to (default $BRIM_SERVER, else " BRIM_CTL_DEFAULT_SERVER
+     ")"},
+    {"--coordinator", "HOST:PORT", 0,
+     "cluster mode: the brim-coord to ask for the map (default "
+     "$BRIM_COORDINATOR); keys go to their owner nodes"},
+    {"--timeout-ms", "MS", 0,
+     "connect and request timeout in milliseconds (default 1000 / 5000)"},
+    {"--secret-file", "FILE", 0,
+     "the cluster secret, proven as admin (default $BRIM_SECRET_FILE)"},
+    {"--ttl", "S", BRIM_CTL_OPT_TTL,
+     "time to live: seconds, 0 none, above 30 days a Unix time"},
+    {"--flags", "F", BRIM_CTL_OPT_FLAGS, "32-bit client flags"},
+    {"--json", NULL, BRIM_CTL_OPT_JSON, "print JSON"},
+    {"--delay", "S", BRIM_CTL_OPT_DELAY, "flush after S seconds"},
+    {"--force", NULL, BRIM_CTL_OPT_FORCE,
+     "leave: also the last node (the cluster then has none)"},
+    {"--weight", "W", BRIM_CTL_OPT_WEIGHT,
+     "plan join: the node's weight, 0.001 to 1000 (default 1)"},
+    {"--format", "FMT", BRIM_CTL_OPT_FORMAT,
+     "import, verify: deb822 (default) or jsonl"},
+    {"--key-field", "NAME", BRIM_CTL_OPT_KEY_FIELD,
+     "deb822: the field whose text is the key "
+     "(default " BRIM_CTL_DEFAULT_KEY_FIELD ")"},
+    {"--prefix", "STR", BRIM_CTL_OPT_PREFIX,
+     "put STR before every key (default \"" BRIM_CTL_DEFAULT_PREFIX
+     "\" for deb822, \"\" for jsonl)"},
+    {"--progress", NULL, BRIM_CTL_OPT_PROGRESS,
+     "progress on stderr even when it is not a terminal (a line a second)"},
+    {"--loop", NULL, BRIM_CTL_OPT_LOOP,
+     "verify: read random keys until --duration or SIGINT/SIGTERM"},
+    {"--duration", "S", BRIM_CTL_OPT_DURATION,
+     "verify --loop: stop after S seconds (default: at a signal)"},
+    {"--rate", "R", BRIM_CTL_OPT_RATE,
+     "verify --loop: at most R reads a second (default 2000)"},
+    {"--wait", NULL, BRIM_CTL_OPT_WAIT,
+     "leave: wait until the node is gone and no migration runs"},
+    {"--timeout", "S", BRIM_CTL_OPT_TIMEOUT,
+     "leave --wait: give up after S seconds, exit 2 (default 120)"},
+    {"--watch", "[S]", BRIM_CTL_OPT_WATCH,
+     "stats: print again every S seconds (default 1) until SIGINT"},
 };
 
 #define CTL_NOPTS (sizeof(ctl_opts) / sizeof(ctl_opts[0]))
@@ -77,12 +77,13 @@ static const struct ctl_opt ctl_opts[] = {
  * range accepted.
  */
 static int
-ctl_parse_u32(const char *name, const char *text, uint32_t min,
-              uint32_t *out)
+ctl_parse_u32(const char *name, const char *text, uint32_t min, uint32_t *out)
 {
     if (brim_parse_u32(text, min, UINT32_MAX, out) != 0) {
-        fprintf(stderr, "brimctl: %s: \"%s\" is not a number %" PRIu32
-                " .. %" PRIu32 "\n", name, text, min, UINT32_MAX);
+        fprintf(stderr,
+                "brimctl: %s: \"%s\" is not a number %" PRIu32 " .. %" PRIu32
+                "\n",
+                name, text, min, UINT32_MAX);
         return -1;
     }
     return 0;
@@ -97,8 +98,8 @@ ctl_parse_num(const char *name, const char *text, double min, double max,
               double *out)
 {
     if (brim_parse_double(text, min, max, out) != 0) {
-        fprintf(stderr, "brimctl: %s: \"%s\" is not a number %g .. %g\n",
-                name, text, min, max);
+        fprintf(stderr, "brimctl: %s: \"%s\" is not a number %g .. %g\n", name,
+                text, min, max);
         return -1;
     }
     return 0;
@@ -130,7 +131,7 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
 
     if (strcmp(o->name, "--server") == 0) {
         ctl->server = text;
-        ctl->coord = NULL;          /* the last of the two given wins */
+        ctl->coord = NULL; /* the last of the two given wins */
         return 0;
     }
     if (strcmp(o->name, "--coordinator") == 0) {
@@ -170,27 +171,31 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         return ctl_parse_num(o->name, text, 0.001, 1e7, &ctl->timeout_s);
     case BRIM_CTL_OPT_WATCH:
         ctl->watch_s = BRIM_CTL_DEFAULT_WATCH_S;
-        return text != NULL ? ctl_parse_num(o->name, text, 0.1, 1e7,
-                                            &ctl->watch_s)
-                            : 0;
+        return text != NULL
+            ? ctl_parse_num(o->name, text, 0.1, 1e7, &ctl->watch_s)
+            : 0;
     case BRIM_CTL_OPT_FORMAT:
         ctl->format = strcmp(text, "jsonl") == 0 ? BRIM_CTL_FORMAT_JSONL
                                                  : BRIM_CTL_FORMAT_DEB822;
         if (strcmp(text, "jsonl") != 0 && strcmp(text, "deb822") != 0) {
-            fprintf(stderr, "brimctl: --format: \"%s\": want deb822 or "
-                    "jsonl\n", text);
+            fprintf(stderr,
+                    "brimctl: --format: \"%s\": want deb822 or "
+                    "jsonl\n",
+                    text);
             return -1;
         }
         return 0;
     case BRIM_CTL_OPT_KEY_FIELD:
         if (text[0] == '\0' || strpbrk(text, ": \t\n") != NULL) {
-            fprintf(stderr, "brimctl: --key-field: \"%s\" is not a field "
-                    "name\n", text);
+            fprintf(stderr,
+                    "brimctl: --key-field: \"%s\" is not a field "
+                    "name\n",
+                    text);
             return -1;
         }
         ctl->key_field = text;
         return 0;
-    default:                        /* BRIM_CTL_OPT_PREFIX */
+    default: /* BRIM_CTL_OPT_PREFIX */
         ctl->prefix = text;
         return 0;
     }
@@ -218,8 +223,7 @@ ctl_find_opt(const char *arg)
     n = strcspn(arg, "=");
     for (i = 0; i < CTL_NOPTS; i++) {
         if (strlen(ctl_opts[i].name) == n
-            && strncmp(ctl_opts[i].name, arg, n) == 0)
-        {
+            && strncmp(ctl_opts[i].name, arg, n) == 0) {
             return &ctl_opts[i];
         }
     }
@@ -252,7 +256,8 @@ ctl_usage(FILE *f)
     const struct brim_ctl_cmd *cmd;
     char                       left[64];
 
-    fprintf(f, "usage: brimctl [--server HOST:PORT | --coordinator HOST:PORT] "
+    fprintf(f,
+            "usage: brimctl [--server HOST:PORT | --coordinator HOST:PORT] "
             "[--timeout-ms MS]\n               [--secret-file FILE] COMMAND "
             "[ARGS...]\n\ncommands:\n");
     for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
@@ -261,12 +266,15 @@ ctl_usage(FILE *f)
     }
     fprintf(f, "\noptions:\n");
     ctl_print_opts(f, 0);
-    fprintf(f, "  %-20s %s\n", "--help, -h", "this text; after a command, "
+    fprintf(f, "  %-20s %s\n", "--help, -h",
+            "this text; after a command, "
             "that command's");
-    fprintf(f, "\ncommand options (brimctl COMMAND --help tells which "
+    fprintf(f,
+            "\ncommand options (brimctl COMMAND --help tells which "
             "apply):\n");
     ctl_print_opts(f, ~0u);
-    fprintf(f, "\nexit status: 0 done, 1 the server said no (not found, "
+    fprintf(f,
+            "\nexit status: 0 done, 1 the server said no (not found, "
             "not stored, ...),\n2 the server could not be reached or did "
             "not answer, 3 no nodes in the cluster (cluster mode: the key's "
             "partition\nhas no owner), 64 bad usage (a key of 0 bytes or "
@@ -341,7 +349,7 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
                  * when it is a number. */
                 if (i + 1 < argc && argv[i + 1][0] != '\0'
                     && strspn(argv[i + 1], "0123456789.")
-                           == strlen(argv[i + 1]))
+                        == strlen(argv[i + 1]))
                 {
                     val = argv[++i];
                 }
@@ -364,7 +372,7 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
             }
             continue;
         }
-        ctl->argv[ctl->argc++] = argv[i];   /* ARGV has room: argc slots */
+        ctl->argv[ctl->argc++] = argv[i]; /* ARGV has room: argc slots */
     }
     if (help) {
         if (*cmd != NULL) {
@@ -379,13 +387,13 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
         return BRIM_CTL_EXIT_USAGE;
     }
     if ((seen & ~(*cmd)->accepts) != 0) {
-        return ctl_bad_usage("an option given does not apply to",
-                             (*cmd)->name);
+        return ctl_bad_usage("an option given does not apply to", (*cmd)->name);
     }
     if (ctl->argc < (*cmd)->min_args || ctl->argc > (*cmd)->max_args) {
-        fprintf(stderr, "brimctl: %s: wrong number of arguments (%d)\n"
-                "usage: brimctl %s %s\n", (*cmd)->name, ctl->argc,
-                (*cmd)->name, (*cmd)->args);
+        fprintf(stderr,
+                "brimctl: %s: wrong number of arguments (%d)\n"
+                "usage: brimctl %s %s\n",
+                (*cmd)->name, ctl->argc, (*cmd)->name, (*cmd)->args);
         return BRIM_CTL_EXIT_USAGE;
     }
     return -1;
@@ -427,8 +435,10 @@ main(int argc, char **argv)
      * connect to say so. A long key is checked against the node's limit
      * (from HELLO) by libbrim, and brim_ctl_fail() says the same. */
     if (strncmp(cmd->args, "KEY", 3) == 0 && ctl.argv[0][0] == '\0') {
-        fprintf(stderr, "brimctl: %s \"\": key is 0 bytes, allowed 1 .. %d"
-                "\n(see brimctl --help)\n", cmd->name, BRIM_KEY_MAX);
+        fprintf(stderr,
+                "brimctl: %s \"\": key is 0 bytes, allowed 1 .. %d"
+                "\n(see brimctl --help)\n",
+                cmd->name, BRIM_KEY_MAX);
         free(ctl.argv);
         return BRIM_CTL_EXIT_USAGE;
     }

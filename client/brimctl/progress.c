@@ -77,12 +77,12 @@ brim_ctl_progress_draw(struct brim_ctl_progress *p, double frac, int final,
     if (!final && now < p->next_s) {
         return;
     }
-    p->next_s = now + (p->mode == BRIM_CTL_PROGRESS_BAR ? PROGRESS_BAR_S
-                                                         : PROGRESS_LINE_S);
+    p->next_s = now
+        + (p->mode == BRIM_CTL_PROGRESS_BAR ? PROGRESS_BAR_S : PROGRESS_LINE_S);
     bar[0] = '\0';
     if (frac >= 0) {
         frac = frac > 1 ? 1 : frac;
-        full = (int) (frac * PROGRESS_CELLS);  /* FRAC >= 0: floor */
+        full = (int) (frac * PROGRESS_CELLS); /* FRAC >= 0: floor */
         bar[0] = '[';
         for (i = 0; i < PROGRESS_CELLS; i++) {
             bar[i + 1] = i < full ? '#' : '.';
@@ -92,8 +92,7 @@ brim_ctl_progress_draw(struct brim_ctl_progress *p, double frac, int final,
     }
     /* "\r...\033[K": back to the start of the line, then clear what the
      * previous, longer drawing left. */
-    fprintf(stderr, "%s%s", p->mode == BRIM_CTL_PROGRESS_BAR ? "\r" : "",
-            bar);
+    fprintf(stderr, "%s%s", p->mode == BRIM_CTL_PROGRESS_BAR ? "\r" : "", bar);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -115,7 +114,7 @@ brim_ctl_progress_clear(struct brim_ctl_progress *p)
     if (p->mode == BRIM_CTL_PROGRESS_BAR && p->drawn) {
         fputs("\r\033[K", stderr);
         p->drawn = 0;
-        p->next_s = 0;              /* redraw at the next chance */
+        p->next_s = 0; /* redraw at the next chance */
     }
 }
 

@@ -21,9 +21,8 @@
 #define RECORDS_CHUNK (1u << 20)
 
 int
-brim_ctl_reader_open(struct brim_ctl_reader *r, const char *path,
-                     int format, const char *field,
-                     char errbuf[BRIM_ERRBUF_LEN])
+brim_ctl_reader_open(struct brim_ctl_reader *r, const char *path, int format,
+                     const char *field, char errbuf[BRIM_ERRBUF_LEN])
 {
     struct stat st;
 
@@ -87,8 +86,10 @@ reader_fill(struct brim_ctl_reader *r, char why[BRIM_ERRBUF_LEN])
     }
     if (r->cap - r->len < RECORDS_CHUNK / 2) {
         if (r->cap >= BRIM_CTL_RECORD_MAX) {
-            brim_errfmt(why, "line %" PRIu64 ": a record of more than %u "
-                        "bytes", r->line + 1, BRIM_CTL_RECORD_MAX);
+            brim_errfmt(why,
+                        "line %" PRIu64 ": a record of more than %u "
+                        "bytes",
+                        r->line + 1, BRIM_CTL_RECORD_MAX);
             return BRIM_ETOOBIG;
         }
         cap = r->cap * 2;
@@ -134,8 +135,7 @@ static int
 reader_blank(const struct brim_ctl_reader *r, size_t from, size_t to)
 {
     for (; from < to; from++) {
-        if (r->buf[from] != ' ' && r->buf[from] != '\t'
-            && r->buf[from] != '\r')
+        if (r->buf[from] != ' ' && r->buf[from] != '\t' && r->buf[from] != '\r')
         {
             return 0;
         }
@@ -172,7 +172,7 @@ deb822_key(const struct brim_ctl_reader *r, struct brim_ctl_rec *rec)
         eol = memchr(p, '\n', (size_t) (end - p));
         eol = eol != NULL ? eol : end;
         if (*p == ' ' || *p == '\t') {
-            continue;               /* a continuation line */
+            continue; /* a continuation line */
         }
         colon = memchr(p, ':', (size_t) (eol - p));
         if (colon == NULL || (size_t) (colon - p) != r->field_len
@@ -209,7 +209,7 @@ deb822_next(struct brim_ctl_reader *r, struct brim_ctl_rec *rec,
     for (;;) {
         eol = r->off < r->len || !r->eof ? reader_eol(r, r->off) : -2;
         if (eol == -2) {
-            return 0;               /* the end, between paragraphs */
+            return 0; /* the end, between paragraphs */
         }
         if (eol >= 0 && reader_blank(r, r->off, (size_t) eol)) {
             r->off = (size_t) eol + (eol < (int64_t) r->len);
@@ -218,14 +218,13 @@ deb822_next(struct brim_ctl_reader *r, struct brim_ctl_rec *rec,
         }
         pos = r->off;
         lines = 0;
-        while (eol >= 0 && pos < r->len
-               && !reader_blank(r, pos, (size_t) eol))
+        while (eol >= 0 && pos < r->len && !reader_blank(r, pos, (size_t) eol))
         {
             lines++;
             pos = (size_t) eol + (eol < (int64_t) r->len);
             eol = pos < r->len ? reader_eol(r, pos) : (r->eof ? -2 : -1);
         }
-        if (eol == -1) {            /* the paragraph goes on past LEN */
+        if (eol == -1) { /* the paragraph goes on past LEN */
             rc = reader_fill(r, why);
             if (rc != 0) {
                 return rc;
@@ -279,16 +278,15 @@ jsonl_next(struct brim_ctl_reader *r, struct brim_ctl_rec *rec,
         r->json = json_loadb(r->buf + start, (size_t) eol - start,
                              JSON_ALLOW_NUL, &err);
         if (r->json == NULL) {
-            brim_errfmt(why, "bad JSON at column %d: %s", err.column,
-                        err.text);
+            brim_errfmt(why, "bad JSON at column %d: %s", err.column, err.text);
             return BRIM_CTL_READ_SKIP;
         }
         k = json_object_get(r->json, "key");
         v = json_object_get(r->json, "value");
         if (!json_is_string(k) || !json_is_string(v)
-            || json_string_length(k) == 0)
-        {
-            brim_errfmt(why, "want an object with string fields \"key\" "
+            || json_string_length(k) == 0) {
+            brim_errfmt(why,
+                        "want an object with string fields \"key\" "
                         "(not empty) and \"value\"");
             return BRIM_CTL_READ_SKIP;
         }

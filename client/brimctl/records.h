@@ -35,30 +35,30 @@
 
 /* One record; every pointer is borrowed until the next read. */
 struct brim_ctl_rec {
-    const char *key;                /* the key field's text, no prefix */
-    size_t      key_len;            /* bytes, > 0 */
-    const char *val;                /* the value to store */
-    size_t      val_len;            /* bytes */
-    uint64_t    line;               /* the record's first line, from 1 */
+    const char *key;     /* the key field's text, no prefix */
+    size_t      key_len; /* bytes, > 0 */
+    const char *val;     /* the value to store */
+    size_t      val_len; /* bytes */
+    uint64_t    line;    /* the record's first line, from 1 */
 };
 
 /* A reader over one input; fields are read-only outside records.c. */
 struct brim_ctl_reader {
-    FILE       *f;                  /* the input */
-    int         owned;              /* F was opened here: fclose it */
-    const char *name;               /* for messages: the path or "stdin" */
-    int         format;             /* enum brim_ctl_format */
-    const char *field;              /* deb822: the key field's name */
-    size_t      field_len;          /* its bytes */
-    char       *buf;                /* input read, [off, len) unused */
-    size_t      off;                /* first unused byte of BUF */
-    size_t      len;                /* bytes in BUF */
-    size_t      cap;                /* BUF's size */
-    int         eof;                /* F has nothing more */
-    uint64_t    line;               /* lines before BUF + OFF */
-    uint64_t    bytes_read;         /* from F so far */
-    uint64_t    size;               /* F's size if a regular file, else 0 */
-    json_t     *json;               /* jsonl: the current record's object */
+    FILE       *f;          /* the input */
+    int         owned;      /* F was opened here: fclose it */
+    const char *name;       /* for messages: the path or "stdin" */
+    int         format;     /* enum brim_ctl_format */
+    const char *field;      /* deb822: the key field's name */
+    size_t      field_len;  /* its bytes */
+    char       *buf;        /* input read, [off, len) unused */
+    size_t      off;        /* first unused byte of BUF */
+    size_t      len;        /* bytes in BUF */
+    size_t      cap;        /* BUF's size */
+    int         eof;        /* F has nothing more */
+    uint64_t    line;       /* lines before BUF + OFF */
+    uint64_t    bytes_read; /* from F so far */
+    uint64_t    size;       /* F's size if a regular file, else 0 */
+    json_t     *json;       /* jsonl: the current record's object */
 };
 
 /*

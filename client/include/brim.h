@@ -17,17 +17,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <brim/status.h>        /* BRIM_EXTERN, BRIM_E*, BRIM_ERRBUF_LEN */
+#include <brim/status.h> /* BRIM_EXTERN, BRIM_E*, BRIM_ERRBUF_LEN */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct brim_client;             /* opaque */
+struct brim_client; /* opaque */
 
 /* Default limits of a node; brim_value_max() tells a connected node's. */
-#define BRIM_KEY_MAX 250               /* bytes in a key */
-#define BRIM_VALUE_MAX (1u << 20)      /* bytes in a value: 1 MiB */
+#define BRIM_KEY_MAX 250          /* bytes in a key */
+#define BRIM_VALUE_MAX (1u << 20) /* bytes in a value: 1 MiB */
 
 /*
  * Options of brim_connect(). Zero the whole struct, then set what you need:
@@ -74,8 +74,8 @@ struct brim_opts {
  * one-line reason naming the address.
  */
 BRIM_EXTERN int brim_connect(const struct brim_opts *opts,
-                             struct brim_client **out,
-                             char errbuf[BRIM_ERRBUF_LEN]);
+                             struct brim_client    **out,
+                             char                    errbuf[BRIM_ERRBUF_LEN]);
 
 /* Close every connection of C and free it. NULL is allowed. */
 BRIM_EXTERN void brim_close(struct brim_client *c);
@@ -146,8 +146,8 @@ BRIM_EXTERN uint64_t brim_epoch(struct brim_client *c);
  * used as strings) that the caller frees with brim_free(). Returns 0 or
  * BRIM_ENOTFOUND; the out-parameters are written only on success.
  */
-BRIM_EXTERN int brim_get(struct brim_client *c, const void *key,
-                         size_t key_len, void **val, size_t *val_len);
+BRIM_EXTERN int brim_get(struct brim_client *c, const void *key, size_t key_len,
+                         void **val, size_t *val_len);
 
 /*
  * As brim_get(), and on success also the item's client FLAGS and CAS value
@@ -162,23 +162,23 @@ BRIM_EXTERN int brim_get_ex(struct brim_client *c, const void *key,
  * VAL and VAL_LEN may both be NULL to only touch and learn FLAGS and CAS.
  * Returns 0 or BRIM_ENOTFOUND.
  */
-BRIM_EXTERN int brim_gat(struct brim_client *c, const void *key,
-                         size_t key_len, uint32_t ttl_s, void **val,
-                         size_t *val_len, uint32_t *flags, uint64_t *cas);
+BRIM_EXTERN int brim_gat(struct brim_client *c, const void *key, size_t key_len,
+                         uint32_t ttl_s, void **val, size_t *val_len,
+                         uint32_t *flags, uint64_t *cas);
 
 /*
  * Store VAL under KEY, unconditionally, with TTL_S and FLAGS. On success
  * the new CAS value goes to *CAS when CAS is not NULL. Returns 0, or
  * BRIM_ENOMEM / BRIM_ETOOBIG when the node cannot hold it.
  */
-BRIM_EXTERN int brim_set(struct brim_client *c, const void *key,
-                         size_t key_len, const void *val, size_t val_len,
-                         uint32_t ttl_s, uint32_t flags, uint64_t *cas);
+BRIM_EXTERN int brim_set(struct brim_client *c, const void *key, size_t key_len,
+                         const void *val, size_t val_len, uint32_t ttl_s,
+                         uint32_t flags, uint64_t *cas);
 
 /* As brim_set(), only if KEY is absent: else BRIM_ENOTSTORED. */
-BRIM_EXTERN int brim_add(struct brim_client *c, const void *key,
-                         size_t key_len, const void *val, size_t val_len,
-                         uint32_t ttl_s, uint32_t flags, uint64_t *cas);
+BRIM_EXTERN int brim_add(struct brim_client *c, const void *key, size_t key_len,
+                         const void *val, size_t val_len, uint32_t ttl_s,
+                         uint32_t flags, uint64_t *cas);
 
 /* As brim_set(), only if KEY is present: else BRIM_ENOTSTORED. */
 BRIM_EXTERN int brim_replace(struct brim_client *c, const void *key,
@@ -191,10 +191,9 @@ BRIM_EXTERN int brim_replace(struct brim_client *c, const void *key,
  * *CAS_OUT when not NULL. Returns 0, BRIM_EEXISTS (KEY changed since) or
  * BRIM_ENOTFOUND (KEY is absent).
  */
-BRIM_EXTERN int brim_cas(struct brim_client *c, const void *key,
-                         size_t key_len, const void *val, size_t val_len,
-                         uint32_t ttl_s, uint32_t flags, uint64_t expect,
-                         uint64_t *cas_out);
+BRIM_EXTERN int brim_cas(struct brim_client *c, const void *key, size_t key_len,
+                         const void *val, size_t val_len, uint32_t ttl_s,
+                         uint32_t flags, uint64_t expect, uint64_t *cas_out);
 
 /*
  * Append VAL to the value under KEY, keeping its TTL and flags. The new CAS
@@ -245,10 +244,10 @@ BRIM_EXTERN int brim_ping(struct brim_client *c);
 
 /* What a struct brim_stat holds (its KIND). */
 enum brim_stat_kind {
-    BRIM_STAT_U64 = 1,              /* u64 */
-    BRIM_STAT_I64 = 2,              /* i64 (negative numbers only) */
-    BRIM_STAT_F64 = 3,              /* f64 */
-    BRIM_STAT_STR = 4               /* str, str_len */
+    BRIM_STAT_U64 = 1, /* u64 */
+    BRIM_STAT_I64 = 2, /* i64 (negative numbers only) */
+    BRIM_STAT_F64 = 3, /* f64 */
+    BRIM_STAT_STR = 4  /* str, str_len */
 };
 
 /*
@@ -256,16 +255,16 @@ enum brim_stat_kind {
  * is borrowed and valid only until the callback returns.
  */
 struct brim_stat {
-    const char *node;               /* "host:port" of the node reporting */
-    const char *section;            /* name of the nested map, or NULL */
-    const char *name;               /* NUL-terminated, at most 127 bytes */
-    int         kind;               /* enum brim_stat_kind */
-    uint64_t    u64;                /* BRIM_STAT_U64 */
-    int64_t     i64;                /* BRIM_STAT_I64 */
-    double      f64;                /* BRIM_STAT_F64 */
-    const char *str;                /* BRIM_STAT_STR: bytes, and a NUL */
-    size_t      str_len;            /* BRIM_STAT_STR: bytes */
-    const char *text;               /* the value as text, NUL-terminated
+    const char *node;    /* "host:port" of the node reporting */
+    const char *section; /* name of the nested map, or NULL */
+    const char *name;    /* NUL-terminated, at most 127 bytes */
+    int         kind;    /* enum brim_stat_kind */
+    uint64_t    u64;     /* BRIM_STAT_U64 */
+    int64_t     i64;     /* BRIM_STAT_I64 */
+    double      f64;     /* BRIM_STAT_F64 */
+    const char *str;     /* BRIM_STAT_STR: bytes, and a NUL */
+    size_t      str_len; /* BRIM_STAT_STR: bytes */
+    const char *text;    /* the value as text, NUL-terminated
                                      * ("42", "0.5", the string) */
 };
 
@@ -292,8 +291,8 @@ BRIM_EXTERN int brim_stats(struct brim_client *c, const char *section_filter,
 
 /* A key for brim_mget(): KEY_LEN bytes at KEY, borrowed for the call. */
 struct brim_key {
-    const void *key;                /* binary-safe bytes */
-    size_t      key_len;            /* 1 .. the key limit */
+    const void *key;     /* binary-safe bytes */
+    size_t      key_len; /* 1 .. the key limit */
 };
 
 /*
@@ -302,11 +301,11 @@ struct brim_key {
  * or free the whole array's values with brim_mget_free().
  */
 struct brim_mget_result {
-    int       status;               /* 0 (hit), BRIM_ENOTFOUND or an error */
-    void     *val;                  /* status 0: the value; else NULL */
-    size_t    val_len;              /* status 0: bytes */
-    uint32_t  flags;                /* status 0: client flags */
-    uint64_t  cas;                  /* status 0: CAS value */
+    int      status;  /* 0 (hit), BRIM_ENOTFOUND or an error */
+    void    *val;     /* status 0: the value; else NULL */
+    size_t   val_len; /* status 0: bytes */
+    uint32_t flags;   /* status 0: client flags */
+    uint64_t cas;     /* status 0: CAS value */
 };
 
 /*
@@ -325,21 +324,21 @@ BRIM_EXTERN int brim_mget(struct brim_client *c, const struct brim_key *keys,
 
 /* Free the NRESULTS results' values and set them to NULL. NULL is fine. */
 BRIM_EXTERN void brim_mget_free(struct brim_mget_result *results,
-                                size_t nresults);
+                                size_t                   nresults);
 
 /*
  * An item for brim_mset(): the inputs are borrowed for the call; STATUS
  * and CAS are written by it.
  */
 struct brim_item {
-    const void *key;                /* in: binary-safe bytes */
-    size_t      key_len;            /* in: 1 .. the key limit */
-    const void *val;                /* in: the value (NULL when VAL_LEN 0) */
-    size_t      val_len;            /* in: bytes */
-    uint32_t    ttl_s;              /* in: as brim_set() */
-    uint32_t    flags;              /* in: client flags */
-    int         status;             /* out: 0 or the item's error */
-    uint64_t    cas;                /* out: status 0: the new CAS value */
+    const void *key;     /* in: binary-safe bytes */
+    size_t      key_len; /* in: 1 .. the key limit */
+    const void *val;     /* in: the value (NULL when VAL_LEN 0) */
+    size_t      val_len; /* in: bytes */
+    uint32_t    ttl_s;   /* in: as brim_set() */
+    uint32_t    flags;   /* in: client flags */
+    int         status;  /* out: 0 or the item's error */
+    uint64_t    cas;     /* out: status 0: the new CAS value */
 };
 
 /*

@@ -25,41 +25,44 @@ _Static_assert(BRIM_ADMIN_ADDR_MAX == BRIM_ADDR_MAX,
 
 /* How a field of a reply's map is stored. */
 enum admin_kind {
-    ADMIN_U64 = 1,                  /* u64 <- positive integer */
-    ADMIN_F64,                      /* double <- float (or integer) */
-    ADMIN_FLAG,                     /* int 0/1 <- boolean (or integer) */
-    ADMIN_TEXT,                     /* char[SIZE] <- str or bin, cut */
-    ADMIN_ENUM,                     /* int <- str, its index in NAMES */
-    ADMIN_WEIGHT                    /* uint32_t ppm <- float weight */
+    ADMIN_U64 = 1, /* u64 <- positive integer */
+    ADMIN_F64,     /* double <- float (or integer) */
+    ADMIN_FLAG,    /* int 0/1 <- boolean (or integer) */
+    ADMIN_TEXT,    /* char[SIZE] <- str or bin, cut */
+    ADMIN_ENUM,    /* int <- str, its index in NAMES */
+    ADMIN_WEIGHT   /* uint32_t ppm <- float weight */
 };
 
 /* One named field of a reply's map and where it goes in the struct. */
 struct admin_field {
-    const char         *name;       /* the map's key */
-    uint8_t             kind;       /* enum admin_kind */
-    uint16_t            size;       /* ADMIN_TEXT: the array's bytes */
-    uint32_t            off;        /* offsetof() in the struct */
-    const char *const  *names;      /* ADMIN_ENUM: value i's name */
-    uint8_t             nnames;     /* ADMIN_ENUM: entries of NAMES */
+    const char        *name;   /* the map's key */
+    uint8_t            kind;   /* enum admin_kind */
+    uint16_t           size;   /* ADMIN_TEXT: the array's bytes */
+    uint32_t           off;    /* offsetof() in the struct */
+    const char *const *names;  /* ADMIN_ENUM: value i's name */
+    uint8_t            nnames; /* ADMIN_ENUM: entries of NAMES */
 };
 
 /* A field KEY of struct TYPE's MEMBER, stored as KIND (or an enum). */
-#define ADMIN_F(type, key, member, kind)                                     \
-    { key, kind, sizeof(((struct type *) 0)->member),                        \
-      offsetof(struct type, member), NULL, 0 }
-#define ADMIN_E(type, key, member, names)                                    \
-    { key, ADMIN_ENUM, 0, offsetof(struct type, member), names,              \
-      BRIM_ARRAY_LEN(names) }
+#define ADMIN_F(type, key, member, kind)                                       \
+    {                                                                          \
+        key, kind, sizeof(((struct type *) 0)->member),                        \
+            offsetof(struct type, member), NULL, 0                             \
+    }
+#define ADMIN_E(type, key, member, names)                                      \
+    {                                                                          \
+        key, ADMIN_ENUM, 0, offsetof(struct type, member), names,              \
+            BRIM_ARRAY_LEN(names)                                              \
+    }
 
 /* enum brim_node_state's names, as CLUSTER_STATS spells them. */
-static const char *const admin_states[] = {
-    "unknown", "joining", "up", "leaving", "dead"
-};
+static const char *const admin_states[] = {"unknown", "joining", "up",
+                                           "leaving", "dead"};
 _Static_assert(BRIM_ARRAY_LEN(admin_states) == BRIM_NODE_DEAD + 1,
                "a name per node state");
 
 /* enum brim_plan_kind's names, as PLAN spells them. */
-static const char *const admin_kinds[] = { "", "join", "leave" };
+static const char *const admin_kinds[] = {"", "join", "leave"};
 
 static const struct admin_field admin_node_fields[] = {
     ADMIN_F(brim_cluster_node, "name", name, ADMIN_TEXT),
@@ -72,10 +75,9 @@ static const struct admin_field admin_node_fields[] = {
     ADMIN_F(brim_cluster_node, "load", load, ADMIN_F64),
     ADMIN_F(brim_cluster_node, "keys", keys, ADMIN_U64),
     ADMIN_F(brim_cluster_node, "bytes", bytes, ADMIN_U64),
-    ADMIN_F(brim_cluster_node, "requests_per_sec", requests_per_sec,
+    ADMIN_F(brim_cluster_node, "requests_per_sec", requests_per_sec, ADMIN_U64),
+    ADMIN_F(brim_cluster_node, "last_heartbeat_ms_ago", last_heartbeat_ms_ago,
             ADMIN_U64),
-    ADMIN_F(brim_cluster_node, "last_heartbeat_ms_ago",
-            last_heartbeat_ms_ago, ADMIN_U64),
     ADMIN_F(brim_cluster_node, "migration_in", migration_in, ADMIN_U64),
     ADMIN_F(brim_cluster_node, "migration_out", migration_out, ADMIN_U64),
 };
@@ -265,7 +267,7 @@ admin_store(const struct admin_field *f, const msgpack_object *o, char *out)
         return admin_text(o, out + f->off, f->size);
     case ADMIN_ENUM:
         return admin_enum(f, o, (int *) (void *) (out + f->off));
-    default:                        /* ADMIN_WEIGHT: 1.0 is 10^6 ppm */
+    default: /* ADMIN_WEIGHT: 1.0 is 10^6 ppm */
         if (admin_number(o, &v) != 0 || !(v >= 0) || v * 1e6 > UINT32_MAX) {
             return BRIM_EBADREPLY;
         }
@@ -280,8 +282,8 @@ admin_store(const struct admin_field *f, const msgpack_object *o, char *out)
  * Returns 0 or BRIM_EBADREPLY (not a map; a field of the wrong type).
  */
 static int
-admin_decode(const msgpack_object *map, const struct admin_field *f,
-             size_t nf, void *out)
+admin_decode(const msgpack_object *map, const struct admin_field *f, size_t nf,
+             void *out)
 {
     const msgpack_object_kv *kv;
     const char              *key;
@@ -297,8 +299,7 @@ admin_decode(const msgpack_object *map, const struct admin_field *f,
             continue;
         }
         for (j = 0; j < nf; j++) {
-            if (strlen(f[j].name) == klen
-                && memcmp(f[j].name, key, klen) == 0)
+            if (strlen(f[j].name) == klen && memcmp(f[j].name, key, klen) == 0)
             {
                 rc = admin_store(&f[j], &kv->val, out);
                 if (rc != 0) {
@@ -348,17 +349,15 @@ admin_check(struct brim_client *c, const void *out)
 
 /* What the MEMBERS callback fills. */
 struct admin_members {
-    struct brim_member_info *list;      /* new array, or NULL */
-    size_t                   n;         /* its entries */
+    struct brim_member_info *list; /* new array, or NULL */
+    size_t                   n;    /* its entries */
 };
 
 /* The u32 O into *OUT; BRIM_EBADREPLY for another type or above 2^32-1. */
 static int
 admin_u32(const msgpack_object *o, uint32_t *out)
 {
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER
-        || o->via.u64 > UINT32_MAX)
-    {
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > UINT32_MAX) {
         return BRIM_EBADREPLY;
     }
     *out = (uint32_t) o->via.u64;
@@ -426,7 +425,7 @@ int
 brim_members(struct brim_client *c, struct brim_member_info **members,
              size_t *nmembers)
 {
-    struct admin_members out = { NULL, 0 };
+    struct admin_members out = {NULL, 0};
     int                  rc;
 
     rc = admin_check(c, members != NULL && nmembers != NULL ? members : NULL);
@@ -462,8 +461,7 @@ admin_leave_reply(const msgpack_object *obj, uint64_t epoch, void *arg)
 }
 
 int
-brim_leave(struct brim_client *c, const char *name, int force,
-           uint64_t *epoch)
+brim_leave(struct brim_client *c, const char *name, int force, uint64_t *epoch)
 {
     uint64_t e = 0;
     int      rc;
@@ -503,14 +501,15 @@ brim_plan(struct brim_client *c, int kind, const char *name,
     if ((kind != BRIM_PLAN_JOIN && kind != BRIM_PLAN_LEAVE)
         || (kind == BRIM_PLAN_LEAVE && weight_ppm != 0))
     {
-        brim_lib_errmsg(c, "plan: kind %d with weight %u ppm: want a join "
-                        "(any weight) or a leave (weight 0)", kind,
-                        (unsigned) weight_ppm);
+        brim_lib_errmsg(c,
+                        "plan: kind %d with weight %u ppm: want a join "
+                        "(any weight) or a leave (weight 0)",
+                        kind, (unsigned) weight_ppm);
         return BRIM_EINVAL;
     }
     memset(&p, 0, sizeof(p));
-    rc = brim_coordlink_call(c, BRIM_OP_PLAN, name, (uint32_t) kind,
-                             weight_ppm, admin_plan_reply, &p);
+    rc = brim_coordlink_call(c, BRIM_OP_PLAN, name, (uint32_t) kind, weight_ppm,
+                             admin_plan_reply, &p);
     if (rc == 0) {
         *plan = p;
     }
@@ -521,8 +520,8 @@ brim_plan(struct brim_client *c, int kind, const char *name,
 
 /* One allocation: the stats, then their node rows. */
 struct admin_stats {
-    struct brim_cluster_stats stats;    /* what the caller gets */
-    struct brim_cluster_node  rows[];   /* stats.nodes points here */
+    struct brim_cluster_stats stats;  /* what the caller gets */
+    struct brim_cluster_node  rows[]; /* stats.nodes points here */
 };
 
 /* brim_coordlink_call() callback of CLUSTER_STATS: a new struct admin_stats
@@ -599,5 +598,5 @@ brim_cluster_stats(struct brim_client *c, struct brim_cluster_stats **stats)
 void
 brim_cluster_stats_free(struct brim_cluster_stats *stats)
 {
-    brim_free(stats);               /* the first member of admin_stats */
+    brim_free(stats); /* the first member of admin_stats */
 }

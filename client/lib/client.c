@@ -20,8 +20,8 @@
 #include "proto/auth_file.h"
 #include "proto/ops.h"
 
-#define CLIENT_CONNECT_TIMEOUT_MS 1000  /* opts.connect_timeout_ms 0 */
-#define CLIENT_REQUEST_TIMEOUT_MS 5000  /* opts.request_timeout_ms 0 */
+#define CLIENT_CONNECT_TIMEOUT_MS 1000 /* opts.connect_timeout_ms 0 */
+#define CLIENT_REQUEST_TIMEOUT_MS 5000 /* opts.request_timeout_ms 0 */
 
 void
 brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
@@ -76,11 +76,11 @@ client_new(const struct brim_opts *opts)
         return NULL;
     }
     c->connect_timeout_ms = opts->connect_timeout_ms != 0
-                                ? opts->connect_timeout_ms
-                                : CLIENT_CONNECT_TIMEOUT_MS;
+        ? opts->connect_timeout_ms
+        : CLIENT_CONNECT_TIMEOUT_MS;
     c->request_timeout_ms = opts->request_timeout_ms != 0
-                                ? opts->request_timeout_ms
-                                : CLIENT_REQUEST_TIMEOUT_MS;
+        ? opts->request_timeout_ms
+        : CLIENT_REQUEST_TIMEOUT_MS;
     c->role = opts->admin ? BRIM_ROLE_ADMIN : BRIM_ROLE_CLIENT;
     return c;
 }
@@ -163,8 +163,8 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         return BRIM_ENOMEM;
     }
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    c->coord->link.conf.frame_min = 2u * BRIM_PARTITIONS_MAX + (64u << 10)
-                                    + 200u * BRIM_NODES_MAX;
+    c->coord->link.conf.frame_min =
+        2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX;
     c->home = c->coord;
     rc = brim_pool_ready(c, c->coord, INT64_MAX);
     if (rc == 0) {
@@ -173,7 +173,7 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         rc = brim_coordlink_refresh(c, deadline);
     }
     if (rc == 0) {
-        rc = brim_coordlink_sub_start(c);   /* connects later, never waits */
+        rc = brim_coordlink_sub_start(c); /* connects later, never waits */
         if (rc != 0) {
             brim_lib_errmsg(c, "out of memory");
         }
@@ -200,7 +200,8 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
         return BRIM_EINVAL;
     }
     if ((opts->coord_addr != NULL) == (opts->server_addr != NULL)) {
-        brim_errfmt(errbuf, "brim: connect: give exactly one of "
+        brim_errfmt(errbuf,
+                    "brim: connect: give exactly one of "
                     "server_addr and coord_addr");
         return BRIM_EINVAL;
     }
@@ -211,10 +212,8 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
     if (rc != 0) {
         return rc;
     }
-    c->server_addr = brim_strndup(opts->server_addr,
-                                  strlen(opts->server_addr));
-    c->home = c->server_addr != NULL ? brim_pool_get(c, c->server_addr)
-                                     : NULL;
+    c->server_addr = brim_strndup(opts->server_addr, strlen(opts->server_addr));
+    c->home = c->server_addr != NULL ? brim_pool_get(c, c->server_addr) : NULL;
     if (c->home == NULL) {
         brim_close(c);
         brim_errfmt(errbuf, "brim: out of memory");
@@ -263,7 +262,7 @@ brim_epoch(struct brim_client *c)
     if (c == NULL) {
         return 0;
     }
-    brim_coordlink_sub_poll(c, 1);      /* a pushed map that has arrived */
+    brim_coordlink_sub_poll(c, 1); /* a pushed map that has arrived */
     return c->epoch;
 }
 
@@ -294,10 +293,10 @@ client_key_call(struct brim_client *c, struct brim_call *call, uint32_t op,
 
 /* Where a VALUE reply goes (brim_get_ex, brim_gat). */
 struct client_value {
-    void     **val;                 /* out: new buffer, or NULL: not wanted */
-    size_t    *val_len;             /* out: bytes */
-    uint32_t  *flags;               /* out, or NULL */
-    uint64_t  *cas;                 /* out, or NULL */
+    void    **val;     /* out: new buffer, or NULL: not wanted */
+    size_t   *val_len; /* out: bytes */
+    uint32_t *flags;   /* out, or NULL */
+    uint64_t *cas;     /* out, or NULL */
 };
 
 /* ON_REPLY of GET and GAT: copy the value out of the frame. */
@@ -358,10 +357,10 @@ brim_get(struct brim_client *c, const void *key, size_t key_len, void **val,
 }
 
 int
-brim_get_ex(struct brim_client *c, const void *key, size_t key_len,
-            void **val, size_t *val_len, uint32_t *flags, uint64_t *cas)
+brim_get_ex(struct brim_client *c, const void *key, size_t key_len, void **val,
+            size_t *val_len, uint32_t *flags, uint64_t *cas)
 {
-    struct client_value out = { val, val_len, flags, cas };
+    struct client_value out = {val, val_len, flags, cas};
 
     if (val == NULL || val_len == NULL) {
         if (c != NULL) {
@@ -373,11 +372,10 @@ brim_get_ex(struct brim_client *c, const void *key, size_t key_len,
 }
 
 int
-brim_gat(struct brim_client *c, const void *key, size_t key_len,
-         uint32_t ttl_s, void **val, size_t *val_len, uint32_t *flags,
-         uint64_t *cas)
+brim_gat(struct brim_client *c, const void *key, size_t key_len, uint32_t ttl_s,
+         void **val, size_t *val_len, uint32_t *flags, uint64_t *cas)
 {
-    struct client_value out = { val, val_len, flags, cas };
+    struct client_value out = {val, val_len, flags, cas};
 
     return client_fetch(c, BRIM_OP_GAT, key, key_len, ttl_s, &out);
 }
@@ -443,8 +441,8 @@ brim_replace(struct brim_client *c, const void *key, size_t key_len,
              const void *val, size_t val_len, uint32_t ttl_s, uint32_t flags,
              uint64_t *cas)
 {
-    return client_store(c, BRIM_OP_REPLACE, key, key_len, val, val_len,
-                        ttl_s, flags, 0, cas);
+    return client_store(c, BRIM_OP_REPLACE, key, key_len, val, val_len, ttl_s,
+                        flags, 0, cas);
 }
 
 int
@@ -460,16 +458,16 @@ int
 brim_append(struct brim_client *c, const void *key, size_t key_len,
             const void *val, size_t val_len, uint64_t *cas)
 {
-    return client_store(c, BRIM_OP_APPEND, key, key_len, val, val_len, 0, 0,
-                        0, cas);
+    return client_store(c, BRIM_OP_APPEND, key, key_len, val, val_len, 0, 0, 0,
+                        cas);
 }
 
 int
 brim_prepend(struct brim_client *c, const void *key, size_t key_len,
              const void *val, size_t val_len, uint64_t *cas)
 {
-    return client_store(c, BRIM_OP_PREPEND, key, key_len, val, val_len, 0, 0,
-                        0, cas);
+    return client_store(c, BRIM_OP_PREPEND, key, key_len, val, val_len, 0, 0, 0,
+                        cas);
 }
 
 /* DEL or TOUCH (OP) of KEY: the reply is a status only. */
@@ -558,7 +556,7 @@ client_keyless(struct brim_client *c, uint32_t op, uint32_t delay_s)
     memset(&call, 0, sizeof(call));
     call.req.op = op;
     call.req.delay_s = delay_s;
-    call.target = c->home;          /* standalone node, or coordinator */
+    call.target = c->home; /* standalone node, or coordinator */
     return brim_route_one(c, &call);
 }
 

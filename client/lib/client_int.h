@@ -47,14 +47,14 @@
  * frame size the coordinator's topology replies need.
  */
 struct brim_pool_node {
-    struct brim_link        link;        /* the connection */
-    struct brim_pool_node  *next;        /* next node of the pool */
+    struct brim_link       link; /* the connection */
+    struct brim_pool_node *next; /* next node of the pool */
 };
 
 /* Where a call is in brim_route_run(). */
 enum brim_call_state {
-    BRIM_CALL_PENDING = 0,          /* to be sent (again) */
-    BRIM_CALL_DONE                  /* STATUS is final */
+    BRIM_CALL_PENDING = 0, /* to be sent (again) */
+    BRIM_CALL_DONE         /* STATUS is final */
 };
 
 struct brim_call;
@@ -65,40 +65,40 @@ struct brim_call;
  * a code that becomes the call's status; BRIM_EBADREPLY also closes the
  * connection (the reply did not fit the request).
  */
-typedef int (*brim_call_reply_fn)(struct brim_call *call,
+typedef int (*brim_call_reply_fn)(struct brim_call      *call,
                                   const struct brim_rep *rep);
 
 /* One request, its routing and its outcome. Zero it, then fill REQ. */
 struct brim_call {
-    struct brim_req           req;         /* op and arguments; the id and
+    struct brim_req          req;           /* op and arguments; the id and
                                             * epoch are set when it is sent */
-    const struct brim_bytes  *mkeys;       /* MGET: the keys (borrowed) */
-    uint32_t                  nmkeys;      /* MGET: their count */
-    brim_call_reply_fn        on_reply;    /* NULL: the status is enough */
-    void                     *arg;         /* for ON_REPLY */
-    struct brim_pool_node    *target;      /* set: send there, not routed */
-    int                       state;       /* enum brim_call_state */
-    int                       status;      /* reply status, or local error */
-    int                       answered;    /* STATUS came from a reply */
-    int                       sent;        /* some byte of it was written */
-    uint32_t                  tries;       /* exchanges it took part in */
-    uint64_t                  start;       /* its frame's stream offset on
+    const struct brim_bytes *mkeys;         /* MGET: the keys (borrowed) */
+    uint32_t                 nmkeys;        /* MGET: their count */
+    brim_call_reply_fn       on_reply;      /* NULL: the status is enough */
+    void                    *arg;           /* for ON_REPLY */
+    struct brim_pool_node   *target;        /* set: send there, not routed */
+    int                      state;         /* enum brim_call_state */
+    int                      status;        /* reply status, or local error */
+    int                      answered;      /* STATUS came from a reply */
+    int                      sent;          /* some byte of it was written */
+    uint32_t                 tries;         /* exchanges it took part in */
+    uint64_t                 start;         /* its frame's stream offset on
                                             * its link (brim_link_queued()) */
-    uint64_t                  rep_epoch;   /* MOVED, RETRY: the epoch */
-    uint64_t                  moved_epoch; /* epoch of the last redirect */
-    int                       redirected;  /* followed a MOVED already */
-    char                     *redirect;    /* MOVED: owner address, owned */
-    int64_t                   wait_until_ms; /* its node was unreachable:
+    uint64_t                 rep_epoch;     /* MOVED, RETRY: the epoch */
+    uint64_t                 moved_epoch;   /* epoch of the last redirect */
+    int                      redirected;    /* followed a MOVED already */
+    char                    *redirect;      /* MOVED: owner address, owned */
+    int64_t                  wait_until_ms; /* its node was unreachable:
                                             * other nodes' calls go first,
                                             * it not before this */
 };
 
 /* Where the coordinator subscription is. */
 enum brim_sub_state {
-    BRIM_SUB_OFF = 0,               /* standalone mode, or turned off */
-    BRIM_SUB_IDLE,                  /* no connection; next try at RETRY_AT */
-    BRIM_SUB_CONNECTING,            /* non-blocking connect() under way */
-    BRIM_SUB_WAITING                /* HELLO and SUBSCRIBE sent: replies
+    BRIM_SUB_OFF = 0,    /* standalone mode, or turned off */
+    BRIM_SUB_IDLE,       /* no connection; next try at RETRY_AT */
+    BRIM_SUB_CONNECTING, /* non-blocking connect() under way */
+    BRIM_SUB_WAITING     /* HELLO and SUBSCRIBE sent: replies
                                      * awaited, the SUBSCRIBE's held back */
 };
 
@@ -140,17 +140,17 @@ struct brim_client {
     struct brim_pool_node *home;               /* the standalone node, or
                                                 * the coordinator */
     /* Cluster mode (brim_opts.coord_addr): */
-    struct brim_pool_node *coord;              /* the coordinator, or NULL */
-    struct brim_topo       topo;               /* the newest map fetched */
-    struct brim_pool_node **members;           /* topo.nmembers pool nodes,
+    struct brim_pool_node   *coord;    /* the coordinator, or NULL */
+    struct brim_topo         topo;     /* the newest map fetched */
+    struct brim_pool_node  **members;  /* topo.nmembers pool nodes,
                                                 * NULL: no address */
-    uint64_t               nmoved;             /* MOVED answers followed */
-    uint64_t               nretry;             /* RETRY/BUSY answers */
-    uint64_t               nrefresh;           /* map fetches */
-    struct brim_sub        sub;                /* pushed epochs */
-    struct brim_auth_secret *secret;           /* brim_opts.secret_file's,
+    uint64_t                 nmoved;   /* MOVED answers followed */
+    uint64_t                 nretry;   /* RETRY/BUSY answers */
+    uint64_t                 nrefresh; /* map fetches */
+    struct brim_sub          sub;      /* pushed epochs */
+    struct brim_auth_secret *secret;   /* brim_opts.secret_file's,
                                                 * owned; NULL: no AUTH */
-    char                   errmsg[BRIM_ERRBUF_LEN]; /* last failure */
+    char                     errmsg[BRIM_ERRBUF_LEN]; /* last failure */
 };
 
 /* ---- pool.c ---- */
@@ -163,7 +163,7 @@ struct brim_client {
  */
 struct brim_pool_node *brim_pool_node_new(struct brim_client *c,
                                           const char *addr, int secret);
-void brim_pool_node_free(struct brim_pool_node *n);
+void                   brim_pool_node_free(struct brim_pool_node *n);
 
 /*
  * The node of the pool at ADDR (copied), added if new. Returns NULL only
@@ -214,7 +214,7 @@ int brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
  * the map, or NULL when that partition has no owner (BRIM_ENONODES).
  */
 struct brim_pool_node *brim_route_key(struct brim_client *c, const void *key,
-                                 size_t key_len);
+                                      size_t key_len);
 
 /*
  * Run the NCALLS calls to completion by DEADLINE_MS: route each (TARGET, or
@@ -307,7 +307,6 @@ void brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* 0 when KEY/KEY_LEN is a key the node accepts; else BRIM_EINVAL + errmsg. */
-int brim_lib_check_key(struct brim_client *c, const void *key,
-                          size_t key_len);
+int brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len);
 
 #endif /* BRIM_CLIENT_LIB_CLIENT_INT_H */

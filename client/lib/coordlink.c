@@ -57,16 +57,14 @@ coord_install(struct brim_client *c, struct brim_topo *t)
     struct brim_pool_node **members, *n;
     uint32_t                i;
 
-    members = brim_calloc(t->nmembers > 0 ? t->nmembers : 1,
-                          sizeof(*members));
+    members = brim_calloc(t->nmembers > 0 ? t->nmembers : 1, sizeof(*members));
     if (members == NULL) {
         brim_topo_destroy(t);
         return BRIM_ENOMEM;
     }
     for (i = 0; i < t->nmembers; i++) {
         if (t->members[i].addr[0] == '\0'
-            || t->members[i].state == BRIM_MEMBER_DEAD)
-        {
+            || t->members[i].state == BRIM_MEMBER_DEAD) {
             continue;
         }
         members[i] = brim_pool_get(c, t->members[i].addr);
@@ -181,12 +179,12 @@ sub_send(struct brim_client *c, int64_t now)
 static int
 sub_reply(struct brim_client *c, const struct brim_rep *rep)
 {
-    struct brim_sub  *s = &c->sub;
-    struct brim_topo  t;
-    int               rc;
+    struct brim_sub *s = &c->sub;
+    struct brim_topo t;
+    int              rc;
 
     if (rep->status != 0) {
-        return rep->status;         /* DENIED (another cluster)... */
+        return rep->status; /* DENIED (another cluster)... */
     }
     rc = coord_topo_decode(rep, &t);
     if (rc == 0) {
@@ -204,21 +202,21 @@ sub_reply(struct brim_client *c, const struct brim_rep *rep)
     }
     s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
     s->attempts = 0;
-    return sub_send(c, s->looked_ms);   /* this step's time */
+    return sub_send(c, s->looked_ms); /* this step's time */
 }
 
 /* Read what the subscription's socket holds, handling whole replies. */
 static int
 sub_read(struct brim_client *c)
 {
-    struct brim_link       *l = &c->sub.conn->link;
-    struct brim_link_reply  r;
-    int                     rc;
+    struct brim_link      *l = &c->sub.conn->link;
+    struct brim_link_reply r;
+    int                    rc;
 
     for (;;) {
         rc = brim_link_read(l);
         if (rc <= 0) {
-            break;                  /* 0: it would block */
+            break; /* 0: it would block */
         }
         while ((rc = brim_link_take(l, &r)) == 1) {
             rc = sub_reply(c, &r.rep);
@@ -230,7 +228,7 @@ sub_read(struct brim_client *c)
             return rc;
         }
     }
-    brim_link_trim(l);              /* a large topology's memory */
+    brim_link_trim(l); /* a large topology's memory */
     return rc;
 }
 
@@ -254,7 +252,7 @@ sub_step(struct brim_client *c, int64_t now)
         s->due_ms = now + c->connect_timeout_ms;
     }
     if (s->state == BRIM_SUB_CONNECTING) {
-        rc = brim_link_connect_done(l);     /* queues HELLO */
+        rc = brim_link_connect_done(l); /* queues HELLO */
         if (rc == BRIM_EAGAIN) {
             return now >= s->due_ms ? BRIM_ETIMEDOUT : 0;
         }
@@ -364,7 +362,7 @@ brim_coordlink_pushed(const struct brim_client *c)
 /* What brim_coordlink_call() hands its callback. */
 struct coord_cb_arg {
     brim_coordlink_cb cb;
-    void         *arg;
+    void             *arg;
 };
 
 static int
@@ -380,8 +378,8 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
 
 int
 brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
-                    uint32_t arg_u32, uint32_t weight_ppm,
-                    brim_coordlink_cb cb, void *arg)
+                    uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
+                    void *arg)
 {
     struct coord_cb_arg a;
     struct brim_call    call;

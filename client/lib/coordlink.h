@@ -12,7 +12,7 @@
 
 #include <brim.h>
 
-struct brim_topo;                   /* proto/topo.h */
+struct brim_topo; /* proto/topo.h */
 
 /* The topology C routes with, or NULL in standalone mode. Borrowed. */
 const struct brim_topo *brim_coordlink_topo(const struct brim_client *c);

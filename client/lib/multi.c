@@ -16,8 +16,8 @@
 #include "proto/ops.h"
 
 /* Result states inside brim_mget() before the final status is known. */
-#define MULTI_PENDING 1             /* not answered yet */
-#define MULTI_AGAIN 2               /* the MGET entry said: ask again */
+#define MULTI_PENDING 1 /* not answered yet */
+#define MULTI_AGAIN 2   /* the MGET entry said: ask again */
 
 /* Bytes of framing per key and per MGET frame, for the size budget. */
 #define MULTI_KEY_OVERHEAD 5
@@ -25,9 +25,9 @@
 
 /* One MGET call's keys: ON_REPLY's argument. */
 struct multi_part {
-    struct brim_mget_result *results;   /* the caller's array */
-    const size_t            *idx;       /* result index of each key */
-    uint32_t                 n;         /* keys in this MGET */
+    struct brim_mget_result *results; /* the caller's array */
+    const size_t            *idx;     /* result index of each key */
+    uint32_t                 n;       /* keys in this MGET */
 };
 
 /* Copy a hit into R. */
@@ -84,7 +84,7 @@ multi_mget_reply(struct brim_call *call, const struct brim_rep *rep)
             r->status = MULTI_AGAIN;
             break;
         default:
-            r->status = rc;         /* NOTFOUND, or the entry's error */
+            r->status = rc; /* NOTFOUND, or the entry's error */
             break;
         }
     }
@@ -129,9 +129,8 @@ multi_plan(struct brim_client *c, const struct brim_key *keys, size_t nkeys,
                 || bytes + keys[i].key_len + MULTI_KEY_OVERHEAD > budget)
             {
                 call = &calls[ncalls];
-                parts[ncalls] = (struct multi_part) {
-                    .results = results, .idx = &idx[nk], .n = 0
-                };
+                parts[ncalls] = (struct multi_part){
+                    .results = results, .idx = &idx[nk], .n = 0};
                 memset(call, 0, sizeof(*call));
                 call->req.op = BRIM_OP_MGET;
                 call->mkeys = &bk[nk];
@@ -141,9 +140,8 @@ multi_plan(struct brim_client *c, const struct brim_key *keys, size_t nkeys,
                 ncalls++;
                 bytes = MULTI_FRAME_OVERHEAD;
             }
-            bk[nk] = (struct brim_bytes) {
-                .ptr = keys[i].key, .len = keys[i].key_len
-            };
+            bk[nk] =
+                (struct brim_bytes){.ptr = keys[i].key, .len = keys[i].key_len};
             idx[nk] = i;
             nk++;
             call->nmkeys++;
@@ -156,9 +154,9 @@ multi_plan(struct brim_client *c, const struct brim_key *keys, size_t nkeys,
 
 /* The results left MULTI_AGAIN, fetched one GET each. */
 static int
-multi_again(struct brim_client *c, const struct brim_key *keys,
-            size_t nkeys, struct brim_mget_result *results,
-            struct brim_call *calls, int64_t deadline_ms)
+multi_again(struct brim_client *c, const struct brim_key *keys, size_t nkeys,
+            struct brim_mget_result *results, struct brim_call *calls,
+            int64_t deadline_ms)
 {
     size_t i, ncalls, *idx;
     int    rc;
@@ -217,12 +215,11 @@ multi_mget_round(struct brim_client *c, const struct brim_key *keys,
     for (i = 0; i < nkeys; i++) {
         knode[i] = brim_route_key(c, keys[i].key, keys[i].key_len);
         if (knode[i] == NULL && results[i].status == MULTI_PENDING) {
-            results[i].status = BRIM_ENONODES;  /* no owner */
+            results[i].status = BRIM_ENONODES; /* no owner */
             brim_lib_errmsg(c, "no nodes in the cluster");
         }
     }
-    ncalls = multi_plan(c, keys, nkeys, results, knode, bk, idx, calls,
-                        parts);
+    ncalls = multi_plan(c, keys, nkeys, results, knode, bk, idx, calls, parts);
     rc = ncalls > 0 ? brim_route_run(c, calls, ncalls, deadline_ms) : 0;
     /* A whole MGET that failed (transport, or an error status for the
      * frame) gives its status to each of its keys. */
@@ -232,8 +229,7 @@ multi_mget_round(struct brim_client *c, const struct brim_key *keys,
                 continue;
             }
             if (c->coord != NULL && !calls[i].answered
-                && calls[i].status != BRIM_ETIMEDOUT)
-            {
+                && calls[i].status != BRIM_ETIMEDOUT) {
                 /* Cluster mode: the node may have left; each key is
                  * asked again through the map. */
                 results[parts[i].idx[j]].status = MULTI_AGAIN;
@@ -274,8 +270,8 @@ brim_mget(struct brim_client *c, const struct brim_key *keys, size_t nkeys,
         memset(&results[i], 0, sizeof(results[i]));
         results[i].status =
             brim_lib_check_key(c, keys[i].key, keys[i].key_len) == 0
-                ? MULTI_PENDING
-                : BRIM_EINVAL;
+            ? MULTI_PENDING
+            : BRIM_EINVAL;
     }
     if (nkeys == 0) {
         return 0;

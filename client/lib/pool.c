@@ -32,7 +32,7 @@ brim_pool_node_new(struct brim_client *c, const char *addr, int secret)
     conf.hello = 1;
     conf.role = c->role;
     conf.secret = secret ? c->secret : NULL;
-    conf.next_id = &c->next_id;     /* one id sequence for the client */
+    conf.next_id = &c->next_id; /* one id sequence for the client */
     if (brim_link_init(&n->link, addr, &conf) != 0) {
         brim_free(n);
         return NULL;
@@ -93,8 +93,7 @@ static int
 pool_note_error(struct brim_client *c, struct brim_pool_node *n,
                 struct brim_call *call, const struct brim_rep *rep)
 {
-    brim_lib_errmsg(c, "%s: %s: %.*s", n->link.addr,
-                    brim_op_name(call->req.op),
+    brim_lib_errmsg(c, "%s: %s: %.*s", n->link.addr, brim_op_name(call->req.op),
                     (int) BRIM_MIN(rep->message_len, 160),
                     rep->message != NULL ? rep->message : "");
     if (rep->status == BRIM_EMOVED || rep->status == BRIM_ERETRY) {
@@ -146,14 +145,14 @@ pool_reply(struct brim_client *c, struct brim_pool_node *n,
         if (rc == BRIM_EBADREPLY) {
             brim_lib_errmsg(c, "%s: reply to %s does not fit the request",
                             n->link.addr, brim_op_name(call->req.op));
-            call->answered = 0;     /* it gets the exchange's error */
+            call->answered = 0; /* it gets the exchange's error */
         }
     }
     if (rc == BRIM_EBADREPLY) {
         return rc;
     }
     if (rc != 0) {
-        call->status = rc;          /* a local failure, e.g. ENOMEM */
+        call->status = rc; /* a local failure, e.g. ENOMEM */
     }
     return 0;
 }
@@ -174,8 +173,8 @@ pool_queue(struct brim_client *c, struct brim_pool_node *n,
         call->sent = 0;
         call->answered = 0;
         call->tries++;
-        rc = brim_link_queue(&n->link, &call->req, call->mkeys,
-                             call->nmkeys, call);
+        rc = brim_link_queue(&n->link, &call->req, call->mkeys, call->nmkeys,
+                             call);
         if (rc != 0) {
             brim_lib_errmsg(c, "%s", n->link.err);
             return rc;
@@ -200,7 +199,7 @@ pool_replies(struct brim_client *c, struct brim_pool_node *n,
     while (*got < ncalls) {
         rc = brim_link_take(&n->link, &r);
         if (rc == 1) {
-            BRIM_ASSERT(r.tag == calls[*got]);  /* the link's FIFO order */
+            BRIM_ASSERT(r.tag == calls[*got]); /* the link's FIFO order */
             rc = pool_reply(c, n, calls[*got], &r.rep);
             if (calls[*got]->answered) {
                 (*got)++;
@@ -233,8 +232,7 @@ pool_replies(struct brim_client *c, struct brim_pool_node *n,
 
 int
 brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
-                   struct brim_call **calls, size_t ncalls,
-                   int64_t deadline_ms)
+                   struct brim_call **calls, size_t ncalls, int64_t deadline_ms)
 {
     size_t got, left, i;
     int    rc;
@@ -262,12 +260,12 @@ brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
     /* Bytes the node sent after the last reply are unasked. */
     (void) brim_link_input(&n->link, &left);
     if (rc != 0 || left != 0) {
-        brim_link_close(&n->link);  /* nothing more may be trusted on it */
+        brim_link_close(&n->link); /* nothing more may be trusted on it */
     }
     if (got == ncalls && rc == BRIM_ECLOSED) {
-        rc = 0;                     /* all answered, then the node closed */
+        rc = 0; /* all answered, then the node closed */
     }
-    brim_link_trim(&n->link);       /* a large MSET's memory goes back */
+    brim_link_trim(&n->link); /* a large MSET's memory goes back */
     return rc;
 }
 
@@ -308,14 +306,13 @@ brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
     if (rc != 0) {
         if (rc == BRIM_ETIMEDOUT) {
             brim_lib_errmsg(c, "%s (%s)", n->link.err,
-                            pool_timeout_name(c, by_request, tmo,
-                                              sizeof(tmo)));
+                            pool_timeout_name(c, by_request, tmo, sizeof(tmo)));
         } else {
             brim_lib_errmsg(c, "%s", n->link.err);
         }
         return rc;
     }
-    rc = brim_link_handshake(&n->link, dl);     /* PROTOCOL.md 3, 12.2 */
+    rc = brim_link_handshake(&n->link, dl); /* PROTOCOL.md 3, 12.2 */
     if (rc == BRIM_ETIMEDOUT) {
         brim_lib_errmsg(c, "%s: connected, but no HELLO reply in time (%s)",
                         n->link.addr,

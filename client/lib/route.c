@@ -30,7 +30,7 @@ brim_route_key(struct brim_client *c, const void *key, size_t key_len)
                           c->topo.map.npartitions);
     o = c->topo.map.owner[p];
     if (o >= c->topo.nmembers) {
-        return NULL;                /* BRIM_NODE_NONE: no owner */
+        return NULL; /* BRIM_NODE_NONE: no owner */
     }
     return c->members[o];
 }
@@ -164,7 +164,7 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc,
                     *want = call->rep_epoch;
                 }
                 if (info != NULL && (info->flags & BRIM_OPF_KEY) != 0) {
-                    call->target = NULL;    /* route by the new map */
+                    call->target = NULL; /* route by the new map */
                 }
             }
             return 1;
@@ -176,7 +176,7 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc,
     case BRIM_ETIMEDOUT:
     case BRIM_EBADREPLY:
     case BRIM_ENOMEM:
-    case 0:                         /* cannot happen: unanswered means rc */
+    case 0: /* cannot happen: unanswered means rc */
         route_done(call, rc != 0 ? rc : BRIM_ECLOSED);
         return 0;
     default:
@@ -184,8 +184,7 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc,
     }
     info = brim_op_info(call->req.op);
     if (!call->sent
-        || (info != NULL && (info->flags & BRIM_OPF_IDEMPOTENT) != 0))
-    {
+        || (info != NULL && (info->flags & BRIM_OPF_IDEMPOTENT) != 0)) {
         /* Send it again on a new connection: right away the first time
          * (an idle connection the node dropped), with a pause after; in
          * cluster mode the node may have left: look at the map again. */
@@ -230,7 +229,8 @@ route_batch(struct brim_client *c, struct brim_call *calls, size_t ncalls,
         if (n == NULL) {
             route_done(&calls[i], BRIM_ENONODES);
             calls[i].answered = 1;
-            brim_lib_errmsg(c, "no nodes in the cluster: the key's "
+            brim_lib_errmsg(c,
+                            "no nodes in the cluster: the key's "
                             "partition has no owner at epoch %llu",
                             (unsigned long long) c->epoch);
             continue;
@@ -259,8 +259,7 @@ route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
     size_t i;
 
     if (c->coord == NULL || want <= c->epoch
-        || brim_sock_now_ms() >= deadline_ms)
-    {
+        || brim_sock_now_ms() >= deadline_ms) {
         return;
     }
     memcpy(keep, c->errmsg, sizeof(keep));
@@ -268,9 +267,8 @@ route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
     memcpy(c->errmsg, keep, sizeof(keep));
     for (i = 0; i < nb; i++) {
         if (batch[i]->state == BRIM_CALL_PENDING && batch[i]->target == NULL
-            && batch[i]->status == BRIM_EMOVED
-            && batch[i]->rep_epoch > c->epoch && batch[i]->redirect != NULL
-            && batch[i]->redirect[0] != '\0')
+            && batch[i]->status == BRIM_EMOVED && batch[i]->rep_epoch > c->epoch
+            && batch[i]->redirect != NULL && batch[i]->redirect[0] != '\0')
         {
             batch[i]->target = brim_pool_get(c, batch[i]->redirect);
         }
@@ -287,9 +285,10 @@ route_expire(struct brim_client *c, struct brim_call *calls, size_t ncalls)
         if (calls[i].state == BRIM_CALL_PENDING) {
             /* A call that waited out RETRY answers timed out; one that
              * kept losing its connection reports that. */
-            route_done(&calls[i], calls[i].answered || calls[i].status == 0
-                                      ? BRIM_ETIMEDOUT
-                                      : calls[i].status);
+            route_done(&calls[i],
+                       calls[i].answered || calls[i].status == 0
+                           ? BRIM_ETIMEDOUT
+                           : calls[i].status);
             calls[i].answered = 0;
             if (c->errmsg[0] == '\0') {
                 brim_lib_errmsg(c, "no answer within %u ms",
@@ -300,15 +299,15 @@ route_expire(struct brim_client *c, struct brim_call *calls, size_t ncalls)
 }
 
 int
-brim_route_run(struct brim_client *c, struct brim_call *calls,
-               size_t ncalls, int64_t deadline_ms)
+brim_route_run(struct brim_client *c, struct brim_call *calls, size_t ncalls,
+               int64_t deadline_ms)
 {
-    struct brim_pool_node  *node;
-    struct brim_call       *one, **batch;
-    size_t                  nb, i;
-    int64_t                 backoff, left, now, next;
-    uint64_t                want;
-    int                     rc, pause;
+    struct brim_pool_node *node;
+    struct brim_call      *one, **batch;
+    size_t                 nb, i;
+    int64_t                backoff, left, now, next;
+    uint64_t               want;
+    int                    rc, pause;
 
     /* Take in a map the coordinator pushed, so that these calls go by it:
      * one non-blocking look at the subscription, never a wait. */
@@ -335,7 +334,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         now = brim_sock_now_ms();
         nb = route_batch(c, calls, ncalls, batch, &node, now, &next);
         if (nb == 0 && next == 0) {
-            break;                  /* nothing pending */
+            break; /* nothing pending */
         }
         if (now >= deadline_ms) {
             route_expire(c, calls, ncalls);
@@ -349,8 +348,8 @@ brim_route_run(struct brim_client *c, struct brim_call *calls,
         }
         rc = brim_pool_ready(c, node, deadline_ms);
         if (rc != 0) {
-            if (c->coord != NULL && node != c->coord
-                && rc != BRIM_ETIMEDOUT && rc != BRIM_ENOMEM)
+            if (c->coord != NULL && node != c->coord && rc != BRIM_ETIMEDOUT
+                && rc != BRIM_ENOMEM)
             {
                 /* In cluster mode a node that cannot be reached may have
                  * left or died: nothing was sent, so look at the map

@@ -20,11 +20,11 @@
 
 /* The walk's state, STATS's ON_REPLY argument. */
 struct stats_walk {
-    const char    *node;                          /* reporting node */
-    brim_stats_cb  cb;                            /* the caller's */
-    void          *arg;                           /* for CB */
-    int            stop;                          /* CB's non-zero answer */
-    char           section[STATS_NAME_MAX + 1];   /* current nested map */
+    const char   *node;                        /* reporting node */
+    brim_stats_cb cb;                          /* the caller's */
+    void         *arg;                         /* for CB */
+    int           stop;                        /* CB's non-zero answer */
+    char          section[STATS_NAME_MAX + 1]; /* current nested map */
 };
 
 /* Copy the str/bin O into NAME, cut to STATS_NAME_MAX; 0 or -1. */
@@ -83,11 +83,10 @@ stats_value(const msgpack_object *o, struct brim_stat *st, char *text,
     case MSGPACK_OBJECT_STR:
     case MSGPACK_OBJECT_BIN:
         st->kind = BRIM_STAT_STR;
-        st->str_len = o->type == MSGPACK_OBJECT_STR ? o->via.str.size
-                                                    : o->via.bin.size;
-        *owned = brim_strndup(o->type == MSGPACK_OBJECT_STR
-                                  ? o->via.str.ptr
-                                  : o->via.bin.ptr,
+        st->str_len =
+            o->type == MSGPACK_OBJECT_STR ? o->via.str.size : o->via.bin.size;
+        *owned = brim_strndup(o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr
+                                                            : o->via.bin.ptr,
                               st->str_len);
         if (*owned == NULL) {
             return BRIM_ENOMEM;
@@ -118,7 +117,7 @@ stats_pair(struct stats_walk *w, const msgpack_object *k,
     int              rc;
 
     if (stats_name(k, name) != 0) {
-        return 0;                   /* a name that is not text: skip */
+        return 0; /* a name that is not text: skip */
     }
     memset(&st, 0, sizeof(st));
     st.node = w->node;
@@ -166,7 +165,7 @@ stats_reply(struct brim_call *call, const struct brim_rep *rep)
             }
             for (j = 0; j < sub->via.map.size && w->stop == 0; j++) {
                 if (sub->via.map.ptr[j].val.type == MSGPACK_OBJECT_MAP) {
-                    continue;       /* one level only */
+                    continue; /* one level only */
                 }
                 rc = stats_pair(w, &sub->via.map.ptr[j].key,
                                 &sub->via.map.ptr[j].val, 1);
@@ -180,8 +179,8 @@ stats_reply(struct brim_call *call, const struct brim_rep *rep)
 }
 
 int
-brim_stats(struct brim_client *c, const char *section_filter,
-           brim_stats_cb cb, void *arg)
+brim_stats(struct brim_client *c, const char *section_filter, brim_stats_cb cb,
+           void *arg)
 {
     struct stats_walk w;
     struct brim_call  call;
@@ -194,8 +193,8 @@ brim_stats(struct brim_client *c, const char *section_filter,
     c->errmsg[0] = '\0';
     slen = section_filter != NULL ? strlen(section_filter) : 0;
     if (cb == NULL || slen > BRIM_WIRE_SECTION_MAX) {
-        brim_lib_errmsg(c, "stats: %s", cb == NULL ? "no callback"
-                                                   : "section name too long");
+        brim_lib_errmsg(c, "stats: %s",
+                        cb == NULL ? "no callback" : "section name too long");
         return BRIM_EINVAL;
     }
     memset(&w, 0, sizeof(w));

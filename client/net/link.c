@@ -40,10 +40,10 @@
 
 /* The handshake's own requests (struct brim_link_req.own). */
 enum link_own {
-    LINK_OWN_NONE = 0,              /* the caller's */
-    LINK_OWN_HELLO,                 /* HELLO */
-    LINK_OWN_CHALLENGE,             /* AUTH step 1: our nonce */
-    LINK_OWN_PROOF                  /* AUTH step 2: our MAC */
+    LINK_OWN_NONE = 0,  /* the caller's */
+    LINK_OWN_HELLO,     /* HELLO */
+    LINK_OWN_CHALLENGE, /* AUTH step 1: our nonce */
+    LINK_OWN_PROOF      /* AUTH step 2: our MAC */
 };
 
 /* Write L->err: "ADDR: " and printf FMT. */
@@ -56,8 +56,8 @@ link_err(struct brim_link *l, const char *fmt, ...)
     va_list ap;
     int     n;
 
-    n = snprintf(l->err, sizeof(l->err), "%s: ",
-                 l->addr != NULL ? l->addr : "?");
+    n = snprintf(l->err, sizeof(l->err),
+                 "%s: ", l->addr != NULL ? l->addr : "?");
     if (n < 0 || (size_t) n >= sizeof(l->err)) {
         return;
     }
@@ -103,7 +103,7 @@ brim_link_close(struct brim_link *l)
         l->fd = -1;
     }
     l->state = BRIM_LINK_CLOSED;
-    l->out_base += l->out.len;      /* offsets go on growing: never reused */
+    l->out_base += l->out.len; /* offsets go on growing: never reused */
     l->out.len = 0;
     l->out_off = 0;
     l->in.len = 0;
@@ -219,8 +219,8 @@ link_queue(struct brim_link *l, struct brim_req *req,
     e.own = own;
     e.tag = tag;
     if (req->op == BRIM_OP_MGET) {
-        rc = brim_wire_encode_mget(&l->out, req->request_id, req->epoch,
-                                   mkeys, nmkeys);
+        rc = brim_wire_encode_mget(&l->out, req->request_id, req->epoch, mkeys,
+                                   nmkeys);
     } else {
         rc = brim_wire_encode_req(&l->out, req);
     }
@@ -258,12 +258,11 @@ link_queue_own(struct brim_link *l, uint8_t own, const uint8_t *data)
         req.hello.role = l->conf.role;
         req.hello.cluster_id = l->conf.cluster_id;
         req.hello.name = l->conf.name;
-        req.hello.name_len = l->conf.name != NULL ? strlen(l->conf.name)
-                                                  : 0;
+        req.hello.name_len = l->conf.name != NULL ? strlen(l->conf.name) : 0;
     } else {
         req.op = BRIM_OP_AUTH;
-        req.arg_u32 = own == LINK_OWN_CHALLENGE ? BRIM_AUTH_CHALLENGE
-                                                : BRIM_AUTH_PROOF;
+        req.arg_u32 =
+            own == LINK_OWN_CHALLENGE ? BRIM_AUTH_CHALLENGE : BRIM_AUTH_PROOF;
         req.auth = (const char *) data;
     }
     return link_queue(l, &req, NULL, 0, own, NULL);
@@ -274,8 +273,8 @@ static void
 link_limits_reset(struct brim_link *l)
 {
     brim_wire_limits_default(&l->limits);
-    l->limits.max_frame_bytes = BRIM_MAX(l->limits.max_frame_bytes,
-                                         l->conf.frame_min);
+    l->limits.max_frame_bytes =
+        BRIM_MAX(l->limits.max_frame_bytes, l->conf.frame_min);
 }
 
 int
@@ -339,7 +338,7 @@ brim_link_connect_done(struct brim_link *l)
         return rc;
     }
     fd = l->fd;
-    l->fd = -1;                     /* attach closes what it replaces */
+    l->fd = -1; /* attach closes what it replaces */
     return brim_link_attach(l, fd);
 }
 
@@ -402,7 +401,7 @@ brim_link_read(struct brim_link *l)
             return 1;
         }
         if (r == 0) {
-            l->sys_errno = 0;       /* end of stream, not an error */
+            l->sys_errno = 0; /* end of stream, not an error */
             return BRIM_ECLOSED;
         }
         if (errno == EINTR) {
@@ -437,7 +436,7 @@ brim_link_consume(struct brim_link *l, size_t n)
     BRIM_ASSERT(n <= l->in.len - l->in_off);
     l->in_off += n;
     if (l->in_off == l->in.len) {
-        l->in.len = 0;              /* all taken: start over, no move */
+        l->in.len = 0; /* all taken: start over, no move */
         l->in_off = 0;
     }
 }
@@ -466,15 +465,13 @@ brim_link_parse(const struct brim_wire_limits *lim, msgpack_zone *zone,
     rc = brim_wire_parse_rep(buf + BRIM_FRAME_HDR, body, op, lim, zone, rep,
                              errbuf != NULL ? why : NULL);
     if (rc != 0) {
-        brim_errfmt(errbuf, "malformed reply to %s: %s", brim_op_name(op),
-                    why);
+        brim_errfmt(errbuf, "malformed reply to %s: %s", brim_op_name(op), why);
         return BRIM_EBADREPLY;
     }
     /* Replies come in request order (PROTOCOL.md 3), so a reply must name
      * the oldest request; id 0 with an error status is the peer refusing
      * a frame (or the connection) as a whole, which answers it too. */
-    if (rep->request_id != id && (rep->request_id != 0 || rep->status == 0))
-    {
+    if (rep->request_id != id && (rep->request_id != 0 || rep->status == 0)) {
         brim_errfmt(errbuf, "reply id %" PRIu64 " to %s, expected %" PRIu64,
                     rep->request_id, brim_op_name(op), id);
         return BRIM_EBADREPLY;
@@ -492,8 +489,8 @@ link_hello_reply(struct brim_link *l, const struct brim_rep *rep)
         return BRIM_EBADREPLY;
     }
     l->limits = rep->limits;
-    l->limits.max_frame_bytes = BRIM_MAX(l->limits.max_frame_bytes,
-                                         l->conf.frame_min);
+    l->limits.max_frame_bytes =
+        BRIM_MAX(l->limits.max_frame_bytes, l->conf.frame_min);
     l->peer.incarnation = rep->hello.incarnation;
     l->peer.cluster_id = rep->hello.cluster_id;
     l->peer.role = rep->hello.role;
@@ -522,21 +519,24 @@ link_challenge_reply(struct brim_link *l, const struct brim_rep *rep)
         link_err(l, "reply to AUTH does not fit the request");
         return BRIM_EBADREPLY;
     }
-    if (brim_auth_verify(l->conf.secret, BRIM_AUTH_SERVER, l->nonce_c,
-                         nonce_s, l->conf.role, l->peer.role, rep->auth_mac,
-                         BRIM_AUTH_MAC_BYTES) != 0)
+    if (brim_auth_verify(l->conf.secret, BRIM_AUTH_SERVER, l->nonce_c, nonce_s,
+                         l->conf.role, l->peer.role, rep->auth_mac,
+                         BRIM_AUTH_MAC_BYTES)
+        != 0)
     {
-        link_err(l, "AUTH: the server's proof of the secret is wrong (not "
+        link_err(l,
+                 "AUTH: the server's proof of the secret is wrong (not "
                  "this cluster's, or another secret file)");
         return BRIM_EDENIED;
     }
     if (brim_auth_mac(l->conf.secret, BRIM_AUTH_CLIENT, l->nonce_c, nonce_s,
-                      l->conf.role, l->peer.role, mac_c) != 0)
+                      l->conf.role, l->peer.role, mac_c)
+        != 0)
     {
         link_err(l, "AUTH: cannot compute the proof");
         return BRIM_ESYS;
     }
-    return link_queue_own(l, LINK_OWN_PROOF, mac_c);  /* copied: encoded */
+    return link_queue_own(l, LINK_OWN_PROOF, mac_c); /* copied: encoded */
 }
 
 /* The reply REP to the handshake's own request REQ. */
@@ -557,7 +557,7 @@ link_own_reply(struct brim_link *l, const struct brim_link_req *req,
     case LINK_OWN_CHALLENGE:
         return link_challenge_reply(l, rep);
     default:
-        l->state = BRIM_LINK_READY;     /* our proof was accepted */
+        l->state = BRIM_LINK_READY; /* our proof was accepted */
         return 0;
     }
 }
@@ -607,7 +607,7 @@ brim_link_take(struct brim_link *l, struct brim_link_reply *r)
             return rc;
         }
         if (l->qlen == 0) {
-            return 0;               /* the handshake step is done */
+            return 0; /* the handshake step is done */
         }
     }
 }
@@ -690,7 +690,7 @@ brim_link_handshake(struct brim_link *l, int64_t deadline_ms)
                 return 0;
             }
             link_err(l, "connection closed after HELLO");
-            rc = BRIM_ECLOSED;      /* unasked bytes: not to be trusted */
+            rc = BRIM_ECLOSED; /* unasked bytes: not to be trusted */
             break;
         }
         rc = brim_link_take(l, &r);
@@ -721,8 +721,8 @@ brim_link_open(struct brim_link *l, int64_t deadline_ms)
 }
 
 int
-brim_link_call(struct brim_link *l, struct brim_req *req,
-               int64_t deadline_ms, struct brim_link_reply *r)
+brim_link_call(struct brim_link *l, struct brim_req *req, int64_t deadline_ms,
+               struct brim_link_reply *r)
 {
     int rc;
 

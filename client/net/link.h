@@ -37,11 +37,11 @@
 
 /* Where a link is. */
 enum brim_link_state {
-    BRIM_LINK_CLOSED = 0,           /* no socket */
-    BRIM_LINK_CONNECTING,           /* non-blocking connect() under way */
-    BRIM_LINK_HELLO,                /* HELLO sent, its reply awaited */
-    BRIM_LINK_AUTH,                 /* AUTH's challenge or proof sent */
-    BRIM_LINK_READY                 /* connected, handshake done (or none
+    BRIM_LINK_CLOSED = 0, /* no socket */
+    BRIM_LINK_CONNECTING, /* non-blocking connect() under way */
+    BRIM_LINK_HELLO,      /* HELLO sent, its reply awaited */
+    BRIM_LINK_AUTH,       /* AUTH's challenge or proof sent */
+    BRIM_LINK_READY       /* connected, handshake done (or none
                                      * asked): requests may go */
 };
 
@@ -73,19 +73,19 @@ struct brim_link_conf {
 
 /* What the other side's HELLO reply said. */
 struct brim_link_peer {
-    uint64_t incarnation;           /* its process, 0 for none */
-    uint64_t epoch;                 /* its committed epoch at HELLO */
-    uint64_t cluster_id;            /* its cluster, 0: none yet */
-    uint32_t role;                  /* its enum brim_role */
+    uint64_t incarnation; /* its process, 0 for none */
+    uint64_t epoch;       /* its committed epoch at HELLO */
+    uint64_t cluster_id;  /* its cluster, 0: none yet */
+    uint32_t role;        /* its enum brim_role */
 };
 
 /* One request in flight, oldest first (the link's FIFO). */
 struct brim_link_req {
-    uint64_t  id;                   /* its request id */
-    uint64_t  start;                /* stream offset of its first byte */
-    void     *tag;                  /* the caller's, handed back */
-    uint32_t  op;                   /* enum brim_op */
-    uint8_t   own;                  /* the handshake's own: not the
+    uint64_t id;    /* its request id */
+    uint64_t start; /* stream offset of its first byte */
+    void    *tag;   /* the caller's, handed back */
+    uint32_t op;    /* enum brim_op */
+    uint8_t  own;   /* the handshake's own: not the
                                      * caller's (enum in link.c) */
 };
 
@@ -95,28 +95,28 @@ struct brim_link_req {
  * read directly).
  */
 struct brim_link {
-    char                   *addr;      /* "host:port", owned; for
+    char                   *addr;     /* "host:port", owned; for
                                         * connecting and for messages */
-    int                     fd;        /* the socket, or -1 */
-    int                     state;     /* enum brim_link_state */
-    struct brim_link_conf   conf;      /* copied at init */
-    uint64_t                own_id;    /* ids when conf.next_id is NULL */
-    uint64_t                epoch;     /* stamped on the handshake's
+    int                     fd;       /* the socket, or -1 */
+    int                     state;    /* enum brim_link_state */
+    struct brim_link_conf   conf;     /* copied at init */
+    uint64_t                own_id;   /* ids when conf.next_id is NULL */
+    uint64_t                epoch;    /* stamped on the handshake's
                                         * requests (the caller's map) */
-    struct brim_buf         out;       /* queued bytes */
-    size_t                  out_off;   /* of OUT, bytes already sent */
-    uint64_t                out_base;  /* stream offset of OUT's first
+    struct brim_buf         out;      /* queued bytes */
+    size_t                  out_off;  /* of OUT, bytes already sent */
+    uint64_t                out_base; /* stream offset of OUT's first
                                         * byte: bytes sent before it */
-    struct brim_buf         in;        /* bytes read */
-    size_t                  in_off;    /* of IN, bytes already taken */
-    msgpack_zone            zone;      /* reply objects, reused per reply */
-    struct brim_wire_limits limits;    /* the peer's, from its HELLO; the
+    struct brim_buf         in;       /* bytes read */
+    size_t                  in_off;   /* of IN, bytes already taken */
+    msgpack_zone            zone;     /* reply objects, reused per reply */
+    struct brim_wire_limits limits;   /* the peer's, from its HELLO; the
                                         * defaults until then */
-    struct brim_link_peer   peer;      /* from its HELLO reply */
-    struct brim_link_req   *q;         /* FIFO of requests in flight */
-    uint32_t                qhead;     /* index of the oldest */
-    uint32_t                qlen;      /* requests in it */
-    uint32_t                qcap;      /* slots */
+    struct brim_link_peer   peer;     /* from its HELLO reply */
+    struct brim_link_req   *q;        /* FIFO of requests in flight */
+    uint32_t                qhead;    /* index of the oldest */
+    uint32_t                qlen;     /* requests in it */
+    uint32_t                qcap;     /* slots */
     uint8_t                 nonce_c[BRIM_AUTH_NONCE_BYTES]; /* AUTH's */
     int                     sys_errno; /* errno of the last failed call */
     int                     inited;    /* brim_link_init() done */
@@ -132,10 +132,10 @@ struct brim_link {
  * the oldest request all the same.
  */
 struct brim_link_reply {
-    struct brim_rep  rep;           /* the decoded reply */
-    uint64_t         id;            /* the request it answers */
-    uint32_t         op;            /* that request's op */
-    void            *tag;           /* that request's tag */
+    struct brim_rep rep; /* the decoded reply */
+    uint64_t        id;  /* the request it answers */
+    uint32_t        op;  /* that request's op */
+    void           *tag; /* that request's tag */
 };
 
 /* ---- setting up ---- */
@@ -211,8 +211,7 @@ uint64_t brim_link_id(struct brim_link *l);
  * nothing is queued and ERR says why.
  */
 int brim_link_queue(struct brim_link *l, struct brim_req *req,
-                    const struct brim_bytes *mkeys, uint32_t nmkeys,
-                    void *tag);
+                    const struct brim_bytes *mkeys, uint32_t nmkeys, void *tag);
 
 /* The send queue, for a caller that encodes bytes of its own (brim-bench's
  * adapters) and then flushes; bytes appended count as queued. */

@@ -70,7 +70,7 @@ brim_sock_lookup(const char *host, const char *port, struct addrinfo **res)
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;    /* PORT is always a number here */
+    hints.ai_flags = AI_NUMERICSERV; /* PORT is always a number here */
     return getaddrinfo(host, port, &hints, res);
 }
 
@@ -200,8 +200,8 @@ sock_connect_fd(int fd, const struct sockaddr *sa, socklen_t sa_len,
 }
 
 int
-brim_sock_open(const struct sockaddr *sa, socklen_t sa_len,
-               int64_t deadline_ms, int *fd)
+brim_sock_open(const struct sockaddr *sa, socklen_t sa_len, int64_t deadline_ms,
+               int *fd)
 {
     int s, err;
 
@@ -247,7 +247,7 @@ brim_sock_connect(const char *addr, int64_t deadline_ms, int *fd,
     for (ai = res; ai != NULL; ai = ai->ai_next) {
         err = brim_sock_open(ai->ai_addr, ai->ai_addrlen, deadline_ms, &s);
         if (err == 0 || err == ETIMEDOUT) {
-            break;                  /* connected, or the deadline is spent */
+            break; /* connected, or the deadline is spent */
         }
         s = -1;
     }

@@ -45,8 +45,7 @@ int brim_sock_split(const char *addr, const char *prefix, char *host,
  * with freeaddrinfo()), or getaddrinfo()'s non-zero code (gai_strerror()
  * names it).
  */
-int brim_sock_lookup(const char *host, const char *port,
-                     struct addrinfo **res);
+int brim_sock_lookup(const char *host, const char *port, struct addrinfo **res);
 
 /*
  * brim_sock_split() (PREFIX "brim") then brim_sock_lookup() of ADDR.

@@ -24,28 +24,28 @@ extern "C" {
 #define BRIM_ERRBUF_LEN 256
 
 /* XX(NAME, value, "text"). Values 1..99 travel on the wire. */
-#define BRIM_STATUS_MAP(XX)                                                  \
-    XX(NOTFOUND, 1, "not found")                                             \
-    XX(BADREQ, 2, "malformed request")                                       \
-    XX(UNKNOWNOP, 3, "unknown operation")                                    \
-    XX(TOOBIG, 4, "too big")                                                 \
-    XX(MOVED, 5, "partition moved to another node")                          \
-    XX(RETRY, 6, "retry: partition in transition")                           \
-    XX(BUSY, 7, "busy")                                                      \
-    XX(EXISTS, 8, "already exists")                                          \
-    XX(NOTSTORED, 9, "not stored")                                           \
-    XX(NOMEM, 10, "out of memory")                                           \
-    XX(INVAL, 11, "invalid argument")                                        \
-    XX(NONUMERIC, 12, "value is not a decimal number")                       \
-    XX(DENIED, 13, "access denied")                                          \
-    XX(NOSPACE, 14, "no room: every node is at its cap")                     \
-    XX(NONODES, 15, "no nodes in the cluster")                               \
-    XX(AGAIN, 100, "try again: incomplete input")                            \
-    XX(TIMEDOUT, 101, "timed out")                                           \
-    XX(CONNREFUSED, 102, "connection refused")                               \
-    XX(CLOSED, 103, "connection closed")                                     \
-    XX(SYS, 104, "system error")                                             \
-    XX(UNKNOWN, 105, "outcome unknown")                                      \
+#define BRIM_STATUS_MAP(XX)                                                    \
+    XX(NOTFOUND, 1, "not found")                                               \
+    XX(BADREQ, 2, "malformed request")                                         \
+    XX(UNKNOWNOP, 3, "unknown operation")                                      \
+    XX(TOOBIG, 4, "too big")                                                   \
+    XX(MOVED, 5, "partition moved to another node")                            \
+    XX(RETRY, 6, "retry: partition in transition")                             \
+    XX(BUSY, 7, "busy")                                                        \
+    XX(EXISTS, 8, "already exists")                                            \
+    XX(NOTSTORED, 9, "not stored")                                             \
+    XX(NOMEM, 10, "out of memory")                                             \
+    XX(INVAL, 11, "invalid argument")                                          \
+    XX(NONUMERIC, 12, "value is not a decimal number")                         \
+    XX(DENIED, 13, "access denied")                                            \
+    XX(NOSPACE, 14, "no room: every node is at its cap")                       \
+    XX(NONODES, 15, "no nodes in the cluster")                                 \
+    XX(AGAIN, 100, "try again: incomplete input")                              \
+    XX(TIMEDOUT, 101, "timed out")                                             \
+    XX(CONNREFUSED, 102, "connection refused")                                 \
+    XX(CLOSED, 103, "connection closed")                                       \
+    XX(SYS, 104, "system error")                                               \
+    XX(UNKNOWN, 105, "outcome unknown")                                        \
     XX(BADREPLY, 106, "malformed reply from the server")
 
 enum brim_status {

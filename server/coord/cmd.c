@@ -41,8 +41,8 @@ reply_epoch(struct brim_conn *c, uint32_t op, uint64_t id, uint64_t epoch,
 }
 
 static int
-cmd_hello(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
-          const struct brim_req *req)
+cmd_hello(struct brim_coord *co, struct brim_conn *c,
+          struct brim_coord_conn *cc, const struct brim_req *req)
 {
     struct brim_rep rep;
 
@@ -69,11 +69,11 @@ static int
 cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
          const struct brim_req *req)
 {
-    struct brim_coord_member    *mb;
-    struct sockaddr_storage sa;
-    char                    addr[BRIM_ADDR_MAX + 1], msg[256];
-    uint32_t                w = req->weight_ppm;
-    uint64_t                now = uv_now(co->loop);
+    struct brim_coord_member *mb;
+    struct sockaddr_storage   sa;
+    char                      addr[BRIM_ADDR_MAX + 1], msg[256];
+    uint32_t                  w = req->weight_ppm;
+    uint64_t                  now = uv_now(co->loop);
 
     memcpy(addr, req->addr, req->addr_len);
     addr[req->addr_len] = '\0';
@@ -90,9 +90,9 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     mb = brim_coord_member_find(co, req->name, req->name_len);
     if (mb != NULL && mb->m.incarnation != req->hello.incarnation) {
         if (mb->conn != NULL && mb->conn != c
-            && mb->m.state != BRIM_MEMBER_DEAD)
-        {
-            snprintf(msg, sizeof(msg), "join: %s is held by a live member "
+            && mb->m.state != BRIM_MEMBER_DEAD) {
+            snprintf(msg, sizeof(msg),
+                     "join: %s is held by a live member "
                      "(incarnation %" PRIx64 ", its connection is open)",
                      mb->m.name, mb->m.incarnation);
             return reply_err(c, req->request_id, BRIM_EEXISTS, msg);
@@ -106,7 +106,8 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     if (mb == NULL) {
         mb = brim_coord_member_new(co, req->name, req->name_len);
         if (mb == NULL) {
-            return reply_err(c, req->request_id, BRIM_ENOMEM, "join: no memory");
+            return reply_err(c, req->request_id, BRIM_ENOMEM,
+                             "join: no memory");
         }
         mb->m.state = BRIM_MEMBER_JOINING;
         if (co->join_since_ms == 0) {
@@ -128,7 +129,7 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     mb->conn = c;
     cc->member = mb;
     return brim_coord_reply_topo(c, BRIM_OP_JOIN, req->request_id,
-                            &co->state.committed);
+                                 &co->state.committed);
 }
 
 /* Keep the stats a HEARTBEAT carries (unknown names and types ignored). */
@@ -166,13 +167,12 @@ hb_stats(struct brim_coord_member *mb, const msgpack_object *map)
         for (f = 0; f < BRIM_ARRAY_LEN(fields); f++) {
             if (kv->key.via.str.size == strlen(fields[f].name)
                 && memcmp(kv->key.via.str.ptr, fields[f].name,
-                          kv->key.via.str.size) == 0)
+                          kv->key.via.str.size)
+                    == 0)
             {
-                *(uint64_t *) ((char *) mb + fields[f].off) =
-                    kv->val.via.u64;
+                *(uint64_t *) ((char *) mb + fields[f].off) = kv->val.via.u64;
                 if (fields[f].off
-                    == offsetof(struct brim_coord_member, hb_mig_in_flight))
-                {
+                    == offsetof(struct brim_coord_member, hb_mig_in_flight)) {
                     mb->hb_mig_reported = 1;
                 }
             }
@@ -181,8 +181,8 @@ hb_stats(struct brim_coord_member *mb, const msgpack_object *map)
 }
 
 static int
-cmd_heartbeat(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
-              const struct brim_req *req)
+cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
+              struct brim_coord_conn *cc, const struct brim_req *req)
 {
     struct brim_coord_member *mb;
 
@@ -215,13 +215,13 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn
 }
 
 static int
-cmd_leave(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
-          const struct brim_req *req)
+cmd_leave(struct brim_coord *co, struct brim_conn *c,
+          struct brim_coord_conn *cc, const struct brim_req *req)
 {
     struct brim_coord_member *mb, *o;
-    char                 msg[256];
-    int                  others = 0, together = 0;
-    uint32_t             force = req->arg_u32;
+    char                      msg[256];
+    int                       others = 0, together = 0;
+    uint32_t                  force = req->arg_u32;
 
     mb = brim_coord_member_find(co, req->name, req->name_len);
     if (cc->role == BRIM_ROLE_NODE) {
@@ -239,9 +239,9 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc
     if (mb->leaving) {
         /* Asked again (a node whose connection was lost while it left):
          * the same answer as the first time. */
-        return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
-                           co->state.next_epoch + (uint64_t) co->state.has_pending,
-                           0);
+        return reply_epoch(
+            c, BRIM_OP_LEAVE, req->request_id,
+            co->state.next_epoch + (uint64_t) co->state.has_pending, 0);
     }
     for (o = co->members; o != NULL; o = o->next) {
         if (o == mb || o->removed || o->m.state == BRIM_MEMBER_DEAD) {
@@ -250,21 +250,24 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc
         others += !o->leaving;
         /* Asked to leave, and not proposed yet: leaving with this one. */
         together += o->leaving && !co->state.has_pending
-                    && brim_topo_find(&co->state.committed, o->m.name) >= 0;
+            && brim_topo_find(&co->state.committed, o->m.name) >= 0;
     }
     if (others == 0 && together == 0 && force == 0
         && brim_topo_find(&co->state.committed, mb->m.name) >= 0)
     {
-        snprintf(msg, sizeof(msg), "leave refused: %s is the last member of "
+        snprintf(msg, sizeof(msg),
+                 "leave refused: %s is the last member of "
                  "the cluster, and its keys would be lost; brimctl leave "
-                 "--force %s removes it anyway", mb->m.name, mb->m.name);
+                 "--force %s removes it anyway",
+                 mb->m.name, mb->m.name);
         return reply_err(c, req->request_id, BRIM_EDENIED, msg);
     }
     brim_log_info("member %s leaving%s%s%s", mb->m.name,
                   force != 0 ? " (forced)" : "",
                   cc->role == BRIM_ROLE_NODE ? " (asked by itself)" : "",
                   others == 0 && together > 0
-                      ? ": every member is leaving, the cluster stops" : "");
+                      ? ": every member is leaving, the cluster stops"
+                      : "");
     mb->leaving = 1;
     /* Leaves that arrive together are one change, as joins are (systemd
      * or a container runtime stop every node at once): the change starts
@@ -291,14 +294,15 @@ owned(const struct brim_topo *t, const char *name)
 }
 
 static int
-cmd_members(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
+cmd_members(struct brim_coord *co, struct brim_conn *c,
+            const struct brim_req *req)
 {
-    struct brim_buf     *out = brim_conn_out(c);
+    struct brim_buf          *out = brim_conn_out(c);
     struct brim_coord_member *mb;
-    msgpack_packer       pk;
-    size_t               mark;
-    uint32_t             n = 0;
-    int                  err;
+    msgpack_packer            pk;
+    size_t                    mark;
+    uint32_t                  n = 0;
+    int                       err;
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
         n += !mb->removed;
@@ -315,13 +319,13 @@ cmd_members(struct brim_coord *co, struct brim_conn *c, const struct brim_req *r
         err |= msgpack_pack_array(&pk, 6);
         err |= msgpack_pack_str_with_body(&pk, mb->m.name, strlen(mb->m.name));
         err |= msgpack_pack_str_with_body(&pk, mb->m.addr, strlen(mb->m.addr));
-        err |= msgpack_pack_uint32(&pk, mb->leaving ? BRIM_MEMBER_LEAVING
-                                                    : mb->m.state);
+        err |= msgpack_pack_uint32(
+            &pk, mb->leaving ? BRIM_MEMBER_LEAVING : mb->m.state);
         err |= msgpack_pack_uint32(&pk, mb->m.weight_ppm);
-        err |= msgpack_pack_uint32(&pk, owned(&co->state.committed, mb->m.name));
-        err |= msgpack_pack_uint32(&pk,
-                                   (uint32_t) (uv_now(co->loop)
-                                               - mb->last_hb_ms));
+        err |=
+            msgpack_pack_uint32(&pk, owned(&co->state.committed, mb->m.name));
+        err |= msgpack_pack_uint32(
+            &pk, (uint32_t) (uv_now(co->loop) - mb->last_hb_ms));
     }
     if (err != 0) {
         brim_frame_abort(out, mark);
@@ -376,7 +380,7 @@ static int
 kv_bool(msgpack_packer *pk, const char *name, int v)
 {
     return kv_key(pk, name)
-           | (v ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
+        | (v ? msgpack_pack_true(pk) : msgpack_pack_false(pk));
 }
 
 /* eps as text: "0.05", "1", "none". */
@@ -477,20 +481,20 @@ committed_counts(const struct brim_topo *t, uint64_t *count,
 
 /* The last change's migration as the members' heartbeats tell it. */
 struct mig_progress {
-    int      active;        /* a change pending, a member not yet heard
+    int      active;     /* a change pending, a member not yet heard
                                at the committed epoch, or streams open */
-    uint64_t in_flight;     /* partitions still coming in, all members */
-    uint64_t keys_moved;    /* entries received since the last commit */
-    uint64_t keys_arc;      /* of them, of partitions moved by a new arc */
-    uint64_t keys_cap;      /* of them, of partitions moved by the cap */
+    uint64_t in_flight;  /* partitions still coming in, all members */
+    uint64_t keys_moved; /* entries received since the last commit */
+    uint64_t keys_arc;   /* of them, of partitions moved by a new arc */
+    uint64_t keys_cap;   /* of them, of partitions moved by the cap */
 };
 
 static void
 mig_progress(const struct brim_coord *co, struct mig_progress *mp)
 {
     const struct brim_coord_member *mb;
-    uint64_t                   epoch = co->state.committed.map.epoch;
-    int                        unheard = 0;
+    uint64_t                        epoch = co->state.committed.map.epoch;
+    int                             unheard = 0;
 
     memset(mp, 0, sizeof(*mp));
     mp->active = co->state.has_pending;
@@ -502,7 +506,7 @@ mig_progress(const struct brim_coord *co, struct mig_progress *mp)
         if ((co->restarted && !mb->hb_heard)
             || (mb->hb_mig_reported && mb->hb_epoch < epoch))
         {
-            unheard = 1;            /* its streams are not counted yet */
+            unheard = 1; /* its streams are not counted yet */
         }
         mp->active |= mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0;
         mp->in_flight += mb->hb_mig_in_flight;
@@ -518,7 +522,7 @@ mig_progress(const struct brim_coord *co, struct mig_progress *mp)
     }
     if (unheard && co->last_streams) {
         mp->active = 1;
-        mp->in_flight = UINT64_MAX;     /* nothing known done */
+        mp->in_flight = UINT64_MAX; /* nothing known done */
     }
 }
 
@@ -532,22 +536,23 @@ brim_coord_migration_active(const struct brim_coord *co)
 }
 
 static int
-cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
+cmd_stats(struct brim_coord *co, struct brim_conn *c,
+          const struct brim_req *req)
 {
-    struct brim_buf        *out = brim_conn_out(c);
-    const struct brim_topo *t = &co->state.committed;
-    struct brim_coord_member    *mb;
-    msgpack_packer          pk;
-    uint64_t               *count, *disp, *caps, keys_sum = 0;
-    uint64_t                bytes_sum = 0, rps_sum = 0, wsum = 0;
-    uint32_t                N = t->nmembers, nnodes = 0, i, moved;
-    double                  lmax = 0, lmin = 0, kmax = 0, l, share;
-    int32_t                 idx;
-    int                     err = 0, within = 1;
-    struct mig_progress     mp;
-    size_t                  mark;
-    char                    eps[32];
-    uint64_t                P = t->map.npartitions;
+    struct brim_buf          *out = brim_conn_out(c);
+    const struct brim_topo   *t = &co->state.committed;
+    struct brim_coord_member *mb;
+    msgpack_packer            pk;
+    uint64_t                 *count, *disp, *caps, keys_sum = 0;
+    uint64_t                  bytes_sum = 0, rps_sum = 0, wsum = 0;
+    uint32_t                  N = t->nmembers, nnodes = 0, i, moved;
+    double                    lmax = 0, lmin = 0, kmax = 0, l, share;
+    int32_t                   idx;
+    int                       err = 0, within = 1;
+    struct mig_progress       mp;
+    size_t                    mark;
+    char                      eps[32];
+    uint64_t                  P = t->map.npartitions;
 
     count = brim_calloc(N + 1, sizeof(*count));
     disp = brim_calloc(N + 1, sizeof(*disp));
@@ -587,8 +592,7 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
     for (mb = co->members; keys_sum > 0 && mb != NULL; mb = mb->next) {
         idx = mb->removed ? -1 : brim_topo_find(t, mb->m.name);
         if (idx >= 0) {
-            share = weighted_share(t, (uint32_t) idx, (double) keys_sum,
-                                   wsum);
+            share = weighted_share(t, (uint32_t) idx, (double) keys_sum, wsum);
             kmax = BRIM_MAX(kmax, mb->hb_keys / share);
         }
     }
@@ -633,10 +637,11 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
         err |= kv_u64(&pk, "partitions", idx >= 0 ? count[idx] : 0);
         err |= kv_u64(&pk, "displaced", idx >= 0 ? disp[idx] : 0);
         err |= kv_u64(&pk, "cap", idx >= 0 ? caps[idx] : 0);
-        err |= kv_f64(&pk, "load", idx >= 0
-                                   ? count[idx] / weighted_share(
-                                         t, (uint32_t) idx, (double) P, wsum)
-                                   : 0.0);
+        err |=
+            kv_f64(&pk, "load",
+                   idx >= 0 ? count[idx]
+                           / weighted_share(t, (uint32_t) idx, (double) P, wsum)
+                            : 0.0);
         err |= kv_u64(&pk, "keys", mb->hb_keys);
         err |= kv_u64(&pk, "bytes", mb->hb_bytes);
         err |= kv_u64(&pk, "requests_per_sec", mb->hb_rps);
@@ -651,9 +656,9 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
     err |= kv_bool(&pk, "active", mp.active);
     /* Why a join or leave waits ("" when none does), and how long. */
     err |= kv_str(&pk, "waiting", co->wait_why);
-    err |= kv_u64(&pk, "waiting_ms", co->wait_why[0] != '\0'
-                                     ? uv_now(co->loop) - co->wait_since_ms
-                                     : 0);
+    err |= kv_u64(&pk, "waiting_ms",
+                  co->wait_why[0] != '\0' ? uv_now(co->loop) - co->wait_since_ms
+                                          : 0);
     err |= kv_u64(&pk, "epoch", t->map.epoch);
     err |= kv_u64(&pk, "partitions_total", moved);
     err |= kv_u64(&pk, "partitions_done",
@@ -665,8 +670,9 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req
     err |= kv_u64(&pk, "keys_moved_cap", mp.keys_cap);
     err |= kv_u64(&pk, "keys_at_commit", co->last_keys_total);
     err |= kv_f64(&pk, "ideal_keys", co->last_ideal_keys);
-    err |= kv_f64(&pk, "churn", co->last_ideal_keys > 0
-                                ? mp.keys_moved / co->last_ideal_keys : 0.0);
+    err |= kv_f64(&pk, "churn",
+                  co->last_ideal_keys > 0 ? mp.keys_moved / co->last_ideal_keys
+                                          : 0.0);
     /* The coordinator's own AUTH counters (PROTOCOL.md 12.4). */
     err |= kv_key(&pk, "auth");
     err |= msgpack_pack_map(&pk, 5);
@@ -697,22 +703,22 @@ cmp_name(const void *a, const void *b)
 static int
 cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
 {
-    const struct brim_topo *ot = &co->state.committed;
-    struct brim_buf        *out = brim_conn_out(c);
-    struct brim_coord_member    *mb;
-    struct brim_topo        nt;
-    struct brim_member     *m;
-    msgpack_packer          pk;
-    char                    name[BRIM_NAME_MAX + 1], msg[256];
-    char                    err[BRIM_ERRBUF_LEN] = "";
-    uint32_t                kind = req->arg_u32, w = req->weight_ppm;
-    uint32_t                P = ot->map.npartitions, N = ot->nmembers;
-    uint32_t                i, arc = 0, cap = 0, moved = 0, own;
-    int32_t                 idx = -1;
-    double                  ideal, keys = 0.0;
-    uint64_t                cap_before, wsum;
-    size_t                  mark;
-    int                     rc, e = 0;
+    const struct brim_topo   *ot = &co->state.committed;
+    struct brim_buf          *out = brim_conn_out(c);
+    struct brim_coord_member *mb;
+    struct brim_topo          nt;
+    struct brim_member       *m;
+    msgpack_packer            pk;
+    char                      name[BRIM_NAME_MAX + 1], msg[256];
+    char                      err[BRIM_ERRBUF_LEN] = "";
+    uint32_t                  kind = req->arg_u32, w = req->weight_ppm;
+    uint32_t                  P = ot->map.npartitions, N = ot->nmembers;
+    uint32_t                  i, arc = 0, cap = 0, moved = 0, own;
+    int32_t                   idx = -1;
+    double                    ideal, keys = 0.0;
+    uint64_t                  cap_before, wsum;
+    size_t                    mark;
+    int                       rc, e = 0;
 
     if (kind != 1 && kind != 2) {
         return reply_err(c, req->request_id, BRIM_EINVAL,
@@ -735,17 +741,20 @@ cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
         return reply_err(c, req->request_id, BRIM_EEXISTS, msg);
     }
     if (kind == 2 && idx < 0) {
-        snprintf(msg, sizeof(msg), "plan: %s is not a member of epoch %"
-                 PRIu64, name, ot->map.epoch);
+        snprintf(msg, sizeof(msg), "plan: %s is not a member of epoch %" PRIu64,
+                 name, ot->map.epoch);
         return reply_err(c, req->request_id, BRIM_ENOTFOUND, msg);
     }
     if (kind == 2 && N == 1) {
-        snprintf(msg, sizeof(msg), "plan: %s is the last member: its keys "
-                 "would be lost", name);
+        snprintf(msg, sizeof(msg),
+                 "plan: %s is the last member: its keys "
+                 "would be lost",
+                 name);
         return reply_err(c, req->request_id, BRIM_EDENIED, msg);
     }
     if (brim_topo_init(&nt, ot->cluster_id, ot->seed, P, ot->tokens_per_node,
-                       ot->eps_ppm, co->state.next_epoch) != 0
+                       ot->eps_ppm, co->state.next_epoch)
+            != 0
         || (nt.members = brim_calloc(N + 1, sizeof(*nt.members))) == NULL)
     {
         brim_topo_destroy(&nt);
@@ -832,9 +841,7 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     const struct brim_op_info *info = brim_op_info(req->op);
     int                        rc;
 
-    if (cc->role == 0 && req->op != BRIM_OP_HELLO
-        && req->op != BRIM_OP_PING)
-    {
+    if (cc->role == 0 && req->op != BRIM_OP_HELLO && req->op != BRIM_OP_PING) {
         return reply_err(c, req->request_id, BRIM_EDENIED, "HELLO first");
     }
     /* AUTH, and ops that need a proven secret (PROTOCOL.md 12); HELLO
@@ -866,21 +873,21 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
         return cmd_leave(co, c, cc, req);
     case BRIM_OP_MAP_FETCH:
         return brim_coord_reply_topo(c, req->op, req->request_id,
-                                &co->state.committed);
+                                     &co->state.committed);
     case BRIM_OP_SUBSCRIBE:
         if (co->state.committed.map.epoch > req->arg_epoch) {
             return brim_coord_reply_topo(c, req->op, req->request_id,
-                                    &co->state.committed);
+                                         &co->state.committed);
         }
         cc->sub_id = req->request_id;
         cc->sub_known = req->arg_epoch;
         /* Answered before --idle-timeout could close it as silent. */
         cc->sub_deadline = uv_now(co->loop)
-                           + (co->cfg.idle_timeout_s != 0
-                              && co->cfg.idle_timeout_s * 500u
-                                     < COORD_SUBSCRIBE_HOLD_MS
-                                  ? co->cfg.idle_timeout_s * 500u
-                                  : COORD_SUBSCRIBE_HOLD_MS);
+            + (co->cfg.idle_timeout_s != 0
+                       && co->cfg.idle_timeout_s * 500u
+                           < COORD_SUBSCRIBE_HOLD_MS
+                   ? co->cfg.idle_timeout_s * 500u
+                   : COORD_SUBSCRIBE_HOLD_MS);
         return 0;
     case BRIM_OP_MEMBERS:
         return cmd_members(co, c, req);
@@ -897,8 +904,8 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
 int
 brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len)
 {
-    struct brim_coord           *co = c->srv->data;
-    struct brim_coord_conn      *cc = c->data;
+    struct brim_coord      *co = c->srv->data;
+    struct brim_coord_conn *cc = c->data;
     struct brim_wire_limits lim;
     struct brim_req         req;
     char                    err[BRIM_ERRBUF_LEN] = "";

@@ -31,113 +31,113 @@
 struct brim_coord_config {
     char                       listen[BRIM_ADDR_MAX + 1];
     char                       data_dir[4096];
-    struct brim_coord_settings set;          /* for a new cluster */
+    struct brim_coord_settings set; /* for a new cluster */
     uint32_t                   join_window_ms;
-    uint32_t                   max_conns;    /* --max-conns */
-    uint32_t                   idle_timeout_s; /* --idle-timeout; 0 never */
-    int                        log_level;    /* enum brim_log_level */
-    unsigned                   given;        /* COORD_GIVEN_* bits */
-    char                       secret_file[1024];  /* "": no secret */
+    uint32_t                   max_conns;         /* --max-conns */
+    uint32_t                   idle_timeout_s;    /* --idle-timeout; 0 never */
+    int                        log_level;         /* enum brim_log_level */
+    unsigned                   given;             /* COORD_GIVEN_* bits */
+    char                       secret_file[1024]; /* "": no secret */
     char                       client_secret_file[1024]; /* "": none */
 };
 
 /* One member the coordinator knows. */
 struct brim_coord_member {
-    struct brim_coord_member *next;          /* coord->members list */
-    struct brim_member   m;             /* name, addr, weight, state, inc */
-    uint64_t             last_hb_ms;    /* loop time of its last heartbeat */
-    struct brim_conn    *conn;          /* its node-to-coord connection */
-    struct brim_peer     peer;          /* coord-to-node connection */
+    struct brim_coord_member *next;       /* coord->members list */
+    struct brim_member        m;          /* name, addr, weight, state, inc */
+    uint64_t                  last_hb_ms; /* loop time of its last heartbeat */
+    struct brim_conn         *conn;       /* its node-to-coord connection */
+    struct brim_peer          peer;       /* coord-to-node connection */
     struct brim_coord        *coord;
-    int                  need_ack;      /* awaited for the pending epoch */
-    int                  removed;       /* gone: freed once PEER is idle */
-    int                  leaving;       /* LEAVE asked */
+    int                       need_ack; /* awaited for the pending epoch */
+    int                       removed;  /* gone: freed once PEER is idle */
+    int                       leaving;  /* LEAVE asked */
     /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
-    uint64_t             hb_keys, hb_bytes, hb_partitions, hb_rps;
-    uint64_t             hb_epoch;      /* its committed epoch then */
-    int                  hb_heard;      /* a heartbeat came since this
+    uint64_t hb_keys, hb_bytes, hb_partitions, hb_rps;
+    uint64_t hb_epoch;                     /* its committed epoch then */
+    int      hb_heard;                     /* a heartbeat came since this
                                            coordinator started */
-    int                  hb_mig_reported; /* its heartbeats carry the
+    int      hb_mig_reported;              /* its heartbeats carry the
                                            mig_* fields (brim-node's do) */
-    uint64_t             hb_mig_in;     /* stream entries received, ever */
-    uint64_t             hb_mig_in_flight;   /* partitions coming in */
-    uint64_t             hb_mig_out_pending; /* partitions going out */
-    uint64_t             hb_mig_in_arc, hb_mig_in_cap; /* hb_mig_in by
+    uint64_t hb_mig_in;                    /* stream entries received, ever */
+    uint64_t hb_mig_in_flight;             /* partitions coming in */
+    uint64_t hb_mig_out_pending;           /* partitions going out */
+    uint64_t hb_mig_in_arc, hb_mig_in_cap; /* hb_mig_in by
                                            why the partition moved */
-    uint64_t             mig_in_base;   /* hb_mig_in when the last change
+    uint64_t mig_in_base;                  /* hb_mig_in when the last change
                                            committed */
-    uint64_t             mig_arc_base, mig_cap_base; /* the same, by why */
+    uint64_t mig_arc_base, mig_cap_base;   /* the same, by why */
 };
 
 /* Per-connection state (brim_conn data). */
 struct brim_coord_conn {
-    uint32_t             role;          /* from HELLO, 0 before */
-    struct brim_coord_member *member;        /* a node's own member, or NULL */
-    uint64_t             sub_id;        /* held SUBSCRIBE's request id */
-    uint64_t             sub_known;     /* its known epoch */
-    uint64_t             sub_deadline;  /* loop ms; 0 = none held */
+    uint32_t                  role;         /* from HELLO, 0 before */
+    struct brim_coord_member *member;       /* a node's own member, or NULL */
+    uint64_t                  sub_id;       /* held SUBSCRIBE's request id */
+    uint64_t                  sub_known;    /* its known epoch */
+    uint64_t                  sub_deadline; /* loop ms; 0 = none held */
 };
 
 struct brim_coord {
-    uv_loop_t              *loop;
-    struct brim_coord_config     cfg;
-    struct brim_coord_state state;
-    struct brim_server      srv;
-    uv_timer_t              tick;
-    uv_signal_t             sig_term, sig_int;
-    struct brim_coord_member    *members;
-    uint64_t                join_since_ms;   /* first queued join; 0 none */
-    uint64_t                pending_since_ms;/* proposal sent at */
-    uint32_t                acks_left;       /* for the pending epoch */
-    uint64_t                retry_at_ms;     /* no change before this */
-    int                     stopping;
-    int                     dirty;           /* a change is wanted */
-    uint32_t                pending_arc;     /* the pending epoch's moves */
-    uint32_t                pending_cap;
-    uint32_t                last_arc;        /* the last commit's moves */
-    uint32_t                last_cap;
-    uint64_t                last_commit_ms;  /* loop ms of the last commit */
-    int                     last_streams;    /* that change may have moved
+    uv_loop_t                *loop;
+    struct brim_coord_config  cfg;
+    struct brim_coord_state   state;
+    struct brim_server        srv;
+    uv_timer_t                tick;
+    uv_signal_t               sig_term, sig_int;
+    struct brim_coord_member *members;
+    uint64_t                  join_since_ms;    /* first queued join; 0 none */
+    uint64_t                  pending_since_ms; /* proposal sent at */
+    uint32_t                  acks_left;        /* for the pending epoch */
+    uint64_t                  retry_at_ms;      /* no change before this */
+    int                       stopping;
+    int                       dirty;       /* a change is wanted */
+    uint32_t                  pending_arc; /* the pending epoch's moves */
+    uint32_t                  pending_cap;
+    uint32_t                  last_arc; /* the last commit's moves */
+    uint32_t                  last_cap;
+    uint64_t                  last_commit_ms;   /* loop ms of the last commit */
+    int                       last_streams;     /* that change may have moved
                                                 partitions between members
                                                 (set at a restart with a
                                                 committed map: unknown) */
-    uint64_t                last_tick_ms;    /* loop ms of the last tick */
-    uint64_t                deaths_after_ms; /* loop ms: no death declared
+    uint64_t                  last_tick_ms;     /* loop ms of the last tick */
+    uint64_t                  deaths_after_ms;  /* loop ms: no death declared
                                                 before (a restart's grace:
                                                 nodes back off up to 5 s) */
-    int                     restarted;       /* loaded a committed map: each
+    int                       restarted;        /* loaded a committed map: each
                                                 member must be heard once
                                                 before a change */
-    char                    wait_why[256];   /* why a graceful change waits;
+    char                      wait_why[256];    /* why a graceful change waits;
                                                 "" when none does */
-    uint64_t                wait_since_ms;   /* loop ms it began waiting */
-    uint64_t                wait_logged_ms;  /* loop ms it was last logged */
-    uint64_t                wait_signature;  /* in-flight partitions and
+    uint64_t                  wait_since_ms;    /* loop ms it began waiting */
+    uint64_t                  wait_logged_ms;   /* loop ms it was last logged */
+    uint64_t                  wait_signature;   /* in-flight partitions and
                                                 entries received, summed:
                                                 changes when streams move */
-    uint64_t                wait_progress_ms; /* loop ms it last changed */
-    double                  last_ideal_keys; /* keys the last change had to
+    uint64_t                  wait_progress_ms; /* loop ms it last changed */
+    double                    last_ideal_keys;  /* keys the last change had to
                                                 move at least: the leavers'
                                                 keys plus the joiners'
                                                 share of the rest */
-    uint64_t                last_keys_total; /* keys held at that commit */
-    msgpack_zone            zone;            /* requests */
-    struct brim_guard       guard;           /* AUTH on our listener, and
+    uint64_t                  last_keys_total;  /* keys held at that commit */
+    msgpack_zone              zone;             /* requests */
+    struct brim_guard         guard;            /* AUTH on our listener, and
                                                 the secrets */
 };
 
 /* member.c */
-int brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len);
+int  brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len);
 void brim_coord_conn_closed(struct brim_conn *c);
 void brim_coord_tick(struct brim_coord *co);
-int brim_coord_members_from_state(struct brim_coord *co);
-int brim_coord_save(struct brim_coord *co);
+int  brim_coord_members_from_state(struct brim_coord *co);
+int  brim_coord_save(struct brim_coord *co);
 void brim_coord_members_free(struct brim_coord *co);
-int brim_coord_zones_init(void);
-struct brim_coord_member *brim_coord_member_find(struct brim_coord *co, const char *name,
-                                       size_t len);
-struct brim_coord_member *brim_coord_member_new(struct brim_coord *co, const char *name,
-                                      size_t len);
+int  brim_coord_zones_init(void);
+struct brim_coord_member *brim_coord_member_find(struct brim_coord *co,
+                                                 const char *name, size_t len);
+struct brim_coord_member *brim_coord_member_new(struct brim_coord *co,
+                                                const char *name, size_t len);
 void brim_coord_member_remove(struct brim_coord_member *mb);
 
 /* MB's own connection closed: a member not yet in the committed map (a
@@ -145,9 +145,9 @@ void brim_coord_member_remove(struct brim_coord_member *mb);
  * change waiting for its acknowledgement is aborted at once. */
 void brim_coord_member_gone(struct brim_coord_member *mb);
 int brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc,
-                uint32_t *cap, char *err);
+                     uint32_t *cap, char *err);
 int brim_coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
-                     const struct brim_topo *t);
+                          const struct brim_topo *t);
 
 /* cmd.c: true while the last change's migration runs, as the members'
  * heartbeats tell it (or a change is pending). */

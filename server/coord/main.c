@@ -72,12 +72,11 @@ coord_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
                     char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_coord_config *c = cfg;
-    enum brim_log_level  lvl;
+    enum brim_log_level       lvl;
 
     (void) o;
     if (brim_log_level_parse(arg, &lvl) != 0) {
-        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug",
-                    arg);
+        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug", arg);
         return errbuf;
     }
     c->log_level = (int) lvl;
@@ -89,8 +88,7 @@ coord_set_secret(void *cfg, const struct brim_option *o, const char *arg,
                  char errbuf[BRIM_ERRBUF_LEN])
 {
     (void) errbuf;
-    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max,
-                               arg);
+    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max, arg);
 }
 
 static const char *
@@ -98,7 +96,7 @@ coord_set_config(void *cfg, const struct brim_option *o, const char *arg,
                  char errbuf[BRIM_ERRBUF_LEN])
 {
     (void) cfg, (void) o, (void) arg, (void) errbuf;
-    return NULL;                    /* read before the other options */
+    return NULL; /* read before the other options */
 }
 
 static const struct brim_option coord_options[] = {
@@ -116,8 +114,8 @@ static const struct brim_option coord_options[] = {
      UINT32_MAX, "65536", "partitions, a power of two 256 to 1048576"},
     {"heartbeat-ms", "MS", brim_option_u32, COORD_OFF(set.heartbeat_ms), 1,
      UINT32_MAX, "500", "node heartbeat interval"},
-    {"dead-after-ms", "MS", brim_option_u32, COORD_OFF(set.dead_after_ms),
-     1, UINT32_MAX, "3000", "silence before a node is dead"},
+    {"dead-after-ms", "MS", brim_option_u32, COORD_OFF(set.dead_after_ms), 1,
+     UINT32_MAX, "3000", "silence before a node is dead"},
     {"pending-timeout-ms", "MS", brim_option_u32,
      COORD_OFF(set.pending_timeout_ms), 1, UINT32_MAX, "5000",
      "abort an unacknowledged epoch after this"},
@@ -128,7 +126,8 @@ static const struct brim_option coord_options[] = {
     {"max-conns", "C", brim_option_u32, COORD_OFF(max_conns), 1, UINT32_MAX,
      "1024", "open connections at most; more are refused BUSY and closed"},
     {"idle-timeout", "S", brim_option_u32, COORD_OFF(idle_timeout_s), 0,
-     UINT32_MAX, "300", "close connections silent this many seconds, 0 "
+     UINT32_MAX, "300",
+     "close connections silent this many seconds, 0 "
      "never; a SUBSCRIBE is answered within half of it"},
     {"secret-file", "FILE", coord_set_secret, COORD_OFF(secret_file), 0,
      sizeof(((struct brim_coord_config *) 0)->secret_file), "none",
@@ -143,8 +142,7 @@ static const struct brim_option coord_options[] = {
     {"config", "FILE", coord_set_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
-    {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}
-};
+    {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}};
 
 static const char coord_synopsis[] =
     "usage: brim-coord --listen HOST:PORT --data-dir DIR [options]\n"
@@ -181,7 +179,8 @@ parse_args(struct brim_coord_config *cfg, int argc, char **argv)
         return rc;
     }
     if (cfg->listen[0] == '\0' || cfg->data_dir[0] == '\0') {
-        fprintf(stderr, "brim-coord: --listen and --data-dir are required; "
+        fprintf(stderr,
+                "brim-coord: --listen and --data-dir are required; "
                 "see brim-coord --help\n");
         return -1;
     }
@@ -205,17 +204,19 @@ lock_data_dir(const char *dir)
     snprintf(path, sizeof(path), "%s/lock", dir);
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        fprintf(stderr, "brim-coord: --data-dir %s: cannot open %s: %s\n",
-                dir, path, strerror(errno));
+        fprintf(stderr, "brim-coord: --data-dir %s: cannot open %s: %s\n", dir,
+                path, strerror(errno));
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        fprintf(stderr, "brim-coord: --data-dir %s is in use by another "
-                "brim-coord (it holds %s); refusing to start\n", dir, path);
+        fprintf(stderr,
+                "brim-coord: --data-dir %s is in use by another "
+                "brim-coord (it holds %s); refusing to start\n",
+                dir, path);
         close(fd);
         return -1;
     }
-    return 0;                       /* fd stays open: the lock with it */
+    return 0; /* fd stays open: the lock with it */
 }
 
 /* Load DIR/state or create a new cluster. */
@@ -233,8 +234,10 @@ load_state(struct brim_coord *co)
     }
     /* A bad address is refused before a new cluster is written. */
     if (brim_addr_parse(co->cfg.listen, &sa) != 0) {
-        fprintf(stderr, "brim-coord: --listen: \"%s\" is not HOST:PORT (an "
-                "IP address or localhost)\n", co->cfg.listen);
+        fprintf(stderr,
+                "brim-coord: --listen: \"%s\" is not HOST:PORT (an "
+                "IP address or localhost)\n",
+                co->cfg.listen);
         return -1;
     }
     if (lock_data_dir(co->cfg.data_dir) != 0) {
@@ -243,8 +246,7 @@ load_state(struct brim_coord *co)
     rc = brim_persist_load(co->cfg.data_dir, &co->state, err);
     if (rc == BRIM_ENOTFOUND) {
         if (brim_coord_state_init(&co->state, g, err) != 0
-            || brim_coord_save(co) != 0)
-        {
+            || brim_coord_save(co) != 0) {
             fprintf(stderr, "brim-coord: %s\n", err);
             return -1;
         }
@@ -257,8 +259,8 @@ load_state(struct brim_coord *co)
         return -1;
     }
     if (((co->cfg.given & GIVEN_EPS) && g->eps_ppm != s->eps_ppm)
-        || ((co->cfg.given & GIVEN_V) && g->tokens_per_node
-                                             != s->tokens_per_node)
+        || ((co->cfg.given & GIVEN_V)
+            && g->tokens_per_node != s->tokens_per_node)
         || ((co->cfg.given & GIVEN_P) && g->partitions != s->partitions))
     {
         brim_log_warn("eps, tokens or partitions differ from the stored "
@@ -311,7 +313,7 @@ signal_cb(uv_signal_t *sig, int signum)
 int
 main(int argc, char **argv)
 {
-    static struct brim_coord       co;
+    static struct brim_coord  co;
     struct brim_server_config sc;
     char                      err[BRIM_ERRBUF_LEN];
 
@@ -319,16 +321,17 @@ main(int argc, char **argv)
     case 0:
         break;
     case 1:
-        return 0;                   /* --help */
+        return 0; /* --help */
     default:
-        return 2;                   /* a usage error, said why */
+        return 2; /* a usage error, said why */
     }
     brim_log_init("coord", "coord", (enum brim_log_level) co.cfg.log_level);
     co.loop = uv_default_loop();
     /* The secret files are read once; their bytes are never logged. */
     brim_guard_init(&co.guard, co.loop, BRIM_ROLE_COORD);
     if (brim_guard_load(&co.guard, co.cfg.secret_file,
-                        co.cfg.client_secret_file, err) != 0)
+                        co.cfg.client_secret_file, err)
+        != 0)
     {
         fprintf(stderr, "brim-coord: %s\n", err);
         return 2;
@@ -343,8 +346,8 @@ main(int argc, char **argv)
         return 1;
     }
     memset(&sc, 0, sizeof(sc));
-    sc.max_frame_bytes = 2 * (size_t) co.state.settings.partitions
-                         + (64u << 10) + 200u * BRIM_NODES_MAX;
+    sc.max_frame_bytes = 2 * (size_t) co.state.settings.partitions + (64u << 10)
+        + 200u * BRIM_NODES_MAX;
     sc.out_high_water = 8u << 20;
     sc.out_low_water = 1u << 20;
     sc.max_conns = co.cfg.max_conns;
@@ -352,7 +355,9 @@ main(int argc, char **argv)
     sc.gone = brim_guard_conn_gone;
     sc.gone_arg = &co.guard;
     if (brim_server_listen(&co.srv, co.loop, co.cfg.listen, &sc,
-                           brim_coord_dispatch, brim_coord_conn_closed, &co, err) != 0)
+                           brim_coord_dispatch, brim_coord_conn_closed, &co,
+                           err)
+        != 0)
     {
         fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
@@ -364,9 +369,8 @@ main(int argc, char **argv)
     /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
      * reach us: give them that, on top of dead-after, before any is
      * declared dead. */
-    co.deaths_after_ms = co.restarted ? uv_now(co.loop)
-                                        + COORD_NODE_BACKOFF_MAX_MS
-                                      : 0;
+    co.deaths_after_ms =
+        co.restarted ? uv_now(co.loop) + COORD_NODE_BACKOFF_MAX_MS : 0;
     /* A pause before the first tick counts as one too. */
     co.last_tick_ms = uv_now(co.loop);
     if (brim_coord_members_from_state(&co) != 0) {

@@ -23,7 +23,7 @@
 /* A waiting change is logged this often, ms; a migration without
  * progress for COORD_STALL_MS is reported as stalled. */
 #define COORD_WAIT_LOG_MS 10000
-#define COORD_STALL_MS    30000
+#define COORD_STALL_MS 30000
 
 static msgpack_zone rep_zone;
 
@@ -66,7 +66,7 @@ static void
 peer_closed(struct brim_peer *p, int status)
 {
     (void) p;
-    (void) status;                  /* tick reconnects while an ack is owed */
+    (void) status; /* tick reconnects while an ack is owed */
 }
 
 struct brim_coord_member *
@@ -112,8 +112,8 @@ int
 brim_coord_members_from_state(struct brim_coord *co)
 {
     struct brim_coord_member *mb;
-    uint32_t             i;
-    const char          *n;
+    uint32_t                  i;
+    const char               *n;
 
     for (i = 0; i < co->state.committed.nmembers; i++) {
         n = co->state.committed.members[i].name;
@@ -123,7 +123,7 @@ brim_coord_members_from_state(struct brim_coord *co)
         }
         mb->m = co->state.committed.members[i];
         mb->m.state = BRIM_MEMBER_UP;
-        mb->last_hb_ms = uv_now(co->loop);   /* a grace period to rejoin */
+        mb->last_hb_ms = uv_now(co->loop); /* a grace period to rejoin */
     }
     return 0;
 }
@@ -152,7 +152,7 @@ brim_coord_members_free(struct brim_coord *co)
 
 int
 brim_coord_reply_topo(struct brim_conn *c, uint32_t op, uint64_t id,
-           const struct brim_topo *t)
+                      const struct brim_topo *t)
 {
     struct brim_rep rep;
 
@@ -179,11 +179,10 @@ propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
 {
     struct brim_coord_member *mb = p->data;
     struct brim_coord        *co = mb->coord;
-    struct brim_rep      rep;
-    uint64_t             epoch = (uint64_t) (uintptr_t) arg;
+    struct brim_rep           rep;
+    uint64_t                  epoch = (uint64_t) (uintptr_t) arg;
 
-    if (status != 0 || parse_reply(body, len, BRIM_OP_EPOCH_PROPOSE, &rep))
-    {
+    if (status != 0 || parse_reply(body, len, BRIM_OP_EPOCH_PROPOSE, &rep)) {
         return;
     }
     if (rep.status != 0) {
@@ -198,7 +197,8 @@ propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
              * than left pending until the member is declared dead. */
             if (!in_topo(&co->state.committed, mb->m.name)) {
                 brim_log_warn("member %s dropped: it refused the map it "
-                              "would join with", mb->m.name);
+                              "would join with",
+                              mb->m.name);
                 brim_coord_member_remove(mb);
             }
             change_abort(co, "a member refused the proposed map");
@@ -259,7 +259,7 @@ peer_connected(struct brim_peer *p, int status)
 static void
 member_hello(struct brim_coord_member *mb)
 {
-    struct brim_coord          *co = mb->coord;
+    struct brim_coord     *co = mb->coord;
     struct brim_peer_hello h;
 
     memset(&h, 0, sizeof(h));
@@ -277,9 +277,9 @@ member_hello(struct brim_coord_member *mb)
 static void
 member_sync(struct brim_coord_member *mb)
 {
-    struct brim_coord   *co = mb->coord;
-    struct brim_req req;
-    char            err[BRIM_ERRBUF_LEN];
+    struct brim_coord *co = mb->coord;
+    struct brim_req    req;
+    char               err[BRIM_ERRBUF_LEN];
 
     if (mb->removed) {
         return;
@@ -362,8 +362,8 @@ same_membership(struct brim_coord *co, uint32_t n, const struct brim_member *m)
 /* NT's map from the committed one; counts of moves in *ARC, *CAP. Pure:
  * changes nothing but NT (PLAN uses it for what-if maps). */
 int
-brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc, uint32_t *cap,
-      char *err)
+brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc,
+                 uint32_t *cap, char *err)
 {
     const struct brim_topo *ot = &co->state.committed;
     struct brim_ring        oring, nring;
@@ -389,15 +389,15 @@ brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc, uin
     brim_map_positions(nt->seed, P, pos);
     rc = brim_topo_ring(nt, &nring, 1, err);
     if (rc == 0 && ot->nmembers == 0) {
-        rc = brim_place_replace(&nring, nt->eps_ppm, pos, P, nt->map.owner,
-                                err);
+        rc =
+            brim_place_replace(&nring, nt->eps_ppm, pos, P, nt->map.owner, err);
         *arc = P;
     } else if (rc == 0) {
         rc = brim_topo_ring(ot, &oring, 1, err);
         if (rc == 0) {
-            rc = brim_place_rebalance(&oring, ot->map.owner, &nring,
-                                      nt->eps_ppm, pos, P, nt->map.owner,
-                                      reason, err);
+            rc =
+                brim_place_rebalance(&oring, ot->map.owner, &nring, nt->eps_ppm,
+                                     pos, P, nt->map.owner, reason, err);
             for (i = 0; rc == 0 && i < P; i++) {
                 *arc += reason[i] == BRIM_MOVE_ARC;
                 *cap += reason[i] == BRIM_MOVE_CAP;
@@ -421,10 +421,10 @@ brim_coord_place(struct brim_coord *co, struct brim_topo *nt, uint32_t *arc, uin
 static int
 list_departed(struct brim_coord *co, struct brim_topo *nt)
 {
-    const struct brim_topo *ot = &co->state.committed;
-    struct brim_coord_member    *mb;
-    struct brim_member     *d;
-    uint32_t                i, n = 0;
+    const struct brim_topo   *ot = &co->state.committed;
+    struct brim_coord_member *mb;
+    struct brim_member       *d;
+    uint32_t                  i, n = 0;
 
     for (i = 0; i < ot->nmembers; i++) {
         n += brim_topo_find(nt, ot->members[i].name) < 0;
@@ -443,9 +443,9 @@ list_departed(struct brim_coord *co, struct brim_topo *nt)
         d = &nt->departed[nt->ndeparted++];
         *d = ot->members[i];
         mb = brim_coord_member_find(co, d->name, strlen(d->name));
-        d->state = mb != NULL && mb->leaving
-                           && mb->m.state != BRIM_MEMBER_DEAD
-                       ? BRIM_MEMBER_LEAVING : BRIM_MEMBER_DEAD;
+        d->state = mb != NULL && mb->leaving && mb->m.state != BRIM_MEMBER_DEAD
+            ? BRIM_MEMBER_LEAVING
+            : BRIM_MEMBER_DEAD;
     }
     return 0;
 }
@@ -454,13 +454,14 @@ list_departed(struct brim_coord *co, struct brim_topo *nt)
  * change made only for deaths (DEATHS_ONLY: a migration runs, so joins
  * and leaves wait), exactly the committed members that are not dead. */
 static int
-member_next(struct brim_coord *co, const struct brim_coord_member *mb, int deaths_only)
+member_next(struct brim_coord *co, const struct brim_coord_member *mb,
+            int deaths_only)
 {
     if (!deaths_only) {
         return member_active(mb);
     }
     return !mb->removed && mb->m.state != BRIM_MEMBER_DEAD
-           && in_topo(&co->state.committed, mb->m.name);
+        && in_topo(&co->state.committed, mb->m.name);
 }
 
 /*
@@ -494,8 +495,8 @@ carry_departed(struct brim_coord *co, struct brim_topo *nt)
         {
             continue;
         }
-        for (j = 0; j < n && strcmp(d[j].name, ot->departed[i].name) != 0;
-             j++) {
+        for (j = 0; j < n && strcmp(d[j].name, ot->departed[i].name) != 0; j++)
+        {
         }
         if (j == n) {
             d[n++] = ot->departed[i];
@@ -512,7 +513,7 @@ static void
 change_start(struct brim_coord *co, int deaths_only)
 {
     struct brim_coord_settings *s = &co->state.settings;
-    struct brim_coord_member        *mb;
+    struct brim_coord_member   *mb;
     struct brim_topo            nt;
     uint32_t                    n = 0, arc, cap;
     char                        err[BRIM_ERRBUF_LEN] = "";
@@ -525,9 +526,10 @@ change_start(struct brim_coord *co, int deaths_only)
         n += member_next(co, mb, deaths_only);
     }
     if (brim_topo_init(&nt, s->cluster_id, s->seed, s->partitions,
-                       s->tokens_per_node, s->eps_ppm, co->state.next_epoch) != 0
-        || (n > 0 && (nt.members = brim_calloc(n, sizeof(*nt.members)))
-                         == NULL))
+                       s->tokens_per_node, s->eps_ppm, co->state.next_epoch)
+            != 0
+        || (n > 0
+            && (nt.members = brim_calloc(n, sizeof(*nt.members))) == NULL))
     {
         brim_topo_destroy(&nt);
         co->dirty = 1;
@@ -539,12 +541,12 @@ change_start(struct brim_coord *co, int deaths_only)
             nt.members[nt.nmembers++].state = BRIM_MEMBER_UP;
         }
     }
-    if (n > 1) {                    /* qsort(NULL, 0) is undefined */
+    if (n > 1) { /* qsort(NULL, 0) is undefined */
         qsort(nt.members, n, sizeof(*nt.members), cmp_member);
     }
     if (same_membership(co, n, nt.members)) {
         brim_topo_destroy(&nt);
-        co->dirty = deaths_only;    /* the joins and leaves still wait */
+        co->dirty = deaths_only; /* the joins and leaves still wait */
         return;
     }
     if (list_departed(co, &nt) != 0
@@ -574,11 +576,13 @@ change_start(struct brim_coord *co, int deaths_only)
         return;
     }
     brim_log_info("epoch %" PRIu64 " proposed: %" PRIu32 " members, moved "
-                  "arc %" PRIu32 " cap %" PRIu32 "%s", nt.map.epoch, n, arc,
-                  cap, deaths_only ? " (deaths only: joins and leaves wait "
-                                     "for the running migration)" : "");
+                  "arc %" PRIu32 " cap %" PRIu32 "%s",
+                  nt.map.epoch, n, arc, cap,
+                  deaths_only ? " (deaths only: joins and leaves wait "
+                                "for the running migration)"
+                              : "");
     if (deaths_only) {
-        co->dirty = 1;              /* the joins and leaves that wait */
+        co->dirty = 1; /* the joins and leaves that wait */
     }
     co->pending_arc = arc;
     co->pending_cap = cap;
@@ -586,8 +590,7 @@ change_start(struct brim_coord *co, int deaths_only)
     co->pending_since_ms = uv_now(co->loop);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         mb->need_ack = !mb->removed && mb->m.state != BRIM_MEMBER_DEAD
-                       && (member_active(mb)
-                           || in_topo(&co->state.committed, mb->m.name));
+            && (member_active(mb) || in_topo(&co->state.committed, mb->m.name));
         co->acks_left += (uint32_t) mb->need_ack;
     }
     if (co->acks_left == 0) {
@@ -604,9 +607,9 @@ change_start(struct brim_coord *co, int deaths_only)
 static void
 subscribers_answer(struct brim_coord *co, int all)
 {
-    struct brim_conn  *c;
+    struct brim_conn       *c;
     struct brim_coord_conn *cc;
-    uint64_t           now = uv_now(co->loop);
+    uint64_t                now = uv_now(co->loop);
 
     for (c = co->srv.conns; c != NULL; c = c->next) {
         cc = c->data;
@@ -617,7 +620,8 @@ subscribers_answer(struct brim_coord *co, int all)
             continue;
         }
         cc->sub_deadline = 0;
-        brim_coord_reply_topo(c, BRIM_OP_SUBSCRIBE, cc->sub_id, &co->state.committed);
+        brim_coord_reply_topo(c, BRIM_OP_SUBSCRIBE, cc->sub_id,
+                              &co->state.committed);
         brim_conn_flush(c);
     }
 }
@@ -631,10 +635,10 @@ subscribers_answer(struct brim_coord *co, int all)
 static void
 change_baseline(struct brim_coord *co, const struct brim_topo *old)
 {
-    const struct brim_topo *t = &co->state.committed;
-    struct brim_coord_member    *mb;
-    uint64_t                total = 0, left = 0, wjoined = 0, wall = 0;
-    int                     before, after;
+    const struct brim_topo   *t = &co->state.committed;
+    struct brim_coord_member *mb;
+    uint64_t                  total = 0, left = 0, wjoined = 0, wall = 0;
+    int                       before, after;
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
         mb->mig_in_base = mb->hb_mig_in;
@@ -650,12 +654,12 @@ change_baseline(struct brim_coord *co, const struct brim_topo *old)
         wall += after ? mb->m.weight_ppm : 0;
     }
     co->last_keys_total = total;
-    co->last_streams = old->nmembers > 0;   /* the first map moves nothing */
+    co->last_streams = old->nmembers > 0; /* the first map moves nothing */
     co->last_ideal_keys = (double) left;
     if (wall > 0) {
         /* The joiners' weighted share of the keys that stayed. */
-        co->last_ideal_keys += (double) (total - left) * (double) wjoined
-                               / (double) wall;
+        co->last_ideal_keys +=
+            (double) (total - left) * (double) wjoined / (double) wall;
     }
 }
 
@@ -663,8 +667,8 @@ static void
 change_commit(struct brim_coord *co)
 {
     struct brim_coord_member *mb;
-    uint64_t             epoch = co->state.pending.map.epoch;
-    struct brim_topo     old = co->state.committed;
+    uint64_t                  epoch = co->state.pending.map.epoch;
+    struct brim_topo          old = co->state.committed;
 
     co->state.committed = co->state.pending;
     memset(&co->state.pending, 0, sizeof(co->state.pending));
@@ -682,8 +686,8 @@ change_commit(struct brim_coord *co)
     brim_topo_destroy(&old);
     co->last_arc = co->pending_arc;
     co->last_cap = co->pending_cap;
-    brim_log_info("epoch %" PRIu64 " committed: %" PRIu32 " members",
-                  epoch, co->state.committed.nmembers);
+    brim_log_info("epoch %" PRIu64 " committed: %" PRIu32 " members", epoch,
+                  co->state.committed.nmembers);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (mb->removed) {
             continue;
@@ -695,7 +699,7 @@ change_commit(struct brim_coord *co)
         } else if (mb->leaving || mb->m.state == BRIM_MEMBER_DEAD) {
             brim_coord_member_remove(mb);
         } else {
-            co->dirty = 1;              /* joined while this change was pending */
+            co->dirty = 1; /* joined while this change was pending */
         }
     }
     subscribers_answer(co, 0);
@@ -705,7 +709,7 @@ static void
 change_abort(struct brim_coord *co, const char *why)
 {
     struct brim_coord_member *mb;
-    uint64_t             epoch = co->state.pending.map.epoch;
+    uint64_t                  epoch = co->state.pending.map.epoch;
 
     brim_topo_destroy(&co->state.pending);
     co->state.has_pending = 0;
@@ -735,19 +739,18 @@ change_abort(struct brim_coord *co, const char *why)
 int
 brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len)
 {
-    const struct brim_topo *t = &co->state.committed;
-    struct brim_coord_member    *mb;
-    uint64_t                in = 0, out = 0, sig = 0;
-    uint32_t                busy = 0;
-    size_t                  n;
-    int                     unheard = 0;
-    char                    detail[256];
+    const struct brim_topo   *t = &co->state.committed;
+    struct brim_coord_member *mb;
+    uint64_t                  in = 0, out = 0, sig = 0;
+    uint32_t                  busy = 0;
+    size_t                    n;
+    int                       unheard = 0;
+    char                      detail[256];
 
     why[0] = '\0';
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (mb->removed || mb->m.state == BRIM_MEMBER_DEAD
-            || !in_topo(t, mb->m.name))
-        {
+            || !in_topo(t, mb->m.name)) {
             continue;
         }
         /* A heartbeat without the mig_* fields (not a brim-node's)
@@ -757,9 +760,10 @@ brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len)
                 || (mb->hb_mig_reported && mb->hb_epoch < t->map.epoch)))
         {
             if (unheard++ == 0) {
-                snprintf(why, len, "waiting to hear from %s at epoch %"
-                         PRIu64 " (it may be streaming)", mb->m.name,
-                         t->map.epoch);
+                snprintf(why, len,
+                         "waiting to hear from %s at epoch %" PRIu64
+                         " (it may be streaming)",
+                         mb->m.name, t->map.epoch);
             }
             continue;
         }
@@ -769,8 +773,9 @@ brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len)
         if (mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0) {
             n = strlen(why);
             if (busy++ < 4 && n + 80 < len) {
-                snprintf(why + n, len - n, "%s%s %" PRIu64 " in, %" PRIu64
-                         " out", busy == 1 ? "" : "; ", mb->m.name,
+                snprintf(why + n, len - n,
+                         "%s%s %" PRIu64 " in, %" PRIu64 " out",
+                         busy == 1 ? "" : "; ", mb->m.name,
                          mb->hb_mig_in_flight, mb->hb_mig_out_pending);
             }
         }
@@ -784,8 +789,10 @@ brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len)
     /* Prefix the totals: "migration running: 129 partitions in flight
      * (node4 129 in, 0 out; ...)". */
     snprintf(detail, sizeof(detail), "%s", why);
-    snprintf(why, len, "migration running: %" PRIu64 " partitions coming "
-             "in, %" PRIu64 " going out (%s)", in, out, detail);
+    snprintf(why, len,
+             "migration running: %" PRIu64 " partitions coming "
+             "in, %" PRIu64 " going out (%s)",
+             in, out, detail);
     if (sig != co->wait_signature) {
         co->wait_signature = sig;
         co->wait_progress_ms = uv_now(co->loop);
@@ -797,16 +804,16 @@ void
 brim_coord_member_gone(struct brim_coord_member *mb)
 {
     struct brim_coord *co = mb->coord;
-    int           waited;
+    int                waited;
 
     if (co->stopping || mb->removed
-        || in_topo(&co->state.committed, mb->m.name))
-    {
-        return;                     /* members: dead-after decides */
+        || in_topo(&co->state.committed, mb->m.name)) {
+        return; /* members: dead-after decides */
     }
     waited = co->state.has_pending && mb->need_ack;
     brim_log_warn("member %s: its connection closed before it joined a "
-                  "committed map: dropped", mb->m.name);
+                  "committed map: dropped",
+                  mb->m.name);
     brim_coord_member_remove(mb);
     co->dirty = 1;
     if (waited) {
@@ -818,13 +825,13 @@ brim_coord_member_gone(struct brim_coord_member *mb)
 static int
 committed_member_dead(struct brim_coord *co)
 {
-    const struct brim_topo *t = &co->state.committed;
-    struct brim_coord_member    *mb;
-    uint32_t                i;
+    const struct brim_topo   *t = &co->state.committed;
+    struct brim_coord_member *mb;
+    uint32_t                  i;
 
     for (i = 0; i < t->nmembers; i++) {
         mb = brim_coord_member_find(co, t->members[i].name,
-                               strlen(t->members[i].name));
+                                    strlen(t->members[i].name));
         if (mb == NULL || mb->m.state == BRIM_MEMBER_DEAD) {
             return 1;
         }
@@ -846,7 +853,8 @@ change_maybe_start(struct brim_coord *co, uint64_t now)
     if (!brim_coord_change_must_wait(co, why, sizeof(why))) {
         if (co->wait_why[0] != '\0') {
             brim_log_info("change: the migration is over after %" PRIu64
-                          " ms; going on", now - co->wait_since_ms);
+                          " ms; going on",
+                          now - co->wait_since_ms);
         }
         co->wait_why[0] = '\0';
         change_start(co, 0);
@@ -889,11 +897,11 @@ coord_tick_gap(struct brim_coord *co, uint64_t now)
     struct brim_coord_member *mb;
     uint64_t                  gap = now - co->last_tick_ms;
 
-    if (gap > co->state.settings.dead_after_ms / 2)
-    {
+    if (gap > co->state.settings.dead_after_ms / 2) {
         brim_log_warn("this coordinator did not run for %" PRIu64 " ms "
                       "(paused?): hearing the nodes again before any is "
-                      "declared dead", gap);
+                      "declared dead",
+                      gap);
         for (mb = co->members; mb != NULL; mb = mb->next) {
             mb->last_hb_ms = now;
         }
@@ -905,9 +913,9 @@ coord_tick_gap(struct brim_coord *co, uint64_t now)
 void
 brim_coord_tick(struct brim_coord *co)
 {
-    struct brim_coord_member **pp, *mb;
-    char                  why[256];
-    uint64_t              now = uv_now(co->loop);
+    struct brim_coord_member        **pp, *mb;
+    char                              why[256];
+    uint64_t                          now = uv_now(co->loop);
     const struct brim_coord_settings *s = &co->state.settings;
 
     coord_tick_gap(co, now);
@@ -939,21 +947,21 @@ brim_coord_tick(struct brim_coord *co)
         change_abort(co, "not acknowledged within pending-timeout-ms");
     }
     if (!co->state.has_pending && now >= co->retry_at_ms
-        && (co->dirty || (co->join_since_ms != 0
-                      && now - co->join_since_ms >= co->cfg.join_window_ms)))
+        && (co->dirty
+            || (co->join_since_ms != 0
+                && now - co->join_since_ms >= co->cfg.join_window_ms)))
     {
         change_maybe_start(co, now);
     } else if (!co->state.has_pending && co->wait_why[0] != '\0'
                && !brim_coord_change_must_wait(co, why, sizeof(why)))
     {
-        co->wait_why[0] = '\0';    /* nothing waits any more */
+        co->wait_why[0] = '\0'; /* nothing waits any more */
     }
     subscribers_answer(co, 0);
     /* Free removed members once their connection to us is idle. */
     for (pp = &co->members; (mb = *pp) != NULL;) {
         if (mb->removed && mb->peer.state == BRIM_PEER_OPEN
-            && mb->peer.ncalls == 0)
-        {
+            && mb->peer.ncalls == 0) {
             brim_peer_close(&mb->peer);
         }
         if (mb->removed && mb->peer.state == BRIM_PEER_IDLE) {

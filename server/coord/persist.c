@@ -27,8 +27,7 @@
 #include "proto/wire.h"
 
 /* The file's first 8 bytes. */
-static const char persist_magic[8] = { 'B', 'R', 'I', 'M', 'C', 'R', 'D',
-                                       '\0' };
+static const char persist_magic[8] = {'B', 'R', 'I', 'M', 'C', 'R', 'D', '\0'};
 
 /* Elements of the body array and of its settings array. */
 #define PERSIST_BODY_FIELDS 4
@@ -40,15 +39,15 @@ int
 brim_coord_settings_check(const struct brim_coord_settings *set,
                           char errbuf[BRIM_ERRBUF_LEN])
 {
-    if (brim_placement_check(set->tokens_per_node, set->partitions, 0,
-                             errbuf) != 0)
-    {
+    if (brim_placement_check(set->tokens_per_node, set->partitions, 0, errbuf)
+        != 0) {
         return BRIM_EINVAL;
     }
     if (set->eps_ppm > BRIM_EPS_PPM_MAX && set->eps_ppm != BRIM_EPS_NONE) {
-        brim_errfmt(errbuf, "coord: eps is %" PRIu64 " ppm, must be 0 to "
-                    "%llu (0 to 1000) or none", set->eps_ppm,
-                    BRIM_EPS_PPM_MAX);
+        brim_errfmt(errbuf,
+                    "coord: eps is %" PRIu64 " ppm, must be 0 to "
+                    "%llu (0 to 1000) or none",
+                    set->eps_ppm, BRIM_EPS_PPM_MAX);
         return BRIM_EINVAL;
     }
     if (set->cluster_id == 0) {
@@ -56,25 +55,27 @@ brim_coord_settings_check(const struct brim_coord_settings *set,
         return BRIM_EINVAL;
     }
     if (set->heartbeat_ms == 0 || set->pending_timeout_ms == 0) {
-        brim_errfmt(errbuf, "coord: heartbeat_ms is %" PRIu32 " and "
+        brim_errfmt(errbuf,
+                    "coord: heartbeat_ms is %" PRIu32 " and "
                     "pending_timeout_ms %" PRIu32 ", each must be at least 1",
                     set->heartbeat_ms, set->pending_timeout_ms);
         return BRIM_EINVAL;
     }
     /* A node heartbeating on time must never look dead. */
     if (set->dead_after_ms <= set->heartbeat_ms) {
-        brim_errfmt(errbuf, "coord: dead_after_ms is %" PRIu32 ", must be "
-                    "above heartbeat_ms (%" PRIu32 ")", set->dead_after_ms,
-                    set->heartbeat_ms);
+        brim_errfmt(errbuf,
+                    "coord: dead_after_ms is %" PRIu32 ", must be "
+                    "above heartbeat_ms (%" PRIu32 ")",
+                    set->dead_after_ms, set->heartbeat_ms);
         return BRIM_EINVAL;
     }
     return 0;
 }
 
 int
-brim_coord_state_init(struct brim_coord_state *state,
+brim_coord_state_init(struct brim_coord_state          *state,
                       const struct brim_coord_settings *set,
-                      char errbuf[BRIM_ERRBUF_LEN])
+                      char                              errbuf[BRIM_ERRBUF_LEN])
 {
     int rc;
 
@@ -84,11 +85,12 @@ brim_coord_state_init(struct brim_coord_state *state,
         return rc;
     }
     if (brim_topo_init(&state->committed, set->cluster_id, set->seed,
-                       set->partitions, set->tokens_per_node, set->eps_ppm,
-                       0) != 0)
+                       set->partitions, set->tokens_per_node, set->eps_ppm, 0)
+        != 0)
     {
-        brim_errfmt(errbuf, "coord: out of memory for a map of %" PRIu32
-                    " partitions", set->partitions);
+        brim_errfmt(errbuf,
+                    "coord: out of memory for a map of %" PRIu32 " partitions",
+                    set->partitions);
         return BRIM_ENOMEM;
     }
     state->settings = *set;
@@ -108,18 +110,18 @@ brim_coord_state_destroy(struct brim_coord_state *state)
  * placement settings. */
 static int
 persist_topo_matches(const struct brim_coord_settings *set,
-                     const struct brim_topo *t, const char *what,
-                     char *errbuf)
+                     const struct brim_topo *t, const char *what, char *errbuf)
 {
     if (t->cluster_id != set->cluster_id || t->seed != set->seed
         || t->map.npartitions != set->partitions
         || t->tokens_per_node != set->tokens_per_node
         || t->eps_ppm != set->eps_ppm)
     {
-        brim_errfmt(errbuf, "%s topology (cluster %016" PRIx64 ", P %" PRIu32
+        brim_errfmt(errbuf,
+                    "%s topology (cluster %016" PRIx64 ", P %" PRIu32
                     ", V %" PRIu32 ") differs from the settings (cluster "
-                    "%016" PRIx64 ", P %" PRIu32 ", V %" PRIu32 ")", what,
-                    t->cluster_id, t->map.npartitions, t->tokens_per_node,
+                    "%016" PRIx64 ", P %" PRIu32 ", V %" PRIu32 ")",
+                    what, t->cluster_id, t->map.npartitions, t->tokens_per_node,
                     set->cluster_id, set->partitions, set->tokens_per_node);
         return BRIM_EINVAL;
     }
@@ -136,19 +138,23 @@ persist_state_check(const struct brim_coord_state *state, char *errbuf)
     if (brim_coord_settings_check(&state->settings, errbuf) != 0
         || persist_topo_matches(&state->settings, c, "committed", errbuf) != 0
         || (state->has_pending
-            && persist_topo_matches(&state->settings, p, "pending", errbuf) != 0))
+            && persist_topo_matches(&state->settings, p, "pending", errbuf)
+                != 0))
     {
         return BRIM_EINVAL;
     }
     if (c->map.epoch >= state->next_epoch) {
-        brim_errfmt(errbuf, "committed epoch %" PRIu64 " is not below "
-                    "next_epoch %" PRIu64, c->map.epoch, state->next_epoch);
+        brim_errfmt(errbuf,
+                    "committed epoch %" PRIu64 " is not below "
+                    "next_epoch %" PRIu64,
+                    c->map.epoch, state->next_epoch);
         return BRIM_EINVAL;
     }
     if (state->has_pending
         && (p->map.epoch <= c->map.epoch || p->map.epoch >= state->next_epoch))
     {
-        brim_errfmt(errbuf, "pending epoch %" PRIu64 " is not between the "
+        brim_errfmt(errbuf,
+                    "pending epoch %" PRIu64 " is not between the "
                     "committed epoch %" PRIu64 " and next_epoch %" PRIu64,
                     p->map.epoch, c->map.epoch, state->next_epoch);
         return BRIM_EINVAL;
@@ -210,7 +216,7 @@ persist_array(const msgpack_object *o, uint32_t n, const char *what,
 /* The settings array O into *SET: eight non-negative integers, the u32
  * ones within 32 bits. Ranges are judged later. */
 static int
-persist_decode_settings(const msgpack_object *o,
+persist_decode_settings(const msgpack_object       *o,
                         struct brim_coord_settings *set, char *errbuf)
 {
     const msgpack_object *a;
@@ -223,8 +229,10 @@ persist_decode_settings(const msgpack_object *o,
     }
     for (i = 0; i < PERSIST_SETTINGS_FIELDS; i++) {
         if (a[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            brim_errfmt(errbuf, "setting %" PRIu32 " is not a non-negative "
-                        "integer", i);
+            brim_errfmt(errbuf,
+                        "setting %" PRIu32 " is not a non-negative "
+                        "integer",
+                        i);
             return BRIM_EINVAL;
         }
         v[i] = a[i].via.u64;
@@ -307,8 +315,10 @@ persist_decode_body(const char *body, size_t len,
     }
     rc = brim_wire_unpack(body, len, SIZE_MAX, &zone, &root);
     if (rc == BRIM_EBADREQ) {
-        brim_errfmt(errbuf, "malformed body: not one complete msgpack "
-                    "object of %zu bytes", len);
+        brim_errfmt(errbuf,
+                    "malformed body: not one complete msgpack "
+                    "object of %zu bytes",
+                    len);
         rc = BRIM_EINVAL;
     } else if (rc != 0) {
         brim_errfmt(errbuf, "out of memory unpacking the body");
@@ -374,35 +384,41 @@ persist_check_header(const unsigned char *file, size_t len, char *errbuf)
 
     /* A prefix of the magic is a file cut short; anything else is not
      * ours at all. */
-    if (memcmp(file, persist_magic, BRIM_MIN(len, sizeof(persist_magic)))
-        != 0)
+    if (memcmp(file, persist_magic, BRIM_MIN(len, sizeof(persist_magic))) != 0)
     {
         brim_errfmt(errbuf, "bad magic: not a brim-coord state file");
         return BRIM_EINVAL;
     }
     if (len < BRIM_PERSIST_HDR) {
-        brim_errfmt(errbuf, "truncated: %zu bytes, shorter than the "
-                    "%d-byte header", len, BRIM_PERSIST_HDR);
+        brim_errfmt(errbuf,
+                    "truncated: %zu bytes, shorter than the "
+                    "%d-byte header",
+                    len, BRIM_PERSIST_HDR);
         return BRIM_EINVAL;
     }
     version = persist_get_le(file + 8, 4);
     if (version != BRIM_PERSIST_VERSION) {
-        brim_errfmt(errbuf, "format version %" PRIu64 ", this brim-coord "
-                    "reads version %d", version, BRIM_PERSIST_VERSION);
+        brim_errfmt(errbuf,
+                    "format version %" PRIu64 ", this brim-coord "
+                    "reads version %d",
+                    version, BRIM_PERSIST_VERSION);
         return BRIM_EINVAL;
     }
     body_len = persist_get_le(file + 12, 8);
     if (body_len != len - BRIM_PERSIST_HDR) {
-        brim_errfmt(errbuf, "truncated or torn: the header says %" PRIu64
-                    " body bytes, the file holds %zu", body_len,
-                    len - BRIM_PERSIST_HDR);
+        brim_errfmt(errbuf,
+                    "truncated or torn: the header says %" PRIu64
+                    " body bytes, the file holds %zu",
+                    body_len, len - BRIM_PERSIST_HDR);
         return BRIM_EINVAL;
     }
     sum = persist_get_le(file + 20, 8);
     want = XXH3_64bits(file + BRIM_PERSIST_HDR, (size_t) body_len);
     if (sum != want) {
-        brim_errfmt(errbuf, "checksum mismatch: stored %016" PRIx64 ", the "
-                    "body hashes to %016" PRIx64 " (corrupt)", sum, want);
+        brim_errfmt(errbuf,
+                    "checksum mismatch: stored %016" PRIx64 ", the "
+                    "body hashes to %016" PRIx64 " (corrupt)",
+                    sum, want);
         return BRIM_EINVAL;
     }
     return 0;
@@ -418,8 +434,10 @@ persist_path(char *path, const char *dir, const char *name, char *errbuf)
 
     n = snprintf(path, PATH_MAX, "%s/%s", dir, name);
     if (n < 0 || n >= PATH_MAX) {
-        brim_errfmt(errbuf, "persist: data directory path of %zu bytes is "
-                    "too long", strlen(dir));
+        brim_errfmt(errbuf,
+                    "persist: data directory path of %zu bytes is "
+                    "too long",
+                    strlen(dir));
         return BRIM_EINVAL;
     }
     return 0;
@@ -531,7 +549,7 @@ brim_persist_save(const char *dir, const struct brim_coord_state *state,
     brim_buf_init(&file);
     rc = brim_buf_reserve(&file, BRIM_PERSIST_HDR);
     if (rc == 0) {
-        brim_buf_commit(&file, BRIM_PERSIST_HDR);   /* filled in below */
+        brim_buf_commit(&file, BRIM_PERSIST_HDR); /* filled in below */
         rc = persist_encode_body(&file, state);
     }
     if (rc != 0) {
@@ -545,20 +563,22 @@ brim_persist_save(const char *dir, const struct brim_coord_state *state,
                              file.len - BRIM_PERSIST_HDR, &check, why);
     brim_coord_state_destroy(&check);
     if (rc == 0 && file.len > BRIM_PERSIST_MAX_BYTES) {
-        brim_errfmt(why, "%zu bytes, more than a load accepts (%u)",
-                    file.len, BRIM_PERSIST_MAX_BYTES);
+        brim_errfmt(why, "%zu bytes, more than a load accepts (%u)", file.len,
+                    BRIM_PERSIST_MAX_BYTES);
         rc = BRIM_EINVAL;
     }
     if (rc != 0) {
         brim_buf_destroy(&file);
-        brim_errfmt(errbuf, "persist: %s: %s", rc == BRIM_ENOMEM
-                    ? "checking the state" : "refusing to save an invalid "
-                    "state", why);
+        brim_errfmt(errbuf, "persist: %s: %s",
+                    rc == BRIM_ENOMEM ? "checking the state"
+                                      : "refusing to save an invalid "
+                                        "state",
+                    why);
         return rc;
     }
     persist_put_header((unsigned char *) file.data, file.len);
-    rc = persist_replace(tmp, path, (const unsigned char *) file.data,
-                         file.len, errbuf);
+    rc = persist_replace(tmp, path, (const unsigned char *) file.data, file.len,
+                         errbuf);
     brim_buf_destroy(&file);
     if (rc != 0) {
         return rc;
@@ -572,8 +592,7 @@ brim_persist_save(const char *dir, const struct brim_coord_state *state,
  * BRIM_ESYS or BRIM_ENOMEM, with the reason in ERRBUF.
  */
 static int
-persist_read(const char *path, unsigned char **data, size_t *len,
-             char *errbuf)
+persist_read(const char *path, unsigned char **data, size_t *len, char *errbuf)
 {
     struct stat    sb;
     unsigned char *buf;
@@ -595,8 +614,10 @@ persist_read(const char *path, unsigned char **data, size_t *len,
     }
     if (!S_ISREG(sb.st_mode) || sb.st_size > (off_t) BRIM_PERSIST_MAX_BYTES) {
         (void) close(fd);
-        brim_errfmt(errbuf, "persist: %s: not a regular file of at most %u "
-                    "bytes", path, BRIM_PERSIST_MAX_BYTES);
+        brim_errfmt(errbuf,
+                    "persist: %s: not a regular file of at most %u "
+                    "bytes",
+                    path, BRIM_PERSIST_MAX_BYTES);
         return BRIM_EINVAL;
     }
     size = (size_t) sb.st_size;

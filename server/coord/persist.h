@@ -38,15 +38,15 @@
 
 /* The settings fixed when the cluster is created (brim-coord's flags). */
 struct brim_coord_settings {
-    uint64_t cluster_id;            /* random, never 0 (0 means unknown) */
-    uint64_t seed;                  /* cluster hash seed */
-    uint32_t partitions;            /* P, a power of two, 2^8 .. 2^20 */
-    uint32_t tokens_per_node;       /* V, 1 .. BRIM_TOKENS_PER_NODE_MAX */
-    uint64_t eps_ppm;               /* cap slack, or BRIM_EPS_NONE */
-    uint32_t heartbeat_ms;          /* node heartbeat interval, >= 1 */
-    uint32_t dead_after_ms;         /* silence after which a node is dead,
+    uint64_t cluster_id;         /* random, never 0 (0 means unknown) */
+    uint64_t seed;               /* cluster hash seed */
+    uint32_t partitions;         /* P, a power of two, 2^8 .. 2^20 */
+    uint32_t tokens_per_node;    /* V, 1 .. BRIM_TOKENS_PER_NODE_MAX */
+    uint64_t eps_ppm;            /* cap slack, or BRIM_EPS_NONE */
+    uint32_t heartbeat_ms;       /* node heartbeat interval, >= 1 */
+    uint32_t dead_after_ms;      /* silence after which a node is dead,
                                        > heartbeat_ms */
-    uint32_t pending_timeout_ms;    /* a pending epoch not acknowledged by
+    uint32_t pending_timeout_ms; /* a pending epoch not acknowledged by
                                        then is aborted, >= 1 */
 };
 
@@ -56,7 +56,7 @@ struct brim_coord_settings {
  * topologies carry the settings' cluster id, seed, P, V and eps.
  */
 struct brim_coord_state {
-    struct brim_coord_settings settings;  /* fixed at creation */
+    struct brim_coord_settings settings;    /* fixed at creation */
     uint64_t                   next_epoch;  /* the next epoch to propose */
     struct brim_topo           committed;   /* last committed (epoch 0 and
                                                no members: none yet) */
@@ -82,7 +82,7 @@ int brim_coord_settings_check(const struct brim_coord_settings *set,
  * brim_coord_settings_check(); ERRBUF says why) or BRIM_ENOMEM; on error
  * ST is zeroed. Release with brim_coord_state_destroy().
  */
-int brim_coord_state_init(struct brim_coord_state *state,
+int brim_coord_state_init(struct brim_coord_state          *state,
                           const struct brim_coord_settings *set,
                           char errbuf[BRIM_ERRBUF_LEN]);
 

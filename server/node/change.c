@@ -54,7 +54,7 @@ brim_node_commit(struct brim_node *node, uint64_t epoch)
             keys += brim_store_drop_partition(node->store, p);
             dropped++;
         } else {
-            brim_store_drop_partition(node->store, p);  /* an empty table */
+            brim_store_drop_partition(node->store, p); /* an empty table */
         }
     }
     brim_free(keep);
@@ -74,19 +74,18 @@ brim_node_adopt(struct brim_node *node, const msgpack_object *t,
 
     rc = brim_node_topo_decode(node, t, &topo, errbuf);
     if (rc == BRIM_EEXISTS) {
-        return 0;                   /* we already hold this one or newer */
+        return 0; /* we already hold this one or newer */
     }
     if (rc != 0) {
         return rc;
     }
     if (node->topo.has_pending
-        && node->topo.pending.map.epoch <= topo.map.epoch)
-    {
+        && node->topo.pending.map.epoch <= topo.map.epoch) {
         brim_topo_destroy(&node->topo.pending);
         node->topo.has_pending = 0;
     }
     if (node->topo.has_pending) {
-        brim_topo_destroy(&topo);   /* a newer one is pending: wait for it */
+        brim_topo_destroy(&topo); /* a newer one is pending: wait for it */
         return 0;
     }
     brim_node_topo_set_pending(node, &topo);
@@ -100,8 +99,8 @@ brim_node_epoch_seen(struct brim_node *node, uint64_t req_epoch)
         && req_epoch == node->topo.pending.map.epoch)
     {
         brim_log_info("a request carries pending epoch %" PRIu64
-                      ": committing it", req_epoch);
+                      ": committing it",
+                      req_epoch);
         brim_node_commit(node, req_epoch);
     }
 }
-

@@ -35,25 +35,24 @@
 #include "server/node/lease.h"
 #include "server/node/migrate.h"
 
-#define COORD_HEARTBEAT_MS 500      /* default interval */
-#define COORD_BACKOFF_MIN_MS 100    /* first reconnect delay */
-#define COORD_BACKOFF_MAX_MS 5000   /* longest reconnect delay */
+#define COORD_HEARTBEAT_MS 500    /* default interval */
+#define COORD_BACKOFF_MIN_MS 100  /* first reconnect delay */
+#define COORD_BACKOFF_MAX_MS 5000 /* longest reconnect delay */
 
-#define COORD_LINGER_MS 500          /* answer MOVED this long, then exit */
-#define COORD_LEAVE_POLL_MS 20       /* how often the leave is checked */
-#define COORD_LEAVE_LOG_MS 10000     /* progress of a long leave, logged */
-#define COORD_HB_STATS 9             /* stats a HEARTBEAT carries */
+#define COORD_LINGER_MS 500      /* answer MOVED this long, then exit */
+#define COORD_LEAVE_POLL_MS 20   /* how often the leave is checked */
+#define COORD_LEAVE_LOG_MS 10000 /* progress of a long leave, logged */
+#define COORD_HB_STATS 9         /* stats a HEARTBEAT carries */
 
 static void coord_connect(struct brim_node *node);
-static int leave_removed(struct brim_node *node);
+static int  leave_removed(struct brim_node *node);
 static void leave_send(struct brim_node *node);
 static void leave_linger(struct brim_node *node, const char *why);
 
 /* Encode REQ and send it on the coordinator connection; CB gets the reply
  * body. Returns 0 or a BRIM_E* code (the connection is then closed). */
 static int
-coord_send(struct brim_node *node, struct brim_req *req,
-           brim_peer_reply_cb cb)
+coord_send(struct brim_node *node, struct brim_req *req, brim_peer_reply_cb cb)
 {
     struct brim_buf buf;
     int             rc;
@@ -78,8 +77,8 @@ coord_send(struct brim_node *node, struct brim_req *req,
 /* Decode the reply BODY to OP into *REP, closing the connection when it is
  * malformed. Returns 0 or a BRIM_E* code. */
 static int
-coord_parse(struct brim_node *node, uint32_t op, const char *body,
-            size_t len, struct brim_rep *rep)
+coord_parse(struct brim_node *node, uint32_t op, const char *body, size_t len,
+            struct brim_rep *rep)
 {
     char errbuf[BRIM_ERRBUF_LEN];
     int  rc;
@@ -111,7 +110,7 @@ coord_why(const struct brim_rep *rep, char *buf, size_t len)
 static void
 coord_give_up(struct brim_node *node, int code)
 {
-    node->topo.fenced = 1;            /* data ops get RETRY meanwhile */
+    node->topo.fenced = 1; /* data ops get RETRY meanwhile */
     node->exit_code = code;
     node->stop(node);
 }
@@ -125,8 +124,9 @@ coord_map_rep(struct brim_peer *p, int status, const char *body, size_t len,
     char              errbuf[BRIM_ERRBUF_LEN];
 
     node->coordlink.fetch_out = 0;
-    if (status != 0 || coord_parse(node, BRIM_OP_MAP_FETCH, body, len, &rep)
-        != 0 || rep.status != 0)
+    if (status != 0
+        || coord_parse(node, BRIM_OP_MAP_FETCH, body, len, &rep) != 0
+        || rep.status != 0)
     {
         return;
     }
@@ -145,7 +145,7 @@ brim_node_coord_fetch(struct brim_node *node)
     if (node->coordlink.peer.state != BRIM_PEER_OPEN || !node->coordlink.joined
         || node->coordlink.fetch_out)
     {
-        return;                     /* one fetch at a time */
+        return; /* one fetch at a time */
     }
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_MAP_FETCH;
@@ -163,8 +163,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
 
     node->coordlink.hb_out = 0;
     if (status != 0
-        || coord_parse(node, BRIM_OP_HEARTBEAT, body, len, &rep) != 0)
-    {
+        || coord_parse(node, BRIM_OP_HEARTBEAT, body, len, &rep) != 0) {
         return;
     }
     if (rep.status == BRIM_EDENIED && node->coordlink.leave != BRIM_LEAVE_NONE
@@ -175,7 +174,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
         return;
     }
     if (rep.status == BRIM_EDENIED && leave_removed(node)) {
-        return;                     /* an admin's leave: draining */
+        return; /* an admin's leave: draining */
     }
     if (rep.status == BRIM_EDENIED) {
         brim_log_error("coordinator %s fenced this node (incarnation "
@@ -192,12 +191,13 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     }
     if (rep.lease_ms > 0) {
         /* Three heartbeats per lease, so one lost one does not matter. */
-        node->coordlink.heartbeat_ms = BRIM_MAX(50u, BRIM_MIN(COORD_HEARTBEAT_MS,
-                                                      rep.lease_ms / 3));
+        node->coordlink.heartbeat_ms =
+            BRIM_MAX(50u, BRIM_MIN(COORD_HEARTBEAT_MS, rep.lease_ms / 3));
         brim_node_lease_heartbeat(node, sent_ms, rep.lease_ms);
     }
     if (rep.epoch > node->topo.committed.map.epoch
-        && !(node->topo.has_pending && rep.epoch <= node->topo.pending.map.epoch))
+        && !(node->topo.has_pending
+             && rep.epoch <= node->topo.pending.map.epoch))
     {
         brim_node_coord_fetch(node);
     }
@@ -205,12 +205,12 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
 
 /* Build HEARTBEAT's stats map in KV (4 pairs) and *MAP. */
 static void
-coord_stats(struct brim_node *node, msgpack_object_kv *kv,
-            msgpack_object *map)
+coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
 {
     static const char *names[COORD_HB_STATS] = {
-        "keys", "bytes", "partitions", "requests_per_sec", "mig_in",
-        "mig_in_flight", "mig_out_pending", "mig_in_arc", "mig_in_cap"};
+        "keys",      "bytes",         "partitions",      "requests_per_sec",
+        "mig_in",    "mig_in_flight", "mig_out_pending", "mig_in_arc",
+        "mig_in_cap"};
     struct brim_store_stats   ss;
     struct brim_migrate_stats ms;
     uint64_t                  v[COORD_HB_STATS];
@@ -242,21 +242,22 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv,
 static void
 coord_timer_cb(uv_timer_t *t)
 {
-    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
-                                               coordlink.timer);
+    struct brim_node *node =
+        BRIM_CONTAINER_OF(t, struct brim_node, coordlink.timer);
     struct brim_req   req;
     msgpack_object_kv kv[COORD_HB_STATS];
     msgpack_object    map;
 
     if (node->coordlink.peer.state == BRIM_PEER_IDLE) {
-        coord_connect(node);        /* the backoff delay is over */
+        coord_connect(node); /* the backoff delay is over */
         return;
     }
-    if (node->coordlink.peer.state != BRIM_PEER_OPEN || !node->coordlink.joined) {
+    if (node->coordlink.peer.state != BRIM_PEER_OPEN || !node->coordlink.joined)
+    {
         return;
     }
     if (leave_removed(node)) {
-        return;                     /* left: no more heartbeats */
+        return; /* left: no more heartbeats */
     }
     coord_stats(node, kv, &map);
     memset(&req, 0, sizeof(req));
@@ -291,7 +292,8 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
         /* A brim-node (or anything else) answers there, not brim-coord:
          * heartbeating it forever would help nobody. */
         brim_log_error("%s does not serve JOIN: it is not a brim-coord "
-                       "(check --coordinator)", node->cfg.coordinator);
+                       "(check --coordinator)",
+                       node->cfg.coordinator);
         coord_give_up(node, 1);
         return;
     }
@@ -319,7 +321,8 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
     }
     if (rep.status == 0 && brim_node_adopt(node, rep.obj, errbuf) != 0) {
         brim_log_error("coordinator %s: the map in JOIN's reply is refused: "
-                       "%s", node->cfg.coordinator, errbuf);
+                       "%s",
+                       node->cfg.coordinator, errbuf);
         coord_give_up(node, 1);
         return;
     }
@@ -341,8 +344,7 @@ static void
 coord_self_addr(struct brim_node *node, char *out, size_t len)
 {
     const char *colon = strrchr(node->cfg.listen, ':');
-    int         host_len = colon != NULL
-                           ? (int) (colon - node->cfg.listen) : 0;
+    int         host_len = colon != NULL ? (int) (colon - node->cfg.listen) : 0;
 
     snprintf(out, len, "%.*s:%d", host_len, node->cfg.listen,
              brim_server_port(&node->srv));
@@ -377,12 +379,11 @@ coord_connect_cb(struct brim_peer *p, int status)
     {
         brim_log_error("coordinator %s: %s", node->cfg.coordinator,
                        p->hs_error);
-        coord_give_up(node, 1);        /* another cluster, another version */
+        coord_give_up(node, 1); /* another cluster, another version */
         return;
     }
     if (status != 0 && p->hs_failed_op == BRIM_OP_AUTH
-        && !node->coordlink.accepted)
-    {
+        && !node->coordlink.accepted) {
         /* Never accepted by a coordinator: the secret file is wrong (or
          * this address is not our coordinator's), a configuration error
          * to say and stop on (PROTOCOL.md 12.2). */
@@ -407,15 +408,16 @@ coord_connect_cb(struct brim_peer *p, int status)
         return;
     }
     if (status != 0) {
-        brim_log_info("coordinator %s: connect: %s%s%s",
-                      node->cfg.coordinator, brim_strerror(status),
-                      p->hs_error[0] != '\0' ? ": " : "", p->hs_error);
-        return;                     /* the close callback retries */
+        brim_log_info("coordinator %s: connect: %s%s%s", node->cfg.coordinator,
+                      brim_strerror(status), p->hs_error[0] != '\0' ? ": " : "",
+                      p->hs_error);
+        return; /* the close callback retries */
     }
     brim_log_info("connected to coordinator %s%s", node->cfg.coordinator,
                   node->guard.secret != NULL ? " (secret proven both ways)"
                                              : "");
-    if (node->coordlink.leave == BRIM_LEAVE_WANTED || node->coordlink.leave == BRIM_LEAVE_ASKED
+    if (node->coordlink.leave == BRIM_LEAVE_WANTED
+        || node->coordlink.leave == BRIM_LEAVE_ASKED
         || node->coordlink.leave == BRIM_LEAVE_WAITING)
     {
         /* Leaving: a JOIN could add this node back once its leave has
@@ -444,8 +446,8 @@ coord_backoff_max(const struct brim_node *node)
     if (lease == 0) {
         return COORD_BACKOFF_MAX_MS;
     }
-    return BRIM_MAX(COORD_BACKOFF_MIN_MS, BRIM_MIN(COORD_BACKOFF_MAX_MS,
-                                                   lease / 2));
+    return BRIM_MAX(COORD_BACKOFF_MIN_MS,
+                    BRIM_MIN(COORD_BACKOFF_MAX_MS, lease / 2));
 }
 
 static void
@@ -462,12 +464,13 @@ coord_close_cb(struct brim_peer *p, int status)
         return;
     }
     brim_log_info("coordinator %s: connection closed (%s); retrying in "
-                  "%u ms", node->cfg.coordinator, brim_strerror(status),
+                  "%u ms",
+                  node->cfg.coordinator, brim_strerror(status),
                   node->coordlink.backoff_ms);
     uv_timer_start(&node->coordlink.timer, coord_timer_cb,
                    node->coordlink.backoff_ms, 0);
-    node->coordlink.backoff_ms = BRIM_MIN(2 * node->coordlink.backoff_ms,
-                                          coord_backoff_max(node));
+    node->coordlink.backoff_ms =
+        BRIM_MIN(2 * node->coordlink.backoff_ms, coord_backoff_max(node));
 }
 
 static void
@@ -535,24 +538,24 @@ leave_linger(struct brim_node *node, const char *why)
         return;
     }
     brim_log_info("left the cluster (%s); answering MOVED for %u ms, then "
-                  "exiting once every partition is handed over", why,
-                  COORD_LINGER_MS);
+                  "exiting once every partition is handed over",
+                  why, COORD_LINGER_MS);
     node->coordlink.leave = BRIM_LEAVE_LINGER;
     node->coordlink.linger_until = uv_now(node->loop) + COORD_LINGER_MS;
     node->coordlink.leave_logged_ms = uv_now(node->loop);
     leave_timer_need(node);
-    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
-                   COORD_LEAVE_POLL_MS);
+    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb,
+                   COORD_LEAVE_POLL_MS, COORD_LEAVE_POLL_MS);
 }
 
 static void
 leave_timer_cb(uv_timer_t *t)
 {
-    struct brim_node          *node = t->data;
-    struct brim_migrate_stats  ms;
-    uint64_t                   now = uv_now(node->loop);
-    char                       why[64];
-    int                        log_now;
+    struct brim_node         *node = t->data;
+    struct brim_migrate_stats ms;
+    uint64_t                  now = uv_now(node->loop);
+    char                      why[64];
+    int                       log_now;
 
     if (node->stopping) {
         return;
@@ -567,24 +570,26 @@ leave_timer_cb(uv_timer_t *t)
          * its streams (the next epoch says so), so this always ends. */
         brim_migrate_get_stats(node, &ms);
         if (now >= node->coordlink.linger_until
-            && ms.partitions_out_pending == 0)
-        {
+            && ms.partitions_out_pending == 0) {
             /* Exit 1 when a partition could not be handed over (its new
              * owner was declared dead): a supervisor can tell a leave
              * that lost keys from one that did not. */
             if (ms.partitions_out_dropped > 0) {
                 brim_log_warn("leave: %" PRIu64 " partitions could not be "
                               "handed over (their new owners died); their "
-                              "keys are lost", ms.partitions_out_dropped);
+                              "keys are lost",
+                              ms.partitions_out_dropped);
             }
             leave_stop(node, ms.partitions_out_dropped > 0 ? 1 : 0);
         } else if (log_now) {
             brim_log_info("leave: %u partitions still streaming to their "
-                          "new owners", ms.partitions_out_pending);
+                          "new owners",
+                          ms.partitions_out_pending);
         }
         return;
     }
-    if (node->coordlink.leave != BRIM_LEAVE_NONE && node->coordlink.leave != BRIM_LEAVE_DENIED
+    if (node->coordlink.leave != BRIM_LEAVE_NONE
+        && node->coordlink.leave != BRIM_LEAVE_DENIED
         && node->topo.committed.map.epoch > 0
         && brim_topo_find(&node->topo.committed, node->cfg.name) < 0)
     {
@@ -603,8 +608,8 @@ leave_timer_cb(uv_timer_t *t)
 }
 
 static void
-coord_leave_rep(struct brim_peer *p, int status, const char *body,
-                size_t len, void *arg)
+coord_leave_rep(struct brim_peer *p, int status, const char *body, size_t len,
+                void *arg)
 {
     struct brim_node *node = arg;
     struct brim_rep   rep;
@@ -613,23 +618,23 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body,
     if (node->coordlink.leave != BRIM_LEAVE_ASKED) {
         return;
     }
-    if (status != 0 || coord_parse(node, BRIM_OP_LEAVE, body, len, &rep)
-        != 0)
-    {
+    if (status != 0 || coord_parse(node, BRIM_OP_LEAVE, body, len, &rep) != 0) {
         /* The connection went: LEAVE again on the next one. */
         node->coordlink.leave = BRIM_LEAVE_WANTED;
         return;
     }
     if (rep.status == 0) {
         brim_log_info("leave accepted by coordinator %s (epoch %" PRIu64
-                      "); draining", node->cfg.coordinator, rep.epoch);
+                      "); draining",
+                      node->cfg.coordinator, rep.epoch);
         node->coordlink.leave = BRIM_LEAVE_WAITING;
         return;
     }
     if (rep.status == BRIM_EDENIED) {
         brim_log_warn("leave refused: %s; this is the last node and its "
                       "keys would be lost: still serving; SIGTERM again to "
-                      "exit anyway", coord_why(&rep, why, sizeof(why)));
+                      "exit anyway",
+                      coord_why(&rep, why, sizeof(why)));
         node->coordlink.leave = BRIM_LEAVE_DENIED;
         return;
     }
@@ -700,7 +705,8 @@ brim_node_coord_leave(struct brim_node *node)
     node->coordlink.leave_since_ms = uv_now(node->loop);
     node->coordlink.leave_logged_ms = node->coordlink.leave_since_ms;
     node->coordlink.leave = BRIM_LEAVE_WANTED;
-    if (node->coordlink.peer.state == BRIM_PEER_OPEN && node->coordlink.joined) {
+    if (node->coordlink.peer.state == BRIM_PEER_OPEN && node->coordlink.joined)
+    {
         leave_send(node);
         brim_log_info("leaving: asked coordinator %s to remove this node",
                       node->cfg.coordinator);
@@ -710,7 +716,7 @@ brim_node_coord_leave(struct brim_node *node)
                       "again to exit at once, losing this node's keys)",
                       node->cfg.coordinator);
     }
-    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb, COORD_LEAVE_POLL_MS,
-                   COORD_LEAVE_POLL_MS);
+    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb,
+                   COORD_LEAVE_POLL_MS, COORD_LEAVE_POLL_MS);
     return 1;
 }

@@ -30,19 +30,20 @@
 
 static int
 dispatch_hello(struct brim_node *node, struct brim_conn *c,
-          const struct brim_req *req)
+               const struct brim_req *req)
 {
     struct brim_rep rep;
 
     if (req->hello.version != BRIM_WIRE_VERSION) {
         return brim_node_reply_error(c, req->request_id, BRIM_EBADREQ,
-                               "hello: unsupported protocol version");
+                                     "hello: unsupported protocol version");
     }
     if (req->hello.cluster_id != 0 && node->cluster_id != 0
         && req->hello.cluster_id != node->cluster_id)
     {
-        return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
-                               "hello: this node belongs to another cluster");
+        return brim_node_reply_error(
+            c, req->request_id, BRIM_EDENIED,
+            "hello: this node belongs to another cluster");
     }
     c->data = (void *) (uintptr_t) req->hello.role;
     memset(&rep, 0, sizeof(rep));
@@ -61,8 +62,8 @@ dispatch_hello(struct brim_node *node, struct brim_conn *c,
 static void
 node_flush_cb(uv_timer_t *t)
 {
-    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
-                                               flush_timer);
+    struct brim_node *node =
+        BRIM_CONTAINER_OF(t, struct brim_node, flush_timer);
 
     brim_store_flush(node->store);
     brim_log_info("flush: every item removed (delayed flush)");
@@ -74,32 +75,33 @@ node_flush_cb(uv_timer_t *t)
  */
 static int
 dispatch_epoch(struct brim_node *node, struct brim_conn *c,
-          const struct brim_req *req)
+               const struct brim_req *req)
 {
     struct brim_rep rep;
     char            errbuf[BRIM_ERRBUF_LEN];
     int             rc = 0;
 
     if (conn_role(c) != BRIM_ROLE_COORD || node->cfg.standalone) {
-        return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
-                               node->cfg.standalone
-                               ? "epoch: a standalone node has no epochs"
-                               : "epoch: needs a coordinator connection");
+        return brim_node_reply_error(
+            c, req->request_id, BRIM_EDENIED,
+            node->cfg.standalone ? "epoch: a standalone node has no epochs"
+                                 : "epoch: needs a coordinator connection");
     }
     errbuf[0] = '\0';
     switch (req->op) {
     case BRIM_OP_EPOCH_PROPOSE:
         rc = brim_node_propose(node, req->obj, errbuf);
         if (rc != 0) {
-            brim_log_warn("EPOCH_PROPOSE from %s refused: %s", c->peer,
-                          errbuf);
+            brim_log_warn("EPOCH_PROPOSE from %s refused: %s", c->peer, errbuf);
         }
         break;
     case BRIM_OP_EPOCH_COMMIT:
         rc = brim_node_commit(node, req->arg_epoch);
         if (rc != 0) {
-            snprintf(errbuf, sizeof(errbuf), "epoch: %" PRIu64 " is not "
-                     "pending here", req->arg_epoch);
+            snprintf(errbuf, sizeof(errbuf),
+                     "epoch: %" PRIu64 " is not "
+                     "pending here",
+                     req->arg_epoch);
         }
         break;
     default:
@@ -133,12 +135,11 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
     case BRIM_OP_PING:
         break;
     case BRIM_OP_STATS:
-        if (brim_node_stats_sections(req->section, req->section_len,
-                                     &sections) != 0)
-        {
+        if (brim_node_stats_sections(req->section, req->section_len, &sections)
+            != 0) {
             return brim_node_reply_error(c, req->request_id, BRIM_EINVAL,
-                                   "stats: unknown section; known: node, "
-                                   "store, conns, ops (empty: all)");
+                                         "stats: unknown section; known: node, "
+                                         "store, conns, ops (empty: all)");
         }
         return brim_node_stats_reply(node, brim_conn_out(c), req->request_id,
                                      sections);
@@ -148,7 +149,7 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
         if (conn_role(c) != BRIM_ROLE_ADMIN && conn_role(c) != BRIM_ROLE_COORD)
         {
             return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
-                                   "flush: needs an admin connection");
+                                         "flush: needs an admin connection");
         }
         if (req->delay_s == 0) {
             brim_store_flush(node->store);
@@ -177,8 +178,8 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
         return brim_node_lease_confirm_serve(node, c, req);
     default:
         if ((brim_op_info(req->op)->flags & BRIM_OPF_KEY) == 0) {
-            return brim_node_reply_error(c, req->request_id,
-                                         BRIM_EUNKNOWNOP, "not served by a "
+            return brim_node_reply_error(c, req->request_id, BRIM_EUNKNOWNOP,
+                                         "not served by a "
                                          "node (send it to the "
                                          "coordinator)");
         }
@@ -198,12 +199,12 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
     errbuf[0] = '\0';
     /* Only the coordinator's connections may carry a topology, and only
      * other nodes' a stream batch (PROTOCOL.md 11). */
-    rc = brim_wire_parse_req(body, len, conn_role(c) == BRIM_ROLE_COORD
-                                        ? &node->coord_limits
-                                        : conn_role(c) == BRIM_ROLE_NODE
-                                        ? &node->peer_limits
-                                        : &node->cfg.limits,
-                             &node->zone, &req, errbuf);
+    rc = brim_wire_parse_req(
+        body, len,
+        conn_role(c) == BRIM_ROLE_COORD      ? &node->coord_limits
+            : conn_role(c) == BRIM_ROLE_NODE ? &node->peer_limits
+                                             : &node->cfg.limits,
+        &node->zone, &req, errbuf);
     /* Client requests apart from the cluster's own traffic (streams,
      * forwards, proposals, lease confirmations): requests_per_sec is the
      * clients' (issue 12: an idle cluster once showed 52,087 after a
@@ -214,19 +215,20 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
         node->stats.requests++;
     }
     if (rc == BRIM_ENOMEM) {
-        return rc;                  /* the connection cannot go on */
+        return rc; /* the connection cannot go on */
     }
     if (rc != 0) {
         node->stats.bad_requests++;
         rc = brim_node_reply_error(c, req.request_id, rc,
-                             errbuf[0] != '\0' ? errbuf : brim_strerror(rc));
+                                   errbuf[0] != '\0' ? errbuf
+                                                     : brim_strerror(rc));
         return rc == BRIM_ENOMEM ? rc : 0;
     }
     node->stats.ops[req.op]++;
     if (conn_role(c) == 0 && req.op != BRIM_OP_HELLO && req.op != BRIM_OP_PING)
     {
         rc = brim_node_reply_error(c, req.request_id, BRIM_EBADREQ,
-                             "send HELLO first");
+                                   "send HELLO first");
         return rc == BRIM_ENOMEM ? rc : 0;
     }
     /* AUTH, and ops that need a proven secret (PROTOCOL.md 12). */

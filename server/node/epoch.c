@@ -50,8 +50,7 @@ brim_node_owned(const struct brim_node *node)
         return node->cfg.partitions;
     }
     for (p = 0; m->epoch != 0 && node->topo.self >= 0 && p < m->npartitions;
-         p++)
-    {
+         p++) {
         n += m->owner[p] == (uint16_t) node->topo.self;
     }
     return n;
@@ -61,7 +60,7 @@ uint64_t
 brim_node_epoch_known(const struct brim_node *node)
 {
     return node->topo.has_pending ? node->topo.pending.map.epoch
-                                : node->topo.committed.map.epoch;
+                                  : node->topo.committed.map.epoch;
 }
 
 /*
@@ -86,21 +85,25 @@ epoch_take_partitions(struct brim_node *node, uint32_t p,
 
     brim_store_get_stats(node->store, &ss);
     if (node->cfg.partitions_set) {
-        brim_errfmt(errbuf, "epoch: the cluster has %u partitions, this node "
+        brim_errfmt(errbuf,
+                    "epoch: the cluster has %u partitions, this node "
                     "was started with --partitions %u (leave it out to take "
-                    "the cluster's)", p, node->cfg.partitions);
+                    "the cluster's)",
+                    p, node->cfg.partitions);
         return -1;
     }
     if (node->topo.committed.map.epoch != 0 || node->topo.has_pending
         || ss.items != 0 || node->mig != NULL)
     {
-        brim_errfmt(errbuf, "epoch: the cluster has %u partitions, this node "
-                    "%u, and it holds data already: restart it", p,
-                    node->cfg.partitions);
+        brim_errfmt(errbuf,
+                    "epoch: the cluster has %u partitions, this node "
+                    "%u, and it holds data already: restart it",
+                    p, node->cfg.partitions);
         return -1;
     }
     if (4 * brim_store_fixed_bytes(p) > sc.mem_limit_bytes) {
-        brim_errfmt(errbuf, "epoch: the cluster's %u partitions need more "
+        brim_errfmt(errbuf,
+                    "epoch: the cluster's %u partitions need more "
                     "than this node's --memory-mb %u for their table alone",
                     p, node->cfg.memory_mb);
         return -1;
@@ -108,15 +111,18 @@ epoch_take_partitions(struct brim_node *node, uint32_t p,
     sc.npartitions = p;
     store = brim_store_new(&sc);
     if (store == NULL) {
-        brim_errfmt(errbuf, "epoch: out of memory making a store of %u "
-                    "partitions", p);
+        brim_errfmt(errbuf,
+                    "epoch: out of memory making a store of %u "
+                    "partitions",
+                    p);
         return -1;
     }
     brim_store_free(node->store);
     node->store = store;
     node->store_cfg = sc;
     brim_log_info("the cluster has %u partitions: this node takes them "
-                  "(it was not given --partitions)", p);
+                  "(it was not given --partitions)",
+                  p);
     node->cfg.partitions = p;
     return 0;
 }
@@ -132,21 +138,23 @@ brim_node_topo_decode(struct brim_node *node, const msgpack_object *t,
         return rc;
     }
     if (node->cluster_id != 0 && out->cluster_id != node->cluster_id) {
-        brim_errfmt(errbuf, "epoch: topology of cluster %016" PRIx64
+        brim_errfmt(errbuf,
+                    "epoch: topology of cluster %016" PRIx64
                     ", this node is in cluster %016" PRIx64,
                     out->cluster_id, node->cluster_id);
         rc = BRIM_EDENIED;
     } else if (out->map.npartitions != node->cfg.partitions
                && epoch_take_partitions(node, out->map.npartitions, errbuf)
-                      != 0)
+                   != 0)
     {
         rc = BRIM_EBADREQ;
     } else if (out->map.epoch == 0
                || out->map.epoch <= node->topo.committed.map.epoch)
     {
-        brim_errfmt(errbuf, "epoch: %" PRIu64 " is not newer than the "
-                    "committed epoch %" PRIu64, out->map.epoch,
-                    node->topo.committed.map.epoch);
+        brim_errfmt(errbuf,
+                    "epoch: %" PRIu64 " is not newer than the "
+                    "committed epoch %" PRIu64,
+                    out->map.epoch, node->topo.committed.map.epoch);
         rc = BRIM_EEXISTS;
     } else if (node->topo.committed.map.epoch != 0
                && out->seed != node->topo.committed.seed)
@@ -183,18 +191,20 @@ brim_node_propose(struct brim_node *node, const msgpack_object *t,
     if (rc != 0) {
         return rc;
     }
-    if (node->topo.has_pending && node->topo.pending.map.epoch > topo.map.epoch) {
+    if (node->topo.has_pending && node->topo.pending.map.epoch > topo.map.epoch)
+    {
         /* A node keeps the highest pending epoch (DESIGN.md 7, step 1). */
-        brim_errfmt(errbuf, "epoch: %" PRIu64 " is older than the pending "
-                    "epoch %" PRIu64, topo.map.epoch,
-                    node->topo.pending.map.epoch);
+        brim_errfmt(errbuf,
+                    "epoch: %" PRIu64 " is older than the pending "
+                    "epoch %" PRIu64,
+                    topo.map.epoch, node->topo.pending.map.epoch);
         brim_topo_destroy(&topo);
         return BRIM_EEXISTS;
     }
     brim_node_topo_set_pending(node, &topo);
     brim_log_info("epoch %" PRIu64 " pending (committed %" PRIu64 "): %u "
-                  "members, this node %s", topo.map.epoch,
-                  node->topo.committed.map.epoch, topo.nmembers,
+                  "members, this node %s",
+                  topo.map.epoch, node->topo.committed.map.epoch, topo.nmembers,
                   node->topo.self_pending >= 0 ? "a member" : "not a member");
     return 0;
 }
@@ -206,8 +216,8 @@ brim_node_topo_commit(struct brim_node *node, uint64_t epoch,
     struct brim_node_topo *t = &node->topo;
 
     if (!t->has_pending || t->pending.map.epoch != epoch) {
-        return epoch != 0 && epoch == t->committed.map.epoch
-                   ? 1 : BRIM_ENOTFOUND;
+        return epoch != 0 && epoch == t->committed.map.epoch ? 1
+                                                             : BRIM_ENOTFOUND;
     }
     BRIM_ASSERT(t->pending.map.epoch > t->committed.map.epoch);
     *old = t->committed;
@@ -233,13 +243,13 @@ brim_node_abort(struct brim_node *node, uint64_t epoch)
 }
 
 int
-brim_node_route(struct brim_node *node, uint64_t req_epoch,
-                uint64_t key_hash, struct brim_rep *rep, int *newer)
+brim_node_route(struct brim_node *node, uint64_t req_epoch, uint64_t key_hash,
+                struct brim_rep *rep, int *newer)
 {
-    const struct brim_node_topo    *t = &node->topo;
-    const struct brim_topo         *c = &t->committed;
-    uint32_t                        p;
-    uint16_t                        owner;
+    const struct brim_node_topo *t = &node->topo;
+    const struct brim_topo      *c = &t->committed;
+    uint32_t                     p;
+    uint16_t                     owner;
 
     *newer = 0;
     if (node->cfg.standalone) {
@@ -247,8 +257,7 @@ brim_node_route(struct brim_node *node, uint64_t req_epoch,
     }
     rep->epoch = c->map.epoch;
     if (t->fenced || c->map.epoch == 0
-        || req_epoch > brim_node_epoch_known(node))
-    {
+        || req_epoch > brim_node_epoch_known(node)) {
         /* A client knows a newer epoch than we do: the caller asks the
          * coordinator for it. */
         *newer = req_epoch > brim_node_epoch_known(node) && !t->fenced;
@@ -267,10 +276,10 @@ brim_node_route(struct brim_node *node, uint64_t req_epoch,
         && (t->self_pending < 0
             || t->pending.map.owner[p] != (uint16_t) t->self_pending))
     {
-        return BRIM_ERETRY;         /* handing it over (acknowledged) */
+        return BRIM_ERETRY; /* handing it over (acknowledged) */
     }
     if (!brim_node_lease_fresh(node)) {
-        return BRIM_ERETRY;         /* no lease: it may have been replaced */
+        return BRIM_ERETRY; /* no lease: it may have been replaced */
     }
     /* Owned now: served, whatever older epoch the request carries (I08). */
     return 0;

@@ -45,12 +45,10 @@ uint64_t brim_node_epoch_known(const struct brim_node *node);
  * newer), with ERRBUF saying why.
  */
 int brim_node_topo_decode(struct brim_node *node, const msgpack_object *t,
-                          struct brim_topo *out,
-                          char errbuf[BRIM_ERRBUF_LEN]);
+                          struct brim_topo *out, char errbuf[BRIM_ERRBUF_LEN]);
 
 /* Keep TOPO (ownership taken) as the pending topology, replacing any. */
-void brim_node_topo_set_pending(struct brim_node *node,
-                                struct brim_topo *topo);
+void brim_node_topo_set_pending(struct brim_node *node, struct brim_topo *topo);
 
 /*
  * EPOCH_PROPOSE: decode topology T (borrowed) and keep it as pending,

@@ -20,16 +20,16 @@
 
 /* Command-line settings. */
 struct evict_opts {
-    uint64_t keys;                  /* key space */
-    uint64_t requests;              /* requests after warm-up */
-    uint64_t warmup;                /* requests not counted */
-    double   zipf;                  /* exponent */
-    double   cache_fraction;        /* cache size / key space, by items */
-    uint32_t value_bytes;           /* value size */
-    uint64_t seed;                  /* workload seed */
+    uint64_t keys;           /* key space */
+    uint64_t requests;       /* requests after warm-up */
+    uint64_t warmup;         /* requests not counted */
+    double   zipf;           /* exponent */
+    double   cache_fraction; /* cache size / key space, by items */
+    uint32_t value_bytes;    /* value size */
+    uint64_t seed;           /* workload seed */
 };
 
-static struct brim_store *bench_store;  /* for bench_mem_used() */
+static struct brim_store *bench_store; /* for bench_mem_used() */
 
 /* The store's item bytes: the cache limit then counts items alone, so
  * both policies hold the same number of equal-sized items. */
@@ -46,14 +46,14 @@ static double
 run_policy(const struct evict_opts *o, enum brim_evict_policy policy,
            size_t limit, uint64_t *evictions)
 {
-    struct brim_store_config  cfg;
-    struct brim_store_stats   st;
-    const struct brim_item   *it;
-    struct brim_zipf          z;
-    struct brim_rng           rng;
-    char                      key[32], *val;
-    uint64_t                  i, rank, h, hits = 0, total;
-    int                       klen;
+    struct brim_store_config cfg;
+    struct brim_store_stats  st;
+    const struct brim_item  *it;
+    struct brim_zipf         z;
+    struct brim_rng          rng;
+    char                     key[32], *val;
+    uint64_t                 i, rank, h, hits = 0, total;
+    int                      klen;
 
     memset(&cfg, 0, sizeof(cfg));
     cfg.npartitions = 1024;
@@ -69,7 +69,7 @@ run_policy(const struct evict_opts *o, enum brim_evict_policy policy,
         fprintf(stderr, "brim-evict-bench: setup failed\n");
         exit(1);
     }
-    brim_rng_seed(&rng, o->seed);   /* the same stream for both policies */
+    brim_rng_seed(&rng, o->seed); /* the same stream for both policies */
     total = o->warmup + o->requests;
     for (i = 0; i < total; i++) {
         /* Name a rank by a bijective mix of it, so popularity is not
@@ -81,8 +81,9 @@ run_policy(const struct evict_opts *o, enum brim_evict_policy policy,
         if (brim_store_get(bench_store, h, key, (size_t) klen, 1, &it) == 0) {
             hits += i >= o->warmup;
         } else if (brim_store_set(bench_store, BRIM_STORE_SET, h, key,
-                                  (size_t) klen, val, o->value_bytes, 0, 0,
-                                  0, 1, NULL) != 0)
+                                  (size_t) klen, val, o->value_bytes, 0, 0, 0,
+                                  1, NULL)
+                   != 0)
         {
             fprintf(stderr, "brim-evict-bench: set failed\n");
             exit(1);
@@ -98,7 +99,8 @@ run_policy(const struct evict_opts *o, enum brim_evict_policy policy,
 static void
 usage(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "usage: brim-evict-bench [options]\n"
         "Hit ratio of SIEVE against LRU in brim-node's store on one Zipf\n"
         "request stream (GET, then SET on a miss).\n"
@@ -124,16 +126,18 @@ main(int argc, char **argv)
         {"value-bytes", required_argument, NULL, 'v'},
         {"seed", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}
-    };
-    struct evict_opts o = {
-        .keys = 1000000, .requests = 10000000, .warmup = 2000000,
-        .zipf = 0.99, .cache_fraction = 0.10, .value_bytes = 100, .seed = 1
-    };
-    uint64_t ev_sieve, ev_lru;
-    double   sieve, lru;
-    size_t   item, limit;
-    int      ch, rc;
+        {NULL, 0, NULL, 0}};
+    struct evict_opts o = {.keys = 1000000,
+                           .requests = 10000000,
+                           .warmup = 2000000,
+                           .zipf = 0.99,
+                           .cache_fraction = 0.10,
+                           .value_bytes = 100,
+                           .seed = 1};
+    uint64_t          ev_sieve, ev_lru;
+    double            sieve, lru;
+    size_t            item, limit;
+    int               ch, rc;
 
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         rc = 0;
@@ -174,22 +178,23 @@ main(int argc, char **argv)
     if (o.keys < 2 || o.requests == 0 || o.zipf <= 0.0
         || o.cache_fraction <= 0.0 || o.cache_fraction >= 1.0)
     {
-        fprintf(stderr, "brim-evict-bench: need --keys >= 2, --requests > 0,"
+        fprintf(stderr,
+                "brim-evict-bench: need --keys >= 2, --requests > 0,"
                 " --zipf > 0 and 0 < --cache-fraction < 1\n");
         return 2;
     }
     /* Size the limit in items: the allocated size of one item of the
      * longest key, times the cache's share of the key space. */
     item = sizeof(struct brim_item) + 24 + o.value_bytes;
-    item = (item + 8 + 15) & ~(size_t) 15;   /* glibc chunk rounding */
+    item = (item + 8 + 15) & ~(size_t) 15; /* glibc chunk rounding */
     limit = (size_t) ((double) o.keys * o.cache_fraction) * item;
 
     sieve = run_policy(&o, BRIM_EVICT_SIEVE, limit, &ev_sieve);
     lru = run_policy(&o, BRIM_EVICT_LRU, limit, &ev_lru);
-    printf("brim-evict-bench: keys=%" PRIu64 " zipf=%.2f cache=%.0f%% of keys"
-           " requests=%" PRIu64 " (after %" PRIu64 " warm-up) seed=%" PRIu64
-           "\n", o.keys, o.zipf, 100.0 * o.cache_fraction, o.requests,
-           o.warmup, o.seed);
+    printf(
+        "brim-evict-bench: keys=%" PRIu64 " zipf=%.2f cache=%.0f%% of keys"
+        " requests=%" PRIu64 " (after %" PRIu64 " warm-up) seed=%" PRIu64 "\n",
+        o.keys, o.zipf, 100.0 * o.cache_fraction, o.requests, o.warmup, o.seed);
     printf("policy  hit_ratio  miss_ratio  evictions\n");
     printf("sieve   %.4f     %.4f      %" PRIu64 "\n", sieve, 1.0 - sieve,
            ev_sieve);

@@ -44,8 +44,7 @@ lease_renew(struct brim_node *node, uint64_t from_ms, uint32_t lease_ms,
         l->until_ms = until;
     }
     if (!was_fresh && brim_node_lease_fresh(node)) {
-        brim_log_info("lease renewed by %s: serving for %u ms", how,
-                      lease_ms);
+        brim_log_info("lease renewed by %s: serving for %u ms", how, lease_ms);
     }
 }
 
@@ -68,8 +67,8 @@ brim_node_lease_heartbeat(struct brim_node *node, uint64_t sent_ms,
 
 /* LEASE_CONFIRM's reply from one member: counts toward the round. */
 static void
-lease_confirm_rep(struct brim_peer *p, int status, const char *body,
-                  size_t len, void *arg)
+lease_confirm_rep(struct brim_peer *p, int status, const char *body, size_t len,
+                  void *arg)
 {
     struct brim_node *node = arg;
     struct brim_rep   rep;
@@ -79,12 +78,12 @@ lease_confirm_rep(struct brim_peer *p, int status, const char *body,
     if (status != 0
         || brim_wire_parse_rep(body, len, BRIM_OP_LEASE_CONFIRM,
                                &node->cfg.limits, &node->zone, &rep, errbuf)
-           != 0)
+            != 0)
     {
         return;
     }
     if (rep.status != 0 || rep.request_id != node->lease.round) {
-        return;                     /* a no, or a reply to an older round */
+        return; /* a no, or a reply to an older round */
     }
     node->lease.round_ok++;
     /* A majority of the epoch's members, this node among them (counted
@@ -126,7 +125,7 @@ lease_confirm_round(struct brim_node *node, uint64_t now)
         brim_buf_init(&buf);
         if (brim_wire_encode_req(&buf, &req) == 0) {
             (void) brim_links_call(&node->links, t->members[i].addr, &buf,
-                                          lease_confirm_rep, node);
+                                   lease_confirm_rep, node);
         }
         brim_buf_destroy(&buf);
     }
@@ -139,7 +138,7 @@ lease_confirm_round(struct brim_node *node, uint64_t now)
 static void
 lease_tick_cb(uv_timer_t *timer)
 {
-    struct brim_node         *node = timer->data;
+    struct brim_node       *node = timer->data;
     struct brim_node_lease *l = &node->lease;
     uint64_t                now = uv_now(node->loop);
     uint32_t                lease = l->length_ms;
@@ -199,18 +198,20 @@ brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
     memset(&rep, 0, sizeof(rep));
     rep.request_id = req->request_id;
     if ((uint32_t) (uintptr_t) c->data != BRIM_ROLE_NODE
-        || node->cfg.standalone)
-    {
-        snprintf(msg, sizeof(msg), "lease_confirm: only a cluster node may "
+        || node->cfg.standalone) {
+        snprintf(msg, sizeof(msg),
+                 "lease_confirm: only a cluster node may "
                  "ask");
         return brim_wire_encode_status(brim_conn_out(c), req->request_id,
                                        BRIM_EDENIED, msg, strlen(msg));
     }
-    if (uv_now(node->loop) - node->lease.coord_ok_ms < node->lease.length_ms / 2) {
+    if (uv_now(node->loop) - node->lease.coord_ok_ms
+        < node->lease.length_ms / 2) {
         /* The coordinator answered us within half a lease (heartbeats
          * come thrice a lease): the asker's trouble is its own,
          * and the coordinator may be replacing it right now. */
-        snprintf(msg, sizeof(msg), "lease_confirm: the coordinator answers "
+        snprintf(msg, sizeof(msg),
+                 "lease_confirm: the coordinator answers "
                  "this node; ask it");
         return brim_wire_encode_status(brim_conn_out(c), req->request_id,
                                        BRIM_EDENIED, msg, strlen(msg));
@@ -220,14 +221,15 @@ brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
             && node->topo.pending.map.epoch > req->arg_epoch))
     {
         /* A newer epoch exists: the asker may have been replaced. */
-        snprintf(msg, sizeof(msg), "lease_confirm: epoch %" PRIu64 " is not "
-                 "the newest (%" PRIu64 " is known here)", req->arg_epoch,
+        snprintf(msg, sizeof(msg),
+                 "lease_confirm: epoch %" PRIu64 " is not "
+                 "the newest (%" PRIu64 " is known here)",
+                 req->arg_epoch,
                  node->topo.has_pending ? node->topo.pending.map.epoch : mine);
         return brim_wire_encode_status(brim_conn_out(c), req->request_id,
                                        BRIM_EEXISTS, msg, strlen(msg));
     }
     rep.epoch = mine;
     rep.lease_ms = node->lease.length_ms;
-    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_LEASE_CONFIRM,
-                                &rep);
+    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_LEASE_CONFIRM, &rep);
 }

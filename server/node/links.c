@@ -29,7 +29,8 @@ link_connect_cb(struct brim_peer *p, int status)
          * failure, then one in twenty. */
         if (l->failures++ % 20 == 0) {
             brim_log_warn("link to %s: connect: %s%s%s (%u in a row; "
-                          "retrying)", l->addr, brim_strerror(status),
+                          "retrying)",
+                          l->addr, brim_strerror(status),
                           p->hs_error[0] != '\0' ? ": " : "", p->hs_error,
                           l->failures);
         }
@@ -61,17 +62,17 @@ link_close_cb(struct brim_peer *p, int status)
     }
     if (l->failures == 0) {
         brim_log_info("link to %s: closed (%s); reconnecting in %u ms when "
-                      "needed", l->addr, brim_strerror(status),
-                      l->backoff_ms);
+                      "needed",
+                      l->addr, brim_strerror(status), l->backoff_ms);
         links->lost++;
     }
     l->retry_at_ms = uv_now(links->node->loop) + l->backoff_ms;
     if (l->down_since_ms == 0) {
         l->down_since_ms = uv_now(links->node->loop);
     }
-    l->asked_ms = 0;                /* its questions were lost with it */
-    l->backoff_ms = BRIM_MIN(2 * l->backoff_ms,
-                             (uint32_t) BRIM_LINK_BACKOFF_MAX_MS);
+    l->asked_ms = 0; /* its questions were lost with it */
+    l->backoff_ms =
+        BRIM_MIN(2 * l->backoff_ms, (uint32_t) BRIM_LINK_BACKOFF_MAX_MS);
     /* Users with calls in flight heard ECLOSED and ask again; a link
      * that was wanted is made again when its backoff ends. */
     links_arm(links);
@@ -137,8 +138,7 @@ link_connect(struct brim_node_link *l)
         if (l->failures++ % 20 == 0) {
             brim_log_warn("link to %s: %s", l->addr, errbuf);
         }
-        l->retry_at_ms = uv_now(l->set->node->loop)
-                         + BRIM_LINK_BACKOFF_MAX_MS;
+        l->retry_at_ms = uv_now(l->set->node->loop) + BRIM_LINK_BACKOFF_MAX_MS;
         links_arm(l->set);
         return;
     }
@@ -154,8 +154,7 @@ links_retry_cb(uv_timer_t *t)
 
     for (l = links->list; l != NULL && !links->stopping; l = l->next) {
         if (l->wanted && l->peer.state == BRIM_PEER_IDLE
-            && now >= l->retry_at_ms)
-        {
+            && now >= l->retry_at_ms) {
             link_connect(l);
         }
     }
@@ -174,8 +173,7 @@ links_arm(struct brim_node_links *links)
     }
     for (l = links->list; l != NULL; l = l->next) {
         if (l->wanted && l->peer.state == BRIM_PEER_IDLE
-            && l->retry_at_ms < due)
-        {
+            && l->retry_at_ms < due) {
             due = l->retry_at_ms;
         }
     }
@@ -190,8 +188,7 @@ links_arm(struct brim_node_links *links)
         return;
     }
     now = uv_now(links->node->loop);
-    uv_timer_start(&links->retry, links_retry_cb, due > now ? due - now : 0,
-                   0);
+    uv_timer_start(&links->retry, links_retry_cb, due > now ? due - now : 0, 0);
 }
 
 int
@@ -208,7 +205,7 @@ brim_link_ensure(struct brim_node_link *l)
         if (uv_now(l->set->node->loop) >= l->retry_at_ms) {
             link_connect(l);
         } else {
-            links_arm(l->set);      /* when the backoff ends */
+            links_arm(l->set); /* when the backoff ends */
         }
     }
     return 0;
@@ -232,7 +229,7 @@ brim_links_call(struct brim_node_links *links, const char *addr,
         return BRIM_ENOMEM;
     }
     if (!brim_link_ensure(l)) {
-        return BRIM_EAGAIN;         /* being made: ask again later */
+        return BRIM_EAGAIN; /* being made: ask again later */
     }
     return brim_peer_call(&l->peer, frame, cb, arg);
 }

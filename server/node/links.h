@@ -28,29 +28,29 @@ struct brim_node_links;
 
 /* One connection to the node at ADDR. */
 struct brim_node_link {
-    struct brim_peer        peer;        /* the socket and its calls */
-    char                    addr[128];   /* "host:port" of the peer */
-    uint64_t                next_id;     /* request ids on it */
-    uint64_t                retry_at_ms; /* loop ms: no connect before */
-    uint32_t                backoff_ms;  /* the next reconnect delay */
-    uint32_t                failures;    /* connects failed in a row */
-    int                     wanted;      /* a user waits for it to open */
-    uint64_t                opens;       /* times it opened */
-    uint64_t                heard_ms;    /* loop ms it last opened or a
+    struct brim_peer        peer;          /* the socket and its calls */
+    char                    addr[128];     /* "host:port" of the peer */
+    uint64_t                next_id;       /* request ids on it */
+    uint64_t                retry_at_ms;   /* loop ms: no connect before */
+    uint32_t                backoff_ms;    /* the next reconnect delay */
+    uint32_t                failures;      /* connects failed in a row */
+    int                     wanted;        /* a user waits for it to open */
+    uint64_t                opens;         /* times it opened */
+    uint64_t                heard_ms;      /* loop ms it last opened or a
                                             user said it answered */
     uint64_t                down_since_ms; /* loop ms it closed or failed
                                             to open, not open since; 0 */
-    int                     gone_warned; /* a user said once that its node
+    int                     gone_warned;   /* a user said once that its node
                                             is gone (reset when it opens) */
-    uint64_t                asked_ms;    /* loop ms of the oldest question
+    uint64_t                asked_ms;      /* loop ms of the oldest question
                                             a user is waiting on (0 none;
                                             users set and clear it) */
-    struct brim_node_links *set;         /* its owner */
-    struct brim_node_link  *next;        /* the set's list */
+    struct brim_node_links *set;           /* its owner */
+    struct brim_node_link  *next;          /* the set's list */
 };
 
 /* A link opened (a user that waited may send now). */
-typedef void (*brim_link_open_cb)(struct brim_node *node,
+typedef void (*brim_link_open_cb)(struct brim_node      *node,
                                   struct brim_node_link *link);
 
 /* Most users told of opened links. */
@@ -58,15 +58,15 @@ typedef void (*brim_link_open_cb)(struct brim_node *node,
 
 /* Every link of one node. Embedded in struct brim_node. */
 struct brim_node_links {
-    struct brim_node      *node;        /* borrowed: the owner */
-    struct brim_node_link *list;        /* one per address */
+    struct brim_node      *node; /* borrowed: the owner */
+    struct brim_node_link *list; /* one per address */
     brim_link_open_cb      on_open[BRIM_LINK_LISTENERS]; /* told of opens */
     uint32_t               nlisteners;
-    uv_timer_t             retry;       /* connects links whose backoff is
+    uv_timer_t             retry;      /* connects links whose backoff is
                                            over and that a user wants */
-    int                    retry_init;  /* RETRY initialised */
-    int                    stopping;    /* no more connects */
-    uint64_t               lost;        /* links closed, ever */
+    int                    retry_init; /* RETRY initialised */
+    int                    stopping;   /* no more connects */
+    uint64_t               lost;       /* links closed, ever */
 };
 
 /* Set LINKS (caller's memory) up for NODE. */
@@ -85,7 +85,7 @@ void brim_links_destroy(struct brim_node_links *links);
 /* The link to ADDR ("host:port", copied), made on first use; NULL only
  * when out of memory. Valid until brim_links_destroy(). */
 struct brim_node_link *brim_link_get(struct brim_node_links *links,
-                                     const char *addr);
+                                     const char             *addr);
 
 /*
  * 1 when LINK is open for requests. Else 0: it starts connecting (at once,
@@ -103,8 +103,7 @@ size_t brim_link_max_frame(const struct brim_node_link *link);
  * BRIM_ECLOSED or BRIM_ENOMEM.
  */
 int brim_links_call(struct brim_node_links *links, const char *addr,
-                    struct brim_buf *frame, brim_peer_reply_cb cb,
-                    void *arg);
+                    struct brim_buf *frame, brim_peer_reply_cb cb, void *arg);
 
 /*
  * Set P's handshake (server/peer.h) for a connection this node opens to

@@ -35,7 +35,7 @@
 #include "server/random.h"
 
 #define NODE_TICK_MS 100
-#define NODE_RECLAIM_BUDGET 20000      /* items looked at per tick */
+#define NODE_RECLAIM_BUDGET 20000 /* items looked at per tick */
 
 void
 brim_node_config_default(struct brim_node_config *cfg)
@@ -68,8 +68,10 @@ node_set_name(void *cfg, const struct brim_option *o, const char *arg,
 
     (void) o;
     if (!brim_ring_name_valid(arg, strlen(arg))) {
-        brim_errfmt(errbuf, "\"%.64s\" is not a node name: 1 to %d bytes of "
-                    "[A-Za-z0-9._:-]", arg, BRIM_NAME_MAX);
+        brim_errfmt(errbuf,
+                    "\"%.64s\" is not a node name: 1 to %d bytes of "
+                    "[A-Za-z0-9._:-]",
+                    arg, BRIM_NAME_MAX);
         return errbuf;
     }
     snprintf(c->name, sizeof(c->name), "%s", arg);
@@ -83,9 +85,8 @@ static const char *
 node_set_addr(void *cfg, const struct brim_option *o, const char *arg,
               char errbuf[BRIM_ERRBUF_LEN])
 {
-    if (brim_addr_check(arg, strcmp(o->name, "listen") == 0 ? 0 : 1,
-                        errbuf) != 0)
-    {
+    if (brim_addr_check(arg, strcmp(o->name, "listen") == 0 ? 0 : 1, errbuf)
+        != 0) {
         return errbuf;
     }
     return brim_option_str(cfg, o, arg, errbuf);
@@ -100,8 +101,8 @@ node_set_max_value(void *cfg, const struct brim_option *o, const char *arg,
 
     why = brim_option_u32(cfg, o, arg, errbuf);
     if (why == NULL) {
-        c->limits.max_frame_bytes = c->limits.max_value_bytes
-                                    + BRIM_WIRE_FRAME_SLACK;
+        c->limits.max_frame_bytes =
+            c->limits.max_value_bytes + BRIM_WIRE_FRAME_SLACK;
     }
     return why;
 }
@@ -114,8 +115,10 @@ node_set_output_kb(void *cfg, const struct brim_option *o, const char *arg,
     uint64_t                 v;
 
     if (brim_parse_u64(arg, o->min, o->max, &v) != 0) {
-        brim_errfmt(errbuf, "\"%.64s\" is not a whole number from %" PRIu64
-                    " to %" PRIu64, arg, o->min, o->max);
+        brim_errfmt(errbuf,
+                    "\"%.64s\" is not a whole number from %" PRIu64
+                    " to %" PRIu64,
+                    arg, o->min, o->max);
         return errbuf;
     }
     c->out_high_water = (size_t) v << 10;
@@ -165,8 +168,7 @@ node_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
 
     (void) o;
     if (brim_log_level_parse(arg, &lvl) != 0) {
-        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug",
-                    arg);
+        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug", arg);
         return errbuf;
     }
     c->log_level = (int) lvl;
@@ -197,8 +199,7 @@ node_set_secret(void *cfg, const struct brim_option *o, const char *arg,
                 char errbuf[BRIM_ERRBUF_LEN])
 {
     (void) errbuf;
-    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max,
-                               arg);
+    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max, arg);
 }
 
 static const char *
@@ -206,7 +207,7 @@ node_set_config(void *cfg, const struct brim_option *o, const char *arg,
                 char errbuf[BRIM_ERRBUF_LEN])
 {
     (void) cfg, (void) o, (void) arg, (void) errbuf;
-    return NULL;                    /* read before the other options */
+    return NULL; /* read before the other options */
 }
 
 static const struct brim_option node_options[] = {
@@ -224,28 +225,30 @@ static const struct brim_option node_options[] = {
     {"name", "NAME", node_set_name, 0, 0, 0, "standalone",
      "node name: 1 to 64 of [A-Za-z0-9._:-]; for logs and stats, and the "
      "member name in a cluster"},
-    {"memory-mb", "M", brim_option_u32, NODE_OFF(memory_mb), 1, 1u << 20,
-     "64", "memory limit of the data in MiB: items (key, value and header, "
+    {"memory-mb", "M", brim_option_u32, NODE_OFF(memory_mb), 1, 1u << 20, "64",
+     "memory limit of the data in MiB: items (key, value and header, "
      "at their allocated size) and tables; eviction keeps it (connection "
      "buffers have --buffer-mb)"},
-    {"buffer-mb", "M", brim_option_u32, NODE_OFF(buffer_mb), 1, 1u << 20,
-     "64", "unsent replies of all connections together, in MiB: above it "
+    {"buffer-mb", "M", brim_option_u32, NODE_OFF(buffer_mb), 1, 1u << 20, "64",
+     "unsent replies of all connections together, in MiB: above it "
      "a connection that has replies waiting stops reading until half of "
      "it is sent (not counted in --memory-mb)"},
     {"max-value-bytes", "B", node_set_max_value,
      NODE_OFF(limits.max_value_bytes), 1, BRIM_WIRE_VALUE_LIMIT, "1048576",
      "largest value; frames may be this plus 64 KiB"},
-    {"max-key-bytes", "B", brim_option_u32, NODE_OFF(limits.max_key_bytes),
-     1, 250, "250", "longest key"},
-    {"max-conns", "C", brim_option_u32, NODE_OFF(max_conns), 1, 1000000,
-     "1024", "most open connections"},
+    {"max-key-bytes", "B", brim_option_u32, NODE_OFF(limits.max_key_bytes), 1,
+     250, "250", "longest key"},
+    {"max-conns", "C", brim_option_u32, NODE_OFF(max_conns), 1, 1000000, "1024",
+     "most open connections"},
     {"idle-timeout", "S", brim_option_u32, NODE_OFF(idle_timeout_s), 0,
-     86400u * 365, "300", "close connections silent this many seconds; 0 "
+     86400u * 365, "300",
+     "close connections silent this many seconds; 0 "
      "never"},
     {"output-limit-kb", "K", node_set_output_kb, 0, 64, 1u << 20, "4096",
      "stop reading from a connection whose unsent replies pass K KiB"},
-    {"migrate-mb-per-s", "R", brim_option_u32, NODE_OFF(migrate_mb_per_s),
-     0, 100000, "48", "cluster: stream partitions to their new owners at "
+    {"migrate-mb-per-s", "R", brim_option_u32, NODE_OFF(migrate_mb_per_s), 0,
+     100000, "48",
+     "cluster: stream partitions to their new owners at "
      "most R MB/s (10^6 bytes) in all, so clients keep their latency; 0 no "
      "limit"},
     {"partitions", "P", node_set_partitions, NODE_OFF(partitions),
@@ -255,8 +258,7 @@ static const struct brim_option node_options[] = {
     {"seed", "S", brim_option_u64, NODE_OFF(seed), 0, UINT64_MAX, "0",
      "standalone: the key hash's seed (a cluster node takes its "
      "cluster's)"},
-    {"evict", "sieve|lru", node_set_evict, 0, 0, 0, "sieve",
-     "eviction policy"},
+    {"evict", "sieve|lru", node_set_evict, 0, 0, 0, "sieve", "eviction policy"},
     {"log-level", "L", node_set_log_level, 0, 0, 0, "info",
      "error, warn, info or debug"},
     {"secret-file", "FILE", node_set_secret, NODE_OFF(secret_file), 0,
@@ -272,8 +274,7 @@ static const struct brim_option node_options[] = {
     {"config", "FILE", node_set_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
-    {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}
-};
+    {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}};
 
 static const char node_synopsis[] =
     "usage: brim-node --standalone [options]\n"
@@ -297,19 +298,21 @@ node_check_memory(const struct brim_node_config *cfg)
 {
     size_t limit = (size_t) cfg->memory_mb << 20;
     size_t table = brim_store_fixed_bytes(cfg->partitions);
-    size_t item = (size_t) cfg->limits.max_key_bytes
-                  + cfg->limits.max_value_bytes;
+    size_t item =
+        (size_t) cfg->limits.max_key_bytes + cfg->limits.max_value_bytes;
 
     if (limit < 4 * table) {
-        fprintf(stderr, "brim-node: --memory-mb %u is too small: the table "
+        fprintf(stderr,
+                "brim-node: --memory-mb %u is too small: the table "
                 "of %u partitions alone takes %.1f MiB; give --memory-mb "
-                "%zu or more, or fewer --partitions\n", cfg->memory_mb,
-                cfg->partitions, (double) table / (1 << 20),
+                "%zu or more, or fewer --partitions\n",
+                cfg->memory_mb, cfg->partitions, (double) table / (1 << 20),
                 (4 * table + (1u << 20) - 1) >> 20);
         return -1;
     }
     if (limit < 2 * item) {
-        fprintf(stderr, "brim-node: --memory-mb %u is too small for values "
+        fprintf(stderr,
+                "brim-node: --memory-mb %u is too small for values "
                 "of up to %u bytes (--max-value-bytes): give --memory-mb "
                 "%zu or more, or a smaller --max-value-bytes\n",
                 cfg->memory_mb, cfg->limits.max_value_bytes,
@@ -324,23 +327,27 @@ static int
 node_check_mode(const struct brim_node_config *cfg, int name_set)
 {
     if (cfg->standalone && cfg->coordinator[0] != '\0') {
-        fprintf(stderr, "brim-node: --standalone and --coordinator exclude "
+        fprintf(stderr,
+                "brim-node: --standalone and --coordinator exclude "
                 "each other: a node either owns every partition or follows "
                 "a coordinator\n");
         return -1;
     }
     if (!cfg->standalone && cfg->coordinator[0] == '\0') {
-        fprintf(stderr, "brim-node: give --standalone, or --name NAME "
+        fprintf(stderr,
+                "brim-node: give --standalone, or --name NAME "
                 "--coordinator HOST:PORT to join a cluster\n");
         return -1;
     }
     if (cfg->coordinator[0] != '\0' && !name_set) {
-        fprintf(stderr, "brim-node: --coordinator needs --name NAME (the "
+        fprintf(stderr,
+                "brim-node: --coordinator needs --name NAME (the "
                 "member name, unique in the cluster)\n");
         return -1;
     }
     if (cfg->standalone && cfg->weight_set) {
-        fprintf(stderr, "brim-node: --weight is for a cluster member "
+        fprintf(stderr,
+                "brim-node: --weight is for a cluster member "
                 "(--coordinator), not --standalone\n");
         return -1;
     }
@@ -369,12 +376,10 @@ node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
 static void
 node_tick_cb(uv_timer_t *t)
 {
-    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node,
-                                               tick_timer);
+    struct brim_node *node = BRIM_CONTAINER_OF(t, struct brim_node, tick_timer);
     uint64_t          now_ms = uv_now(node->loop);
 
-    brim_store_reclaim(node->store, (uint32_t) time(NULL),
-                       NODE_RECLAIM_BUDGET);
+    brim_store_reclaim(node->store, (uint32_t) time(NULL), NODE_RECLAIM_BUDGET);
     if (now_ms - node->stats.last_tick_ms >= 1000) {
         node->stats.requests_per_sec =
             (double) (node->stats.requests - node->stats.last_requests) * 1000.0
@@ -421,11 +426,12 @@ node_signal_cb(uv_signal_t *s, int signum)
     if ((signum == SIGTERM || signum == SIGINT) && !node->cfg.standalone) {
         rc = brim_node_coord_leave(node);
         if (rc > 0) {
-            return;             /* leaving: the drain stops the node */
+            return; /* leaving: the drain stops the node */
         }
         if (rc < 0) {
             brim_log_info("signal %d again: exiting at once, without "
-                          "handing over what is left", signum);
+                          "handing over what is left",
+                          signum);
             _exit(0);
         }
     }
@@ -444,7 +450,7 @@ node_start(struct brim_node *node)
     sc.npartitions = node->cfg.partitions;
     sc.mem_limit_bytes = (size_t) node->cfg.memory_mb << 20;
     sc.max_item_bytes = (size_t) node->cfg.limits.max_key_bytes
-                        + node->cfg.limits.max_value_bytes;
+        + node->cfg.limits.max_value_bytes;
     sc.max_value_bytes = node->cfg.limits.max_value_bytes;
     sc.policy = node->cfg.policy;
     sc.cas_prefix = node->incarnation & 0xffffff;
@@ -469,15 +475,17 @@ node_start(struct brim_node *node)
     node->coord_limits.max_members = BRIM_NODES_MAX;
     /* A node not given --partitions may take a cluster's larger P: its
      * topologies' frames are bounded by the largest P. */
-    node->coord_limits.max_frame_bytes = BRIM_MAX(
-        node->cfg.limits.max_frame_bytes,
-        2u * (node->cfg.partitions_set || node->cfg.standalone
-                  ? node->cfg.partitions : BRIM_PARTITIONS_MAX)
-            + (64u << 10) + 200u * BRIM_NODES_MAX);
+    node->coord_limits.max_frame_bytes =
+        BRIM_MAX(node->cfg.limits.max_frame_bytes,
+                 2u
+                         * (node->cfg.partitions_set || node->cfg.standalone
+                                ? node->cfg.partitions
+                                : BRIM_PARTITIONS_MAX)
+                     + (64u << 10) + 200u * BRIM_NODES_MAX);
     memset(&cc, 0, sizeof(cc));
     cc.max_frame_bytes = node->cfg.standalone
-                         ? node->cfg.limits.max_frame_bytes
-                         : node->coord_limits.max_frame_bytes;
+        ? node->cfg.limits.max_frame_bytes
+        : node->coord_limits.max_frame_bytes;
     cc.out_high_water = node->cfg.out_high_water;
     cc.out_low_water = node->cfg.out_high_water / 2;
     cc.idle_timeout_ms = node->cfg.idle_timeout_s * 1000;
@@ -487,14 +495,14 @@ node_start(struct brim_node *node)
     cc.gone_arg = &node->guard;
     if (brim_wire_limits_check(&node->cfg.limits, errbuf) != 0
         || brim_server_listen(&node->srv, node->loop, node->cfg.listen, &cc,
-                              brim_node_dispatch, NULL, node, errbuf) != 0)
+                              brim_node_dispatch, NULL, node, errbuf)
+            != 0)
     {
         fprintf(stderr, "brim-node: %s\n", errbuf);
         return -1;
     }
     uv_timer_init(node->loop, &node->tick_timer);
-    uv_timer_start(&node->tick_timer, node_tick_cb, NODE_TICK_MS,
-                   NODE_TICK_MS);
+    uv_timer_start(&node->tick_timer, node_tick_cb, NODE_TICK_MS, NODE_TICK_MS);
     uv_timer_init(node->loop, &node->flush_timer);
     uv_signal_init(node->loop, &node->sig_term);
     uv_signal_init(node->loop, &node->sig_int);
@@ -520,13 +528,13 @@ main(int argc, char **argv)
     case 0:
         break;
     case 1:
-        return 0;                   /* --help */
+        return 0; /* --help */
     default:
-        return 2;                   /* a usage error, said why */
+        return 2; /* a usage error, said why */
     }
     signal(SIGPIPE, SIG_IGN);
-    brim_log_init("node", node.cfg.name, (enum brim_log_level)
-                  node.cfg.log_level);
+    brim_log_init("node", node.cfg.name,
+                  (enum brim_log_level) node.cfg.log_level);
     node.loop = uv_default_loop();
     node.incarnation = brim_random_u64();
     /* A cluster member learns its cluster's id from the coordinator. */
@@ -540,7 +548,8 @@ main(int argc, char **argv)
     /* The secret files are read once; their bytes are never logged. */
     brim_guard_init(&node.guard, node.loop, BRIM_ROLE_NODE);
     if (brim_guard_load(&node.guard, node.cfg.secret_file,
-                        node.cfg.client_secret_file, errbuf) != 0)
+                        node.cfg.client_secret_file, errbuf)
+        != 0)
     {
         fprintf(stderr, "brim-node: %s\n", errbuf);
         return 2;
@@ -549,12 +558,11 @@ main(int argc, char **argv)
         return 1;
     }
     brim_log_info("serving on %s (port %d), %s%s, %u partitions, "
-                  "memory limit %u MiB, eviction %s", node.cfg.listen,
-                  brim_server_port(&node.srv),
+                  "memory limit %u MiB, eviction %s",
+                  node.cfg.listen, brim_server_port(&node.srv),
                   node.cfg.standalone ? "standalone" : "coordinator ",
                   node.cfg.standalone ? "" : node.cfg.coordinator,
-                  node.cfg.partitions,
-                  node.cfg.memory_mb,
+                  node.cfg.partitions, node.cfg.memory_mb,
                   node.cfg.policy == BRIM_EVICT_SIEVE ? "sieve" : "lru");
     uv_run(node.loop, UV_RUN_DEFAULT);
     brim_server_destroy(&node.srv);

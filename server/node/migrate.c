@@ -54,8 +54,7 @@ mig_reasons(struct brim_migrate *m, const struct brim_topo *old,
     for (p = 0; p < P; p++) {
         if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == cur->map.epoch) {
             m->in_reason[p] = (uint8_t) brim_move_reason_of(
-                &oring, old->map.owner[p], &nring, cur->map.owner[p],
-                pos[p]);
+                &oring, old->map.owner[p], &nring, cur->map.owner[p], pos[p]);
         }
     }
     brim_ring_destroy(&oring);
@@ -67,14 +66,14 @@ void
 brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                     int32_t old_self, uint8_t *keep)
 {
-    const struct brim_topo *cur = &node->topo.committed;
-    struct brim_migrate    *m;
+    const struct brim_topo   *cur = &node->topo.committed;
+    struct brim_migrate      *m;
     const struct brim_member *sm;
-    struct brim_node_link  *d;
-    uint32_t                p, P = cur->map.npartitions, queued = 0;
-    uint32_t                gained = 0, held = 0, gone = 0;
-    uint16_t                o, n;
-    int32_t                 src;
+    struct brim_node_link    *d;
+    uint32_t                  p, P = cur->map.npartitions, queued = 0;
+    uint32_t                  gained = 0, held = 0, gone = 0;
+    uint16_t                  o, n;
+    int32_t                   src;
 
     m = mig_get(node);
     if (m == NULL) {
@@ -97,7 +96,8 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         src = sm != NULL ? brim_topo_find_source(cur, sm->name) : -1;
         if (src < 0 || src == node->topo.self) {
             brim_log_debug("migrate: partition %u: its source is gone; "
-                           "complete with what is here", p);
+                           "complete with what is here",
+                           p);
             mig_in_finish(m, p);
             m->stats.partitions_in_done++;
             gone++;
@@ -127,16 +127,16 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         {
             /* Gained: in flight when a live member had it. */
             src = o < old->nmembers
-                  ? brim_topo_find_source(cur, old->members[o].name) : -1;
+                ? brim_topo_find_source(cur, old->members[o].name)
+                : -1;
             if (src >= 0 && src != node->topo.self) {
-                brim_store_drop_partition(node->store, p);  /* stale */
+                brim_store_drop_partition(node->store, p); /* stale */
                 mig_in_start(m, p, cur->map.epoch, src);
                 gained++;
                 /* Connect now: misses of P are forwarded to it. */
                 sm = brim_topo_source(cur, (uint32_t) src);
                 if (sm->addr[0] != '\0'
-                    && (d = brim_link_get(&node->links, sm->addr)) != NULL)
-                {
+                    && (d = brim_link_get(&node->links, sm->addr)) != NULL) {
                     (void) brim_link_ensure(d);
                 }
             } else {
@@ -155,12 +155,12 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
         } else if (m->in_state[p] == IN_FLIGHT
                    && (node->topo.self < 0 || n != (uint16_t) node->topo.self))
         {
-            mig_in_finish(m, p);        /* lost while in flight */
+            mig_in_finish(m, p); /* lost while in flight */
         }
     }
     if (gained > 0) {
         mig_reasons(m, old, cur);
-        mig_probe_start(m);         /* no partition stays in flight */
+        mig_probe_start(m); /* no partition stays in flight */
     }
     if (queued > 0 || gained > 0 || held > 0 || gone > 0) {
         brim_log_info("migrate: epoch %" PRIu64 ": %u partitions to stream "
@@ -221,7 +221,6 @@ brim_migrate_before_write(struct brim_node *node, uint32_t partition,
     return 0;
 }
 
-
 void
 brim_migrate_link_open(struct brim_node *node, struct brim_node_link *link)
 {
@@ -229,7 +228,7 @@ brim_migrate_link_open(struct brim_node *node, struct brim_node_link *link)
 
     (void) link;
     if (m != NULL && !node->stopping) {
-        mig_pump_soon(m, 0);        /* jobs that waited for it */
+        mig_pump_soon(m, 0); /* jobs that waited for it */
         mig_send_completes(m);
     }
 }

@@ -32,29 +32,29 @@ struct brim_migrate_stats {
     uint64_t keys_in, bytes_in, keys_out, bytes_out;
     uint64_t batches_in, batches_out;
     uint64_t partitions_in_done, partitions_out_done;
-    uint64_t partitions_out_dropped;  /* could not be sent: dropped */
-    uint64_t entries_skipped;         /* present here or tombstoned */
+    uint64_t partitions_out_dropped; /* could not be sent: dropped */
+    uint64_t entries_skipped;        /* present here or tombstoned */
     uint64_t reads_in_flight, writes_in_flight, deletes_in_flight;
     uint64_t tombstones;              /* live tombstones now */
     uint64_t forwards, forward_fails; /* reads forwarded to the old owner */
     uint64_t pulls, pull_fails;       /* keys pulled from the old owner */
-    uint64_t forwards_served, pulls_served; /* as the old owner */
+    uint64_t forwards_served, pulls_served;  /* as the old owner */
     uint64_t entries_in_arc, entries_in_cap; /* entries received, by why
                                                 their partition moved */
-    uint64_t streams_restarted;       /* streams begun again (lost link,
+    uint64_t streams_restarted;              /* streams begun again (lost link,
                                          error reply) */
-    uint64_t stream_errors;           /* error replies to stream ops */
-    uint64_t links_lost;              /* node-to-node links closed */
-    uint64_t entries_refused;         /* beyond the receiver's limits */
-    uint64_t insert_failures;         /* batches refused NOMEM here */
-    uint64_t tomb_refusals;           /* writes refused RETRY: no memory
+    uint64_t stream_errors;                  /* error replies to stream ops */
+    uint64_t links_lost;                     /* node-to-node links closed */
+    uint64_t entries_refused;                /* beyond the receiver's limits */
+    uint64_t insert_failures;                /* batches refused NOMEM here */
+    uint64_t tomb_refusals;                  /* writes refused RETRY: no memory
                                          for their tombstone */
-    uint64_t probes;                  /* STREAM_QUERYs sent */
-    uint64_t probes_source_gone;      /* partitions completed because
+    uint64_t probes;                         /* STREAM_QUERYs sent */
+    uint64_t probes_source_gone;             /* partitions completed because
                                          their source held no copy */
-    uint32_t partitions_in_flight;    /* incoming, BEGIN .. END */
-    uint32_t partitions_out_pending;  /* outgoing, queued or streaming */
-    uint32_t delay_ms;                /* BRIM_TEST_STREAM_DELAY_MS */
+    uint32_t partitions_in_flight;           /* incoming, BEGIN .. END */
+    uint32_t partitions_out_pending;         /* outgoing, queued or streaming */
+    uint32_t delay_ms;                       /* BRIM_TEST_STREAM_DELAY_MS */
 };
 
 /*
@@ -75,9 +75,9 @@ int brim_migrate_out_busy(struct brim_node *node, uint32_t partition);
  * when the partition is in flight; a write or delete (RC 0, or any DEL)
  * then leaves a tombstone so a later batch cannot bring an older value.
  */
-void brim_migrate_hit(struct brim_node *node, uint32_t partition,
-                      uint64_t hash, const char *key, size_t key_len,
-                      enum brim_mig_hit kind, int rc);
+void brim_migrate_hit(struct brim_node *node, uint32_t partition, uint64_t hash,
+                      const char *key, size_t key_len, enum brim_mig_hit kind,
+                      int rc);
 
 /*
  * Before a write or delete of KEY (hash HASH) in PARTITION is served here:
@@ -94,8 +94,8 @@ int brim_migrate_before_write(struct brim_node *node, uint32_t partition,
  * answer, with its own copy of the request): route it, run it, append its
  * reply. REQ is borrowed for the call.
  */
-typedef void (*brim_mig_continue_fn)(struct brim_node *node,
-                                     struct brim_conn *c,
+typedef void (*brim_mig_continue_fn)(struct brim_node      *node,
+                                     struct brim_conn      *c,
                                      const struct brim_req *req, uint64_t h);
 
 /*
@@ -121,8 +121,8 @@ int brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
  * old owner may hold it. An MGET answers such a key RETRY (the client
  * then GETs it alone, and that GET is forwarded).
  */
-int brim_migrate_unsettled(struct brim_node *node, uint64_t h,
-                           const char *key, size_t key_len);
+int brim_migrate_unsettled(struct brim_node *node, uint64_t h, const char *key,
+                           size_t key_len);
 
 /* Serve the decoded migration op REQ (STREAM_*, COMPLETE, FORWARD_GET,
  * PULL) on C; only a node connection may send them (checked here).
@@ -134,7 +134,7 @@ struct brim_node_link;
 
 /* A node-to-node link opened (links.h listener, registered by main.c):
  * the streams and COMPLETEs that waited for it go on. */
-void brim_migrate_link_open(struct brim_node *node,
+void brim_migrate_link_open(struct brim_node      *node,
                             struct brim_node_link *link);
 
 /* Close migration's timers (the node is stopping). */
@@ -144,7 +144,7 @@ void brim_migrate_stop(struct brim_node *node);
 void brim_migrate_free(struct brim_node *node);
 
 /* Copy the counters. */
-void brim_migrate_get_stats(struct brim_node *node,
+void brim_migrate_get_stats(struct brim_node          *node,
                             struct brim_migrate_stats *out);
 
 #endif /* BRIM_SERVER_NODE_MIGRATE_H */

@@ -33,28 +33,33 @@
  * scans at most MIG_SCAN_BUCKETS buckets.
  */
 #define MIG_BATCH_ENTRIES 512
-#define MIG_BATCH_BYTES   (256u << 10)
-#define MIG_FRAME_SLACK   256u      /* request header bytes, with room */
-#define MIG_ENTRY_SLACK   32u       /* an entry's msgpack bytes beyond its
+#define MIG_BATCH_BYTES (256u << 10)
+#define MIG_FRAME_SLACK 256u /* request header bytes, with room */
+#define MIG_ENTRY_SLACK                                                        \
+    32u /* an entry's msgpack bytes beyond its
                                        key and value, at most */
-#define MIG_ACTIVE        4
-#define MIG_SCAN_BUCKETS  4096
-#define MIG_RETRY_MS      100       /* BEGIN answered RETRY: ask again */
-#define MIG_ERROR_MIN_MS  500       /* an error reply: restart after this, */
-#define MIG_ERROR_MAX_MS  10000     /* doubling up to this */
+#define MIG_ACTIVE 4
+#define MIG_SCAN_BUCKETS 4096
+#define MIG_RETRY_MS 100       /* BEGIN answered RETRY: ask again */
+#define MIG_ERROR_MIN_MS 500   /* an error reply: restart after this, */
+#define MIG_ERROR_MAX_MS 10000 /* doubling up to this */
 #define MIG_COMPLETE_WAIT_MS 10000
-#define MIG_LOG_MS        5000      /* a migration's progress line */
+#define MIG_LOG_MS 5000 /* a migration's progress line */
 /* Receiver: an in-flight partition with no batch for MIG_PROBE_IDLE_MS
  * is asked about (STREAM_QUERY); the probe timer looks every
  * MIG_PROBE_TICK_MS at most MIG_PROBE_SLICE partitions, with at most
  * MIG_PROBE_OUT queries unanswered. */
 #define MIG_PROBE_IDLE_MS 5000
 #define MIG_PROBE_TICK_MS 500
-#define MIG_PROBE_SLICE   65536
-#define MIG_PROBE_OUT     64
+#define MIG_PROBE_SLICE 65536
+#define MIG_PROBE_OUT 64
 
 /* A partition coming in: not expected, in flight, complete. */
-enum mig_in_state { IN_NONE = 0, IN_FLIGHT, IN_DONE };
+enum mig_in_state {
+    IN_NONE = 0,
+    IN_FLIGHT,
+    IN_DONE
+};
 
 /*
  * A stream going out. QUEUED -> BEGIN (STREAM_BEGIN sent) -> READY (a
@@ -64,8 +69,13 @@ enum mig_in_state { IN_NONE = 0, IN_FLIGHT, IN_DONE };
  * (mig_job_set_state() asserts the rest).
  */
 enum mig_out_state {
-    OUT_QUEUED = 0, OUT_BEGIN, OUT_READY, OUT_WAIT, OUT_END,
-    OUT_COMPLETE_WAIT, OUT_DONE
+    OUT_QUEUED = 0,
+    OUT_BEGIN,
+    OUT_READY,
+    OUT_WAIT,
+    OUT_END,
+    OUT_COMPLETE_WAIT,
+    OUT_DONE
 };
 
 /* One partition this node lost, streaming to its new owner. */
@@ -93,17 +103,17 @@ struct mig_job {
 
 /* A COMPLETE to send to the old owner (its forwarding connection). */
 struct mig_cpend {
-    uint64_t               epoch;     /* the migration id completed */
+    uint64_t               epoch; /* the migration id completed */
     uint32_t               p;
-    struct brim_node_link *link;      /* to the old owner */
+    struct brim_node_link *link; /* to the old owner */
 };
 
 /* A key written or deleted here while its partition is in flight. */
 struct mig_tomb {
-    struct mig_tomb *hnext;         /* bucket chain */
-    struct mig_tomb *pnext;         /* same partition */
-    uint64_t         hash;          /* the cluster key hash */
-    uint32_t         p;             /* its partition */
+    struct mig_tomb *hnext; /* bucket chain */
+    struct mig_tomb *pnext; /* same partition */
+    uint64_t         hash;  /* the cluster key hash */
+    uint32_t         p;     /* its partition */
     uint8_t          key_len;
     char             key[];
 };
@@ -115,67 +125,67 @@ struct mig_tomb {
  * of migration run. Never set in production (the node warns).
  */
 enum mig_fail_site {
-    MIG_FAIL_TOMB = 0,              /* a tombstone */
-    MIG_FAIL_SPARE,                 /* the spare tombstone */
-    MIG_FAIL_INSERT,                /* a streamed entry's item */
-    MIG_FAIL_SEND,                  /* a stream request's frame */
+    MIG_FAIL_TOMB = 0, /* a tombstone */
+    MIG_FAIL_SPARE,    /* the spare tombstone */
+    MIG_FAIL_INSERT,   /* a streamed entry's item */
+    MIG_FAIL_SEND,     /* a stream request's frame */
     MIG_FAIL_SITES
 };
 
 /* One node's migration state (node->mig), made on first use. */
 struct brim_migrate {
-    struct brim_node  *node;         /* borrowed: the owner */
+    struct brim_node *node; /* borrowed: the owner */
     /* Receiving side, per partition (P entries each). */
-    uint64_t          *in_epoch;     /* the migration id's epoch */
-    uint8_t           *in_state;     /* enum mig_in_state */
-    uint8_t           *in_reason;    /* enum brim_move_reason; NULL until
+    uint64_t *in_epoch;    /* the migration id's epoch */
+    uint8_t  *in_state;    /* enum mig_in_state */
+    uint8_t  *in_reason;   /* enum brim_move_reason; NULL until
                                         the first commit with gains */
-    uint16_t          *in_src;       /* source index in the committed
+    uint16_t *in_src;      /* source index in the committed
                                         topology, or MIG_NO_SRC */
-    uint32_t          *in_touch;     /* loop time / 100 ms of its last
+    uint32_t *in_touch;    /* loop time / 100 ms of its last
                                         batch or answer */
-    uint8_t           *in_probing;   /* a STREAM_QUERY is out */
-    uint64_t           in_since_ms;  /* loop ms in flight last left 0 */
-    uint64_t           in_since_bytes, in_since_keys; /* bytes_in, keys_in
+    uint8_t  *in_probing;  /* a STREAM_QUERY is out */
+    uint64_t  in_since_ms; /* loop ms in flight last left 0 */
+    uint64_t  in_since_bytes, in_since_keys; /* bytes_in, keys_in
                                                          then */
     /* Tombstones (migrate_state.c). */
-    struct mig_tomb  **tomb_head;    /* per partition */
-    struct mig_tomb  **tbuckets;     /* by hash */
-    uint32_t           ntbuckets;
-    struct mig_tomb   *spare_tomb;   /* a tombstone of the longest key,
+    struct mig_tomb **tomb_head; /* per partition */
+    struct mig_tomb **tbuckets;  /* by hash */
+    uint32_t          ntbuckets;
+    struct mig_tomb  *spare_tomb; /* a tombstone of the longest key,
                                         kept so a write's is never lost to
                                         an allocation failure */
     /* COMPLETEs and stream queries (migrate_recv.c). */
-    struct mig_cpend  *cpend;        /* COMPLETEs waiting for their link */
-    uint32_t           ncpend, cap_cpend;
-    uint32_t           probes_out;   /* queries unanswered */
-    uint32_t           probe_next;   /* next partition the probe looks at */
-    uv_timer_t         probe;        /* every MIG_PROBE_TICK_MS */
-    int                probe_armed;
+    struct mig_cpend *cpend; /* COMPLETEs waiting for their link */
+    uint32_t          ncpend, cap_cpend;
+    uint32_t          probes_out; /* queries unanswered */
+    uint32_t          probe_next; /* next partition the probe looks at */
+    uv_timer_t        probe;      /* every MIG_PROBE_TICK_MS */
+    int               probe_armed;
     /* Sending side (migrate_send.c). */
-    struct mig_job   **jobs;
-    uint32_t           njobs, cap_jobs;
-    uv_timer_t         pump;         /* runs the jobs */
-    int                pump_armed;
-    uint64_t           pump_due_ms;  /* loop ms the armed pump fires */
-    struct brim_buf    scratch;      /* entries of the batch being built */
-    uint32_t           scratch_n;
-    uint32_t           now;          /* Unix seconds while scanning */
-    size_t             frame_room;   /* while scanning: most entry bytes
+    struct mig_job **jobs;
+    uint32_t         njobs, cap_jobs;
+    uv_timer_t       pump; /* runs the jobs */
+    int              pump_armed;
+    uint64_t         pump_due_ms; /* loop ms the armed pump fires */
+    struct brim_buf  scratch;     /* entries of the batch being built */
+    uint32_t         scratch_n;
+    uint32_t         now;          /* Unix seconds while scanning */
+    size_t           frame_room;   /* while scanning: most entry bytes
                                         one frame to the receiver holds */
-    size_t             batch_bytes;  /* while scanning: the batch bound */
-    int                scan_nomem;   /* while scanning: packing failed */
-    double             pace_next_ms; /* loop ms before which no batch
+    size_t           batch_bytes;  /* while scanning: the batch bound */
+    int              scan_nomem;   /* while scanning: packing failed */
+    double           pace_next_ms; /* loop ms before which no batch
                                         goes (--migrate-mb-per-s) */
-    int                out_running;  /* a migration out is being logged */
-    uint64_t           out_since_ms, out_logged_ms; /* its start, last line */
-    uint64_t           out_since_bytes, out_since_keys, out_since_done;
-                                     /* bytes_out, keys_out and partitions
+    int              out_running;  /* a migration out is being logged */
+    uint64_t         out_since_ms, out_logged_ms; /* its start, last line */
+    uint64_t         out_since_bytes, out_since_keys, out_since_done;
+    /* bytes_out, keys_out and partitions
                                         ended when it started */
-    uint64_t           in_logged_ms; /* loop ms of the last line in */
-    uint32_t           fail_every[MIG_FAIL_SITES]; /* test hook; 0 off */
-    uint32_t           fail_count[MIG_FAIL_SITES]; /* allocations seen */
-    struct brim_migrate_stats stats; /* counters */
+    uint64_t                  in_logged_ms; /* loop ms of the last line in */
+    uint32_t                  fail_every[MIG_FAIL_SITES]; /* test hook; 0 off */
+    uint32_t                  fail_count[MIG_FAIL_SITES]; /* allocations seen */
+    struct brim_migrate_stats stats;                      /* counters */
 };
 
 /* ---- migrate_state.c ---- */

@@ -25,9 +25,9 @@
 /* A client op waiting for the old owner's answer. */
 struct mig_fetch {
     struct brim_migrate *m;
-    struct brim_conn    *c;         /* deferred; holds a reference */
-    brim_mig_continue_fn cont;      /* runs the op once its key is here */
-    struct brim_req      req;       /* the client's request; its key and
+    struct brim_conn    *c;    /* deferred; holds a reference */
+    brim_mig_continue_fn cont; /* runs the op once its key is here */
+    struct brim_req      req;  /* the client's request; its key and
                                        value point into BYTES */
     uint64_t             request_id;
     uint64_t             hash;
@@ -50,7 +50,7 @@ brim_migrate_unsettled(struct brim_node *node, uint64_t h, const char *key,
     }
     p = brim_partition_of(h, node->cfg.partitions);
     return m->in_state[p] == IN_FLIGHT && m->in_src[p] != MIG_NO_SRC
-           && mig_tomb_slot(m, h, key, key_len) == NULL;
+        && mig_tomb_slot(m, h, key, key_len) == NULL;
 }
 
 /* Answer F's client from the FORWARD_GET reply REP. */
@@ -63,9 +63,9 @@ fetch_answer_get(struct mig_fetch *f, const struct brim_rep *rep)
     out.request_id = f->request_id;
     if (rep->status != 0) {
         (void) mig_reply(f->c, f->request_id, rep->status,
-                         rep->status == BRIM_ENOTFOUND ? "not found"
-                                                       : brim_strerror(
-                                                             rep->status));
+                         rep->status == BRIM_ENOTFOUND
+                             ? "not found"
+                             : brim_strerror(rep->status));
         return;
     }
     out.value = rep->value;
@@ -90,8 +90,7 @@ fetch_apply_pull(struct mig_fetch *f, const struct brim_rep *rep)
 
     if (rep->status == 0 && rep->obj != NULL
         && brim_wire_entry_decode(rep->obj, &m->node->cfg.limits, &e) == 0
-        && brim_hash_key(brim_node_seed(m->node), e.key, e.key_len)
-               == f->hash)
+        && brim_hash_key(brim_node_seed(m->node), e.key, e.key_len) == f->hash)
     {
         /* Stored, or already here (written since: it wins). A later
          * batch skips the key while it is here, and the op's own write
@@ -132,10 +131,11 @@ fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
 
     (void) peer;
     ok = status == 0
-         && brim_wire_parse_rep(body, len, f->op, &node->cfg.limits,
-                                &node->zone, &rep, errbuf) == 0
-         && (rep.status == 0 || rep.status == BRIM_ENOTFOUND
-             || rep.status == BRIM_ERETRY);
+        && brim_wire_parse_rep(body, len, f->op, &node->cfg.limits, &node->zone,
+                               &rep, errbuf)
+            == 0
+        && (rep.status == 0 || rep.status == BRIM_ENOTFOUND
+            || rep.status == BRIM_ERETRY);
     if (!ok) {
         if (f->op == BRIM_OP_FORWARD_GET) {
             m->stats.forward_fails++;
@@ -144,7 +144,8 @@ fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
         }
     }
     if (ok && rep.status == BRIM_ERETRY) {
-        mig_in_source_gone(m, f->p, f->mig_epoch, "the old owner holds no "
+        mig_in_source_gone(m, f->p, f->mig_epoch,
+                           "the old owner holds no "
                            "copy");
     }
     if (brim_conn_closing(f->c) || node->stopping) {
@@ -155,7 +156,8 @@ fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
     } else if (f->op == BRIM_OP_FORWARD_GET && rep.status != BRIM_ERETRY) {
         fetch_answer_get(f, &rep);
     } else if (f->op == BRIM_OP_PULL && fetch_apply_pull(f, &rep) != 0) {
-        fetch_retry(f, "retry: out of memory storing the key pulled from "
+        fetch_retry(f,
+                    "retry: out of memory storing the key pulled from "
                     "the old owner");
     } else {
         /* The key is settled here now (stored, or complete without it):
@@ -204,7 +206,8 @@ brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
     if (req->op == BRIM_OP_SET
         || !brim_migrate_unsettled(node, h, req->key, req->key_len)
         || brim_store_peek(node->store, h, req->key, req->key_len,
-                           (uint32_t) time(NULL)) != NULL)
+                           (uint32_t) time(NULL))
+            != NULL)
     {
         return 0;
     }
@@ -215,7 +218,7 @@ brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
     }
     l = brim_link_get(&node->links, src->addr);
     if (l == NULL || !brim_link_ensure(l)) {
-        return BRIM_ERETRY;         /* no memory, or being made: again */
+        return BRIM_ERETRY; /* no memory, or being made: again */
     }
     f = brim_malloc(sizeof(*f) + req->key_len + req->value_len);
     if (f == NULL) {

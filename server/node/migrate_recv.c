@@ -69,7 +69,7 @@ mig_send_completes(struct brim_migrate *m)
     while (i < m->ncpend) {
         cp = &m->cpend[i];
         if (!brim_link_ensure(cp->link)) {
-            i++;                    /* its link is being made */
+            i++; /* its link is being made */
             continue;
         }
         memset(&req, 0, sizeof(req));
@@ -104,7 +104,7 @@ in_end(struct brim_migrate *m, uint32_t p)
     m->stats.partitions_in_done++;
     sm = src == MIG_NO_SRC ? NULL : brim_topo_source(cur, src);
     if (sm == NULL || sm->addr[0] == '\0') {
-        return;                     /* the sender drops after a while */
+        return; /* the sender drops after a while */
     }
     d = brim_link_get(&m->node->links, sm->addr);
     if (d != NULL) {
@@ -155,8 +155,7 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
     int                  rc;
 
     if ((uint32_t) (uintptr_t) c->data != BRIM_ROLE_NODE
-        || node->cfg.standalone)
-    {
+        || node->cfg.standalone) {
         return mig_reply(c, id, BRIM_EDENIED,
                          "stream: only a node connection may stream");
     }
@@ -178,14 +177,15 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
     if (req->op == BRIM_OP_STREAM_QUERY) {
         /* The new owner asks whether we still mean to stream P: we do
          * while we own it or a job of ours holds it. */
-        return mig_holds(m, p)
-                   ? mig_reply(c, id, 0, NULL)
-                   : mig_reply(c, id, BRIM_ERETRY, "stream: this node "
-                               "holds no copy of the partition");
+        return mig_holds(m, p) ? mig_reply(c, id, 0, NULL)
+                               : mig_reply(c, id, BRIM_ERETRY,
+                                           "stream: this node "
+                                           "holds no copy of the partition");
     }
     if (req->op == BRIM_OP_STREAM_BEGIN) {
         if (node->topo.committed.map.epoch < e) {
-            return mig_reply(c, id, BRIM_ERETRY, "stream: epoch not "
+            return mig_reply(c, id, BRIM_ERETRY,
+                             "stream: epoch not "
                              "committed here yet");
         }
         if (self < 0 || node->topo.committed.map.owner[p] != (uint16_t) self
@@ -202,41 +202,44 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
             /* Our commit did not expect it (its source is not a live
              * member or leaver of our epoch): writes made here since
              * were not tombstoned, so a stream could undo them. */
-            return mig_reply(c, id, BRIM_EEXISTS, "stream: this node "
+            return mig_reply(c, id, BRIM_EEXISTS,
+                             "stream: this node "
                              "expects no stream of that partition");
         }
         return mig_reply(c, id, 0, NULL);
     }
     if (m->in_epoch[p] != e || m->in_state[p] != IN_FLIGHT) {
-        return mig_reply(c, id, BRIM_EEXISTS, "stream: migration id "
+        return mig_reply(c, id, BRIM_EEXISTS,
+                         "stream: migration id "
                          "superseded or complete");
     }
     if (req->op == BRIM_OP_STREAM_BATCH) {
         m->stats.batches_in++;
         rc = mig_batch(m, p, req);
         if (rc != 0) {
-            return mig_reply(c, id, rc, rc == BRIM_EBADREQ
-                             ? "stream: an entry of another partition"
-                             : "stream: out of memory inserting the batch; "
-                               "send it again");
+            return mig_reply(c, id, rc,
+                             rc == BRIM_EBADREQ
+                                 ? "stream: an entry of another partition"
+                                 : "stream: out of memory inserting the batch; "
+                                   "send it again");
         }
         return mig_reply(c, id, 0, NULL);
     }
     in_end(m, p);
     brim_log_debug("migrate: received partition %u of epoch %" PRIu64
-                   " (%" PRIu64 " entries sent)", p, e, req->count);
+                   " (%" PRIu64 " entries sent)",
+                   p, e, req->count);
     return mig_reply(c, id, 0, NULL);
 }
-
 
 /* ---- asking the source about quiet partitions (STREAM_QUERY) ---- */
 
 /* One STREAM_QUERY waiting for its answer. */
 struct mig_probe {
-    struct brim_migrate *m;
-    struct brim_node_link *d;       /* the source's link */
-    uint64_t             epoch;     /* the migration id asked about */
-    uint32_t             p;
+    struct brim_migrate   *m;
+    struct brim_node_link *d;     /* the source's link */
+    uint64_t               epoch; /* the migration id asked about */
+    uint32_t               p;
 };
 
 static void
@@ -254,19 +257,21 @@ probe_reply(struct brim_peer *peer, int status, const char *body, size_t len,
     m->in_probing[q->p] = 0;
     if (status == 0) {
         q->d->heard_ms = uv_now(m->node->loop);
-        q->d->asked_ms = 0;         /* it answers */
+        q->d->asked_ms = 0; /* it answers */
     }
     if (status == 0 && m->in_state[q->p] == IN_FLIGHT
         && m->in_epoch[q->p] == q->epoch
         && brim_wire_parse_rep(body, len, BRIM_OP_STREAM_QUERY,
                                &m->node->cfg.limits, &m->node->zone, &rep,
-                               errbuf) == 0)
+                               errbuf)
+            == 0)
     {
         if (rep.status == 0) {
-            m->in_touch[q->p] = mig_touch_now(m);  /* queued or streaming */
+            m->in_touch[q->p] = mig_touch_now(m); /* queued or streaming */
         } else if (rep.status == BRIM_ERETRY) {
             m->stats.probes_source_gone++;
-            mig_in_source_gone(m, q->p, q->epoch, "its source holds no "
+            mig_in_source_gone(m, q->p, q->epoch,
+                               "its source holds no "
                                "copy any more");
         }
     }
@@ -284,7 +289,7 @@ probe_send(struct brim_migrate *m, uint32_t p, struct brim_node_link *d)
 
     q = brim_malloc(sizeof(*q));
     if (q == NULL) {
-        return;                     /* asked again at the next tick */
+        return; /* asked again at the next tick */
     }
     q->m = m;
     q->d = d;
@@ -329,8 +334,8 @@ probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
     uint64_t                  now = uv_now(m->node->loop), dead_ms;
 
     (void) idle;
-    src = m->in_src[p] == MIG_NO_SRC ? NULL
-                                     : brim_topo_source(cur, m->in_src[p]);
+    src =
+        m->in_src[p] == MIG_NO_SRC ? NULL : brim_topo_source(cur, m->in_src[p]);
     if (src == NULL || src->addr[0] == '\0') {
         mig_in_source_gone(m, p, m->in_epoch[p], "it has no source");
         return;
@@ -339,22 +344,23 @@ probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
     if (d == NULL) {
         return;
     }
-    dead_ms = m->node->lease.length_ms != 0 ? 2 * (uint64_t) m->node->lease.length_ms
-                                        : 3000;
+    dead_ms = m->node->lease.length_ms != 0
+        ? 2 * (uint64_t) m->node->lease.length_ms
+        : 3000;
     /* A departed source is gone when a question to it went unanswered,
      * or its link stayed down, for dead-after: no one else will say so. */
     if (m->in_src[p] >= cur->nmembers
         && ((d->asked_ms != 0 && now - d->asked_ms >= dead_ms)
             || (d->down_since_ms != 0 && now - d->down_since_ms >= dead_ms)))
     {
-        if (!d->gone_warned) {      /* once per source, not per partition */
+        if (!d->gone_warned) { /* once per source, not per partition */
             d->gone_warned = 1;
-            brim_log_warn("migrate: %s left the cluster and has not "
-                          "answered for %" PRIu64 " ms: it is gone; its "
-                          "partitions in flight complete with what is here",
-                          src->name, now - (d->asked_ms != 0
-                                                ? d->asked_ms
-                                                : d->down_since_ms));
+            brim_log_warn(
+                "migrate: %s left the cluster and has not "
+                "answered for %" PRIu64 " ms: it is gone; its "
+                "partitions in flight complete with what is here",
+                src->name,
+                now - (d->asked_ms != 0 ? d->asked_ms : d->down_since_ms));
         }
         m->stats.probes_source_gone++;
         mig_in_finish(m, p);
@@ -381,14 +387,14 @@ probe_tick_cb(uv_timer_t *t)
         && uv_now(m->node->loop) - m->in_since_ms >= MIG_LOG_MS)
     {
         m->in_logged_ms = uv_now(m->node->loop);
-        brim_log_info("migrate: receiving: %u partitions in flight, %"
-                      PRIu64 " keys and %" PRIu64 " bytes in so far",
+        brim_log_info("migrate: receiving: %u partitions in flight, %" PRIu64
+                      " keys and %" PRIu64 " bytes in so far",
                       m->stats.partitions_in_flight,
                       m->stats.keys_in - m->in_since_keys,
                       m->stats.bytes_in - m->in_since_bytes);
     }
     for (k = 0; k < BRIM_MIN(P, (uint32_t) MIG_PROBE_SLICE)
-                && m->probes_out < MIG_PROBE_OUT;
+         && m->probes_out < MIG_PROBE_OUT;
          k++)
     {
         p = m->probe_next;

@@ -136,8 +136,7 @@ out_other_job(struct brim_migrate *m, const struct mig_job *j)
  * receiver is no longer the owner: DESIGN.md 7.6).
  */
 static void
-job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
-           const char *why)
+job_finish(struct brim_migrate *m, struct mig_job *j, int ok, const char *why)
 {
     struct brim_node *node = m->node;
     size_t            left = 0;
@@ -153,14 +152,14 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok,
     if (ok) {
         m->stats.partitions_out_done++;
         brim_log_debug("migrate: sent partition %u of epoch %" PRIu64
-                       " to %s: %" PRIu64 " keys", j->p, j->epoch,
-                       j->dest->addr, j->count);
+                       " to %s: %" PRIu64 " keys",
+                       j->p, j->epoch, j->dest->addr, j->count);
     } else {
         m->stats.partitions_out_dropped++;
         brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s "
                       "not completed (%s): %" PRIu64 " keys sent, %zu "
-                      "dropped", j->p, j->epoch, j->dest->addr, why,
-                      j->count, left);
+                      "dropped",
+                      j->p, j->epoch, j->dest->addr, why, j->count, left);
     }
     if (!j->busy) {
         job_free(m, j);
@@ -182,8 +181,8 @@ job_restart(struct brim_migrate *m, struct mig_job *j, uint64_t delay_ms,
 
     if (j->restarts++ % 20 == 0) {
         brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s: "
-                      "%s; streaming it again (restart %u)", j->p, j->epoch,
-                      j->dest->addr, why, j->restarts);
+                      "%s; streaming it again (restart %u)",
+                      j->p, j->epoch, j->dest->addr, why, j->restarts);
     }
     m->stats.streams_restarted++;
     brim_store_cursor_release(m->node->store, &j->cursor);
@@ -255,7 +254,7 @@ scan_entry(const struct brim_item *it, void *arg)
 
     if (it->exptime != 0) {
         if (it->exptime <= m->now) {
-            return BRIM_SCAN_NEXT;      /* expired: skipped */
+            return BRIM_SCAN_NEXT; /* expired: skipped */
         }
         ttl = it->exptime - m->now;
     }
@@ -265,28 +264,27 @@ scan_entry(const struct brim_item *it, void *arg)
         if (m->stats.entries_refused % 100 == 1) {
             brim_log_warn("migrate: a %u-byte value cannot be sent: the "
                           "receiver's frames take %zu bytes (%" PRIu64
-                          " such entries so far)", it->val_len,
-                          m->frame_room, m->stats.entries_refused);
+                          " such entries so far)",
+                          it->val_len, m->frame_room, m->stats.entries_refused);
         }
         return BRIM_SCAN_NEXT;
     }
     if (m->scratch_n > 0 && m->scratch.len + need > m->batch_bytes) {
-        return BRIM_SCAN_STOP_BEFORE;   /* it starts the next batch */
+        return BRIM_SCAN_STOP_BEFORE; /* it starts the next batch */
     }
     mark = m->scratch.len;
     mig_item_entry(it, ttl, &e);
     if (brim_wire_entry_pack(&m->scratch, &e) != 0) {
         brim_buf_truncate(&m->scratch, mark);
         m->scan_nomem = 1;
-        return BRIM_SCAN_STOP_BEFORE;   /* out of memory: try again */
+        return BRIM_SCAN_STOP_BEFORE; /* out of memory: try again */
     }
     m->scratch_n++;
     m->stats.keys_out++;
     m->stats.bytes_out += (uint64_t) it->key_len + it->val_len;
-    return m->scratch_n >= MIG_BATCH_ENTRIES
-                   || m->scratch.len >= m->batch_bytes
-               ? BRIM_SCAN_STOP
-               : BRIM_SCAN_NEXT;
+    return m->scratch_n >= MIG_BATCH_ENTRIES || m->scratch.len >= m->batch_bytes
+        ? BRIM_SCAN_STOP
+        : BRIM_SCAN_NEXT;
 }
 
 /* Build and send J's next STREAM_BATCH (or END once the scan is done). */
@@ -320,17 +318,17 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         return;
     }
     if (m->scratch_n == 0) {
-        mig_pump_soon(m, 0);        /* nothing yet: next slice */
+        mig_pump_soon(m, 0); /* nothing yet: next slice */
         return;
     }
-    BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK <= brim_link_max_frame(j->dest));
+    BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK
+                <= brim_link_max_frame(j->dest));
     j->count += m->scratch_n;
     m->stats.batches_out++;
     if (node->cfg.migrate_mb_per_s > 0) {
-        m->pace_next_ms = (m->pace_next_ms > (double) now_ms
-                               ? m->pace_next_ms : (double) now_ms)
-                          + (double) m->scratch.len
-                                / (node->cfg.migrate_mb_per_s * 1e3);
+        m->pace_next_ms = (m->pace_next_ms > (double) now_ms ? m->pace_next_ms
+                                                             : (double) now_ms)
+            + (double) m->scratch.len / (node->cfg.migrate_mb_per_s * 1e3);
     }
     job_set_state(j, OUT_WAIT);
     job_send_op(m, j, BRIM_OP_STREAM_BATCH);
@@ -344,7 +342,8 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         return;
     }
     if (j->cancelled) {
-        job_finish(m, j, 0, "its new owner is no longer a member that owns "
+        job_finish(m, j, 0,
+                   "its new owner is no longer a member that owns "
                    "it");
         return;
     }
@@ -355,7 +354,7 @@ job_step(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         return;
     }
     if (!brim_link_ensure(j->dest)) {
-        return;                     /* connecting: the callback pumps */
+        return; /* connecting: the callback pumps */
     }
     switch (j->state) {
     case OUT_QUEUED:
@@ -402,12 +401,12 @@ static void
 job_reply(struct brim_peer *p, int status, const char *body, size_t len,
           void *arg)
 {
-    struct mig_job      *j = arg;
+    struct mig_job        *j = arg;
     struct brim_node_link *d = p->data;
-    struct brim_migrate  *m = d->set->node->mig;
-    struct brim_rep      rep;
-    char                 errbuf[BRIM_ERRBUF_LEN];
-    uint64_t             now_ms = uv_now(m->node->loop);
+    struct brim_migrate   *m = d->set->node->mig;
+    struct brim_rep        rep;
+    char                   errbuf[BRIM_ERRBUF_LEN];
+    uint64_t               now_ms = uv_now(m->node->loop);
 
     j->busy = 0;
     if (j->state == OUT_DONE) {
@@ -415,7 +414,8 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
         return;
     }
     if (j->cancelled) {
-        job_finish(m, j, 0, "its new owner is no longer a member that owns "
+        job_finish(m, j, 0,
+                   "its new owner is no longer a member that owns "
                    "it");
         return;
     }
@@ -424,7 +424,8 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
         return;
     }
     if (brim_wire_parse_rep(body, len, BRIM_OP_PING, &m->node->cfg.limits,
-                            &m->node->zone, &rep, errbuf) != 0)
+                            &m->node->zone, &rep, errbuf)
+        != 0)
     {
         m->stats.stream_errors++;
         job_restart(m, j, MIG_ERROR_MIN_MS, "malformed reply");
@@ -436,7 +437,8 @@ job_reply(struct brim_peer *p, int status, const char *body, size_t len,
         if (++j->retries % 100 == 0) {
             brim_log_warn("migrate: partition %u of epoch %" PRIu64 ": %s "
                           "has not committed it after %u tries; asking "
-                          "again", j->p, j->epoch, d->addr, j->retries);
+                          "again",
+                          j->p, j->epoch, d->addr, j->retries);
         }
         j->not_before = now_ms + MIG_RETRY_MS;
         mig_pump_soon(m, MIG_RETRY_MS);
@@ -505,7 +507,7 @@ job_dest_owns(const struct brim_node *node, const struct mig_job *j)
     uint16_t                n = cur->map.owner[j->p];
 
     return n < cur->nmembers && cur->members[n].state != BRIM_MEMBER_DEAD
-           && strcmp(cur->members[n].addr, j->dest->addr) == 0;
+        && strcmp(cur->members[n].addr, j->dest->addr) == 0;
 }
 
 void
@@ -521,8 +523,7 @@ mig_jobs_recheck(struct brim_migrate *m, uint8_t *keep)
      * what the old destination holds). */
     for (i = 0; i < m->njobs; i++) {
         j = m->jobs[i];
-        if (j->state != OUT_DONE && !j->cancelled
-            && job_dest_owns(m->node, j))
+        if (j->state != OUT_DONE && !j->cancelled && job_dest_owns(m->node, j))
         {
             keep[j->p] = 1;
         } else {
@@ -582,7 +583,8 @@ mig_out_progress(struct brim_migrate *m, uint64_t now_ms)
         m->out_logged_ms = now_ms;
         m->out_since_bytes = st->bytes_out;
         m->out_since_keys = st->keys_out;
-        m->out_since_done = st->partitions_out_done + st->partitions_out_dropped;
+        m->out_since_done =
+            st->partitions_out_done + st->partitions_out_dropped;
         return;
     }
     if (!m->out_running) {
@@ -592,22 +594,23 @@ mig_out_progress(struct brim_migrate *m, uint64_t now_ms)
     bytes = st->bytes_out - m->out_since_bytes;
     if (st->partitions_out_pending == 0) {
         m->out_running = 0;
-        brim_log_info("migrate: every outgoing partition is handed over: %"
-                      PRIu64 " partitions, %" PRIu64 " keys, %" PRIu64
-                      " bytes in %" PRIu64 " ms (%.1f MB/s)%s",
-                      st->partitions_out_done + st->partitions_out_dropped
-                          - m->out_since_done,
-                      st->keys_out - m->out_since_keys, bytes, ms,
-                      ms > 0 ? bytes / 1e3 / (double) ms : 0.0,
-                      st->partitions_out_dropped > 0
-                          ? " (some dropped: see the warnings)" : "");
+        brim_log_info(
+            "migrate: every outgoing partition is handed over: %" PRIu64
+            " partitions, %" PRIu64 " keys, %" PRIu64 " bytes in %" PRIu64
+            " ms (%.1f MB/s)%s",
+            st->partitions_out_done + st->partitions_out_dropped
+                - m->out_since_done,
+            st->keys_out - m->out_since_keys, bytes, ms,
+            ms > 0 ? bytes / 1e3 / (double) ms : 0.0,
+            st->partitions_out_dropped > 0 ? " (some dropped: see the warnings)"
+                                           : "");
     } else if (now_ms - m->out_logged_ms >= MIG_LOG_MS) {
         m->out_logged_ms = now_ms;
-        brim_log_info("migrate: streaming out: %u partitions to go, %"
-                      PRIu64 " keys and %" PRIu64 " bytes sent in %" PRIu64
-                      " ms (%.1f MB/s)", st->partitions_out_pending,
-                      st->keys_out - m->out_since_keys, bytes, ms,
-                      ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
+        brim_log_info(
+            "migrate: streaming out: %u partitions to go, %" PRIu64
+            " keys and %" PRIu64 " bytes sent in %" PRIu64 " ms (%.1f MB/s)",
+            st->partitions_out_pending, st->keys_out - m->out_since_keys, bytes,
+            ms, ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
     }
 }
 
@@ -626,8 +629,8 @@ mig_pump_cb(uv_timer_t *t)
     mig_out_progress(m, now_ms);
     for (i = 0; i < m->njobs; i++) {
         active += m->jobs[i]->state != OUT_QUEUED
-                  && m->jobs[i]->state != OUT_DONE
-                  && m->jobs[i]->state != OUT_COMPLETE_WAIT;
+            && m->jobs[i]->state != OUT_DONE
+            && m->jobs[i]->state != OUT_COMPLETE_WAIT;
     }
     /* Jobs may end (and leave the array) as they step; an ended job
      * pumps again, so one skipped here is not forgotten. */
@@ -642,8 +645,8 @@ mig_pump_cb(uv_timer_t *t)
         if (j->state != OUT_DONE) {
             job_step(m, j, now_ms);
         }
-        if (i < m->njobs && m->jobs[i] == j && j->state != OUT_DONE
-            && !j->busy && j->not_before > now_ms && j->not_before < next)
+        if (i < m->njobs && m->jobs[i] == j && j->state != OUT_DONE && !j->busy
+            && j->not_before > now_ms && j->not_before < next)
         {
             next = j->not_before;
         }
@@ -652,7 +655,7 @@ mig_pump_cb(uv_timer_t *t)
         mig_pump_soon(m, next - now_ms);
     }
     if (m->out_running) {
-        mig_pump_soon(m, MIG_LOG_MS);   /* the progress line, and the end */
+        mig_pump_soon(m, MIG_LOG_MS); /* the progress line, and the end */
     }
 }
 
@@ -662,7 +665,7 @@ mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms)
     uint64_t due = uv_now(m->node->loop) + delay_ms;
 
     if (m->pump_armed && m->pump_due_ms <= due) {
-        return;                     /* it fires soon enough already */
+        return; /* it fires soon enough already */
     }
     uv_timer_start(&m->pump, mig_pump_cb, delay_ms, 0);
     m->pump_armed = 1;

@@ -21,16 +21,16 @@ int
 mig_owns(const struct brim_node *node, uint32_t partition)
 {
     return node->topo.self >= 0
-           && node->topo.committed.map.owner[partition]
-              == (uint16_t) node->topo.self;
+        && node->topo.committed.map.owner[partition]
+        == (uint16_t) node->topo.self;
 }
 
 /* BRIM_TEST_ALLOC_FAIL="tomb:N,spare:N,insert:N,send:N" (migrate_int.h). */
 static void
 mig_fail_parse(struct brim_migrate *m, const char *env)
 {
-    static const char *const names[MIG_FAIL_SITES] = {"tomb", "spare",
-                                                      "insert", "send"};
+    static const char *const names[MIG_FAIL_SITES] = {"tomb", "spare", "insert",
+                                                      "send"};
     char                     item[32], *colon;
     const char              *p = env;
     size_t                   n;
@@ -49,8 +49,8 @@ mig_fail_parse(struct brim_migrate *m, const char *env)
                 {
                     m->fail_every[i] = v;
                     brim_log_warn("migrate: BRIM_TEST_ALLOC_FAIL: every %u"
-                                  "th %s allocation fails (test only)", v,
-                                  names[i]);
+                                  "th %s allocation fails (test only)",
+                                  v, names[i]);
                 }
                 *colon = ':';
             }
@@ -123,7 +123,8 @@ mig_get(struct brim_node *node)
         && brim_parse_u32(env, 0, 3600000, &m->stats.delay_ms) == 0)
     {
         brim_log_warn("migrate: BRIM_TEST_STREAM_DELAY_MS=%u (test only): "
-                      "streaming is slowed per batch", m->stats.delay_ms);
+                      "streaming is slowed per batch",
+                      m->stats.delay_ms);
     }
     mig_fail_parse(m, getenv("BRIM_TEST_ALLOC_FAIL"));
     node->mig = m;
@@ -204,10 +205,11 @@ mig_in_finish(struct brim_migrate *m, uint32_t p)
     if (m->stats.partitions_in_flight == 0) {
         ms = uv_now(m->node->loop) - m->in_since_ms;
         bytes = m->stats.bytes_in - m->in_since_bytes;
-        brim_log_info("migrate: every incoming partition is complete: %"
-                      PRIu64 " keys, %" PRIu64 " bytes in %" PRIu64 " ms "
-                      "(%.1f MB/s)", m->stats.keys_in - m->in_since_keys,
-                      bytes, ms, ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
+        brim_log_info("migrate: every incoming partition is complete: %" PRIu64
+                      " keys, %" PRIu64 " bytes in %" PRIu64 " ms "
+                      "(%.1f MB/s)",
+                      m->stats.keys_in - m->in_since_keys, bytes, ms,
+                      ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
     }
 }
 
@@ -217,7 +219,8 @@ mig_in_source_gone(struct brim_migrate *m, uint32_t p, uint64_t epoch,
 {
     if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == epoch) {
         brim_log_debug("migrate: partition %u: %s; complete with what is "
-                       "here", p, why);
+                       "here",
+                       p, why);
         mig_in_finish(m, p);
         m->stats.partitions_in_done++;
     }
@@ -235,10 +238,9 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
         return 1;
     }
     mig_fail_arm(m, MIG_FAIL_INSERT);
-    rc = brim_store_insert_cold(m->node->store, h, e->key, e->key_len,
-                                e->value, e->value_len, e->flags,
-                                e->ttl_s == 0 ? 0 : now + e->ttl_s, e->cas,
-                                now);
+    rc = brim_store_insert_cold(
+        m->node->store, h, e->key, e->key_len, e->value, e->value_len, e->flags,
+        e->ttl_s == 0 ? 0 : now + e->ttl_s, e->cas, now);
     mig_fail_disarm(m, MIG_FAIL_INSERT);
     if (rc == 0) {
         m->stats.keys_in++;
@@ -246,7 +248,7 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
         return 0;
     }
     if (rc == BRIM_EEXISTS) {
-        m->stats.entries_skipped++;    /* written here since: it wins */
+        m->stats.entries_skipped++; /* written here since: it wins */
         return 1;
     }
     if (rc == BRIM_ETOOBIG || rc == BRIM_EINVAL) {
@@ -255,13 +257,13 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
         if (m->stats.entries_refused % 100 == 1) {
             brim_log_warn("migrate: an entry of partition %u (%zu-byte "
                           "value) is beyond this node's limits: not "
-                          "stored (%" PRIu64 " so far)", p, e->value_len,
-                          m->stats.entries_refused);
+                          "stored (%" PRIu64 " so far)",
+                          p, e->value_len, m->stats.entries_refused);
         }
         return 1;
     }
     m->stats.insert_failures++;
-    return rc;                      /* BRIM_ENOMEM: the sender retries */
+    return rc; /* BRIM_ENOMEM: the sender retries */
 }
 
 /* ---- tombstones ---- */
@@ -331,8 +333,8 @@ mig_tomb_reserve(struct brim_migrate *m)
 }
 
 int
-mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
-             const char *key, size_t key_len)
+mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash, const char *key,
+             size_t key_len)
 {
     struct mig_tomb *t;
     uint32_t         b;
@@ -343,7 +345,7 @@ mig_tomb_add(struct brim_migrate *m, uint32_t p, uint64_t hash,
         return 0;
     }
     if (m->stats.tombstones >= m->ntbuckets) {
-        mig_tomb_grow(m);           /* failing only lengthens chains */
+        mig_tomb_grow(m); /* failing only lengthens chains */
     }
     mig_fail_arm(m, MIG_FAIL_TOMB);
     t = m->ntbuckets == 0 ? NULL : brim_malloc(tomb_size(key_len));
@@ -379,7 +381,7 @@ mig_tomb_clear(struct brim_migrate *m, uint32_t p)
         next = t->pnext;
         slot = mig_tomb_slot(m, t->hash, t->key, t->key_len);
         while (slot != NULL && *slot != t) {
-            slot = &(*slot)->hnext;     /* same key cannot repeat */
+            slot = &(*slot)->hnext; /* same key cannot repeat */
         }
         if (slot != NULL) {
             *slot = t->hnext;
@@ -410,4 +412,3 @@ mig_item_entry(const struct brim_item *it, uint32_t ttl,
     e->cas = it->cas;
     e->ttl_s = ttl;
 }
-

@@ -27,48 +27,48 @@
 
 /* brim-node's settings: defaults in brim_node_config_default(). */
 struct brim_node_config {
-    char                   listen[128];      /* "host:port" */
-    char                   name[65];         /* node name, for logs */
-    uint32_t               memory_mb;        /* the data's limit (items,
+    char                    listen[128];       /* "host:port" */
+    char                    name[65];          /* node name, for logs */
+    uint32_t                memory_mb;         /* the data's limit (items,
                                                 tables), MiB */
-    uint32_t               buffer_mb;        /* unsent replies, all
+    uint32_t                buffer_mb;         /* unsent replies, all
                                                 connections, MiB */
-    uint32_t               max_conns;        /* open connections */
-    uint32_t               idle_timeout_s;   /* 0: never */
-    uint32_t               partitions;       /* P */
-    uint64_t               seed;             /* cluster seed (key hash) */
-    struct brim_wire_limits limits;          /* key, value, frame bounds */
-    size_t                 out_high_water;   /* bytes: pause reading */
-    enum brim_evict_policy policy;           /* eviction */
-    int                    standalone;       /* owns every partition */
-    char                   coordinator[128]; /* cluster: "host:port" */
-    uint32_t               weight_ppm;       /* cluster: weight, millionths */
-    int                    weight_set;       /* --weight was given */
-    int                    name_set;         /* --name was given */
-    int                    partitions_set;   /* --partitions was given: a
+    uint32_t                max_conns;         /* open connections */
+    uint32_t                idle_timeout_s;    /* 0: never */
+    uint32_t                partitions;        /* P */
+    uint64_t                seed;              /* cluster seed (key hash) */
+    struct brim_wire_limits limits;            /* key, value, frame bounds */
+    size_t                  out_high_water;    /* bytes: pause reading */
+    enum brim_evict_policy  policy;            /* eviction */
+    int                     standalone;        /* owns every partition */
+    char                    coordinator[128];  /* cluster: "host:port" */
+    uint32_t                weight_ppm;        /* cluster: weight, millionths */
+    int                     weight_set;        /* --weight was given */
+    int                     name_set;          /* --name was given */
+    int                     partitions_set;    /* --partitions was given: a
                                                 cluster of another P is
                                                 refused, not taken */
-    uint32_t               migrate_mb_per_s; /* stream pace, 10^6 B/s;
+    uint32_t                migrate_mb_per_s;  /* stream pace, 10^6 B/s;
                                                 0: unpaced */
-    int                    log_level;        /* enum brim_log_level */
-    char                   secret_file[1024]; /* cluster secret; "": none
+    int                     log_level;         /* enum brim_log_level */
+    char                    secret_file[1024]; /* cluster secret; "": none
                                                  (PROTOCOL.md 12) */
-    char                   client_secret_file[1024]; /* clients' secret;
+    char                    client_secret_file[1024]; /* clients' secret;
                                                  "": clients need none */
 };
 
 /* Per-op and request counters the node reports. */
 struct brim_node_stats {
-    uint64_t ops[BRIM_OP_CODE_LIMIT];  /* requests served, by opcode:
+    uint64_t ops[BRIM_OP_CODE_LIMIT]; /* requests served, by opcode:
                                           clients' and internal alike */
-    uint64_t requests;                 /* client requests (roles client,
+    uint64_t requests;                /* client requests (roles client,
                                           admin, or before HELLO) */
-    uint64_t internal_requests;        /* from other nodes and the
+    uint64_t internal_requests;       /* from other nodes and the
                                           coordinator */
-    uint64_t bad_requests;             /* refused as malformed */
-    uint64_t last_requests;            /* requests at the last rate tick */
-    uint64_t last_tick_ms;             /* loop time of the last tick */
-    double   requests_per_sec;         /* over the last tick */
+    uint64_t bad_requests;            /* refused as malformed */
+    uint64_t last_requests;           /* requests at the last rate tick */
+    uint64_t last_tick_ms;            /* loop time of the last tick */
+    double   requests_per_sec;        /* over the last tick */
 };
 
 /*
@@ -78,42 +78,42 @@ struct brim_node_stats {
  * in standalone mode.
  */
 struct brim_node_topo {
-    struct brim_topo committed;     /* the map served by; epoch 0: none */
-    struct brim_topo pending;       /* proposed; valid when has_pending */
-    int              has_pending;   /* a pending topology is held */
-    int32_t          self;          /* our index in committed, or -1 */
-    int32_t          self_pending;  /* our index in pending, or -1 */
-    int              fenced;        /* the coordinator said DENIED */
-    int              was_member;    /* a committed map held this node */
+    struct brim_topo committed;    /* the map served by; epoch 0: none */
+    struct brim_topo pending;      /* proposed; valid when has_pending */
+    int              has_pending;  /* a pending topology is held */
+    int32_t          self;         /* our index in committed, or -1 */
+    int32_t          self_pending; /* our index in pending, or -1 */
+    int              fenced;       /* the coordinator said DENIED */
+    int              was_member;   /* a committed map held this node */
 };
 
 /* The serving lease (lease.c; DESIGN.md 7 step 7). */
 struct brim_node_lease {
-    uint64_t   until_ms;            /* loop ms: data ops served before */
-    uint32_t   length_ms;           /* its length (the coordinator's) */
-    uint64_t   coord_ok_ms;         /* loop ms the coordinator last
+    uint64_t   until_ms;        /* loop ms: data ops served before */
+    uint32_t   length_ms;       /* its length (the coordinator's) */
+    uint64_t   coord_ok_ms;     /* loop ms the coordinator last
                                        answered a heartbeat */
-    uint64_t   round;               /* LEASE_CONFIRM round (request id) */
-    uint32_t   round_ok;            /* members that confirmed it */
-    uint64_t   round_sent_ms;       /* loop ms the round was sent */
-    uint64_t   rounds;              /* rounds sent, ever */
-    uint64_t   expiries;            /* times it ran out */
-    uint64_t   member_renewals;     /* rounds a majority renewed */
-    uint64_t   seen_ms;             /* the expiry last counted */
-    uv_timer_t timer;               /* looks at it every 100 ms */
+    uint64_t   round;           /* LEASE_CONFIRM round (request id) */
+    uint32_t   round_ok;        /* members that confirmed it */
+    uint64_t   round_sent_ms;   /* loop ms the round was sent */
+    uint64_t   rounds;          /* rounds sent, ever */
+    uint64_t   expiries;        /* times it ran out */
+    uint64_t   member_renewals; /* rounds a majority renewed */
+    uint64_t   seen_ms;         /* the expiry last counted */
+    uv_timer_t timer;           /* looks at it every 100 ms */
     int        timer_init;
 };
 
 /* A graceful leave's steps (coordlink.c). */
 enum brim_leave_state {
     BRIM_LEAVE_NONE = 0,
-    BRIM_LEAVE_WANTED,              /* asked by a signal; LEAVE not sent
+    BRIM_LEAVE_WANTED,  /* asked by a signal; LEAVE not sent
                                        yet (no coordinator connection) */
-    BRIM_LEAVE_ASKED,               /* LEAVE sent, waiting for its reply */
-    BRIM_LEAVE_WAITING,             /* accepted: waiting for the epoch
+    BRIM_LEAVE_ASKED,   /* LEAVE sent, waiting for its reply */
+    BRIM_LEAVE_WAITING, /* accepted: waiting for the epoch
                                        without us */
-    BRIM_LEAVE_DENIED,              /* the last member: serving on */
-    BRIM_LEAVE_LINGER               /* out of the map: answering MOVED a
+    BRIM_LEAVE_DENIED,  /* the last member: serving on */
+    BRIM_LEAVE_LINGER   /* out of the map: answering MOVED a
                                        while, then draining */
 };
 
@@ -137,42 +137,42 @@ struct brim_node_coordlink {
     int                   leave_timer_init;
     uint64_t              leave_since_ms;  /* loop ms it was asked */
     uint64_t              leave_logged_ms; /* loop ms progress was logged */
-    uint64_t              linger_until; /* loop ms: drained, exit */
+    uint64_t              linger_until;    /* loop ms: drained, exit */
 };
 
 /* One node process. */
 struct brim_node {
-    struct brim_node_config cfg;         /* settings */
-    uv_loop_t              *loop;        /* the one loop */
-    struct brim_server      srv;         /* client listener */
-    struct brim_store      *store;       /* the data */
-    struct brim_store_config store_cfg;  /* what it was made with */
-    msgpack_zone            zone;        /* reused to unpack requests */
-    struct brim_wire_limits coord_limits; /* on coord connections: a
+    struct brim_node_config    cfg;          /* settings */
+    uv_loop_t                 *loop;         /* the one loop */
+    struct brim_server         srv;          /* client listener */
+    struct brim_store         *store;        /* the data */
+    struct brim_store_config   store_cfg;    /* what it was made with */
+    msgpack_zone               zone;         /* reused to unpack requests */
+    struct brim_wire_limits    coord_limits; /* on coord connections: a
                                              topology's frame and members */
-    struct brim_wire_limits peer_limits; /* on node connections: a stream
+    struct brim_wire_limits    peer_limits;  /* on node connections: a stream
                                              batch's entries */
-    uint64_t                incarnation; /* random, per process start */
-    uint64_t                cluster_id;  /* standalone: random */
-    uint64_t                start_unix;  /* Unix seconds at start */
-    uv_timer_t              tick_timer;  /* reclaim + rate, every 100 ms */
-    uv_timer_t              flush_timer; /* delayed FLUSH */
-    uv_signal_t             sig_term;    /* SIGTERM: leave and exit */
-    uv_signal_t             sig_int;     /* SIGINT: same */
-    uv_signal_t             sig_quit;    /* SIGQUIT: exit at once */
-    struct brim_node_stats  stats;       /* request counters */
-    struct brim_node_topo   topo;        /* cluster mode: the epochs */
-    struct brim_node_lease  lease;       /* cluster mode: the lease */
-    struct brim_node_coordlink coordlink; /* cluster mode: coordinator */
-    struct brim_node_links  links;       /* connections to other nodes */
-    struct brim_migrate    *mig;         /* migration state (migrate*.c);
+    uint64_t                   incarnation;  /* random, per process start */
+    uint64_t                   cluster_id;   /* standalone: random */
+    uint64_t                   start_unix;   /* Unix seconds at start */
+    uv_timer_t                 tick_timer;   /* reclaim + rate, every 100 ms */
+    uv_timer_t                 flush_timer;  /* delayed FLUSH */
+    uv_signal_t                sig_term;     /* SIGTERM: leave and exit */
+    uv_signal_t                sig_int;      /* SIGINT: same */
+    uv_signal_t                sig_quit;     /* SIGQUIT: exit at once */
+    struct brim_node_stats     stats;        /* request counters */
+    struct brim_node_topo      topo;         /* cluster mode: the epochs */
+    struct brim_node_lease     lease;        /* cluster mode: the lease */
+    struct brim_node_coordlink coordlink;    /* cluster mode: coordinator */
+    struct brim_node_links     links;        /* connections to other nodes */
+    struct brim_migrate       *mig;          /* migration state (migrate*.c);
                                             NULL until first used */
-    void                  (*stop)(struct brim_node *node); /* main.c's:
+    void (*stop)(struct brim_node *node);    /* main.c's:
                                             close everything, let the loop
                                             end (exit_code is returned) */
-    int                     stopping;    /* a signal asked to stop */
-    int                     exit_code;   /* main()'s return value */
-    struct brim_guard       guard;       /* AUTH on our listener, and
+    int               stopping;              /* a signal asked to stop */
+    int               exit_code;             /* main()'s return value */
+    struct brim_guard guard;                 /* AUTH on our listener, and
                                             the secrets */
 };
 

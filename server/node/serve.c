@@ -40,7 +40,7 @@ serve_exptime(uint32_t ttl_s, uint32_t now)
         return 0;
     }
     if (ttl_s > BRIM_WIRE_TTL_RELATIVE_MAX) {
-        return ttl_s <= now ? 1 : ttl_s;    /* 1: already in the past */
+        return ttl_s <= now ? 1 : ttl_s; /* 1: already in the past */
     }
     return now + ttl_s;
 }
@@ -49,7 +49,7 @@ serve_exptime(uint32_t ttl_s, uint32_t now)
  * the limit is answered TOOBIG for the client to fetch on its own. */
 static int
 serve_mget(struct brim_node *node, struct brim_conn *c,
-         const struct brim_req *req, uint32_t now)
+           const struct brim_req *req, uint32_t now)
 {
     struct brim_buf        *out = brim_conn_out(c);
     const struct brim_item *it;
@@ -73,16 +73,15 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
                              h, key, key_len, BRIM_MIG_READ, 0);
         }
         if (route != 0) {
-            rc = brim_wire_mget_miss(out, route);   /* MOVED or RETRY */
-        } else if (brim_store_get(node->store, h, key, key_len, now, &it)
-                   != 0)
+            rc = brim_wire_mget_miss(out, route); /* MOVED or RETRY */
+        } else if (brim_store_get(node->store, h, key, key_len, now, &it) != 0)
         {
             /* A key in flight may be at the old owner: the client GETs
              * it alone, and that GET is forwarded. */
-            rc = brim_wire_mget_miss(out, brim_migrate_unsettled(
-                                              node, h, key, key_len)
-                                              ? BRIM_ERETRY
-                                              : BRIM_ENOTFOUND);
+            rc = brim_wire_mget_miss(
+                out,
+                brim_migrate_unsettled(node, h, key, key_len) ? BRIM_ERETRY
+                                                              : BRIM_ENOTFOUND);
         } else if (out->len - mark + it->val_len + 64
                    > node->cfg.limits.max_frame_bytes)
         {
@@ -122,7 +121,7 @@ serve_store_mode(uint32_t op)
 /* Run the keyed data op REQ on the key hashed to H (routed here). */
 static int
 serve_data_op(struct brim_node *node, const struct brim_req *req,
-            struct brim_rep *rep, uint64_t h, uint32_t now)
+              struct brim_rep *rep, uint64_t h, uint32_t now)
 {
     const struct brim_item *it;
     int                     rc;
@@ -156,11 +155,10 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
                                req->delta, req->op == BRIM_OP_DECR, now,
                                &rep->number, &rep->cas);
     default:
-        return brim_store_set(node->store, serve_store_mode(req->op), h,
-                              req->key, req->key_len, req->value,
-                              req->value_len, req->flags,
-                              serve_exptime(req->ttl_s, now), req->cas, now,
-                              &rep->cas);
+        return brim_store_set(
+            node->store, serve_store_mode(req->op), h, req->key, req->key_len,
+            req->value, req->value_len, req->flags,
+            serve_exptime(req->ttl_s, now), req->cas, now, &rep->cas);
     }
 }
 
@@ -197,18 +195,21 @@ serve_toobig(struct brim_node *node, struct brim_conn *c,
     size_t                  len = req->value_len;
 
     if (req->op == BRIM_OP_APPEND || req->op == BRIM_OP_PREPEND) {
-        old = brim_store_peek(node->store, h, req->key, req->key_len,
-                              unix_now());
+        old =
+            brim_store_peek(node->store, h, req->key, req->key_len, unix_now());
         len += old != NULL ? old->val_len : 0;
     }
     if (len > node->cfg.limits.max_value_bytes) {
-        snprintf(msg, sizeof(msg), "too big: the value would be %zu bytes, "
-                 "above this node's --max-value-bytes %u", len,
-                 node->cfg.limits.max_value_bytes);
+        snprintf(msg, sizeof(msg),
+                 "too big: the value would be %zu bytes, "
+                 "above this node's --max-value-bytes %u",
+                 len, node->cfg.limits.max_value_bytes);
     } else {
-        snprintf(msg, sizeof(msg), "too big: an item of %zu bytes does not "
+        snprintf(msg, sizeof(msg),
+                 "too big: an item of %zu bytes does not "
                  "fit this node's --memory-mb %u (items and tables), even "
-                 "after evicting", len + req->key_len, node->cfg.memory_mb);
+                 "after evicting",
+                 len + req->key_len, node->cfg.memory_mb);
     }
     return brim_node_reply_error(c, req->request_id, BRIM_ETOOBIG, msg);
 }
@@ -233,13 +234,13 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
     rep.request_id = req->request_id;
     rc = brim_node_route(node, req->epoch, h, &rep, &newer);
     if (newer) {
-        brim_node_coord_fetch(node);    /* a client knows a newer epoch */
+        brim_node_coord_fetch(node); /* a client knows a newer epoch */
     }
     if (rc == 0 && node->mig != NULL && !fetched) {
         /* In flight and not here: the old owner is asked first. */
         rc = brim_migrate_fetch(node, c, req, h, serve_continue);
         if (rc == 1) {
-            return 0;                   /* the reply comes with its answer */
+            return 0; /* the reply comes with its answer */
         }
     }
     if (rc == 0 && node->mig != NULL
@@ -258,12 +259,13 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
     if (node->mig != NULL) {
         brim_migrate_hit(node, p, h, req->key, req->key_len,
                          req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
-                         ? BRIM_MIG_READ
-                         : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
-                                                  : BRIM_MIG_WRITE, rc);
+                             ? BRIM_MIG_READ
+                             : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
+                                                      : BRIM_MIG_WRITE,
+                         rc);
         if (req->op == BRIM_OP_GAT && rc == 0) {
-            brim_migrate_hit(node, p, h, req->key, req->key_len,
-                             BRIM_MIG_WRITE, rc);
+            brim_migrate_hit(node, p, h, req->key, req->key_len, BRIM_MIG_WRITE,
+                             rc);
         }
     }
     if (rc == BRIM_ETOOBIG) {
@@ -289,7 +291,7 @@ brim_node_reply_error(struct brim_conn *c, uint64_t id, int status,
                       const char *msg)
 {
     if (-status > BRIM_STATUS_WIRE_MAX) {
-        status = BRIM_ENOMEM;       /* local codes never travel */
+        status = BRIM_ENOMEM; /* local codes never travel */
     }
     return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
                                    msg != NULL ? strlen(msg) : 0);

@@ -17,12 +17,12 @@
 #include "server/node/lease.h"
 
 /* Sections; a pair belongs to one. */
-#define SEC_NODE  0x1u
+#define SEC_NODE 0x1u
 #define SEC_STORE 0x2u
 #define SEC_CONNS 0x4u
-#define SEC_OPS   0x8u
-#define SEC_MIG   0x10u
-#define SEC_ALL   0x1fu
+#define SEC_OPS 0x8u
+#define SEC_MIG 0x10u
+#define SEC_ALL 0x1fu
 
 /*
  * The pairs are written in two passes: the first (OUT NULL) only counts
@@ -30,10 +30,10 @@
  * first; the second writes them.
  */
 struct stats_emit {
-    struct brim_buf *out;           /* NULL while counting */
-    uint32_t         sections;      /* SEC_* chosen */
-    uint32_t         npairs;        /* pairs counted or written */
-    int              rc;            /* first error */
+    struct brim_buf *out;      /* NULL while counting */
+    uint32_t         sections; /* SEC_* chosen */
+    uint32_t         npairs;   /* pairs counted or written */
+    int              rc;       /* first error */
 };
 
 static void
@@ -117,14 +117,11 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_NODE, "lease_fresh",
              (uint64_t) brim_node_lease_fresh(node));
     emit_u64(e, SEC_NODE, "lease_rounds", node->lease.rounds);
-    emit_u64(e, SEC_NODE, "lease_member_renewals",
-             node->lease.member_renewals);
+    emit_u64(e, SEC_NODE, "lease_member_renewals", node->lease.member_renewals);
     emit_u64(e, SEC_NODE, "lease_expiries", node->lease.expiries);
-    emit_u64(e, SEC_NODE, "uptime_s",
-             (uint64_t) time(NULL) - node->start_unix);
+    emit_u64(e, SEC_NODE, "uptime_s", (uint64_t) time(NULL) - node->start_unix);
     emit_u64(e, SEC_NODE, "requests", node->stats.requests);
-    emit_u64(e, SEC_NODE, "internal_requests",
-             node->stats.internal_requests);
+    emit_u64(e, SEC_NODE, "internal_requests", node->stats.internal_requests);
     emit_u64(e, SEC_NODE, "bad_requests", node->stats.bad_requests);
     emit_f64(e, SEC_NODE, "requests_per_sec", node->stats.requests_per_sec);
     emit_u64(e, SEC_STORE, "partitions", node->cfg.partitions);
@@ -148,8 +145,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_CONNS, "connections_idle_closed", cs->conns_idle_closed);
     emit_u64(e, SEC_CONNS, "read_pauses", cs->pauses);
     emit_u64(e, SEC_CONNS, "buffer_bytes", cs->out_bytes);
-    emit_u64(e, SEC_CONNS, "buffer_limit", (uint64_t) node->cfg.buffer_mb
-                                           << 20);
+    emit_u64(e, SEC_CONNS, "buffer_limit",
+             (uint64_t) node->cfg.buffer_mb << 20);
     emit_u64(e, SEC_CONNS, "buffer_pauses", cs->out_total_pauses);
     emit_u64(e, SEC_CONNS, "bad_frames", cs->bad_frames);
     emit_u64(e, SEC_CONNS, "auth_ok", node->guard.stats.ok);
@@ -201,10 +198,11 @@ brim_node_stats_sections(const char *section, size_t len, uint32_t *out)
     static const struct {
         const char *name;
         uint32_t    bits;
-    } names[] = {
-        {"node", SEC_NODE}, {"store", SEC_STORE}, {"conns", SEC_CONNS},
-        {"ops", SEC_OPS}, {"migration", SEC_MIG}
-    };
+    } names[] = {{"node", SEC_NODE},
+                 {"store", SEC_STORE},
+                 {"conns", SEC_CONNS},
+                 {"ops", SEC_OPS},
+                 {"migration", SEC_MIG}};
     size_t i;
 
     if (len == 0) {
@@ -213,8 +211,7 @@ brim_node_stats_sections(const char *section, size_t len, uint32_t *out)
     }
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strlen(names[i].name) == len
-            && memcmp(names[i].name, section, len) == 0)
-        {
+            && memcmp(names[i].name, section, len) == 0) {
             *out = names[i].bits;
             return 0;
         }
@@ -232,14 +229,14 @@ brim_node_stats_reply(struct brim_node *node, struct brim_buf *out,
 
     memset(&e, 0, sizeof(e));
     e.sections = sections;
-    stats_emit_all(&e, node);               /* count */
+    stats_emit_all(&e, node); /* count */
     rc = brim_wire_stats_begin(out, request_id, e.npairs, &mark);
     if (rc != 0) {
         return rc;
     }
     e.out = out;
     e.npairs = 0;
-    stats_emit_all(&e, node);               /* write */
+    stats_emit_all(&e, node); /* write */
     rc = e.rc;
     if (rc == 0) {
         rc = brim_frame_end(out, mark);

@@ -17,26 +17,26 @@
 
 #define STORE_KEY_MAX 250
 #define STORE_BUCKETS_MIN 4u
-#define STORE_CAS_BITS 40           /* counter bits under cas_prefix */
+#define STORE_CAS_BITS 40 /* counter bits under cas_prefix */
 
 /* One partition: its table, allocated when the first item arrives. */
 struct store_part {
-    struct brim_item **buckets;     /* nbuckets chains, or NULL */
-    uint32_t           nbuckets;    /* power of two, 0 when unused */
-    uint32_t           nitems;      /* items in this partition */
+    struct brim_item **buckets;  /* nbuckets chains, or NULL */
+    uint32_t           nbuckets; /* power of two, 0 when unused */
+    uint32_t           nitems;   /* items in this partition */
 };
 
 struct brim_store {
-    struct brim_store_config cfg;       /* copied settings */
-    struct store_part       *parts;     /* npartitions entries */
-    struct brim_item        *head;      /* newest item */
-    struct brim_item        *tail;      /* oldest item */
-    struct brim_item        *hand;      /* SIEVE hand; NULL: start at tail */
-    uint64_t                 cas_next;  /* counter under the prefix */
-    uint32_t                 reap_part; /* reclaim cursor: partition */
-    uint32_t                 reap_bucket; /* reclaim cursor: bucket */
-    struct brim_store_cursor *cursors;  /* scans stopped inside a bucket */
-    struct brim_store_stats  stats;     /* counters */
+    struct brim_store_config  cfg;         /* copied settings */
+    struct store_part        *parts;       /* npartitions entries */
+    struct brim_item         *head;        /* newest item */
+    struct brim_item         *tail;        /* oldest item */
+    struct brim_item         *hand;        /* SIEVE hand; NULL: start at tail */
+    uint64_t                  cas_next;    /* counter under the prefix */
+    uint32_t                  reap_part;   /* reclaim cursor: partition */
+    uint32_t                  reap_bucket; /* reclaim cursor: bucket */
+    struct brim_store_cursor *cursors;     /* scans stopped inside a bucket */
+    struct brim_store_stats   stats;       /* counters */
 };
 
 static size_t
@@ -101,7 +101,7 @@ size_t
 brim_store_fixed_bytes(uint32_t npartitions)
 {
     return sizeof(struct brim_store)
-           + (size_t) npartitions * sizeof(struct store_part);
+        + (size_t) npartitions * sizeof(struct store_part);
 }
 
 /* ---- eviction queue ---- */
@@ -124,7 +124,7 @@ static void
 queue_unlink(struct brim_store *s, struct brim_item *it)
 {
     if (s->hand == it) {
-        s->hand = it->prev;         /* the hand moves towards the head */
+        s->hand = it->prev; /* the hand moves towards the head */
     }
     if (it->prev != NULL) {
         it->prev->next = it->next;
@@ -145,11 +145,10 @@ queue_unlink(struct brim_store *s, struct brim_item *it)
 /* The slot that points at the live-or-expired item KEY in its partition,
  * or NULL. Returning the slot lets callers unlink in O(1). */
 static struct brim_item **
-table_slot(struct brim_store *s, uint64_t hash, const void *key,
-           size_t key_len)
+table_slot(struct brim_store *s, uint64_t hash, const void *key, size_t key_len)
 {
-    struct store_part  *part = &s->parts[store_part_of(s, hash)];
-    struct brim_item  **slot;
+    struct store_part *part = &s->parts[store_part_of(s, hash)];
+    struct brim_item **slot;
 
     if (part->nbuckets == 0) {
         return NULL;
@@ -231,7 +230,7 @@ item_remove_any(struct brim_store *s, struct brim_item *it)
     struct brim_item **slot;
 
     slot = table_slot(s, it->hash, it->data, it->key_len);
-    BRIM_ASSERT(slot != NULL && *slot == it);   /* every item is indexed */
+    BRIM_ASSERT(slot != NULL && *slot == it); /* every item is indexed */
     item_remove(s, slot);
 }
 
@@ -359,7 +358,7 @@ store_next_cas(struct brim_store *s)
 {
     s->cas_next = (s->cas_next + 1) & ((1ull << STORE_CAS_BITS) - 1);
     if (s->cas_next == 0) {
-        s->cas_next = 1;            /* 0 means "no CAS" to clients */
+        s->cas_next = 1; /* 0 means "no CAS" to clients */
     }
     return (s->cfg.cas_prefix << STORE_CAS_BITS) | s->cas_next;
 }
@@ -372,7 +371,7 @@ store_link(struct brim_store *s, struct brim_item *it)
     uint32_t           b;
 
     if (part->nitems >= part->nbuckets) {
-        table_grow(s, part);        /* keeps the load factor at most 1 */
+        table_grow(s, part); /* keeps the load factor at most 1 */
     }
     b = store_bucket_of(it->hash, part->nbuckets);
     it->hnext = part->buckets[b];
@@ -447,10 +446,9 @@ store_item_alloc(struct brim_store *s, uint64_t hash, const void *key,
 }
 
 int
-brim_store_set(struct brim_store *s, enum brim_store_mode mode,
-               uint64_t hash, const void *key, size_t key_len,
-               const void *val, size_t val_len, uint32_t flags,
-               uint32_t exptime, uint64_t cas_in, uint32_t now,
+brim_store_set(struct brim_store *s, enum brim_store_mode mode, uint64_t hash,
+               const void *key, size_t key_len, const void *val, size_t val_len,
+               uint32_t flags, uint32_t exptime, uint64_t cas_in, uint32_t now,
                uint64_t *cas_out)
 {
     struct brim_item **slot, *old, *it;
@@ -473,8 +471,8 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode,
         flags = old->flags;
         exptime = old->exptime;
     }
-    rc = store_item_alloc(s, hash, key, key_len, total_val, flags, exptime,
-                          old, &it);
+    rc = store_item_alloc(s, hash, key, key_len, total_val, flags, exptime, old,
+                          &it);
     if (rc != 0) {
         return rc;
     }
@@ -577,14 +575,13 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
         return rc;
     }
     if (decr) {
-        v = v < delta ? 0 : v - delta;      /* memcached: DECR stops at 0 */
+        v = v < delta ? 0 : v - delta; /* memcached: DECR stops at 0 */
     } else {
-        v += delta;                         /* and INCR wraps at 2^64 */
+        v += delta; /* and INCR wraps at 2^64 */
     }
     n = snprintf(text, sizeof(text), "%llu", (unsigned long long) v);
-    rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, text,
-                        (size_t) n, (*slot)->flags, (*slot)->exptime, 0, now,
-                        cas_out);
+    rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, text, (size_t) n,
+                        (*slot)->flags, (*slot)->exptime, 0, now, cas_out);
     if (rc == 0 && result != NULL) {
         *result = v;
     }
@@ -634,10 +631,10 @@ brim_store_partition_items(const struct brim_store *s, uint32_t partition)
 size_t
 brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
 {
-    struct store_part  *part;
-    struct brim_item  **slot;
-    size_t              looked = 0;
-    uint32_t            parts_seen = 0;
+    struct store_part *part;
+    struct brim_item **slot;
+    size_t             looked = 0;
+    uint32_t           parts_seen = 0;
 
     /* Resume at the cursor; stop after BUDGET items or one full cycle. */
     while (looked < budget && parts_seen <= s->cfg.npartitions) {
@@ -679,8 +676,8 @@ brim_store_insert_cold(struct brim_store *s, uint64_t hash, const void *key,
     if (store_find_live(s, hash, key, key_len, now) != NULL) {
         return BRIM_EEXISTS;
     }
-    rc = store_item_alloc(s, hash, key, key_len, val_len, flags, exptime,
-                          NULL, &it);
+    rc = store_item_alloc(s, hash, key, key_len, val_len, flags, exptime, NULL,
+                          &it);
     if (rc != 0) {
         return rc;
     }
@@ -777,8 +774,7 @@ brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
 size_t
 brim_store_data_bytes(const struct brim_store *s)
 {
-    return (size_t) (s->stats.item_bytes + s->stats.table_bytes)
-           + sizeof(*s);
+    return (size_t) (s->stats.item_bytes + s->stats.table_bytes) + sizeof(*s);
 }
 
 void

@@ -19,18 +19,18 @@
 
 /* Eviction policies. */
 enum brim_evict_policy {
-    BRIM_EVICT_SIEVE = 0,           /* default: better hit ratio than LRU */
-    BRIM_EVICT_LRU = 1              /* baseline for measurements */
+    BRIM_EVICT_SIEVE = 0, /* default: better hit ratio than LRU */
+    BRIM_EVICT_LRU = 1    /* baseline for measurements */
 };
 
 /* How a write treats the key's current value (memcached's verbs). */
 enum brim_store_mode {
-    BRIM_STORE_SET = 0,             /* store unconditionally */
-    BRIM_STORE_ADD,                 /* only if absent, else NOTSTORED */
-    BRIM_STORE_REPLACE,             /* only if present, else NOTSTORED */
-    BRIM_STORE_CAS,                 /* only if its CAS value matches */
-    BRIM_STORE_APPEND,              /* add bytes after a present value */
-    BRIM_STORE_PREPEND              /* add bytes before a present value */
+    BRIM_STORE_SET = 0, /* store unconditionally */
+    BRIM_STORE_ADD,     /* only if absent, else NOTSTORED */
+    BRIM_STORE_REPLACE, /* only if present, else NOTSTORED */
+    BRIM_STORE_CAS,     /* only if its CAS value matches */
+    BRIM_STORE_APPEND,  /* add bytes after a present value */
+    BRIM_STORE_PREPEND  /* add bytes before a present value */
 };
 
 /*
@@ -38,18 +38,18 @@ enum brim_store_mode {
  * value, like a memcached item. Read-only outside store.c.
  */
 struct brim_item {
-    struct brim_item *hnext;        /* next in the partition's bucket */
-    struct brim_item *prev;         /* eviction queue, towards the head */
-    struct brim_item *next;         /* eviction queue, towards the tail */
-    uint64_t          hash;         /* the cluster key hash */
-    uint64_t          cas;          /* changes on every write */
-    uint32_t          exptime;      /* Unix seconds; 0 never expires */
-    uint32_t          flags;        /* client flags, opaque */
-    uint32_t          val_len;      /* value bytes */
-    uint8_t           key_len;      /* key bytes, 1..250 */
-    uint8_t           visited;      /* SIEVE: read since the hand passed */
-    uint8_t           pad[2];       /* keeps data 8-aligned */
-    char              data[];       /* key, then value */
+    struct brim_item *hnext;   /* next in the partition's bucket */
+    struct brim_item *prev;    /* eviction queue, towards the head */
+    struct brim_item *next;    /* eviction queue, towards the tail */
+    uint64_t          hash;    /* the cluster key hash */
+    uint64_t          cas;     /* changes on every write */
+    uint32_t          exptime; /* Unix seconds; 0 never expires */
+    uint32_t          flags;   /* client flags, opaque */
+    uint32_t          val_len; /* value bytes */
+    uint8_t           key_len; /* key bytes, 1..250 */
+    uint8_t           visited; /* SIEVE: read since the hand passed */
+    uint8_t           pad[2];  /* keeps data 8-aligned */
+    char              data[];  /* key, then value */
 };
 
 /* Key and value bytes of ITEM (borrowed from the store). */
@@ -67,32 +67,32 @@ brim_item_value(const struct brim_item *it)
 
 /* Counters a node reports in STATS; all counts, bytes where named. */
 struct brim_store_stats {
-    uint64_t items;                 /* live items (expired not yet reaped) */
-    uint64_t item_bytes;            /* allocated bytes of items */
-    uint64_t table_bytes;           /* allocated bytes of tables */
-    uint64_t partitions_used;       /* partitions with a table */
-    uint64_t hits;                  /* reads that found a live item */
-    uint64_t misses;                /* reads that found nothing live */
-    uint64_t sets;                  /* successful writes of any mode */
-    uint64_t deletes;               /* keys removed by DEL */
-    uint64_t evictions;             /* items evicted for memory */
-    uint64_t expirations;           /* expired items reclaimed */
-    uint64_t reclaimed_scans;       /* items looked at by the reaper */
+    uint64_t items;           /* live items (expired not yet reaped) */
+    uint64_t item_bytes;      /* allocated bytes of items */
+    uint64_t table_bytes;     /* allocated bytes of tables */
+    uint64_t partitions_used; /* partitions with a table */
+    uint64_t hits;            /* reads that found a live item */
+    uint64_t misses;          /* reads that found nothing live */
+    uint64_t sets;            /* successful writes of any mode */
+    uint64_t deletes;         /* keys removed by DEL */
+    uint64_t evictions;       /* items evicted for memory */
+    uint64_t expirations;     /* expired items reclaimed */
+    uint64_t reclaimed_scans; /* items looked at by the reaper */
 };
 
 /* Settings fixed at creation. */
 struct brim_store_config {
-    uint32_t               npartitions;    /* P, a power of two */
+    uint32_t               npartitions;     /* P, a power of two */
     size_t                 mem_limit_bytes; /* 0: no limit */
-    size_t                 max_item_bytes; /* largest key+value accepted */
+    size_t                 max_item_bytes;  /* largest key+value accepted */
     size_t                 max_value_bytes; /* largest value, APPEND and
                                               PREPEND results included;
                                               0: only max_item_bytes */
-    enum brim_evict_policy policy;         /* SIEVE or LRU */
-    uint64_t               cas_prefix;     /* incarnation bits, high 24 */
-    size_t               (*mem_used)(void); /* bytes held; NULL: the
+    enum brim_evict_policy policy;          /* SIEVE or LRU */
+    uint64_t               cas_prefix;      /* incarnation bits, high 24 */
+    size_t (*mem_used)(void);               /* bytes held; NULL: the
                                               thread's brim_alloc_bytes */
-    int                    data_only;      /* the limit counts the store's
+    int data_only;                          /* the limit counts the store's
                                               own bytes only (items, tables,
                                               the partition array), not
                                               MEM_USED: a node's buffers
@@ -124,16 +124,15 @@ void brim_store_free(struct brim_store *store);
  * expired item is reclaimed on the spot). Counts a hit or a miss.
  */
 int brim_store_get(struct brim_store *store, uint64_t hash, const void *key,
-                   size_t key_len, uint32_t now,
-                   const struct brim_item **out);
+                   size_t key_len, uint32_t now, const struct brim_item **out);
 
 /*
  * Look up without counting or touching the eviction order (for internal
  * reads such as migration). Returns the live item or NULL.
  */
-const struct brim_item *brim_store_peek(struct brim_store *store,
-                                        uint64_t hash, const void *key,
-                                        size_t key_len, uint32_t now);
+const struct brim_item *brim_store_peek(struct brim_store *store, uint64_t hash,
+                                        const void *key, size_t key_len,
+                                        uint32_t now);
 
 /*
  * Write VAL (VAL_LEN bytes, copied) under KEY with client FLAGS and
@@ -191,7 +190,7 @@ size_t brim_store_drop_partition(struct brim_store *store, uint32_t partition);
 
 /* Live items in PARTITION (expired ones not yet reclaimed included). */
 size_t brim_store_partition_items(const struct brim_store *store,
-                                  uint32_t partition);
+                                  uint32_t                 partition);
 
 /*
  * Reclaim expired items in the background: look at no more than BUDGET
@@ -218,9 +217,9 @@ int brim_store_insert_cold(struct brim_store *store, uint64_t hash,
 
 /* What a brim_store_scan() callback asks for, item by item. */
 enum brim_scan_verdict {
-    BRIM_SCAN_NEXT = 0,             /* the item is taken: go on */
-    BRIM_SCAN_STOP,                 /* the item is taken: stop after it */
-    BRIM_SCAN_STOP_BEFORE           /* the item is not taken: stop, and
+    BRIM_SCAN_NEXT = 0,   /* the item is taken: go on */
+    BRIM_SCAN_STOP,       /* the item is taken: stop after it */
+    BRIM_SCAN_STOP_BEFORE /* the item is not taken: stop, and
                                        resume the next slice with it */
 };
 
@@ -253,7 +252,7 @@ void brim_store_cursor_init(struct brim_store_cursor *cur, uint32_t partition);
 
 /* Forget CUR: the store drops its reference. Idempotent; CUR may then be
  * freed or initialised again. */
-void brim_store_cursor_release(struct brim_store *store,
+void brim_store_cursor_release(struct brim_store        *store,
                                struct brim_store_cursor *cur);
 
 /*
@@ -280,7 +279,6 @@ void brim_store_get_stats(const struct brim_store *store,
                           struct brim_store_stats *out);
 
 /* Longest bucket chain in PARTITION's table (tests: chains stay short). */
-size_t brim_store_max_chain(const struct brim_store *store,
-                            uint32_t partition);
+size_t brim_store_max_chain(const struct brim_store *store, uint32_t partition);
 
 #endif /* BRIM_SERVER_NODE_STORE_H */

@@ -49,8 +49,8 @@
 #include "proto/topo.h"
 
 #define TIMEOUT_MS 3000
-#define WAIT_MS 20000               /* push: longest wait for an epoch */
-#define CHURN_MAX_MS 60000          /* churn: longest loop without "stop" */
+#define WAIT_MS 20000      /* push: longest wait for an epoch */
+#define CHURN_MAX_MS 60000 /* churn: longest loop without "stop" */
 
 static int64_t
 now_ms(void)
@@ -64,8 +64,8 @@ now_ms(void)
 static int
 fail(const char *what, int rc, struct brim_client *c)
 {
-    fprintf(stderr, "client_coord_tool: %s: %s (%s)\n", what,
-            brim_err_name(rc), c != NULL ? brim_errmsg(c) : "");
+    fprintf(stderr, "client_coord_tool: %s: %s (%s)\n", what, brim_err_name(rc),
+            c != NULL ? brim_errmsg(c) : "");
     return 1;
 }
 
@@ -125,8 +125,8 @@ mload(struct brim_client *c, int n)
     struct brim_item        *items;
     struct brim_key         *keys;
     struct brim_mget_result *res;
-    char                   (*kb)[32];
-    int                      i, rc, bad;
+    char(*kb)[32];
+    int i, rc, bad;
 
     items = calloc((size_t) n, sizeof(*items));
     keys = calloc((size_t) n, sizeof(*keys));
@@ -178,7 +178,7 @@ mload(struct brim_client *c, int n)
 static void
 sleep_ms(long ms)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
     nanosleep(&ts, NULL);
 }
@@ -200,14 +200,15 @@ await_push(struct brim_client *c)
     t0 = now_ms();
     while ((e = brim_epoch(c)) <= e0) {
         if (now_ms() - t0 > WAIT_MS) {
-            fprintf(stderr, "client_coord_tool: epoch still %" PRIu64
-                    " after %d ms: nothing pushed\n", e, WAIT_MS);
+            fprintf(stderr,
+                    "client_coord_tool: epoch still %" PRIu64
+                    " after %d ms: nothing pushed\n",
+                    e, WAIT_MS);
             return 1;
         }
         sleep_ms(5);
     }
-    printf("pushed epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e,
-           now_ms() - t0);
+    printf("pushed epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e, now_ms() - t0);
     fflush(stdout);
     return 0;
 }
@@ -216,7 +217,7 @@ await_push(struct brim_client *c)
 static const char *
 stdin_line(char *line, size_t size)
 {
-    struct pollfd pfd = { 0, POLLIN, 0 };
+    struct pollfd pfd = {0, POLLIN, 0};
 
     if (poll(&pfd, 1, 0) <= 0) {
         return "";
@@ -272,7 +273,7 @@ churn(struct brim_client *c, int n, int64_t *worst)
     long        ops;
     int64_t     t0;
 
-    setvbuf(stdin, NULL, _IONBF, 0);    /* poll() sees every line */
+    setvbuf(stdin, NULL, _IONBF, 0); /* poll() sees every line */
     printf("ready\n");
     fflush(stdout);
     t0 = now_ms();
@@ -316,15 +317,14 @@ print_plan(const char *what, const struct brim_plan *p)
 {
     printf("plan %s kind=%d name=%s moved=%" PRIu64 " arc=%" PRIu64
            " cap=%" PRIu64 " ideal=%.6g churn=%.6g cap_before=%" PRIu64
-           " cap_after=%" PRIu64 " keys=%" PRIu64 "\n", what, p->kind,
-           p->name, p->partitions_moved, p->moved_arc, p->moved_cap,
-           p->ideal, p->churn, p->cap_before, p->cap_after,
+           " cap_after=%" PRIu64 " keys=%" PRIu64 "\n",
+           what, p->kind, p->name, p->partitions_moved, p->moved_arc,
+           p->moved_cap, p->ideal, p->churn, p->cap_before, p->cap_after,
            p->keys_estimate);
     if (p->moved_arc + p->moved_cap != p->partitions_moved
         || p->partitions_moved == 0)
     {
-        fprintf(stderr, "client_coord_tool: plan %s does not add up\n",
-                what);
+        fprintf(stderr, "client_coord_tool: plan %s does not add up\n", what);
         return 1;
     }
     return 0;
@@ -342,11 +342,12 @@ print_stats(struct brim_client *c, uint64_t *epoch)
     if (rc != 0) {
         return fail("brim_cluster_stats", rc, c);
     }
-    printf("stats epoch=%" PRIu64 " eps=%s partitions=%" PRIu64 " members=%"
-           PRIu64 " cap=%" PRIu64 " within_cap=%d displaced=%" PRIu64
-           " nnodes=%zu active=%d required=%d\n", st->epoch, st->eps,
-           st->partitions, st->members, st->cap, st->within_cap,
-           st->displaced, st->nnodes, st->migration.active,
+    printf("stats epoch=%" PRIu64 " eps=%s partitions=%" PRIu64
+           " members=%" PRIu64 " cap=%" PRIu64
+           " within_cap=%d displaced=%" PRIu64
+           " nnodes=%zu active=%d required=%d\n",
+           st->epoch, st->eps, st->partitions, st->members, st->cap,
+           st->within_cap, st->displaced, st->nnodes, st->migration.active,
            st->auth.required);
     for (i = 0; i < st->nnodes; i++) {
         printf("node %s %s %s %" PRIu32 " %" PRIu64 " %" PRIu64 "\n",
@@ -370,22 +371,21 @@ admin_refusals(struct brim_client *c, const char *member)
     size_t                   n;
     int                      bad;
 
-    bad = expect("plan leave nosuch", brim_plan(c, BRIM_PLAN_LEAVE,
-                                                "nosuch", 0, &p),
-                 BRIM_ENOTFOUND, c);
-    bad |= expect("plan join of a member", brim_plan(c, BRIM_PLAN_JOIN,
-                                                     member, 0, &p),
-                  BRIM_EEXISTS, c);
-    bad |= expect("plan kind 7", brim_plan(c, 7, "x", 0, &p), BRIM_EINVAL,
-                  c);
+    bad = expect("plan leave nosuch",
+                 brim_plan(c, BRIM_PLAN_LEAVE, "nosuch", 0, &p), BRIM_ENOTFOUND,
+                 c);
+    bad |= expect("plan join of a member",
+                  brim_plan(c, BRIM_PLAN_JOIN, member, 0, &p), BRIM_EEXISTS, c);
+    bad |= expect("plan kind 7", brim_plan(c, 7, "x", 0, &p), BRIM_EINVAL, c);
     bad |= expect("leave nosuch", brim_leave(c, "nosuch", 0, &e),
                   BRIM_ENOTFOUND, c);
-    bad |= expect("members into NULL", brim_members(c, NULL, &n),
-                  BRIM_EINVAL, c);
-    bad |= expect("members into NULL", brim_members(c, &m, NULL),
-                  BRIM_EINVAL, c);
+    bad |=
+        expect("members into NULL", brim_members(c, NULL, &n), BRIM_EINVAL, c);
+    bad |=
+        expect("members into NULL", brim_members(c, &m, NULL), BRIM_EINVAL, c);
     if (e != 77) {
-        fprintf(stderr, "client_coord_tool: a refused leave wrote its "
+        fprintf(stderr,
+                "client_coord_tool: a refused leave wrote its "
                 "epoch\n");
         bad = 1;
     }
@@ -468,8 +468,10 @@ admin(struct brim_client *c)
     }
     printf("leave %s epoch=%" PRIu64 "\n", gone, left_at);
     if (left_at <= epoch) {
-        fprintf(stderr, "client_coord_tool: leave at epoch %" PRIu64
-                ", not after %" PRIu64 "\n", left_at, epoch);
+        fprintf(stderr,
+                "client_coord_tool: leave at epoch %" PRIu64
+                ", not after %" PRIu64 "\n",
+                left_at, epoch);
         return 1;
     }
     t0 = now_ms();
@@ -487,8 +489,8 @@ admin(struct brim_client *c)
         }
         brim_members_free(m);
     }
-    printf("left %s after_ms=%" PRId64 " members=%zu\n", gone,
-           now_ms() - t0, n);
+    printf("left %s after_ms=%" PRId64 " members=%zu\n", gone, now_ms() - t0,
+           n);
     return print_stats(c, &epoch);
 }
 
@@ -510,7 +512,7 @@ main(int argc, char **argv)
     memset(&opts, 0, sizeof(opts));
     opts.coord_addr = argv[1];
     opts.request_timeout_ms = TIMEOUT_MS;
-    opts.admin = strcmp(argv[2], "admin") == 0;     /* LEAVE, PLAN */
+    opts.admin = strcmp(argv[2], "admin") == 0; /* LEAVE, PLAN */
     rc = brim_connect(&opts, &c, err);
     if (rc != 0) {
         fprintf(stderr, "client_coord_tool: connect: %s: %s\n",
@@ -531,7 +533,7 @@ main(int argc, char **argv)
     } else if (strcmp(argv[2], "churn") == 0) {
         rc = churn(c, n, &worst) || await_push(c);
     } else if (strcmp(argv[2], "stale") == 0) {
-        brim_coordlink_subscribe(c, 0);     /* MOVED is what this tests */
+        brim_coordlink_subscribe(c, 0); /* MOVED is what this tests */
         rc = set_all(c, n, "v", &worst);
         if (rc == 0) {
             printf("ready epoch=%" PRIu64 "\n", epoch0);
@@ -544,16 +546,16 @@ main(int argc, char **argv)
         rc = rc || set_all(c, n, "w", &worst) || get_all(c, n, "w");
         brim_coordlink_counts(c, &moved, &retry, &refresh);
         if (rc == 0
-            && (moved == 0 || brim_coordlink_topo(c)->map.epoch <= epoch0))
-        {
-            fprintf(stderr, "client_coord_tool: stale map never moved "
-                    "(moved=%" PRIu64 ", epoch %" PRIu64 ")\n", moved,
-                    brim_coordlink_topo(c)->map.epoch);
+            && (moved == 0 || brim_coordlink_topo(c)->map.epoch <= epoch0)) {
+            fprintf(stderr,
+                    "client_coord_tool: stale map never moved "
+                    "(moved=%" PRIu64 ", epoch %" PRIu64 ")\n",
+                    moved, brim_coordlink_topo(c)->map.epoch);
             rc = 1;
         }
         if (worst > TIMEOUT_MS) {
-            fprintf(stderr, "client_coord_tool: a call took %" PRId64
-                    " ms\n", worst);
+            fprintf(stderr, "client_coord_tool: a call took %" PRId64 " ms\n",
+                    worst);
             rc = 1;
         }
     } else if (strcmp(argv[2], "nonodes") == 0) {

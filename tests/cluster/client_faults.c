@@ -30,17 +30,16 @@ connect_to(const char *addr, uint32_t request_timeout_ms)
     opts.server_addr = addr;
     opts.request_timeout_ms = request_timeout_ms;
     rc = brim_connect(&opts, &c, err);
-    ck_assert_msg(rc == 0, "connect %s: %s: %s", addr, brim_err_name(rc),
-                  err);
+    ck_assert_msg(rc == 0, "connect %s: %s: %s", addr, brim_err_name(rc), err);
     return c;
 }
 
-#define ck_rc(expr, want)                                                    \
-    do {                                                                     \
-        int rc_ = (expr);                                                    \
-        ck_assert_msg(rc_ == (want), "%s: got %s, want %s (%s)", #expr,       \
-                      brim_err_name(rc_), brim_err_name(want),               \
-                      brim_errmsg(c));                                       \
+#define ck_rc(expr, want)                                                      \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        ck_assert_msg(rc_ == (want), "%s: got %s, want %s (%s)", #expr,        \
+                      brim_err_name(rc_), brim_err_name(want),                 \
+                      brim_errmsg(c));                                         \
     } while (0)
 
 /* GET's OK reply with value "v". */
@@ -84,20 +83,20 @@ script_garbage(struct client_fake *f, int conn, const struct brim_req *req,
                                       : client_fake_ok(req, out);
     }
     if (strcmp(kind, "msgpack") == 0) {
-        raw_frame(out, "\x93\xc1\x01", 3);          /* 0xc1 is reserved */
+        raw_frame(out, "\x93\xc1\x01", 3); /* 0xc1 is reserved */
     } else if (strcmp(kind, "shape") == 0) {
-        raw_frame(out, "\x92\x00\x01", 3);          /* [0, 1]: no value */
+        raw_frame(out, "\x92\x00\x01", 3); /* [0, 1]: no value */
     } else if (strcmp(kind, "id") == 0) {
         wrong = *req;
         wrong.request_id++;
         reply_value(&wrong, out);
     } else if (strcmp(kind, "huge") == 0) {
-        brim_frame_put_hdr(hdr, 0x7fffffff);        /* 2 GiB announced */
+        brim_frame_put_hdr(hdr, 0x7fffffff); /* 2 GiB announced */
         ck_assert_int_eq(brim_buf_append(out, hdr, sizeof(hdr)), 0);
         return CLIENT_FAKE_SILENT;
-    } else {                                        /* "extra" */
+    } else { /* "extra" */
         reply_value(req, out);
-        client_fake_ok(req, out);                   /* nobody asked */
+        client_fake_ok(req, out); /* nobody asked */
     }
     return CLIENT_FAKE_REPLY;
 }
@@ -126,7 +125,7 @@ garbage_case(const char *kind)
         ck_assert_msg(strstr(brim_errmsg(c), f.addr) != NULL, "errmsg: %s",
                       brim_errmsg(c));
     }
-    ck_assert_int_lt(client_now_ms() - t0, 1000);   /* no waiting */
+    ck_assert_int_lt(client_now_ms() - t0, 1000); /* no waiting */
     /* A new connection serves the next call. */
     ck_rc(brim_get_ex(c, "k", 1, &val, &len, &flags, &cas), 0);
     ck_assert_uint_eq(len, 1);
@@ -171,8 +170,8 @@ END_TEST
 
 /* Per-op behaviour for the lost-connection case. */
 struct lost_state {
-    int sets;                       /* SETs seen */
-    int adds;                       /* ADDs seen */
+    int sets; /* SETs seen */
+    int adds; /* ADDs seen */
 };
 
 /* The first SET and every ADD and INCR: close without a reply. */
@@ -248,10 +247,10 @@ START_TEST(client_retry)
     left = 3;
     client_fake_start(&f, script_retry, &left);
     c = connect_to(f.addr, 500);
-    ck_rc(brim_get(c, "k", 1, &val, &len), 0);      /* RETRY is hidden */
+    ck_rc(brim_get(c, "k", 1, &val, &len), 0); /* RETRY is hidden */
     brim_free(val);
     ck_assert_int_eq(f.requests, 4);
-    ck_assert_int_eq(f.conns, 1);                   /* same connection */
+    ck_assert_int_eq(f.conns, 1); /* same connection */
     /* A node that says RETRY forever: the call ends at its timeout. */
     left = -1;
     t0 = client_now_ms();
@@ -297,7 +296,7 @@ START_TEST(client_moved)
     client_fake_start(&b, script_moved, NULL);
     client_fake_start(&a, script_moved, b.addr);
     c = connect_to(a.addr, 1000);
-    ck_rc(brim_get(c, "k", 1, &val, &len), 0);      /* followed to B */
+    ck_rc(brim_get(c, "k", 1, &val, &len), 0); /* followed to B */
     ck_assert_mem_eq(val, "v", 1);
     brim_free(val);
     ck_assert_int_eq(b.requests, 1);
@@ -336,7 +335,7 @@ START_TEST(client_silent_node)
     ck_rc(brim_set(c, "k", 1, "v", 1, 0, 0, NULL), BRIM_ETIMEDOUT);
     dt = client_now_ms() - t0;
     ck_assert_msg(dt >= 250 && dt < 1500, "took %" PRId64 " ms", dt);
-    ck_rc(brim_ping(c), 0);         /* on a new connection */
+    ck_rc(brim_ping(c), 0); /* on a new connection */
     ck_assert_int_eq(f.conns, 2);
     brim_close(c);
     client_fake_stop(&f);
@@ -381,7 +380,7 @@ START_TEST(client_hello_timeout)
     ck_assert_int_eq(f.conns, 2);
     ck_assert_msg(strstr(brim_errmsg(c), "no HELLO reply") != NULL
                       && strstr(brim_errmsg(c), "(request timeout 700 ms)")
-                             != NULL,
+                          != NULL,
                   "errmsg: %s", brim_errmsg(c));
     brim_close(c);
     client_fake_stop(&f);
@@ -406,8 +405,8 @@ END_TEST
 /* On connection 0, an error with request id 0 for the whole connection
  * (status *ARG), then a close; later connections answer OK. */
 static int
-script_conn_error(struct client_fake *f, int conn,
-                  const struct brim_req *req, struct brim_buf *out)
+script_conn_error(struct client_fake *f, int conn, const struct brim_req *req,
+                  struct brim_buf *out)
 {
     int *status = f->arg;
 
@@ -469,7 +468,7 @@ START_TEST(client_busy)
     left = 2;
     client_fake_start(&f, script_busy, &left);
     c = connect_to(f.addr, 1000);
-    ck_rc(brim_incr(c, "n", 1, 1, NULL), 0);    /* even non-idempotent */
+    ck_rc(brim_incr(c, "n", 1, 1, NULL), 0); /* even non-idempotent */
     ck_assert_int_eq(f.requests, 3);
     brim_close(c);
     client_fake_stop(&f);
@@ -489,9 +488,9 @@ script_mget(struct client_fake *f, int conn, const struct brim_req *req,
         return reply_value(req, out);
     }
     ck_assert_int_eq(req->nkeys, 2);
-    ck_assert_int_eq(brim_wire_mget_begin(out, req->request_id,
-                                          *short_reply ? 1 : 2, &mark),
-                     0);
+    ck_assert_int_eq(
+        brim_wire_mget_begin(out, req->request_id, *short_reply ? 1 : 2, &mark),
+        0);
     ck_assert_int_eq(brim_wire_mget_miss(out, BRIM_ETOOBIG), 0);
     if (!*short_reply) {
         ck_assert_int_eq(brim_wire_mget_hit(out, "w", 1, 1, 2), 0);
@@ -502,17 +501,17 @@ script_mget(struct client_fake *f, int conn, const struct brim_req *req,
 
 START_TEST(client_mget_again)
 {
-    struct brim_client      *c;
-    struct client_fake       f;
-    struct brim_key          keys[2] = { { "a", 1 }, { "b", 1 } };
-    struct brim_mget_result  res[2];
-    int                      short_reply;
+    struct brim_client     *c;
+    struct client_fake      f;
+    struct brim_key         keys[2] = {{"a", 1}, {"b", 1}};
+    struct brim_mget_result res[2];
+    int                     short_reply;
 
     short_reply = 0;
     client_fake_start(&f, script_mget, &short_reply);
     c = connect_to(f.addr, 1000);
     ck_rc(brim_mget(c, keys, 2, res), 0);
-    ck_assert_int_eq(res[0].status, 0);             /* fetched by GET */
+    ck_assert_int_eq(res[0].status, 0); /* fetched by GET */
     ck_assert_mem_eq(res[0].val, "v", 1);
     ck_assert_int_eq(res[1].status, 0);
     ck_assert_mem_eq(res[1].val, "w", 1);
@@ -537,10 +536,10 @@ brim_test_suite(void)
 
     s = suite_create("client_faults");
 
-#define FAULT_CASE(tcase, fn)                                                \
-    tc = (tcase);                                                            \
-    tcase_set_timeout(tc, 30);                                               \
-    tcase_add_test(tc, fn);                                                  \
+#define FAULT_CASE(tcase, fn)                                                  \
+    tc = (tcase);                                                              \
+    tcase_set_timeout(tc, 30);                                                 \
+    tcase_add_test(tc, fn);                                                    \
     suite_add_tcase(s, tc)
 
     FAULT_CASE(tcase_create("bad_msgpack"), client_bad_msgpack);

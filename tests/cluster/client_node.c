@@ -25,10 +25,10 @@
 
 #include "proto/frame.h"
 
-#define NODE_START_TRIES 3          /* ports tried before giving up */
-#define NODE_READY_MS 10000         /* wait for accept() at most */
-#define NODE_STOP_MS 3000           /* SIGTERM grace before SIGKILL */
-#define FAKE_POLL_MS 50             /* the fake checks STOP this often */
+#define NODE_START_TRIES 3  /* ports tried before giving up */
+#define NODE_READY_MS 10000 /* wait for accept() at most */
+#define NODE_STOP_MS 3000   /* SIGTERM grace before SIGKILL */
+#define FAKE_POLL_MS 50     /* the fake checks STOP this often */
 
 int64_t
 client_now_ms(void)
@@ -42,7 +42,7 @@ client_now_ms(void)
 static void
 sleep_ms(int ms)
 {
-    struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000 };
+    struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000};
 
     nanosleep(&ts, NULL);
 }
@@ -145,7 +145,7 @@ node_spawn(struct client_node *node, const char *const *extra)
     t0 = client_now_ms();
     while (client_now_ms() - t0 < NODE_READY_MS) {
         if (waitpid(pid, &status, WNOHANG) == pid) {
-            return 0;               /* it exited: the port was taken? */
+            return 0; /* it exited: the port was taken? */
         }
         if (port_accepts(node->port)) {
             node->pid = pid;
@@ -157,8 +157,8 @@ node_spawn(struct client_node *node, const char *const *extra)
     }
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
-    ck_abort_msg("brim-node did not accept on port %d within %d ms",
-                 node->port, NODE_READY_MS);
+    ck_abort_msg("brim-node did not accept on port %d within %d ms", node->port,
+                 NODE_READY_MS);
     return 0;
 }
 
@@ -202,7 +202,7 @@ client_node_stop(struct client_node *node)
     if (node->pid <= 0) {
         return;
     }
-    kill(node->pid, SIGCONT);       /* a test may have stopped it */
+    kill(node->pid, SIGCONT); /* a test may have stopped it */
     kill(node->pid, SIGTERM);
     t0 = client_now_ms();
     while (client_now_ms() - t0 < NODE_STOP_MS) {
@@ -294,10 +294,10 @@ fake_serve(struct client_fake *f, int conn, int fd)
         brim_buf_commit(&in, (size_t) r);
         while (act != CLIENT_FAKE_CLOSE
                && brim_frame_peek(in.data, in.len, lim.max_frame_bytes, &len)
-                      == 0)
+                   == 0)
         {
-            if (brim_wire_parse_req(in.data + BRIM_FRAME_HDR, len, &lim,
-                                    &zone, &req, NULL)
+            if (brim_wire_parse_req(in.data + BRIM_FRAME_HDR, len, &lim, &zone,
+                                    &req, NULL)
                 != 0)
             {
                 act = CLIENT_FAKE_CLOSE;

@@ -17,9 +17,9 @@
 
 /* A running brim-node. */
 struct client_node {
-    pid_t pid;                      /* the child, 0 when not running */
-    int   port;                     /* its loopback port */
-    char  addr[32];                 /* "127.0.0.1:PORT" */
+    pid_t pid;      /* the child, 0 when not running */
+    int   port;     /* its loopback port */
+    char  addr[32]; /* "127.0.0.1:PORT" */
 };
 
 /*
@@ -31,8 +31,7 @@ struct client_node {
 void client_node_start(struct client_node *node, const char *const *extra);
 
 /* As client_node_start(), on NODE->port (a restart on the same port). */
-void client_node_start_on(struct client_node *node,
-                          const char *const *extra);
+void client_node_start_on(struct client_node *node, const char *const *extra);
 
 /* SIGTERM, then SIGKILL after 3 s; reaps the child. 0 pid: nothing. */
 void client_node_stop(struct client_node *node);
@@ -47,9 +46,9 @@ int64_t client_now_ms(void);
 
 /* What the fake does with one request (the script's answer). */
 enum client_fake_act {
-    CLIENT_FAKE_REPLY = 0,          /* send OUT's bytes (the script's reply) */
-    CLIENT_FAKE_SILENT,             /* send nothing, keep reading */
-    CLIENT_FAKE_CLOSE               /* send OUT's bytes, then close */
+    CLIENT_FAKE_REPLY = 0, /* send OUT's bytes (the script's reply) */
+    CLIENT_FAKE_SILENT,    /* send nothing, keep reading */
+    CLIENT_FAKE_CLOSE      /* send OUT's bytes, then close */
 };
 
 struct client_fake;
@@ -60,26 +59,24 @@ struct client_fake;
  * frames to OUT. Runs on the fake's thread.
  */
 typedef int (*client_fake_fn)(struct client_fake *f, int conn,
-                              const struct brim_req *req,
-                              struct brim_buf *out);
+                              const struct brim_req *req, struct brim_buf *out);
 
 /* A fake node listening on a loopback port, one connection at a time. */
 struct client_fake {
-    int             lfd;            /* listening socket */
-    int             port;           /* its port */
-    char            addr[32];       /* "127.0.0.1:PORT" */
-    client_fake_fn  script;         /* what to answer */
-    void           *arg;            /* the script's state */
-    int             answer_hello;   /* 0: stay silent on HELLO too */
-    int             conns;          /* connections accepted so far */
-    int             requests;       /* requests seen (HELLO excluded) */
-    volatile int    stop;           /* set by client_fake_stop() */
-    pthread_t       thread;         /* serves until STOP */
+    int            lfd;          /* listening socket */
+    int            port;         /* its port */
+    char           addr[32];     /* "127.0.0.1:PORT" */
+    client_fake_fn script;       /* what to answer */
+    void          *arg;          /* the script's state */
+    int            answer_hello; /* 0: stay silent on HELLO too */
+    int            conns;        /* connections accepted so far */
+    int            requests;     /* requests seen (HELLO excluded) */
+    volatile int   stop;         /* set by client_fake_stop() */
+    pthread_t      thread;       /* serves until STOP */
 };
 
 /* Listen on a free port and serve with SCRIPT on a new thread. */
-void client_fake_start(struct client_fake *f, client_fake_fn script,
-                       void *arg);
+void client_fake_start(struct client_fake *f, client_fake_fn script, void *arg);
 
 /* Stop the thread and close the sockets. */
 void client_fake_stop(struct client_fake *f);

@@ -19,7 +19,7 @@
 
 #include "tests/cluster/client_node.h"
 
-static struct client_node node;     /* the TCase's node */
+static struct client_node node; /* the TCase's node */
 
 static void
 node_setup(void)
@@ -48,17 +48,16 @@ connect_to(const char *addr, int admin, uint32_t request_timeout_ms)
     opts.request_timeout_ms = request_timeout_ms;
     err[0] = '\0';
     rc = brim_connect(&opts, &c, err);
-    ck_assert_msg(rc == 0, "connect %s: %s: %s", addr, brim_err_name(rc),
-                  err);
+    ck_assert_msg(rc == 0, "connect %s: %s: %s", addr, brim_err_name(rc), err);
     return c;
 }
 
-#define ck_rc(expr, want)                                                    \
-    do {                                                                     \
-        int rc_ = (expr);                                                    \
-        ck_assert_msg(rc_ == (want), "%s: got %s, want %s (%s)", #expr,       \
-                      brim_err_name(rc_), brim_err_name(want),               \
-                      brim_errmsg(c));                                       \
+#define ck_rc(expr, want)                                                      \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        ck_assert_msg(rc_ == (want), "%s: got %s, want %s (%s)", #expr,        \
+                      brim_err_name(rc_), brim_err_name(want),                 \
+                      brim_errmsg(c));                                         \
     } while (0)
 
 /* Assert that KEY holds exactly WANT (WANT_LEN bytes). */
@@ -66,8 +65,8 @@ static void
 expect_value(struct brim_client *c, const char *key, const void *want,
              size_t want_len)
 {
-    void   *val;
-    size_t  len;
+    void  *val;
+    size_t len;
 
     ck_rc(brim_get(c, key, strlen(key), &val, &len), 0);
     ck_assert_uint_eq(len, want_len);
@@ -81,11 +80,11 @@ expect_value(struct brim_client *c, const char *key, const void *want,
 static void
 expect_missing(struct brim_client *c, const char *key)
 {
-    void   *val = NULL;
-    size_t  len = 7;
+    void  *val = NULL;
+    size_t len = 7;
 
     ck_rc(brim_get(c, key, strlen(key), &val, &len), BRIM_ENOTFOUND);
-    ck_assert_ptr_null(val);        /* out-parameters untouched */
+    ck_assert_ptr_null(val); /* out-parameters untouched */
     ck_assert_uint_eq(len, 7);
 }
 
@@ -101,14 +100,14 @@ START_TEST(client_roundtrip_binary)
 
     c = connect_to(node.addr, 0, 0);
     for (i = 0; i < sizeof(bin); i++) {
-        bin[i] = (unsigned char) i;     /* NULs and high bytes included */
+        bin[i] = (unsigned char) i; /* NULs and high bytes included */
     }
     for (i = 0; i < sizeof(key); i++) {
         key[i] = (unsigned char) (255 - i);
     }
     cas = 0;
-    ck_rc(brim_set(c, key, sizeof(key), bin, sizeof(bin), 0, 0xdeadbeef,
-                   &cas), 0);
+    ck_rc(brim_set(c, key, sizeof(key), bin, sizeof(bin), 0, 0xdeadbeef, &cas),
+          0);
     ck_assert_uint_ne(cas, 0);
     ck_rc(brim_get_ex(c, key, sizeof(key), &val, &len, &flags, &cas2), 0);
     ck_assert_uint_eq(len, sizeof(bin));
@@ -130,7 +129,7 @@ START_TEST(client_roundtrip_binary)
     ck_rc(brim_set(c, "big", 3, big, max, 0, 0, NULL), 0);
     expect_value(c, "big", big, max);
     ck_rc(brim_set(c, "big", 3, big, max + 1, 0, 0, NULL), BRIM_ETOOBIG);
-    expect_value(c, "big", big, max);   /* unchanged */
+    expect_value(c, "big", big, max); /* unchanged */
     free(big);
 
     /* Bad keys are refused before anything is sent. */
@@ -201,7 +200,7 @@ START_TEST(client_append_prepend)
     ck_rc(brim_get_ex(c, "ap", 2, &val, &len, &flags, NULL), 0);
     ck_assert_uint_eq(len, 4);
     ck_assert_mem_eq(val, "ab\0c", 4);
-    ck_assert_uint_eq(flags, 77);       /* kept */
+    ck_assert_uint_eq(flags, 77); /* kept */
     brim_free(val);
     brim_close(c);
 }
@@ -219,7 +218,7 @@ START_TEST(client_incr_decr)
     ck_assert_uint_eq(n, 15);
     expect_value(c, "n", "15", 2);
     ck_rc(brim_decr(c, "n", 1, 20, &n), 0);
-    ck_assert_uint_eq(n, 0);            /* floors at 0 */
+    ck_assert_uint_eq(n, 0); /* floors at 0 */
     expect_value(c, "n", "0", 1);
     ck_rc(brim_incr(c, "n", 1, 18446744073709551615u, &n), 0);
     ck_assert_uint_eq(n, 18446744073709551615u);
@@ -242,21 +241,21 @@ START_TEST(client_touch_ttl)
      * key checked before it expires gets 2 s, and the check after waits
      * 3 s. */
     c = connect_to(node.addr, 0, 0);
-    ck_rc(brim_set(c, "t1", 2, "x", 1, 2, 0, NULL), 0);     /* 2 s */
-    ck_rc(brim_set(c, "t2", 2, "y", 1, 0, 0, NULL), 0);     /* none */
+    ck_rc(brim_set(c, "t1", 2, "x", 1, 2, 0, NULL), 0); /* 2 s */
+    ck_rc(brim_set(c, "t2", 2, "y", 1, 0, 0, NULL), 0); /* none */
     ck_rc(brim_set(c, "t3", 2, "z", 1, 0, 0, NULL), 0);
     ck_rc(brim_set(c, "t4", 2, "w", 1, 2, 0, NULL), 0);
-    ck_rc(brim_set(c, "t5", 2, "v", 1, 1, 0, NULL), 0);     /* 1 s */
+    ck_rc(brim_set(c, "t5", 2, "v", 1, 1, 0, NULL), 0); /* 1 s */
     ck_rc(brim_touch(c, "t2", 2, 1), 0);
     ck_rc(brim_touch(c, "nope", 4, 1), BRIM_ENOTFOUND);
     ck_rc(brim_gat(c, "t3", 2, 1, &val, &len, NULL, NULL), 0);
     ck_assert_uint_eq(len, 1);
     ck_assert_mem_eq(val, "z", 1);
     brim_free(val);
-    ck_rc(brim_touch(c, "t4", 2, 0), 0);                    /* no expiry */
+    ck_rc(brim_touch(c, "t4", 2, 0), 0); /* no expiry */
     ck_rc(brim_gat(c, "nope", 4, 1, NULL, NULL, NULL, NULL), BRIM_ENOTFOUND);
     expect_value(c, "t1", "x", 1);
-    sleep(3);                           /* every TTL above has passed */
+    sleep(3); /* every TTL above has passed */
     expect_missing(c, "t1");
     expect_missing(c, "t2");
     expect_missing(c, "t3");
@@ -279,7 +278,7 @@ START_TEST(client_del)
 }
 END_TEST
 
-#define MANY 3000                   /* well above one MGET's 1024 keys */
+#define MANY 3000 /* well above one MGET's 1024 keys */
 
 START_TEST(client_mget_mset)
 {
@@ -287,8 +286,8 @@ START_TEST(client_mget_mset)
     struct brim_item        *items;
     struct brim_key         *keys;
     struct brim_mget_result *res;
-    char                   (*kbuf)[32], (*vbuf)[48];
-    size_t                   i, n;
+    char(*kbuf)[32], (*vbuf)[48];
+    size_t i, n;
 
     c = connect_to(node.addr, 0, 0);
     kbuf = calloc(MANY, sizeof(*kbuf));
@@ -317,9 +316,9 @@ START_TEST(client_mget_mset)
     }
     keys[MANY].key = "missing";
     keys[MANY].key_len = 7;
-    keys[MANY + 1].key = "";            /* invalid: empty */
+    keys[MANY + 1].key = ""; /* invalid: empty */
     keys[MANY + 1].key_len = 0;
-    keys[MANY + 2] = keys[5];           /* a duplicate */
+    keys[MANY + 2] = keys[5]; /* a duplicate */
     ck_rc(brim_mget(c, keys, n, res), 0);
     for (i = 0; i < MANY; i++) {
         ck_assert_msg(res[i].status == 0, "key %zu: %s", i,
@@ -347,17 +346,17 @@ START_TEST(client_mget_mset)
 }
 END_TEST
 
-#define BIG_N 40                    /* 40 x 100 KiB: above one reply frame */
+#define BIG_N 40 /* 40 x 100 KiB: above one reply frame */
 #define BIG_LEN (100u << 10)
 
 START_TEST(client_mget_big_values)
 {
-    struct brim_client      *c;
-    struct brim_item         items[BIG_N];
-    struct brim_key          keys[BIG_N];
-    struct brim_mget_result  res[BIG_N];
-    char                     kbuf[BIG_N][16], *v;
-    size_t                   i;
+    struct brim_client     *c;
+    struct brim_item        items[BIG_N];
+    struct brim_key         keys[BIG_N];
+    struct brim_mget_result res[BIG_N];
+    char                    kbuf[BIG_N][16], *v;
+    size_t                  i;
 
     c = connect_to(node.addr, 0, 0);
     v = malloc(BIG_LEN * BIG_N);
@@ -395,12 +394,12 @@ START_TEST(client_flush)
     admin = connect_to(node.addr, 1, 0);
     ck_rc(brim_set(c, "f1", 2, "x", 1, 0, 0, NULL), 0);
     ck_rc(brim_set(c, "f2", 2, "y", 1, 0, 0, NULL), 0);
-    ck_rc(brim_flush(c, 0), BRIM_EDENIED);          /* role client */
+    ck_rc(brim_flush(c, 0), BRIM_EDENIED); /* role client */
     expect_value(c, "f1", "x", 1);
     ck_assert_int_eq(brim_flush(admin, 0), 0);
     expect_missing(c, "f1");
     expect_missing(c, "f2");
-    ck_rc(brim_set(c, "f3", 2, "z", 1, 0, 0, NULL), 0);   /* usable after */
+    ck_rc(brim_set(c, "f3", 2, "z", 1, 0, 0, NULL), 0); /* usable after */
     expect_value(c, "f3", "z", 1);
     brim_close(admin);
     brim_close(c);
@@ -409,11 +408,11 @@ END_TEST
 
 /* What client_stats counts. */
 struct stats_seen {
-    int      n;                     /* pairs seen */
-    int      have_keys;             /* "keys" was one */
-    uint64_t keys;                  /* its value */
-    int      sections;              /* pairs inside a section */
-    int      bad;                   /* a pair without name or text */
+    int      n;         /* pairs seen */
+    int      have_keys; /* "keys" was one */
+    uint64_t keys;      /* its value */
+    int      sections;  /* pairs inside a section */
+    int      bad;       /* a pair without name or text */
 };
 
 static int
@@ -460,7 +459,7 @@ START_TEST(client_stats)
     ck_rc(brim_stats(c, NULL, stats_stop_cb, &calls), 42);
     ck_assert_int_eq(calls, 3);
     ck_rc(brim_stats(c, NULL, NULL, NULL), BRIM_EINVAL);
-    ck_rc(brim_ping(c), 0);             /* the handle is still fine */
+    ck_rc(brim_ping(c), 0); /* the handle is still fine */
     brim_close(c);
 }
 END_TEST
@@ -486,7 +485,7 @@ START_TEST(client_connect_refused)
     opts.server_addr = NULL;
     ck_assert_int_eq(brim_connect(&opts, &c, err), BRIM_EINVAL);
     opts.server_addr = node.addr;
-    opts.coord_addr = "127.0.0.1:1";    /* both: refused */
+    opts.coord_addr = "127.0.0.1:1"; /* both: refused */
     ck_assert_int_eq(brim_connect(&opts, &c, err), BRIM_EINVAL);
     ck_assert_ptr_null(c);
 }
@@ -574,11 +573,11 @@ brim_test_suite(void)
 
     s = suite_create("client_ops");
 
-#define CLIENT_CASE(tcase, fn, timeout)                                      \
-    tc = (tcase);                                                            \
-    tcase_add_checked_fixture(tc, node_setup, node_teardown);                \
-    tcase_set_timeout(tc, timeout);                                          \
-    tcase_add_test(tc, fn);                                                  \
+#define CLIENT_CASE(tcase, fn, timeout)                                        \
+    tc = (tcase);                                                              \
+    tcase_add_checked_fixture(tc, node_setup, node_teardown);                  \
+    tcase_set_timeout(tc, timeout);                                            \
+    tcase_add_test(tc, fn);                                                    \
     suite_add_tcase(s, tc)
 
     CLIENT_CASE(tcase_create("roundtrip"), client_roundtrip_binary, 30);

@@ -25,13 +25,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Fail the run: an invariant of the contract broke. */
-#define FUZZ_CHECK(x)                                                        \
-    do {                                                                     \
-        if (!(x)) {                                                          \
-            fprintf(stderr, "fuzz_mctext: %s:%d: %s\n", __FILE__, __LINE__,  \
-                    #x);                                                     \
-            abort();                                                         \
-        }                                                                    \
+#define FUZZ_CHECK(x)                                                          \
+    do {                                                                       \
+        if (!(x)) {                                                            \
+            fprintf(stderr, "fuzz_mctext: %s:%d: %s\n", __FILE__, __LINE__,    \
+                    #x);                                                       \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 /* P[0 .. N) lies inside B[0 .. BN). */
@@ -227,8 +227,7 @@ fuzz_encode(struct brim_buf *out, const struct brim_mctext_cmd *cmd)
         while (brim_mctext_next_key(cmd, &pos, &k, &n)) {
             start = out->len;
             FUZZ_CHECK(brim_mctext_put_value(out, k, n, (uint32_t) n, k, n,
-                                             cmd->kind == BRIM_MCTEXT_GETS,
-                                             n)
+                                             cmd->kind == BRIM_MCTEXT_GETS, n)
                        == 0);
             fuzz_one_line(out, start);
         }
@@ -276,8 +275,8 @@ fuzz_encode(struct brim_buf *out, const struct brim_mctext_cmd *cmd)
 
 /* Parse all of DATA[0 .. SIZE) under LIM as a connection would. */
 static void
-fuzz_stream(const char *data, size_t size,
-            const struct brim_mctext_limits *lim, struct brim_buf *out)
+fuzz_stream(const char *data, size_t size, const struct brim_mctext_limits *lim,
+            struct brim_buf *out)
 {
     struct brim_mctext_cmd cmd;
     size_t                 off, before;
@@ -287,7 +286,7 @@ fuzz_stream(const char *data, size_t size,
     while (off < size) {
         before = brim_alloc_bytes();
         rc = brim_mctext_parse(data + off, size - off, lim, &cmd);
-        FUZZ_CHECK(brim_alloc_bytes() == before);           /* (1) */
+        FUZZ_CHECK(brim_alloc_bytes() == before); /* (1) */
         FUZZ_CHECK(rc == 0 || rc == BRIM_EAGAIN);
         if (rc == BRIM_EAGAIN) {
             FUZZ_CHECK(size - off < brim_mctext_buffer_max(lim));

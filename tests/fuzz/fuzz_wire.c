@@ -23,22 +23,21 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Fail the run: an invariant of the contract broke. */
-#define FUZZ_CHECK(x)                                                        \
-    do {                                                                     \
-        if (!(x)) {                                                          \
-            fprintf(stderr, "fuzz_wire: %s:%d: %s\n", __FILE__, __LINE__,    \
-                    #x);                                                     \
-            abort();                                                         \
-        }                                                                    \
+#define FUZZ_CHECK(x)                                                          \
+    do {                                                                       \
+        if (!(x)) {                                                            \
+            fprintf(stderr, "fuzz_wire: %s:%d: %s\n", __FILE__, __LINE__, #x); \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 /* State of one input: small limits, so that the limit paths are reached. */
 struct fuzz {
-    struct brim_wire_limits lim;    /* key 16, value 64, frame 2048, mget 8 */
-    msgpack_zone            z1;     /* the first decode */
-    msgpack_zone            z2;     /* the decode of the re-encoding */
-    struct brim_buf         out;    /* encodings */
-    struct brim_buf         out2;   /* second encodings */
+    struct brim_wire_limits lim;  /* key 16, value 64, frame 2048, mget 8 */
+    msgpack_zone            z1;   /* the first decode */
+    msgpack_zone            z2;   /* the decode of the re-encoding */
+    struct brim_buf         out;  /* encodings */
+    struct brim_buf         out2; /* second encodings */
 };
 
 static int
@@ -172,8 +171,7 @@ fuzz_rep(struct fuzz *f, const char *body, size_t len, uint32_t op)
     f->out.len = 0;
     FUZZ_CHECK(brim_wire_encode_rep(&f->out, op, &rep) == 0);
     b2 = fuzz_body_of(&f->out, &len2);
-    FUZZ_CHECK(brim_wire_parse_rep(b2, len2, op, &f->lim, &f->z2, &again,
-                                   NULL)
+    FUZZ_CHECK(brim_wire_parse_rep(b2, len2, op, &f->lim, &f->z2, &again, NULL)
                == 0);
     fuzz_rep_eq(&rep, &again);
 }

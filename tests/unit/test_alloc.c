@@ -19,8 +19,8 @@
 
 START_TEST(alloc_counts_bytes)
 {
-    size_t  base;
-    char   *p, *q, *s;
+    size_t base;
+    char  *p, *q, *s;
 
     base = brim_alloc_bytes();
     p = brim_malloc(100);
@@ -35,7 +35,7 @@ START_TEST(alloc_counts_bytes)
 
     p = brim_realloc(p, 5000);
     ck_assert_ptr_nonnull(p);
-    ck_assert_int_eq(p[99], 1);             /* contents kept */
+    ck_assert_int_eq(p[99], 1); /* contents kept */
     ck_assert_uint_ge(brim_alloc_bytes(), base + 5000 + 10000);
 
     s = brim_strndup("hello world", 5);
@@ -68,8 +68,8 @@ END_TEST
 
 START_TEST(alloc_fail_injection)
 {
-    size_t  base;
-    void   *a, *b, *c;
+    size_t base;
+    void  *a, *b, *c;
 
     base = brim_alloc_bytes();
 
@@ -162,7 +162,7 @@ START_TEST(alloc_ring_add_enomem)
     struct brim_ring ring, snap;
     char             errbuf[BRIM_ERRBUF_LEN];
     size_t           base;
-    uint64_t         n, pos[3] = { 5, 6, 7 };
+    uint64_t         n, pos[3] = {5, 6, 7};
     int              rc, nomem, sticky;
 
     base = brim_alloc_bytes();
@@ -182,12 +182,12 @@ START_TEST(alloc_ring_add_enomem)
             if (rc == 0) {
                 break;
             }
-            ck_assert_msg(rc == BRIM_ENOMEM, "fail at %" PRIu64 ": rc=%s",
-                          n, brim_err_name(rc));
+            ck_assert_msg(rc == BRIM_ENOMEM, "fail at %" PRIu64 ": rc=%s", n,
+                          brim_err_name(rc));
             ck_assert_msg(errbuf[0] != '\0', "no message for ENOMEM");
             ck_assert_msg(ring_same(&ring, &snap),
-                          "ring changed by a failed add (fail at %" PRIu64
-                          ")", n);
+                          "ring changed by a failed add (fail at %" PRIu64 ")",
+                          n);
             nomem++;
         }
         ck_assert_int_eq(rc, 0);
@@ -284,8 +284,8 @@ START_TEST(alloc_placement_enomem)
     ck_assert_int_eq(rc, 0);
     for (n = 1; n < 50; n++) {
         brim_alloc_fail_after(n, 1);
-        rc = brim_place_rebalance(&ring, old, &ring, 0, pos, 256, owner,
-                                  NULL, NULL);
+        rc = brim_place_rebalance(&ring, old, &ring, 0, pos, 256, owner, NULL,
+                                  NULL);
         brim_alloc_fail_after(0, 0);
         ck_assert_uint_eq(brim_alloc_bytes(), base);
         if (rc == 0) {

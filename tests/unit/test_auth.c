@@ -36,13 +36,13 @@
  *                                    # VEC_LONG_S_1_2
  */
 #define VEC_SECRET "brim test secret, 32 bytes long!"
-#define VEC_S_2_3                                                            \
+#define VEC_S_2_3                                                              \
     "c3da2bf0b7f6f5f9ccb45eccfa5074d56ddde0afa4e268d4f24af08a0e26a3b3"
-#define VEC_C_2_3                                                            \
+#define VEC_C_2_3                                                              \
     "6f289653c4635f22d58717ca147bb186b69479c4c4f0cd98363aeb6a8a8cd986"
-#define VEC_C_4_3                                                            \
+#define VEC_C_4_3                                                              \
     "14a71c991a8cdc8127ef23011b9fa4c313d8e8aa2449b975dcb72b43039f7b5e"
-#define VEC_LONG_S_1_2                                                       \
+#define VEC_LONG_S_1_2                                                         \
     "a7c144a88365976e4822f14e0cd0751bb57e5aabf77a1078dec972b2f9f638d1"
 
 /* 32 bytes (the string's NUL is the last). */
@@ -61,18 +61,21 @@ setup(void)
         nonce_c[i] = (uint8_t) i;
         nonce_s[i] = (uint8_t) (32 + i);
     }
-    ck_assert_int_eq(brim_auth_secret_set(&secret, VEC_SECRET,
-                                          strlen(VEC_SECRET), NULL), 0);
+    ck_assert_int_eq(
+        brim_auth_secret_set(&secret, VEC_SECRET, strlen(VEC_SECRET), NULL), 0);
     /* One byte differs from the cluster's. */
-    ck_assert_int_eq(brim_auth_secret_set(&other, "brim test secret, 32 bytes "
-                                          "long?", 32, NULL), 0);
+    ck_assert_int_eq(brim_auth_secret_set(&other,
+                                          "brim test secret, 32 bytes "
+                                          "long?",
+                                          32, NULL),
+                     0);
 }
 
 /* HEX (64 digits) as 32 bytes in OUT. */
 static void
 unhex(const char *hex, uint8_t *out)
 {
-    char pair[3] = { 0, 0, 0 };
+    char pair[3] = {0, 0, 0};
     int  i;
 
     ck_assert_uint_eq(strlen(hex), 2 * BRIM_AUTH_MAC_BYTES);
@@ -93,16 +96,19 @@ START_TEST(auth_known_answer)
     uint8_t                        raw[BRIM_AUTH_SECRET_MAX];
     int                            i;
 
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c,
-                                   nonce_s, 2, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c, nonce_s, 2, 3, mac),
+        0);
     unhex(VEC_S_2_3, want);
     ck_assert_mem_eq(mac, want, sizeof(mac));
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                   nonce_s, 2, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c, nonce_s, 2, 3, mac),
+        0);
     unhex(VEC_C_2_3, want);
     ck_assert_mem_eq(mac, want, sizeof(mac));
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                   nonce_s, 4, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c, nonce_s, 4, 3, mac),
+        0);
     unhex(VEC_C_4_3, want);
     ck_assert_mem_eq(mac, want, sizeof(mac));
     /* The longest secret: HMAC hashes a key longer than its block. */
@@ -110,13 +116,14 @@ START_TEST(auth_known_answer)
         raw[i] = (uint8_t) (i % 251);
     }
     ck_assert_int_eq(brim_auth_secret_set(&big, raw, sizeof(raw), NULL), 0);
-    ck_assert_int_eq(brim_auth_mac(&big, BRIM_AUTH_SERVER, nonce_c, nonce_s,
-                                   1, 2, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&big, BRIM_AUTH_SERVER, nonce_c, nonce_s, 1, 2, mac), 0);
     unhex(VEC_LONG_S_1_2, want);
     ck_assert_mem_eq(mac, want, sizeof(mac));
     /* And each verifies. */
-    ck_assert_int_eq(brim_auth_verify(&big, BRIM_AUTH_SERVER, nonce_c,
-                                      nonce_s, 1, 2, want, sizeof(want)), 0);
+    ck_assert_int_eq(brim_auth_verify(&big, BRIM_AUTH_SERVER, nonce_c, nonce_s,
+                                      1, 2, want, sizeof(want)),
+                     0);
     brim_auth_secret_wipe(&big);
     ck_assert_uint_eq(big.len, 0);
 }
@@ -126,10 +133,12 @@ START_TEST(auth_wrong_secret)
 {
     uint8_t mac[BRIM_AUTH_MAC_BYTES];
 
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                   nonce_s, 2, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c, nonce_s, 2, 3, mac),
+        0);
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                      nonce_s, 2, 3, mac, sizeof(mac)), 0);
+                                      nonce_s, 2, 3, mac, sizeof(mac)),
+                     0);
     ck_assert_int_eq(brim_auth_verify(&other, BRIM_AUTH_CLIENT, nonce_c,
                                       nonce_s, 2, 3, mac, sizeof(mac)),
                      BRIM_EDENIED);
@@ -140,8 +149,9 @@ START_TEST(auth_swapped_nonce)
 {
     uint8_t mac[BRIM_AUTH_MAC_BYTES];
 
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c,
-                                   nonce_s, 2, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c, nonce_s, 2, 3, mac),
+        0);
     /* The nonces swapped: a MAC cannot be replayed the other way round. */
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_SERVER, nonce_s,
                                       nonce_c, 2, 3, mac, sizeof(mac)),
@@ -163,8 +173,9 @@ START_TEST(auth_sides_and_roles)
 {
     uint8_t mac[BRIM_AUTH_MAC_BYTES];
 
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c,
-                                   nonce_s, 2, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c, nonce_s, 2, 3, mac),
+        0);
     /* The server's MAC is no client proof (reflection). */
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
                                       nonce_s, 2, 3, mac, sizeof(mac)),
@@ -177,10 +188,12 @@ START_TEST(auth_sides_and_roles)
                                       nonce_s, 2, 2, mac, sizeof(mac)),
                      BRIM_EDENIED);
     /* Roles are one byte on the wire, never 0. */
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c,
-                                   nonce_s, 0, 3, mac), BRIM_EINVAL);
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c,
-                                   nonce_s, 2, 256, mac), BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c, nonce_s, 0, 3, mac),
+        BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_SERVER, nonce_c, nonce_s, 2, 256, mac),
+        BRIM_EINVAL);
 }
 END_TEST
 
@@ -188,17 +201,20 @@ START_TEST(auth_truncated_mac)
 {
     uint8_t mac[BRIM_AUTH_MAC_BYTES + 1];
 
-    ck_assert_int_eq(brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                   nonce_s, 2, 3, mac), 0);
+    ck_assert_int_eq(
+        brim_auth_mac(&secret, BRIM_AUTH_CLIENT, nonce_c, nonce_s, 2, 3, mac),
+        0);
     mac[BRIM_AUTH_MAC_BYTES] = 0;
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
                                       nonce_s, 2, 3, mac,
                                       BRIM_AUTH_MAC_BYTES - 1),
                      BRIM_EDENIED);
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                      nonce_s, 2, 3, mac, 16), BRIM_EDENIED);
+                                      nonce_s, 2, 3, mac, 16),
+                     BRIM_EDENIED);
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                      nonce_s, 2, 3, mac, 0), BRIM_EDENIED);
+                                      nonce_s, 2, 3, mac, 0),
+                     BRIM_EDENIED);
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
                                       nonce_s, 2, 3, mac,
                                       BRIM_AUTH_MAC_BYTES + 1),
@@ -206,8 +222,8 @@ START_TEST(auth_truncated_mac)
     /* The last byte alone wrong. */
     mac[BRIM_AUTH_MAC_BYTES - 1] ^= 1;
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                      nonce_s, 2, 3, mac,
-                                      BRIM_AUTH_MAC_BYTES), BRIM_EDENIED);
+                                      nonce_s, 2, 3, mac, BRIM_AUTH_MAC_BYTES),
+                     BRIM_EDENIED);
 }
 END_TEST
 
@@ -224,12 +240,13 @@ START_TEST(auth_secret_length)
     ck_assert_int_eq(brim_auth_secret_set(&s, raw, sizeof(raw), NULL),
                      BRIM_EINVAL);
     ck_assert_int_eq(brim_auth_secret_set(&s, raw, 32, NULL), 0);
-    ck_assert_int_eq(brim_auth_secret_set(&s, raw, BRIM_AUTH_SECRET_MAX,
-                                          NULL), 0);
+    ck_assert_int_eq(brim_auth_secret_set(&s, raw, BRIM_AUTH_SECRET_MAX, NULL),
+                     0);
     brim_auth_secret_wipe(&s);
     /* A wiped secret proves nothing. */
-    ck_assert_int_eq(brim_auth_mac(&s, BRIM_AUTH_SERVER, nonce_c, nonce_s, 2,
-                                   3, n1), BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_auth_mac(&s, BRIM_AUTH_SERVER, nonce_c, nonce_s, 2, 3, n1),
+        BRIM_EINVAL);
     /* Nonces are fresh. */
     ck_assert_int_eq(brim_auth_nonce(n1), 0);
     ck_assert_int_eq(brim_auth_nonce(n2), 0);
@@ -299,8 +316,7 @@ END_TEST
 START_TEST(auth_wire_shape)
 {
     static const struct brim_wire_limits lim = {
-        250, 1u << 20, (1u << 20) + 65536, 1024, 0, 0
-    };
+        250, 1u << 20, (1u << 20) + 65536, 1024, 0, 0};
     msgpack_zone    zone;
     struct brim_buf out;
     struct brim_req req, got;
@@ -308,11 +324,11 @@ START_TEST(auth_wire_shape)
     const char      nonce[BRIM_WIRE_AUTH_BYTES] = NONCE32;
     /* [45, 7, 0, 1, bin 31]: a nonce one byte short. */
     static const char short_body[] = "\x95\x2d\x07\x00\x01\xc4\x1f"
-        "0123456789abcdef0123456789abcde";
+                                     "0123456789abcdef0123456789abcde";
     /* [0, 7, bin 32, bin 31]: a truncated mac_s. */
     static const char short_rep[] = "\x94\x00\x07\xc4\x20"
-        "0123456789abcdef0123456789abcdef\xc4\x1f"
-        "0123456789abcdef0123456789abcde";
+                                    "0123456789abcdef0123456789abcdef\xc4\x1f"
+                                    "0123456789abcdef0123456789abcde";
 
     ck_assert(msgpack_zone_init(&zone, 4096));
     brim_buf_init(&out);
@@ -330,8 +346,9 @@ START_TEST(auth_wire_shape)
     req.arg_u32 = BRIM_AUTH_CHALLENGE;
     req.auth = nonce;
     ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
-    ck_assert_int_eq(brim_wire_parse_req(out.data + 4, out.len - 4, &lim,
-                                         &zone, &got, NULL), 0);
+    ck_assert_int_eq(
+        brim_wire_parse_req(out.data + 4, out.len - 4, &lim, &zone, &got, NULL),
+        0);
     ck_assert_uint_eq(got.op, BRIM_OP_AUTH);
     ck_assert_uint_eq(got.arg_u32, BRIM_AUTH_CHALLENGE);
     ck_assert_mem_eq(got.auth, nonce, sizeof(nonce));
@@ -351,23 +368,26 @@ START_TEST(auth_wire_shape)
     ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_AUTH, &rep), 0);
     ck_assert_int_eq(brim_wire_parse_rep(out.data + 4, out.len - 4,
                                          BRIM_OP_AUTH, &lim, &zone, &grep,
-                                         NULL), 0);
+                                         NULL),
+                     0);
     ck_assert_mem_eq(grep.auth_nonce, nonce, sizeof(nonce));
     ck_assert_mem_eq(grep.auth_mac, nonce, sizeof(nonce));
     rep.auth_nonce = rep.auth_mac = NULL;
     out.len = 0;
     ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_AUTH, &rep), 0);
-    ck_assert_uint_eq(out.len, 4 + 3);    /* [0, 7] */
+    ck_assert_uint_eq(out.len, 4 + 3); /* [0, 7] */
     ck_assert_int_eq(brim_wire_parse_rep(out.data + 4, out.len - 4,
                                          BRIM_OP_AUTH, &lim, &zone, &grep,
-                                         NULL), 0);
+                                         NULL),
+                     0);
     ck_assert_ptr_null(grep.auth_nonce);
-    rep.auth_nonce = nonce;             /* a nonce without its MAC */
+    rep.auth_nonce = nonce; /* a nonce without its MAC */
     ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_AUTH, &rep),
                      BRIM_EINVAL);
     ck_assert_int_eq(brim_wire_parse_rep(short_rep, sizeof(short_rep) - 1,
                                          BRIM_OP_AUTH, &lim, &zone, &grep,
-                                         NULL), BRIM_EBADREQ);
+                                         NULL),
+                     BRIM_EBADREQ);
     brim_buf_destroy(&out);
     msgpack_zone_destroy(&zone);
 }

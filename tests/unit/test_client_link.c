@@ -30,7 +30,7 @@
 static struct brim_buf  peer;
 static msgpack_zone     zone;
 static struct brim_link lk;
-static int              sv[2] = { -1, -1 };   /* link end, peer end */
+static int              sv[2] = {-1, -1}; /* link end, peer end */
 
 static void
 setup(void)
@@ -93,14 +93,16 @@ queued_req(size_t i, struct brim_req *req)
     brim_wire_limits_default(&lim);
     for (;;) {
         ck_assert_int_eq(brim_frame_peek(q->data + off, q->len - off,
-                                         lim.max_frame_bytes, &len), 0);
+                                         lim.max_frame_bytes, &len),
+                         0);
         if (i-- == 0) {
             break;
         }
         off += BRIM_FRAME_HDR + len;
     }
     ck_assert_int_eq(brim_wire_parse_req(q->data + off + BRIM_FRAME_HDR, len,
-                                         &lim, &zone, req, NULL), 0);
+                                         &lim, &zone, req, NULL),
+                     0);
 }
 
 /* A GET reply [0, ID, VALUE] appended to the peer's bytes. */
@@ -172,8 +174,9 @@ START_TEST(link_parse_split)
     brim_wire_limits_default(&lim);
     peer_value(3, "hello");
     for (i = 0; i < peer.len; i++) {
-        ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 3,
-                                         peer.data, i, &rep, NULL), 0);
+        ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 3, peer.data,
+                                         i, &rep, NULL),
+                         0);
     }
     ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 3, peer.data,
                                      peer.len, &rep, NULL),
@@ -193,17 +196,20 @@ START_TEST(link_parse_ids)
     brim_wire_limits_default(&lim);
     peer_value(5, "x");
     ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 2, peer.data,
-                                     peer.len, &rep, err), BRIM_EBADREPLY);
+                                     peer.len, &rep, err),
+                     BRIM_EBADREPLY);
     ck_assert_str_eq(err, "reply id 5 to GET, expected 2");
     brim_buf_truncate(&peer, 0);
     peer_value(0, "x");
     ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 2, peer.data,
-                                     peer.len, &rep, err), BRIM_EBADREPLY);
+                                     peer.len, &rep, err),
+                     BRIM_EBADREPLY);
     brim_buf_truncate(&peer, 0);
-    ck_assert_int_eq(brim_wire_encode_status(&peer, 0, BRIM_ETOOBIG, "big",
-                                             3), 0);
+    ck_assert_int_eq(brim_wire_encode_status(&peer, 0, BRIM_ETOOBIG, "big", 3),
+                     0);
     ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 2, peer.data,
-                                     peer.len, &rep, err), (long) peer.len);
+                                     peer.len, &rep, err),
+                     (long) peer.len);
     ck_assert_int_eq(rep.status, BRIM_ETOOBIG);
     ck_assert_uint_eq(rep.request_id, 0);
 }
@@ -221,7 +227,7 @@ START_TEST(link_parse_toobig)
     hdr[0] = 0;
     hdr[1] = 0;
     hdr[2] = 0x03;
-    hdr[3] = (char) 0xe9;           /* 1001 bytes */
+    hdr[3] = (char) 0xe9; /* 1001 bytes */
     ck_assert_int_eq(brim_link_parse(&lim, &zone, BRIM_OP_GET, 1, hdr,
                                      sizeof(hdr), &rep, err),
                      BRIM_EBADREPLY);
@@ -277,7 +283,8 @@ START_TEST(link_take_out_of_step)
     peer_value(1, "a");
     feed_peer();
     ck_assert_int_eq(brim_link_take(&lk, &r), BRIM_EBADREPLY);
-    ck_assert_str_eq(lk.err, "127.0.0.1:9: unsolicited frame from the "
+    ck_assert_str_eq(lk.err,
+                     "127.0.0.1:9: unsolicited frame from the "
                      "node");
     link_reattach();
     (void) queue_op(BRIM_OP_GET, NULL);
@@ -352,13 +359,14 @@ START_TEST(link_hello_refused)
     queued_req(0, &req);
     ck_assert_int_eq(brim_wire_encode_status(&peer, req.request_id,
                                              BRIM_EDENIED, "another cluster",
-                                             15), 0);
+                                             15),
+                     0);
     feed_peer();
     ck_assert_int_eq(brim_link_take(&lk, &r), BRIM_EDENIED);
     ck_assert_str_eq(lk.err, "127.0.0.1:9: HELLO: another cluster");
     link_reattach();
-    ck_assert_int_eq(brim_wire_encode_status(&peer, 0, BRIM_ETOOBIG, "no",
-                                             2), 0);
+    ck_assert_int_eq(brim_wire_encode_status(&peer, 0, BRIM_ETOOBIG, "no", 2),
+                     0);
     feed_peer();
     ck_assert_int_eq(brim_link_take(&lk, &r), BRIM_ECLOSED);
 }
@@ -399,8 +407,11 @@ link_up_auth(struct brim_auth_secret *secret)
     struct brim_link_reply r;
     struct brim_req        req;
 
-    ck_assert_int_eq(brim_auth_secret_set(secret, "0123456789abcdef0123456"
-                                          "789abcdef", 32, NULL), 0);
+    ck_assert_int_eq(brim_auth_secret_set(secret,
+                                          "0123456789abcdef0123456"
+                                          "789abcdef",
+                                          32, NULL),
+                     0);
     link_up(1, secret);
     queued_req(0, &req);
     peer_hello(req.request_id);
@@ -429,10 +440,10 @@ START_TEST(link_auth)
     ck_assert_uint_eq(req.op, BRIM_OP_AUTH);
     ck_assert_uint_eq(req.arg_u32, BRIM_AUTH_PROOF);
     ck_assert_int_eq(brim_auth_verify(&secret, BRIM_AUTH_CLIENT, nonce_c,
-                                      nonce_s, BRIM_ROLE_CLIENT,
-                                      BRIM_ROLE_NODE,
+                                      nonce_s, BRIM_ROLE_CLIENT, BRIM_ROLE_NODE,
                                       (const uint8_t *) req.auth,
-                                      BRIM_AUTH_MAC_BYTES), 0);
+                                      BRIM_AUTH_MAC_BYTES),
+                     0);
     memset(&ok, 0, sizeof(ok));
     ok.request_id = req.request_id;
     ck_assert_int_eq(brim_wire_encode_rep(&peer, BRIM_OP_AUTH, &ok), 0);
@@ -455,9 +466,12 @@ START_TEST(link_auth_bad_proof)
     peer_auth_answer(1, &secret, 1, nonce_s);
     before = brim_link_unsent(&lk);
     ck_assert_int_eq(brim_link_take(&lk, &r), BRIM_EDENIED);
-    ck_assert_msg(strstr(lk.err, "AUTH: the server's proof of the secret "
-                         "is wrong") != NULL, "err: %s", lk.err);
-    ck_assert_uint_eq(brim_link_unsent(&lk), before);  /* no proof */
+    ck_assert_msg(strstr(lk.err,
+                         "AUTH: the server's proof of the secret "
+                         "is wrong")
+                      != NULL,
+                  "err: %s", lk.err);
+    ck_assert_uint_eq(brim_link_unsent(&lk), before); /* no proof */
     brim_auth_secret_wipe(&secret);
 }
 END_TEST
@@ -479,16 +493,17 @@ START_TEST(link_call)
     req.op = BRIM_OP_GET;
     req.key = "k";
     req.key_len = 1;
-    ck_assert_int_eq(brim_link_call(&lk, &req,
-                                    brim_sock_now_ms() + 2000, &r), 0);
+    ck_assert_int_eq(brim_link_call(&lk, &req, brim_sock_now_ms() + 2000, &r),
+                     0);
     ck_assert_uint_eq(r.rep.value_len, 4);
     ck_assert_mem_eq(r.rep.value, "pong", 4);
-    ck_assert_int_gt(read(sv[1], buf, sizeof(buf)), 0);     /* the GET */
+    ck_assert_int_gt(read(sv[1], buf, sizeof(buf)), 0); /* the GET */
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_PING;
-    ck_assert_int_eq(brim_link_call(&lk, &req, brim_sock_now_ms() + 50,
-                                    &r), BRIM_ETIMEDOUT);
-    ck_assert_str_eq(lk.err, "127.0.0.1:9: no reply to PING within the "
+    ck_assert_int_eq(brim_link_call(&lk, &req, brim_sock_now_ms() + 50, &r),
+                     BRIM_ETIMEDOUT);
+    ck_assert_str_eq(lk.err,
+                     "127.0.0.1:9: no reply to PING within the "
                      "timeout");
 }
 END_TEST
@@ -519,8 +534,7 @@ START_TEST(link_handshake_blocking)
     queued_req(0, &req);
     peer_hello(req.request_id);
     ck_assert_int_eq(write(sv[1], peer.data, peer.len), (ssize_t) peer.len);
-    ck_assert_int_eq(brim_link_handshake(&lk, brim_sock_now_ms() + 2000),
-                     0);
+    ck_assert_int_eq(brim_link_handshake(&lk, brim_sock_now_ms() + 2000), 0);
     ck_assert_int_eq(lk.state, BRIM_LINK_READY);
     ck_assert_uint_eq(lk.limits.max_value_bytes, 4096);
 }

@@ -53,7 +53,7 @@ START_TEST(frame_peek_again_until_whole)
         rc = brim_frame_peek(frame_small, have, 1024, &len);
         ck_assert_msg(rc == BRIM_EAGAIN, "%zu bytes: rc=%s", have,
                       brim_err_name(rc));
-        ck_assert_uint_eq(len, 777);    /* written only on success */
+        ck_assert_uint_eq(len, 777); /* written only on success */
     }
     rc = brim_frame_peek(frame_small, have, 1024, &len);
     ck_assert_int_eq(rc, 0);
@@ -77,7 +77,7 @@ END_TEST
 
 START_TEST(frame_peek_toobig_from_header)
 {
-    static const unsigned char huge[] = { 0xff, 0xff, 0xff, 0xff };
+    static const unsigned char huge[] = {0xff, 0xff, 0xff, 0xff};
     struct brim_wire_limits    lim;
     unsigned char              hdr[4];
     uint32_t                   len;
@@ -124,7 +124,7 @@ START_TEST(frame_three_in_one_buffer)
         rc = brim_frame_peek(buf + off, n - off, 1024, &len);
         ck_assert_int_eq(rc, 0);
         ck_assert_uint_eq(len, (uint32_t) i);
-        ck_assert_uint_eq(buf[off + 4], (unsigned) i);  /* in order */
+        ck_assert_uint_eq(buf[off + 4], (unsigned) i); /* in order */
         off += BRIM_FRAME_HDR + len;
     }
     ck_assert_uint_eq(off, n);
@@ -135,7 +135,7 @@ END_TEST
 
 START_TEST(frame_empty_body)
 {
-    static const unsigned char zero[] = { 0, 0, 0, 0 };
+    static const unsigned char zero[] = {0, 0, 0, 0};
     uint32_t                   len;
 
     /* A zero length is a whole (empty) frame; the checker refuses it. */
@@ -148,8 +148,8 @@ END_TEST
 
 START_TEST(frame_header_round_trip)
 {
-    static const uint32_t vals[] = { 0, 1, 255, 256, 65535, 0x01020304u,
-                                     UINT32_MAX };
+    static const uint32_t vals[] = {0,     1,           255,       256,
+                                    65535, 0x01020304u, UINT32_MAX};
     unsigned char         hdr[4];
     struct brim_buf       out;
     size_t                i, mark;
@@ -159,7 +159,7 @@ START_TEST(frame_header_round_trip)
         ck_assert_uint_eq(brim_frame_get_hdr(hdr), vals[i]);
     }
     brim_frame_put_hdr(hdr, 0x01020304u);
-    ck_assert_uint_eq(hdr[0], 1);       /* big-endian on the wire */
+    ck_assert_uint_eq(hdr[0], 1); /* big-endian on the wire */
     ck_assert_uint_eq(hdr[3], 4);
 
     /* begin/end: the header is patched with the body's length. */
@@ -212,7 +212,7 @@ START_TEST(buf_grow_consume)
     brim_buf_consume(&b, 5);
     ck_assert_uint_eq(b.len, 0);
     brim_buf_destroy(&b);
-    brim_buf_destroy(&b);               /* a zeroed buffer is fine */
+    brim_buf_destroy(&b); /* a zeroed buffer is fine */
     ck_assert_uint_eq(brim_alloc_bytes(), before);
 }
 END_TEST

@@ -23,7 +23,7 @@
  * endian) under the cluster seed. The tweaks are part of the format.
  */
 #define REF_PARTITION_TWEAK 0x9e3779b97f4a7c15ull
-#define REF_TOKEN_TWEAK     0xc2b2ae3d27d4eb4full
+#define REF_TOKEN_TWEAK 0xc2b2ae3d27d4eb4full
 
 static void
 ref_le32(unsigned char *p, uint32_t v)
@@ -58,8 +58,7 @@ ref_token(uint64_t seed, const char *name, uint32_t token)
     ref_le32(b, (uint32_t) len);
     memcpy(b + 4, name, len);
     ref_le32(b + 4 + len, token);
-    return XXH3_64bits_withSeed(b, 8 + len,
-                                ref_derive(seed, REF_TOKEN_TWEAK));
+    return XXH3_64bits_withSeed(b, 8 + len, ref_derive(seed, REF_TOKEN_TWEAK));
 }
 
 /* le32(index) under the partition seed. */
@@ -73,7 +72,7 @@ ref_partition_pos(uint64_t seed, uint32_t index)
                                 ref_derive(seed, REF_PARTITION_TWEAK));
 }
 
-static const uint64_t hash_seeds[] = { 0, 1, 0x0123456789abcdefull };
+static const uint64_t hash_seeds[] = {0, 1, 0x0123456789abcdefull};
 
 START_TEST(hash_xxh3_golden)
 {
@@ -99,15 +98,15 @@ START_TEST(hash_token_golden)
         uint32_t    token;
         uint64_t    pos;
     } v[] = {
-        { 0, "n1", 0, 0x19d8767512769de9ull },
-        { 0, "n1", 12, 0x3c3ff135606ad6ceull },
-        { 0, "n11", 2, 0x8716e96cfc2c3191ull },
-        { 1, "n1", 0, 0x0a756ca2abe0fab3ull },
-        { 1, "n1", 12, 0x04f875e05711780full },
-        { 1, "n11", 2, 0x6fabc3b94ebf5a26ull },
-        { 0x0123456789abcdefull, "n1", 0, 0x586ff79a659deb59ull },
-        { 0x0123456789abcdefull, "n1", 12, 0x48c474cfa47d3dfbull },
-        { 0x0123456789abcdefull, "n11", 2, 0x55537aea6120087aull },
+        {0, "n1", 0, 0x19d8767512769de9ull},
+        {0, "n1", 12, 0x3c3ff135606ad6ceull},
+        {0, "n11", 2, 0x8716e96cfc2c3191ull},
+        {1, "n1", 0, 0x0a756ca2abe0fab3ull},
+        {1, "n1", 12, 0x04f875e05711780full},
+        {1, "n11", 2, 0x6fabc3b94ebf5a26ull},
+        {0x0123456789abcdefull, "n1", 0, 0x586ff79a659deb59ull},
+        {0x0123456789abcdefull, "n1", 12, 0x48c474cfa47d3dfbull},
+        {0x0123456789abcdefull, "n11", 2, 0x55537aea6120087aull},
     };
     size_t i;
 
@@ -124,7 +123,11 @@ END_TEST
 START_TEST(hash_token_structure)
 {
     static const char *names[] = {
-        "a", "n1", "n11", "node-7.example:7000", "B",
+        "a",
+        "n1",
+        "n11",
+        "node-7.example:7000",
+        "B",
         "0123456789012345678901234567890123456789012345678901234567890123",
     };
     size_t   i, s;
@@ -155,11 +158,9 @@ START_TEST(hash_partition_pos_golden)
     size_t   k;
 
     ck_assert_uint_eq(brim_hash_partition_pos(0, 0), 0x3d8d1acce58858c9ull);
-    ck_assert_uint_eq(brim_hash_partition_pos(0, 65535),
-                      0xf45ad9a03edd711dull);
+    ck_assert_uint_eq(brim_hash_partition_pos(0, 65535), 0xf45ad9a03edd711dull);
     ck_assert_uint_eq(brim_hash_partition_pos(1, 0), 0xd92725744e39320aull);
-    ck_assert_uint_eq(brim_hash_partition_pos(1, 65535),
-                      0x6ba1e835494c2d74ull);
+    ck_assert_uint_eq(brim_hash_partition_pos(1, 65535), 0x6ba1e835494c2d74ull);
     ck_assert_uint_eq(brim_hash_partition_pos(0x0123456789abcdefull, 0),
                       0xc8d3ea3908163d02ull);
     ck_assert_uint_eq(brim_hash_partition_pos(0x0123456789abcdefull, 65535),

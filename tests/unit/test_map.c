@@ -16,7 +16,7 @@
 #include "common/placement.h"
 #include "common/ring.h"
 
-#define ONE    BRIM_WEIGHT_PPM_ONE
+#define ONE BRIM_WEIGHT_PPM_ONE
 #define NONE16 ((uint16_t) BRIM_NODE_NONE)
 
 static void
@@ -30,8 +30,8 @@ map_init_ok(struct brim_map *map, uint32_t p, uint64_t epoch)
 
 /* A ring of one-token nodes: NAMES[i] at POS[i]. */
 static void
-ring_of(struct brim_ring *ring, const char *const *names,
-        const uint64_t *pos, size_t n)
+ring_of(struct brim_ring *ring, const char *const *names, const uint64_t *pos,
+        size_t n)
 {
     char   errbuf[BRIM_ERRBUF_LEN] = "";
     size_t i;
@@ -73,7 +73,7 @@ START_TEST(map_init_destroy)
     ck_assert_uint_eq(brim_alloc_bytes(), base);
 
     memset(&map, 0, sizeof(map));
-    brim_map_destroy(&map);                 /* zeroed: nothing to do */
+    brim_map_destroy(&map); /* zeroed: nothing to do */
 }
 END_TEST
 
@@ -94,10 +94,10 @@ END_TEST
 
 START_TEST(map_counts)
 {
-    static const char *const names[] = { "a", "b", "c" };
-    static const uint64_t    tok[] = { 10, 20, 30 };
+    static const char *const names[] = {"a", "b", "c"};
+    static const uint64_t    tok[] = {10, 20, 30};
     static const uint16_t    own[16] = {
-        0, 1, 2, 2, 2, 1, NONE16, 0, 2, 3, 2, 100, 1, 2, 0, NONE16,
+           0, 1, 2, 2, 2, 1, NONE16, 0, 2, 3, 2, 100, 1, 2, 0, NONE16,
     };
     struct brim_ring ring;
     struct brim_map  map;
@@ -113,7 +113,7 @@ START_TEST(map_counts)
     ck_assert_uint_eq(count[0], 3);
     ck_assert_uint_eq(count[1], 3);
     ck_assert_uint_eq(count[2], 6);
-    ck_assert_uint_eq(count[3], 12345);     /* only nnodes entries */
+    ck_assert_uint_eq(count[3], 12345); /* only nnodes entries */
 
     memset(map.owner, 0, 16 * sizeof(*map.owner));
     ck_assert_uint_eq(brim_map_counts(&map, &ring, count), 0);
@@ -127,13 +127,13 @@ END_TEST
 
 START_TEST(map_displaced)
 {
-    static const char *const names[] = { "a", "b", "c" };
-    static const uint64_t    tok[] = { 1000, 2000, 3000 };
+    static const char *const names[] = {"a", "b", "c"};
+    static const uint64_t    tok[] = {1000, 2000, 3000};
     /* Ring owners: a, a, b, c, a (wrap), c. */
-    static const uint64_t    pos[6] = { 0, 1000, 1001, 2001, 3001, 2999 };
-    static const uint16_t    natural[6] = { 0, 0, 1, 2, 0, 2 };
-    struct brim_ring ring;
-    struct brim_map  map;
+    static const uint64_t pos[6] = {0, 1000, 1001, 2001, 3001, 2999};
+    static const uint16_t natural[6] = {0, 0, 1, 2, 0, 2};
+    struct brim_ring      ring;
+    struct brim_map       map;
 
     ring_of(&ring, names, tok, 3);
     map_init_ok(&map, 6, 1);
@@ -174,15 +174,15 @@ check_diff(const struct brim_map *mo, const struct brim_ring *ro,
         ck_assert_ptr_null(moves);
     }
     for (i = 0; i < nwant; i++) {
-        ck_assert_msg(moves[i].partition == want[i].partition
-                      && moves[i].from == want[i].from
-                      && moves[i].to == want[i].to
-                      && moves[i].reason == want[i].reason,
-                      "move %zu: partition %u %u -> %u %s, want %u %u -> %u "
-                      "%s", i, moves[i].partition, moves[i].from,
-                      moves[i].to, brim_move_reason_name(moves[i].reason),
-                      want[i].partition, want[i].from, want[i].to,
-                      brim_move_reason_name(want[i].reason));
+        ck_assert_msg(
+            moves[i].partition == want[i].partition
+                && moves[i].from == want[i].from && moves[i].to == want[i].to
+                && moves[i].reason == want[i].reason,
+            "move %zu: partition %u %u -> %u %s, want %u %u -> %u "
+            "%s",
+            i, moves[i].partition, moves[i].from, moves[i].to,
+            brim_move_reason_name(moves[i].reason), want[i].partition,
+            want[i].from, want[i].to, brim_move_reason_name(want[i].reason));
         /* The reason is the one judged from the rings alone. */
         ck_assert_uint_eq(moves[i].reason,
                           brim_move_reason_of(ro, moves[i].from, rn,
@@ -197,17 +197,17 @@ START_TEST(map_diff_leave)
     /* B leaves A@1000 B@2000 C@3000. Its partitions 1 and 2 land on their
      * new ring owner C (arc); its partition 4 walked on to A (cap).
      * Partition 3 stays on C although C's index changes from 2 to 1. */
-    static const char *const old_names[] = { "A", "B", "C" };
-    static const uint64_t    old_tok[] = { 1000, 2000, 3000 };
-    static const char *const new_names[] = { "A", "C" };
-    static const uint64_t    new_tok[] = { 1000, 3000 };
-    static const uint64_t    pos[5] = { 500, 1500, 1600, 2500, 1700 };
-    static const uint16_t    old_own[5] = { 0, 1, 1, 2, 1 };
-    static const uint16_t    new_own[5] = { 0, 1, 1, 1, 0 };
+    static const char *const      old_names[] = {"A", "B", "C"};
+    static const uint64_t         old_tok[] = {1000, 2000, 3000};
+    static const char *const      new_names[] = {"A", "C"};
+    static const uint64_t         new_tok[] = {1000, 3000};
+    static const uint64_t         pos[5] = {500, 1500, 1600, 2500, 1700};
+    static const uint16_t         old_own[5] = {0, 1, 1, 2, 1};
+    static const uint16_t         new_own[5] = {0, 1, 1, 1, 0};
     static const struct want_move want[] = {
-        { 1, 1, 1, BRIM_MOVE_ARC },
-        { 2, 1, 1, BRIM_MOVE_ARC },
-        { 4, 1, 0, BRIM_MOVE_CAP },
+        {1, 1, 1, BRIM_MOVE_ARC},
+        {2, 1, 1, BRIM_MOVE_ARC},
+        {4, 1, 0, BRIM_MOVE_CAP},
     };
     struct brim_ring ro, rn;
     struct brim_map  mo, mn;
@@ -232,17 +232,17 @@ START_TEST(map_diff_join)
      * goes to B (arc). Partition 3 is in B's arc too but walked past it
      * to A (cap). Partition 4 stays in C's arc and was shed by C to A
      * (cap). Partition 2 stays on C (index 1, then 2): no move. */
-    static const char *const old_names[] = { "A", "C" };
-    static const uint64_t    old_tok[] = { 1000, 3000 };
-    static const char *const new_names[] = { "C", "B", "A" };
-    static const uint64_t    new_tok[] = { 3000, 2000, 1000 };
-    static const uint64_t    pos[5] = { 500, 1500, 2500, 1800, 2900 };
-    static const uint16_t    old_own[5] = { 0, 1, 1, 1, 1 };
-    static const uint16_t    new_own[5] = { 0, 1, 2, 0, 0 };
+    static const char *const      old_names[] = {"A", "C"};
+    static const uint64_t         old_tok[] = {1000, 3000};
+    static const char *const      new_names[] = {"C", "B", "A"};
+    static const uint64_t         new_tok[] = {3000, 2000, 1000};
+    static const uint64_t         pos[5] = {500, 1500, 2500, 1800, 2900};
+    static const uint16_t         old_own[5] = {0, 1, 1, 1, 1};
+    static const uint16_t         new_own[5] = {0, 1, 2, 0, 0};
     static const struct want_move want[] = {
-        { 1, 1, 1, BRIM_MOVE_ARC },
-        { 3, 1, 0, BRIM_MOVE_CAP },
-        { 4, 1, 0, BRIM_MOVE_CAP },
+        {1, 1, 1, BRIM_MOVE_ARC},
+        {3, 1, 0, BRIM_MOVE_CAP},
+        {4, 1, 0, BRIM_MOVE_CAP},
     };
     struct brim_ring ro, rn;
     struct brim_map  mo, mn;
@@ -261,9 +261,9 @@ START_TEST(map_diff_join)
      * newcomer: only the cap can move them. */
     {
         static const struct want_move back[] = {
-            { 1, 1, 1, BRIM_MOVE_ARC },
-            { 3, 0, 1, BRIM_MOVE_CAP },
-            { 4, 0, 1, BRIM_MOVE_CAP },
+            {1, 1, 1, BRIM_MOVE_ARC},
+            {3, 0, 1, BRIM_MOVE_CAP},
+            {4, 0, 1, BRIM_MOVE_CAP},
         };
 
         check_diff(&mn, &rn, &mo, &ro, pos, back, 3);
@@ -279,14 +279,14 @@ START_TEST(map_diff_first_epoch)
 {
     /* From the empty map of epoch 0: every partition moves, from NONE;
      * arc where it sits on its ring owner, cap where it walked on. */
-    static const char *const names[] = { "A", "C" };
-    static const uint64_t    tok[] = { 1000, 3000 };
-    static const uint64_t    pos[3] = { 500, 2500, 2600 };
-    static const uint16_t    own[3] = { 0, 1, 0 };
+    static const char *const      names[] = {"A", "C"};
+    static const uint64_t         tok[] = {1000, 3000};
+    static const uint64_t         pos[3] = {500, 2500, 2600};
+    static const uint16_t         own[3] = {0, 1, 0};
     static const struct want_move want[] = {
-        { 0, NONE16, 0, BRIM_MOVE_ARC },
-        { 1, NONE16, 1, BRIM_MOVE_ARC },
-        { 2, NONE16, 0, BRIM_MOVE_CAP },
+        {0, NONE16, 0, BRIM_MOVE_ARC},
+        {1, NONE16, 1, BRIM_MOVE_ARC},
+        {2, NONE16, 0, BRIM_MOVE_CAP},
     };
     struct brim_ring empty, rn;
     struct brim_map  mo, mn;
@@ -308,15 +308,15 @@ END_TEST
 
 START_TEST(map_diff_nothing_moves)
 {
-    static const char *const names[] = { "A", "B" };
-    static const uint64_t    tok[] = { 1000, 2000 };
-    static const char *const more[] = { "0", "A", "B" };
-    static const uint64_t    more_tok[] = { 5000, 1000, 2000 };
-    static const uint64_t    pos[4] = { 1, 1500, 2500, 999 };
-    static const uint16_t    own[4] = { 0, 1, 1, 1 };
-    static const uint16_t    shifted[4] = { 1, 2, 2, 2 };
-    struct brim_ring ring, ring2;
-    struct brim_map  mo, mn;
+    static const char *const names[] = {"A", "B"};
+    static const uint64_t    tok[] = {1000, 2000};
+    static const char *const more[] = {"0", "A", "B"};
+    static const uint64_t    more_tok[] = {5000, 1000, 2000};
+    static const uint64_t    pos[4] = {1, 1500, 2500, 999};
+    static const uint16_t    own[4] = {0, 1, 1, 1};
+    static const uint16_t    shifted[4] = {1, 2, 2, 2};
+    struct brim_ring         ring, ring2;
+    struct brim_map          mo, mn;
 
     ring_of(&ring, names, tok, 2);
     map_init_ok(&mo, 4, 1);
@@ -338,15 +338,15 @@ END_TEST
 
 START_TEST(map_diff_bad_size)
 {
-    static const char *const names[] = { "A" };
-    static const uint64_t    tok[] = { 1000 };
-    struct brim_ring  ring;
-    struct brim_map   mo, mn;
-    struct brim_move *moves;
-    uint64_t          pos[8] = { 0 };
-    char              errbuf[BRIM_ERRBUF_LEN] = "";
-    size_t            nmoves;
-    int               rc;
+    static const char *const names[] = {"A"};
+    static const uint64_t    tok[] = {1000};
+    struct brim_ring         ring;
+    struct brim_map          mo, mn;
+    struct brim_move        *moves;
+    uint64_t                 pos[8] = {0};
+    char                     errbuf[BRIM_ERRBUF_LEN] = "";
+    size_t                   nmoves;
+    int                      rc;
 
     ring_of(&ring, names, tok, 1);
     map_init_ok(&mo, 4, 1);
@@ -389,8 +389,8 @@ START_TEST(map_diff_of_rebalance)
     map_init_ok(&mn, 4096, 2);
     rc = brim_place_replace(&ro, 50000, pos, 4096, mo.owner, errbuf);
     ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
-    rc = brim_place_rebalance(&ro, mo.owner, &rn, 50000, pos, 4096,
-                              mn.owner, why, errbuf);
+    rc = brim_place_rebalance(&ro, mo.owner, &rn, 50000, pos, 4096, mn.owner,
+                              why, errbuf);
     ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
     rc = brim_map_diff(&mo, &ro, &mn, &rn, pos, &moves, &nmoves, errbuf);
     ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);

@@ -12,11 +12,10 @@
 
 START_TEST(parse_u64_digits_only)
 {
-    static const char *const bad[] = {
-        "", "-1", "+1", " 1", "1 ", "0x10", "1e3", "12a", "1.0", "--", NULL
-    };
-    uint64_t v = 7;
-    int      i;
+    static const char *const bad[] = {"",    "-1",  "+1",  " 1", "1 ", "0x10",
+                                      "1e3", "12a", "1.0", "--", NULL};
+    uint64_t                 v = 7;
+    int                      i;
 
     ck_assert_int_eq(brim_parse_u64("0", 0, 10, &v), 0);
     ck_assert_uint_eq(v, 0);
@@ -24,9 +23,9 @@ START_TEST(parse_u64_digits_only)
     ck_assert_uint_eq(v, 10);
     for (i = 0; bad[i] != NULL; i++) {
         v = 7;
-        ck_assert_msg(brim_parse_u64(bad[i], 0, UINT64_MAX, &v)
-                          == BRIM_EINVAL, "\"%s\" accepted", bad[i]);
-        ck_assert_uint_eq(v, 7);        /* nothing written on error */
+        ck_assert_msg(brim_parse_u64(bad[i], 0, UINT64_MAX, &v) == BRIM_EINVAL,
+                      "\"%s\" accepted", bad[i]);
+        ck_assert_uint_eq(v, 7); /* nothing written on error */
     }
     ck_assert_int_eq(brim_parse_u64(NULL, 0, 1, &v), BRIM_EINVAL);
 }
@@ -37,13 +36,14 @@ START_TEST(parse_u64_range_and_overflow)
     uint64_t v;
     uint32_t w;
 
-    ck_assert_int_eq(brim_parse_u64("18446744073709551615", 0, UINT64_MAX,
-                                    &v), 0);
+    ck_assert_int_eq(brim_parse_u64("18446744073709551615", 0, UINT64_MAX, &v),
+                     0);
     ck_assert_uint_eq(v, UINT64_MAX);
-    ck_assert_int_eq(brim_parse_u64("18446744073709551616", 0, UINT64_MAX,
-                                    &v), BRIM_EINVAL);
-    ck_assert_int_eq(brim_parse_u64("99999999999999999999999", 0,
-                                    UINT64_MAX, &v), BRIM_EINVAL);
+    ck_assert_int_eq(brim_parse_u64("18446744073709551616", 0, UINT64_MAX, &v),
+                     BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_parse_u64("99999999999999999999999", 0, UINT64_MAX, &v),
+        BRIM_EINVAL);
     ck_assert_int_eq(brim_parse_u64("4", 5, 9, &v), BRIM_EINVAL);
     ck_assert_int_eq(brim_parse_u64("10", 5, 9, &v), BRIM_EINVAL);
     ck_assert_int_eq(brim_parse_u64("9", 5, 9, &v), 0);
@@ -84,10 +84,8 @@ START_TEST(parse_u64_range_text)
     ck_assert_uint_eq(b, 20);
     ck_assert_int_eq(brim_parse_u64_range("20-10", 1, 1000, &a, &b),
                      BRIM_EINVAL);
-    ck_assert_int_eq(brim_parse_u64_range("-10", 1, 1000, &a, &b),
-                     BRIM_EINVAL);
-    ck_assert_int_eq(brim_parse_u64_range("10-", 1, 1000, &a, &b),
-                     BRIM_EINVAL);
+    ck_assert_int_eq(brim_parse_u64_range("-10", 1, 1000, &a, &b), BRIM_EINVAL);
+    ck_assert_int_eq(brim_parse_u64_range("10-", 1, 1000, &a, &b), BRIM_EINVAL);
     ck_assert_int_eq(brim_parse_u64_range("0-10", 1, 1000, &a, &b),
                      BRIM_EINVAL);
     ck_assert_int_eq(brim_parse_u64_range("1-2-3", 1, 1000, &a, &b),
@@ -100,33 +98,39 @@ START_TEST(addr_split_forms)
     char     host[64], err[BRIM_ERRBUF_LEN];
     uint16_t port = 0;
 
-    ck_assert_int_eq(brim_addr_split("127.0.0.1:7400", host, sizeof(host), 1,
-                                     &port, err), 0);
+    ck_assert_int_eq(
+        brim_addr_split("127.0.0.1:7400", host, sizeof(host), 1, &port, err),
+        0);
     ck_assert_str_eq(host, "127.0.0.1");
     ck_assert_uint_eq(port, 7400);
-    ck_assert_int_eq(brim_addr_split("[::1]:11311", host, sizeof(host), 1,
-                                     &port, err), 0);
+    ck_assert_int_eq(
+        brim_addr_split("[::1]:11311", host, sizeof(host), 1, &port, err), 0);
     ck_assert_str_eq(host, "::1");
     ck_assert_uint_eq(port, 11311);
-    ck_assert_int_eq(brim_addr_split("localhost:0", host, sizeof(host), 0,
-                                     &port, err), 0);
+    ck_assert_int_eq(
+        brim_addr_split("localhost:0", host, sizeof(host), 0, &port, err), 0);
     ck_assert_uint_eq(port, 0);
-    ck_assert_int_eq(brim_addr_split("localhost:0", host, sizeof(host), 1,
-                                     &port, err), BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_addr_split("localhost:0", host, sizeof(host), 1, &port, err),
+        BRIM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "port \"0\" is not 1 .. 65535"));
-    ck_assert_int_eq(brim_addr_split("::1:80", host, sizeof(host), 1, &port,
-                                     err), BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_addr_split("::1:80", host, sizeof(host), 1, &port, err),
+        BRIM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "IPv6 as [addr]:port"));
-    ck_assert_int_eq(brim_addr_split("h:99999", host, sizeof(host), 1, &port,
-                                     err), BRIM_EINVAL);
-    ck_assert_int_eq(brim_addr_split("h:", host, sizeof(host), 1, &port,
-                                     err), BRIM_EINVAL);
-    ck_assert_int_eq(brim_addr_split(":80", host, sizeof(host), 1, &port,
-                                     err), BRIM_EINVAL);
-    ck_assert_int_eq(brim_addr_split("[::1]80", host, sizeof(host), 1, &port,
-                                     err), BRIM_EINVAL);
-    ck_assert_int_eq(brim_addr_split("nohost", host, sizeof(host), 1, &port,
-                                     NULL), BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_addr_split("h:99999", host, sizeof(host), 1, &port, err),
+        BRIM_EINVAL);
+    ck_assert_int_eq(brim_addr_split("h:", host, sizeof(host), 1, &port, err),
+                     BRIM_EINVAL);
+    ck_assert_int_eq(brim_addr_split(":80", host, sizeof(host), 1, &port, err),
+                     BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_addr_split("[::1]80", host, sizeof(host), 1, &port, err),
+        BRIM_EINVAL);
+    ck_assert_int_eq(
+        brim_addr_split("nohost", host, sizeof(host), 1, &port, NULL),
+        BRIM_EINVAL);
     /* A host longer than the caller's buffer is refused, not cut. */
     ck_assert_int_eq(brim_addr_split("abcdefgh:1", host, 8, 1, &port, err),
                      BRIM_EINVAL);

@@ -107,8 +107,8 @@ make_topo(struct brim_topo *t, const struct brim_coord_settings *set,
     for (i = 0; i < n; i++) {
         snprintf(t->members[i].name, sizeof(t->members[i].name), "node%u",
                  (unsigned) i + 1);
-        snprintf(t->members[i].addr, sizeof(t->members[i].addr),
-                 "127.0.0.1:%u", 7000u + i);
+        snprintf(t->members[i].addr, sizeof(t->members[i].addr), "127.0.0.1:%u",
+                 7000u + i);
         t->members[i].weight_ppm = BRIM_WEIGHT_PPM_ONE;
         t->members[i].state = BRIM_MEMBER_UP;
         t->members[i].incarnation = 1000 + i;
@@ -326,7 +326,7 @@ START_TEST(persist_round_trip)
     before = brim_alloc_bytes();
     make_state(&st, 3, 4, 0);
     save_ok(&st);
-    ck_assert_int_eq(access(tmp_path, F_OK), -1);   /* renamed away */
+    ck_assert_int_eq(access(tmp_path, F_OK), -1); /* renamed away */
     load_ok(&back);
     assert_state_eq(&st, &back);
     ck_assert_int_eq(back.has_pending, 0);
@@ -353,7 +353,7 @@ START_TEST(persist_round_trip_pending)
 
     before = brim_alloc_bytes();
     make_state(&st, 3, 5, 4);
-    st.settings.eps_ppm = BRIM_EPS_NONE;        /* "none" survives too */
+    st.settings.eps_ppm = BRIM_EPS_NONE; /* "none" survives too */
     st.committed.eps_ppm = BRIM_EPS_NONE;
     st.pending.eps_ppm = BRIM_EPS_NONE;
     st.pending.members[3].state = BRIM_MEMBER_JOINING;
@@ -479,7 +479,7 @@ START_TEST(persist_bad_magic)
     write_file(state_path, file, len);
     assert_load_fails(BRIM_EINVAL, "bad magic", "first byte");
     file[0] = 'B';
-    file[7] = '1';                  /* the NUL that ends the magic */
+    file[7] = '1'; /* the NUL that ends the magic */
     write_file(state_path, file, len);
     assert_load_fails(BRIM_EINVAL, "bad magic", "last magic byte");
     /* Another program's file, shorter than a header. */
@@ -495,12 +495,12 @@ START_TEST(persist_future_version)
     size_t         len;
 
     file = saved_file(3, 4, 0, &len);
-    ck_assert_uint_eq(file[8], BRIM_PERSIST_VERSION);   /* little-endian */
+    ck_assert_uint_eq(file[8], BRIM_PERSIST_VERSION); /* little-endian */
     file[8] = BRIM_PERSIST_VERSION + 1;
     write_file(state_path, file, len);
     assert_load_fails(BRIM_EINVAL, "format version 2", "version 2");
     file[8] = 0;
-    file[11] = 1;                   /* 2^24: not a byte-swapped 1 either */
+    file[11] = 1; /* 2^24: not a byte-swapped 1 either */
     write_file(state_path, file, len);
     assert_load_fails(BRIM_EINVAL, "format version 16777216", "version 2^24");
     free(file);
@@ -509,9 +509,9 @@ END_TEST
 
 START_TEST(persist_malformed_body)
 {
-    static const unsigned char huge[] = { 0xdd, 0xff, 0xff, 0xff, 0xff };
-    static const unsigned char nil[] = { 0xc0 };
-    static const unsigned char two[] = { 0x92, 0x01, 0x02 };
+    static const unsigned char huge[] = {0xdd, 0xff, 0xff, 0xff, 0xff};
+    static const unsigned char nil[] = {0xc0};
+    static const unsigned char two[] = {0x92, 0x01, 0x02};
     unsigned char             *file;
     size_t                     len;
 
@@ -594,7 +594,7 @@ START_TEST(persist_inconsistent)
     /* Each broken state: save refuses it, and a file holding it (signed
      * correctly) is refused on load. */
     make_state(&st, 3, 5, 4);
-    st.next_epoch = 4;                          /* pending 4 not below */
+    st.next_epoch = 4; /* pending 4 not below */
     rc = brim_persist_save(dir, &st, errbuf);
     ck_assert_msg(rc == BRIM_EINVAL, "rc=%s", brim_err_name(rc));
     ck_assert_ptr_nonnull(strstr(errbuf, "pending epoch 4"));
@@ -607,26 +607,26 @@ START_TEST(persist_inconsistent)
     assert_load_fails(BRIM_EINVAL, "pending epoch 4", "pending >= next");
     brim_coord_state_destroy(&st);
 
-    make_state(&st, 3, 3, 0);                   /* committed not below */
+    make_state(&st, 3, 3, 0); /* committed not below */
     ck_assert_int_eq(brim_persist_save(dir, &st, errbuf), BRIM_EINVAL);
     write_state_unchecked(&st);
     assert_load_fails(BRIM_EINVAL, "committed epoch 3", "committed >= next");
     brim_coord_state_destroy(&st);
 
-    make_state(&st, 3, 5, 2);                   /* pending before commit */
+    make_state(&st, 3, 5, 2); /* pending before commit */
     ck_assert_int_eq(brim_persist_save(dir, &st, errbuf), BRIM_EINVAL);
     write_state_unchecked(&st);
     assert_load_fails(BRIM_EINVAL, "pending epoch 2", "pending <= committed");
     brim_coord_state_destroy(&st);
 
-    make_state(&st, 3, 5, 0);                   /* another cluster's map */
+    make_state(&st, 3, 5, 0); /* another cluster's map */
     st.committed.cluster_id++;
     ck_assert_int_eq(brim_persist_save(dir, &st, errbuf), BRIM_EINVAL);
     write_state_unchecked(&st);
     assert_load_fails(BRIM_EINVAL, "differs from the settings", "cluster");
     brim_coord_state_destroy(&st);
 
-    make_state(&st, 3, 5, 0);                   /* settings out of range */
+    make_state(&st, 3, 5, 0); /* settings out of range */
     st.settings.dead_after_ms = st.settings.heartbeat_ms;
     ck_assert_int_eq(brim_persist_save(dir, &st, errbuf), BRIM_EINVAL);
     ck_assert_ptr_nonnull(strstr(errbuf, "dead_after_ms"));
@@ -634,7 +634,7 @@ START_TEST(persist_inconsistent)
     assert_load_fails(BRIM_EINVAL, "dead_after_ms", "dead_after_ms");
     brim_coord_state_destroy(&st);
 
-    make_state(&st, 3, 5, 0);                   /* members out of order */
+    make_state(&st, 3, 5, 0); /* members out of order */
     memcpy(st.committed.members[0].name, "zed", 4);
     rc = brim_persist_save(dir, &st, errbuf);
     ck_assert_int_eq(rc, BRIM_EINVAL);
@@ -667,7 +667,7 @@ START_TEST(persist_leftover_tmp_ignored)
     file = read_file(state_path, &len);
     brim_coord_state_destroy(&back);
     make_state(&back, 3, 4, 0);
-    save_ok(&back);                 /* state is the first one again */
+    save_ok(&back); /* state is the first one again */
     brim_coord_state_destroy(&back);
     write_file(tmp_path, file, len / 2);
     load_ok(&back);
@@ -725,8 +725,7 @@ START_TEST(persist_save_fails)
         errbuf[0] = '\0';
         rc = brim_persist_save(dir, &st, errbuf);
         ck_assert_msg(rc == BRIM_ESYS, "rc=%s", brim_err_name(rc));
-        ck_assert_msg(strstr(errbuf, strerror(EACCES)) != NULL, "%s",
-                      errbuf);
+        ck_assert_msg(strstr(errbuf, strerror(EACCES)) != NULL, "%s", errbuf);
         ck_assert_int_eq(chmod(dir, 0700), 0);
         st.next_epoch = 4;
     }
@@ -762,7 +761,7 @@ START_TEST(persist_epochs_survive)
     n = 0;
     for (i = 0; i < 4; i++) {
         brim_coord_state_destroy(&st);
-        load_ok(&st);                           /* restart */
+        load_ok(&st); /* restart */
         e = st.next_epoch++;
         for (j = 0; j < n; j++) {
             ck_assert_uint_ne(seen[j], e);
@@ -770,18 +769,18 @@ START_TEST(persist_epochs_survive)
         seen[n++] = e;
         make_topo(&st.pending, &st.settings, e, 3);
         st.has_pending = 1;
-        save_ok(&st);                           /* proposed */
+        save_ok(&st); /* proposed */
 
         brim_coord_state_destroy(&st);
-        load_ok(&st);                           /* restart */
+        load_ok(&st); /* restart */
         ck_assert_int_eq(st.has_pending, 1);
         ck_assert_uint_eq(st.pending.map.epoch, e);
         ck_assert_uint_eq(st.next_epoch, e + 1);
-        if (i % 2 == 0) {                       /* commit */
+        if (i % 2 == 0) { /* commit */
             brim_topo_destroy(&st.committed);
             st.committed = st.pending;
             memset(&st.pending, 0, sizeof(st.pending));
-        } else {                                /* abort */
+        } else { /* abort */
             brim_topo_destroy(&st.pending);
         }
         st.has_pending = 0;
@@ -790,7 +789,7 @@ START_TEST(persist_epochs_survive)
     brim_coord_state_destroy(&st);
     load_ok(&st);
     ck_assert_uint_eq(st.next_epoch, 5);
-    ck_assert_uint_eq(st.committed.map.epoch, 3);  /* 1 and 3 committed */
+    ck_assert_uint_eq(st.committed.map.epoch, 3); /* 1 and 3 committed */
     ck_assert_int_eq(st.has_pending, 0);
     brim_coord_state_destroy(&st);
 }
@@ -798,16 +797,15 @@ END_TEST
 
 /* Assert that SET is refused with a message holding WANT. */
 static void
-assert_setting_refused(const struct brim_coord_settings *set,
-                       const char *want)
+assert_setting_refused(const struct brim_coord_settings *set, const char *want)
 {
     char errbuf[BRIM_ERRBUF_LEN] = "";
     int  rc;
 
     rc = brim_coord_settings_check(set, errbuf);
     ck_assert_msg(rc == BRIM_EINVAL, "%s: rc=%s", want, brim_err_name(rc));
-    ck_assert_msg(strstr(errbuf, want) != NULL, "\"%s\" lacks \"%s\"",
-                  errbuf, want);
+    ck_assert_msg(strstr(errbuf, want) != NULL, "\"%s\" lacks \"%s\"", errbuf,
+                  want);
 }
 
 START_TEST(persist_nomem)
@@ -865,11 +863,11 @@ END_TEST
 
 /* The sample settings SET with FIELD set to VALUE are refused, with a
  * message holding WANT. */
-#define REFUSED(field, value, want)                                         \
-    do {                                                                    \
-        sample_settings(&set);                                              \
-        set.field = (value);                                                \
-        assert_setting_refused(&set, (want));                               \
+#define REFUSED(field, value, want)                                            \
+    do {                                                                       \
+        sample_settings(&set);                                                 \
+        set.field = (value);                                                   \
+        assert_setting_refused(&set, (want));                                  \
     } while (0)
 
 START_TEST(persist_settings_check)
@@ -880,7 +878,7 @@ START_TEST(persist_settings_check)
 
     sample_settings(&set);
     ck_assert_int_eq(brim_coord_settings_check(&set, errbuf), 0);
-    set.eps_ppm = 0;                            /* eps = 0 is accepted */
+    set.eps_ppm = 0; /* eps = 0 is accepted */
     ck_assert_int_eq(brim_coord_settings_check(&set, errbuf), 0);
 
     /* I04: each bad setting named with its limit; init refuses it too. */
@@ -925,8 +923,7 @@ brim_test_suite(void)
 
     s = suite_create("persist");
     add_case(s, tcase_create("round_trip"), persist_round_trip);
-    add_case(s, tcase_create("round_trip_pending"),
-             persist_round_trip_pending);
+    add_case(s, tcase_create("round_trip_pending"), persist_round_trip_pending);
     add_case(s, tcase_create("missing_is_notfound"),
              persist_missing_is_notfound);
     add_case(s, tcase_create("truncated"), persist_truncated);

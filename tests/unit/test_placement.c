@@ -25,7 +25,7 @@
 #include "common/ring.h"
 #include "common/rng.h"
 
-#define ONE    BRIM_WEIGHT_PPM_ONE
+#define ONE BRIM_WEIGHT_PPM_ONE
 #define NONE16 ((uint16_t) BRIM_NODE_NONE)
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -63,8 +63,7 @@ mentions(const char *text, const char *word)
     for (i = 0; i + m <= n; i++) {
         for (j = 0; j < m; j++) {
             if (tolower((unsigned char) text[i + j])
-                != tolower((unsigned char) word[j]))
-            {
+                != tolower((unsigned char) word[j])) {
                 break;
             }
         }
@@ -111,16 +110,16 @@ ref_cap(uint64_t units, uint64_t eps_ppm, uint64_t w, uint64_t wsum)
 /* A ring sorted here, by position then node name, from the ring's tokens,
  * so that the reference does not lean on the order ring.c keeps. */
 struct ref_tok {
-    uint64_t    pos;                /* ring position */
-    uint32_t    node;               /* node index of the ring under test */
-    const char *name;               /* that node's name */
+    uint64_t    pos;  /* ring position */
+    uint32_t    node; /* node index of the ring under test */
+    const char *name; /* that node's name */
 };
 
 struct ref_ring {
-    size_t          n;              /* tokens */
-    struct ref_tok *t;              /* sorted by (pos, name) */
-    uint32_t        nnodes;         /* members */
-    uint64_t       *cap;            /* nnodes caps for the units placed */
+    size_t          n;      /* tokens */
+    struct ref_tok *t;      /* sorted by (pos, name) */
+    uint32_t        nnodes; /* members */
+    uint64_t       *cap;    /* nnodes caps for the units placed */
 };
 
 static int
@@ -207,13 +206,14 @@ ref_walk(const struct ref_ring *rr, uint64_t pos, uint64_t *count)
         }
     }
     ck_abort_msg("case seed %#" PRIx64 ": reference walk found no room "
-                 "at %#" PRIx64, prop_seed_now, pos);
+                 "at %#" PRIx64,
+                 prop_seed_now, pos);
     return 0;
 }
 
 static void
-ref_replace(const struct brim_ring *ring, uint64_t eps_ppm,
-            const uint64_t *pos, size_t n, uint16_t *owner)
+ref_replace(const struct brim_ring *ring, uint64_t eps_ppm, const uint64_t *pos,
+            size_t n, uint16_t *owner)
 {
     struct ref_ring rr;
     uint64_t       *count;
@@ -270,8 +270,8 @@ ref_rebalance(const struct brim_ring *old_ring, const uint16_t *old_owner,
     settled = calloc(n + 1, 1);
     shed = calloc(n + 1, 1);
     newcomer = calloc(new_ring->nnodes + 1, 1);
-    ck_assert(count != NULL && ro != NULL && trans != NULL
-              && settled != NULL && shed != NULL && newcomer != NULL);
+    ck_assert(count != NULL && ro != NULL && trans != NULL && settled != NULL
+              && shed != NULL && newcomer != NULL);
 
     for (j = 0; j < old_ring->nnodes; j++) {
         trans[j] = ref_find(new_ring, old_ring->nodes[j].name);
@@ -285,8 +285,7 @@ ref_rebalance(const struct brim_ring *old_ring, const uint16_t *old_owner,
         ro[i] = ref_ring_owner(&rr, pos[i]);
         new_owner[i] = NONE16;
         if (old_owner[i] == NONE16 || trans[old_owner[i]] == NONE16
-            || newcomer[ro[i]])
-        {
+            || newcomer[ro[i]]) {
             continue;
         }
         settled[i] = 1;
@@ -304,8 +303,7 @@ ref_rebalance(const struct brim_ring *old_ring, const uint16_t *old_owner,
         for (pass = 0; pass < 2 && excess > 0; pass++) {
             for (i = n; i-- > 0 && excess > 0;) {
                 if (settled[i] == 0 || new_owner[i] != j
-                    || (pass == 0) != (ro[i] != j))
-                {
+                    || (pass == 0) != (ro[i] != j)) {
                     continue;
                 }
                 settled[i] = 0;
@@ -315,8 +313,10 @@ ref_rebalance(const struct brim_ring *old_ring, const uint16_t *old_owner,
                 excess--;
             }
         }
-        ck_assert_msg(excess == 0, "case seed %#" PRIx64 ": %s cannot "
-                      "shed enough", prop_seed_now, new_ring->nodes[j].name);
+        ck_assert_msg(excess == 0,
+                      "case seed %#" PRIx64 ": %s cannot "
+                      "shed enough",
+                      prop_seed_now, new_ring->nodes[j].name);
     }
 
     /* 3. Unsettled units walk in index order. */
@@ -349,10 +349,10 @@ ref_rebalance(const struct brim_ring *old_ring, const uint16_t *old_owner,
 
 START_TEST(placement_cap_exact)
 {
-    uint64_t n, u, e, sum;
-    size_t   k, i;
-    static const uint64_t eps[] = { 0, 1, 10000, 50000, 100000, 250000,
-                                    1000000, 333333, BRIM_EPS_PPM_MAX };
+    uint64_t              n, u, e, sum;
+    size_t                k, i;
+    static const uint64_t eps[] = {
+        0, 1, 10000, 50000, 100000, 250000, 1000000, 333333, BRIM_EPS_PPM_MAX};
 
     /* The case of the design: float arithmetic would say 12. */
     ck_assert_uint_eq(brim_cap(50, 100000, ONE, 5 * ONE), 11);
@@ -380,15 +380,17 @@ START_TEST(placement_cap_exact)
     ck_assert_uint_eq(brim_cap(0, BRIM_EPS_NONE, ONE, ONE), UINT64_MAX);
 
     /* Products far past 2^64 stay exact in 128 bits. */
-    ck_assert_uint_eq(brim_cap(UINT64_MAX, 0, BRIM_WEIGHT_PPM_MAX,
-                               BRIM_WEIGHT_PPM_MAX), UINT64_MAX);
+    ck_assert_uint_eq(
+        brim_cap(UINT64_MAX, 0, BRIM_WEIGHT_PPM_MAX, BRIM_WEIGHT_PPM_MAX),
+        UINT64_MAX);
     ck_assert_uint_eq(brim_cap(1ull << 60, 500000, 300000000, 900000000),
                       1ull << 59);
     ck_assert_uint_eq(brim_cap(1ull << 40, BRIM_EPS_PPM_MAX,
                                BRIM_WEIGHT_PPM_MAX, BRIM_WEIGHT_PPM_MAX),
                       1001ull << 40);
     ck_assert_uint_eq(brim_cap((1ull << 62) + 1, 0, BRIM_WEIGHT_PPM_MAX,
-                               2ull * BRIM_WEIGHT_PPM_MAX), (1ull << 61) + 1);
+                               2ull * BRIM_WEIGHT_PPM_MAX),
+                      (1ull << 61) + 1);
     ck_assert_uint_eq(brim_cap(3ull << 61, 0, BRIM_WEIGHT_PPM_MAX,
                                4096ull * BRIM_WEIGHT_PPM_MAX),
                       3ull << 49);
@@ -411,8 +413,8 @@ START_TEST(placement_cap_exact)
 
     /* Any weights: the caps cover the units. */
     {
-        static const uint64_t w[] = { 1000, ONE, 1234567, 2500000, 999999,
-                                      BRIM_WEIGHT_PPM_MAX, 7 };
+        static const uint64_t w[] = {
+            1000, ONE, 1234567, 2500000, 999999, BRIM_WEIGHT_PPM_MAX, 7};
         uint64_t wsum = 0;
 
         for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
@@ -441,9 +443,9 @@ START_TEST(placement_ring_caps)
     add_at_ok(&ring, "b", 2 * ONE, &p, 1);
     add_at_ok(&ring, "c", 500000, &p, 1);
     brim_ring_caps(&ring, 100, 0, caps);
-    ck_assert_uint_eq(caps[0], 29);         /* 100 x 1 / 3.5 = 28.57 */
-    ck_assert_uint_eq(caps[1], 58);         /* 57.14 */
-    ck_assert_uint_eq(caps[2], 15);         /* 14.29 */
+    ck_assert_uint_eq(caps[0], 29); /* 100 x 1 / 3.5 = 28.57 */
+    ck_assert_uint_eq(caps[1], 58); /* 57.14 */
+    ck_assert_uint_eq(caps[2], 15); /* 14.29 */
     brim_ring_caps(&ring, 350, 100000, caps);
     ck_assert_uint_eq(caps[0], 110);
     ck_assert_uint_eq(caps[1], 220);
@@ -461,18 +463,18 @@ START_TEST(placement_ppm_parse_accepts)
         const char *text;
         uint64_t    ppm;
     } ok[] = {
-        { "0", 0 },
-        { "0.05", 50000 },
-        { "1.0", 1000000 },
-        { "0.10", 100000 },
-        { "1", 1000000 },
-        { "12.5", 12500000 },
-        { "0.000001", 1 },
-        { "0.1000000", 100000 },    /* zeros past the sixth digit */
-        { "0.0000010", 1 },
-        { "0.25", 250000 },
-        { "1000", 1000000000 },
-        { "999.999999", 999999999 },
+        {"0", 0},
+        {"0.05", 50000},
+        {"1.0", 1000000},
+        {"0.10", 100000},
+        {"1", 1000000},
+        {"12.5", 12500000},
+        {"0.000001", 1},
+        {"0.1000000", 100000}, /* zeros past the sixth digit */
+        {"0.0000010", 1},
+        {"0.25", 250000},
+        {"1000", 1000000000},
+        {"999.999999", 999999999},
     };
     char     errbuf[BRIM_ERRBUF_LEN];
     uint64_t ppm;
@@ -484,8 +486,9 @@ START_TEST(placement_ppm_parse_accepts)
         rc = brim_ppm_parse("weight", ok[i].text, 1000000000, &ppm, errbuf);
         ck_assert_msg(rc == 0, "\"%s\": rc=%s (%s)", ok[i].text,
                       brim_err_name(rc), errbuf);
-        ck_assert_msg(ppm == ok[i].ppm, "\"%s\" gave %" PRIu64 ", want %"
-                      PRIu64, ok[i].text, ppm, ok[i].ppm);
+        ck_assert_msg(ppm == ok[i].ppm,
+                      "\"%s\" gave %" PRIu64 ", want %" PRIu64, ok[i].text, ppm,
+                      ok[i].ppm);
         ppm = 12345;
         rc = brim_eps_parse(ok[i].text, &ppm, errbuf);
         ck_assert_msg(rc == 0, "eps \"%s\": rc=%s (%s)", ok[i].text,
@@ -504,10 +507,28 @@ END_TEST
 START_TEST(placement_ppm_parse_rejects)
 {
     static const char *bad[] = {
-        "-0.1", "1e-3", "0.0000001", "", "abc", "0.1.2", "+1", " 1", "1 ",
-        "0x10", "1,5", "-0", "1e3", "0.00000011", "nan", "inf",
-        "99999999999999999999999", "18446744073709551616",
-        "18446744073709.551616", "1000.000001", "1001", "none",
+        "-0.1",
+        "1e-3",
+        "0.0000001",
+        "",
+        "abc",
+        "0.1.2",
+        "+1",
+        " 1",
+        "1 ",
+        "0x10",
+        "1,5",
+        "-0",
+        "1e3",
+        "0.00000011",
+        "nan",
+        "inf",
+        "99999999999999999999999",
+        "18446744073709551616",
+        "18446744073709.551616",
+        "1000.000001",
+        "1001",
+        "none",
     };
     char     errbuf[BRIM_ERRBUF_LEN];
     uint64_t ppm;
@@ -518,17 +539,17 @@ START_TEST(placement_ppm_parse_rejects)
         ppm = 777;
         errbuf[0] = '\0';
         rc = brim_ppm_parse("weight", bad[i], 1000000000, &ppm, errbuf);
-        ck_assert_msg(rc == BRIM_EINVAL, "\"%s\": rc=%s, ppm=%" PRIu64,
-                      bad[i], brim_err_name(rc), ppm);
+        ck_assert_msg(rc == BRIM_EINVAL, "\"%s\": rc=%s, ppm=%" PRIu64, bad[i],
+                      brim_err_name(rc), ppm);
         ck_assert_msg(ppm == 777, "\"%s\": *ppm written on error", bad[i]);
         /* WHAT starts the message, which names the text. */
         ck_assert_msg(strncmp(errbuf, "weight", 6) == 0,
                       "\"%s\": errbuf \"%s\"", bad[i], errbuf);
         ck_assert_msg(bad[i][0] == '\0' || strstr(errbuf, bad[i]) != NULL,
-                      "\"%s\": errbuf \"%s\" lacks the text", bad[i],
-                      errbuf);
-        ck_assert_int_eq(brim_ppm_parse("weight", bad[i], 1000000000, &ppm,
-                                        NULL), BRIM_EINVAL);
+                      "\"%s\": errbuf \"%s\" lacks the text", bad[i], errbuf);
+        ck_assert_int_eq(
+            brim_ppm_parse("weight", bad[i], 1000000000, &ppm, NULL),
+            BRIM_EINVAL);
         if (strcmp(bad[i], "none") == 0) {
             continue;
         }
@@ -546,25 +567,22 @@ START_TEST(placement_ppm_parse_rejects)
     rc = brim_ppm_parse("weight", "3", 2500000, &ppm, errbuf);
     ck_assert_msg(rc == BRIM_EINVAL, "rc=%s", brim_err_name(rc));
     ck_assert_msg(strstr(errbuf, "2.5") != NULL
-                  || strstr(errbuf, "2500000") != NULL,
+                      || strstr(errbuf, "2500000") != NULL,
                   "errbuf \"%s\" lacks the limit", errbuf);
     ck_assert_uint_eq(ppm, 777);
 
     /* With the widest limit, the value must not wrap past 2^64: the most
      * is 18446744073709.551615. */
-    rc = brim_ppm_parse("x", "18446744073709.551615", UINT64_MAX, &ppm,
-                        NULL);
+    rc = brim_ppm_parse("x", "18446744073709.551615", UINT64_MAX, &ppm, NULL);
     ck_assert_msg(rc == 0, "rc=%s", brim_err_name(rc));
     ck_assert_uint_eq(ppm, UINT64_MAX);
     ppm = 777;
-    rc = brim_ppm_parse("x", "18446744073709.551616", UINT64_MAX, &ppm,
-                        NULL);
-    ck_assert_msg(rc == BRIM_EINVAL, "rc=%s, ppm=%" PRIu64,
-                  brim_err_name(rc), ppm);
-    rc = brim_ppm_parse("x", "18446744073709.999999", UINT64_MAX, &ppm,
-                        NULL);
-    ck_assert_msg(rc == BRIM_EINVAL, "rc=%s, ppm=%" PRIu64,
-                  brim_err_name(rc), ppm);
+    rc = brim_ppm_parse("x", "18446744073709.551616", UINT64_MAX, &ppm, NULL);
+    ck_assert_msg(rc == BRIM_EINVAL, "rc=%s, ppm=%" PRIu64, brim_err_name(rc),
+                  ppm);
+    rc = brim_ppm_parse("x", "18446744073709.999999", UINT64_MAX, &ppm, NULL);
+    ck_assert_msg(rc == BRIM_EINVAL, "rc=%s, ppm=%" PRIu64, brim_err_name(rc),
+                  ppm);
     ck_assert_uint_eq(ppm, 777);
 }
 END_TEST
@@ -590,8 +608,8 @@ check_refused(uint32_t v, uint32_t p, uint32_t n, const char *word,
     ck_assert_msg(rc == BRIM_EINVAL, "V=%u P=%u N=%u: rc=%s", v, p, n,
                   brim_err_name(rc));
     ck_assert_msg(mentions(errbuf, word) && strstr(errbuf, limit) != NULL,
-                  "V=%u P=%u N=%u: errbuf \"%s\" should name %s and %s", v,
-                  p, n, errbuf, word, limit);
+                  "V=%u P=%u N=%u: errbuf \"%s\" should name %s and %s", v, p,
+                  n, errbuf, word, limit);
     ck_assert_int_eq(brim_placement_check(v, p, n, NULL), BRIM_EINVAL);
 }
 
@@ -637,10 +655,8 @@ START_TEST(placement_I04_bad_settings)
     errbuf[0] = '\0';
     rc = brim_ring_add_node(&ring, "n1", 0, errbuf);
     ck_assert_msg(rc == BRIM_EINVAL, "rc=%s", brim_err_name(rc));
-    ck_assert_msg(mentions(errbuf, "weight")
-                  && strstr(errbuf, "1000") != NULL,
-                  "errbuf \"%s\" should name the weight and its limit",
-                  errbuf);
+    ck_assert_msg(mentions(errbuf, "weight") && strstr(errbuf, "1000") != NULL,
+                  "errbuf \"%s\" should name the weight and its limit", errbuf);
     ck_assert_uint_eq(ring.nnodes, 0);
     errbuf[0] = '\0';
     rc = brim_ppm_parse("weight", "0", BRIM_WEIGHT_PPM_MAX, &eps, errbuf);
@@ -667,7 +683,7 @@ START_TEST(placement_I04_bad_settings)
     ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
     brim_ring_caps(&ring, 256, 0, caps);
     {
-        uint64_t count[3] = { 0, 0, 0 };
+        uint64_t count[3] = {0, 0, 0};
 
         for (i = 0; i < 256; i++) {
             ck_assert_uint_lt(owner[i], 3);
@@ -693,8 +709,8 @@ END_TEST
 START_TEST(placement_rebalance_bad_input)
 {
     struct brim_ring old_ring, empty;
-    uint64_t         pos[4] = { 1, 2, 3, 4 }, p = 10;
-    uint16_t         old[4] = { 0, 1, 0, 1 }, owner[4];
+    uint64_t         pos[4] = {1, 2, 3, 4}, p = 10;
+    uint16_t         old[4] = {0, 1, 0, 1}, owner[4];
     char             errbuf[BRIM_ERRBUF_LEN];
     int              rc;
 
@@ -705,16 +721,16 @@ START_TEST(placement_rebalance_bad_input)
 
     /* No node on the new ring. */
     errbuf[0] = '\0';
-    rc = brim_place_rebalance(&old_ring, old, &empty, 0, pos, 4, owner,
-                              NULL, errbuf);
+    rc = brim_place_rebalance(&old_ring, old, &empty, 0, pos, 4, owner, NULL,
+                              errbuf);
     ck_assert_msg(rc == BRIM_EINVAL, "rc=%s", brim_err_name(rc));
     ck_assert_msg(errbuf[0] != '\0', "no message");
 
     /* An old owner index beyond the old ring. */
     old[2] = 2;
     errbuf[0] = '\0';
-    rc = brim_place_rebalance(&old_ring, old, &old_ring, 0, pos, 4, owner,
-                              NULL, errbuf);
+    rc = brim_place_rebalance(&old_ring, old, &old_ring, 0, pos, 4, owner, NULL,
+                              errbuf);
     ck_assert_msg(rc == BRIM_EINVAL, "rc=%s", brim_err_name(rc));
     ck_assert_msg(errbuf[0] != '\0', "no message");
 
@@ -746,8 +762,8 @@ START_TEST(placement_I03_walk_wraps)
         ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
         ck_assert_uint_eq(owner[0], 0);
         none[0] = NONE16;
-        rc = brim_place_rebalance(&ring, none, &ring, 0, pos, 1, owner,
-                                  reason, errbuf);
+        rc = brim_place_rebalance(&ring, none, &ring, 0, pos, 1, owner, reason,
+                                  errbuf);
         ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
         ck_assert_uint_eq(owner[0], 0);
         ck_assert_uint_eq(reason[0], BRIM_MOVE_ARC);
@@ -785,8 +801,8 @@ START_TEST(placement_I03_walk_wraps)
     for (i = 0; i < 4; i++) {
         none[i] = NONE16;
     }
-    rc = brim_place_rebalance(&ring, none, &ring, 250000, pos, 4, owner,
-                              reason, errbuf);
+    rc = brim_place_rebalance(&ring, none, &ring, 250000, pos, 4, owner, reason,
+                              errbuf);
     ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
     ck_assert_uint_eq(owner[0], a);
     ck_assert_uint_eq(owner[1], a);
@@ -814,18 +830,17 @@ START_TEST(placement_rebalance_shed_order)
     /* Old ring A@1000, B@2000; C@3000 joins. 9 units, eps 0: cap 3 each.
      * Before: A owns u0 u1 u4 u5 (natural), u2 u3 (displaced: B's arc)
      * and u8; B owns u6 and u7. u7 and u8 fall in C's new arc. */
-    static const uint64_t pos[9] = { 100, 200, 1100, 1200, 300, 400, 1300,
-                                     2500, 2600 };
-    static const uint16_t old[9] = { 0, 0, 0, 0, 0, 0, 1, 1, 0 };
+    static const uint64_t pos[9] = {100, 200,  1100, 1200, 300,
+                                    400, 1300, 2500, 2600};
+    static const uint16_t old[9] = {0, 0, 0, 0, 0, 0, 1, 1, 0};
     /* A sheds three: its displaced u3 then u2 (reverse index order), then
      * its natural u5. u2 and u3 find room at B; u5 walks past full A and
      * B to C; u7 and u8 take their new ring owner C. */
-    static const char    *want[9] = { "A", "A", "B", "B", "A", "C", "B",
-                                      "C", "C" };
-    static const uint8_t  why[9] = {
-        BRIM_MOVE_NONE, BRIM_MOVE_NONE, BRIM_MOVE_CAP, BRIM_MOVE_CAP,
-        BRIM_MOVE_NONE, BRIM_MOVE_CAP, BRIM_MOVE_NONE, BRIM_MOVE_ARC,
-        BRIM_MOVE_ARC,
+    static const char *want[9] = {"A", "A", "B", "B", "A", "C", "B", "C", "C"};
+    static const uint8_t why[9] = {
+        BRIM_MOVE_NONE, BRIM_MOVE_NONE, BRIM_MOVE_CAP,
+        BRIM_MOVE_CAP,  BRIM_MOVE_NONE, BRIM_MOVE_CAP,
+        BRIM_MOVE_NONE, BRIM_MOVE_ARC,  BRIM_MOVE_ARC,
     };
     struct brim_ring old_ring, new_ring;
     uint64_t         ta = 1000, tb = 2000, tc = 3000;
@@ -847,18 +862,18 @@ START_TEST(placement_rebalance_shed_order)
     ck_assert_msg(rc == 0, "rc=%s (%s)", brim_err_name(rc), errbuf);
     for (i = 0; i < 9; i++) {
         ck_assert_msg(owner[i] == node_of(&new_ring, want[i])
-                      && reason[i] == why[i],
+                          && reason[i] == why[i],
                       "u%d: %s (%s), want %s (%s)", i,
                       owner[i] < 3 ? new_ring.nodes[owner[i]].name : "?",
                       brim_move_reason_name(reason[i]), want[i],
                       brim_move_reason_name(why[i]));
-        ck_assert_uint_eq(brim_move_reason_of(&old_ring, old[i], &new_ring,
-                                              owner[i], pos[i]),
-                          why[i]);
+        ck_assert_uint_eq(
+            brim_move_reason_of(&old_ring, old[i], &new_ring, owner[i], pos[i]),
+            why[i]);
     }
     /* Without REASON the owners are the same. */
-    rc = brim_place_rebalance(&old_ring, old, &new_ring, 0, pos, 9, owner,
-                              NULL, NULL);
+    rc = brim_place_rebalance(&old_ring, old, &new_ring, 0, pos, 9, owner, NULL,
+                              NULL);
     ck_assert_int_eq(rc, 0);
     for (i = 0; i < 9; i++) {
         ck_assert_uint_eq(owner[i], node_of(&new_ring, want[i]));
@@ -870,7 +885,7 @@ END_TEST
 
 /* ---- seeded random memberships ------------------------------------------ */
 
-#define PROP_NODES_MAX 24                   /* 20 members + 3 joiners + 1 */
+#define PROP_NODES_MAX 24 /* 20 members + 3 joiners + 1 */
 #define PROP_UNITS_MAX 3000
 
 static const uint64_t prop_eps[] = {
@@ -878,7 +893,11 @@ static const uint64_t prop_eps[] = {
 };
 
 enum prop_change {
-    PROP_JOIN, PROP_LEAVE, PROP_JOIN_LEAVE, PROP_WEIGHT, PROP_NONE,
+    PROP_JOIN,
+    PROP_LEAVE,
+    PROP_JOIN_LEAVE,
+    PROP_WEIGHT,
+    PROP_NONE,
     PROP_NCHANGES
 };
 
@@ -887,34 +906,34 @@ static const char *prop_change_name[] = {
 };
 
 struct prop_member {
-    char     name[16];              /* "n<id>" */
-    uint32_t weight_ppm;            /* weight */
+    char     name[16];   /* "n<id>" */
+    uint32_t weight_ppm; /* weight */
 };
 
 /* One random case: two memberships, units and settings. */
 struct prop_case {
-    uint64_t           seed;            /* the case seed (printed) */
-    uint64_t           ring_seed;       /* cluster seed of both rings */
-    uint32_t           v;               /* tokens per unit of weight */
-    uint64_t           eps_ppm;         /* from prop_eps */
-    int                ties;            /* coarse positions, many ties */
-    enum prop_change   change;          /* old -> new */
-    size_t             nold, nnew;      /* members before and after */
+    uint64_t           seed;       /* the case seed (printed) */
+    uint64_t           ring_seed;  /* cluster seed of both rings */
+    uint32_t           v;          /* tokens per unit of weight */
+    uint64_t           eps_ppm;    /* from prop_eps */
+    int                ties;       /* coarse positions, many ties */
+    enum prop_change   change;     /* old -> new */
+    size_t             nold, nnew; /* members before and after */
     struct prop_member old[PROP_NODES_MAX];
     struct prop_member new[PROP_NODES_MAX];
-    size_t             nleft;           /* members that left */
-    char               left[4][16];     /* their names */
-    size_t             n;               /* units */
-    uint64_t          *pos;             /* n unit positions */
-    struct brim_ring   old_ring;        /* built from old, shuffled */
-    struct brim_ring   new_ring;        /* built from new, shuffled */
-    char               desc[200];       /* one line for failure messages */
+    size_t           nleft;       /* members that left */
+    char             left[4][16]; /* their names */
+    size_t           n;           /* units */
+    uint64_t        *pos;         /* n unit positions */
+    struct brim_ring old_ring;    /* built from old, shuffled */
+    struct brim_ring new_ring;    /* built from new, shuffled */
+    char             desc[200];   /* one line for failure messages */
 };
 
 static uint64_t prop_base_seed = 0x5eed0b1e;
 
-#define PCHECK(pc, cond, fmt, ...)                                           \
-    ck_assert_msg((cond), "case seed %#" PRIx64 " (%s): " fmt, (pc)->seed,   \
+#define PCHECK(pc, cond, fmt, ...)                                             \
+    ck_assert_msg((cond), "case seed %#" PRIx64 " (%s): " fmt, (pc)->seed,     \
                   (pc)->desc, __VA_ARGS__)
 
 static uint32_t
@@ -925,7 +944,7 @@ prop_weight(struct brim_rng *rng)
         return ONE;
     case 1:
         return (uint32_t) (ONE / 2 * (1 + brim_rng_below(rng, 6)));
-    default:                        /* 0.1 .. 4, any millionth */
+    default: /* 0.1 .. 4, any millionth */
         return (uint32_t) (100000 + brim_rng_below(rng, 3900001));
     }
 }
@@ -961,8 +980,7 @@ prop_tie_pos(uint64_t seed, const char *name, uint32_t j)
 
 static void
 prop_build_ring(struct prop_case *pc, struct brim_rng *rng,
-                struct brim_ring *ring, const struct prop_member *m,
-                size_t nm)
+                struct brim_ring *ring, const struct prop_member *m, size_t nm)
 {
     size_t   order[PROP_NODES_MAX], i, j, tmp;
     uint64_t tp[4 * 50 + 1];
@@ -990,13 +1008,13 @@ prop_build_ring(struct prop_case *pc, struct brim_rng *rng,
             for (k = 0; k < cnt; k++) {
                 tp[k] = prop_tie_pos(pc->ring_seed, mm->name, k);
             }
-            rc = brim_ring_add_node_at(ring, mm->name, mm->weight_ppm, tp,
-                                       cnt, errbuf);
+            rc = brim_ring_add_node_at(ring, mm->name, mm->weight_ppm, tp, cnt,
+                                       errbuf);
         } else {
             rc = brim_ring_add_node(ring, mm->name, mm->weight_ppm, errbuf);
         }
-        PCHECK(pc, rc == 0, "add %s: rc=%s (%s)", mm->name,
-               brim_err_name(rc), errbuf);
+        PCHECK(pc, rc == 0, "add %s: rc=%s (%s)", mm->name, brim_err_name(rc),
+               errbuf);
     }
 }
 
@@ -1022,10 +1040,10 @@ prop_case_make(struct prop_case *pc, uint64_t seed)
         prop_new_member(&rng, pc, &pc->old[pc->nold]);
         pc->nold++;
     }
-    if (pc->nold == 1 && (pc->change == PROP_LEAVE
-                          || pc->change == PROP_JOIN_LEAVE))
+    if (pc->nold == 1
+        && (pc->change == PROP_LEAVE || pc->change == PROP_JOIN_LEAVE))
     {
-        pc->change = PROP_JOIN;     /* the last node cannot leave */
+        pc->change = PROP_JOIN; /* the last node cannot leave */
     }
     memcpy(pc->new, pc->old, sizeof(pc->old));
     pc->nnew = pc->nold;
@@ -1060,8 +1078,9 @@ prop_case_make(struct prop_case *pc, uint64_t seed)
 
     /* Units: random positions, token positions and their neighbours,
      * the ends of the ring. */
-    pc->n = 1 + (size_t) brim_rng_below(&rng, brim_rng_below(&rng, 4) == 0
-                                                  ? 50 : PROP_UNITS_MAX);
+    pc->n = 1
+        + (size_t) brim_rng_below(
+                &rng, brim_rng_below(&rng, 4) == 0 ? 50 : PROP_UNITS_MAX);
     pc->pos = malloc(pc->n * sizeof(*pc->pos));
     ck_assert_ptr_nonnull(pc->pos);
     for (i = 0; i < pc->n; i++) {
@@ -1082,7 +1101,7 @@ prop_case_make(struct prop_case *pc, uint64_t seed)
             break;
         case 4:
             pc->pos[i] = (brim_rng_next(&rng) & (63ull << 58))
-                         + brim_rng_below(&rng, 3) - 1;
+                + brim_rng_below(&rng, 3) - 1;
             break;
         default:
             pc->pos[i] = brim_rng_next(&rng);
@@ -1144,8 +1163,7 @@ prop_replace(struct prop_case *pc, const struct brim_ring *ring,
     char errbuf[BRIM_ERRBUF_LEN] = "";
     int  rc;
 
-    rc = brim_place_replace(ring, pc->eps_ppm, pc->pos, pc->n, owner,
-                            errbuf);
+    rc = brim_place_replace(ring, pc->eps_ppm, pc->pos, pc->n, owner, errbuf);
     PCHECK(pc, rc == 0, "replace: rc=%s (%s)", brim_err_name(rc), errbuf);
 }
 
@@ -1166,23 +1184,26 @@ static void
 prop_check_caps(struct prop_case *pc, const struct brim_ring *ring,
                 const uint16_t *owner, const char *what)
 {
-    uint64_t count[PROP_NODES_MAX] = { 0 }, caps[PROP_NODES_MAX];
+    uint64_t count[PROP_NODES_MAX] = {0}, caps[PROP_NODES_MAX];
     size_t   i;
 
     brim_ring_caps(ring, pc->n, pc->eps_ppm, caps);
     for (i = 0; i < pc->n; i++) {
-        PCHECK(pc, owner[i] < ring->nnodes, "%s: unit %zu has owner %u of "
-               "%u nodes", what, i, owner[i], ring->nnodes);
+        PCHECK(pc, owner[i] < ring->nnodes,
+               "%s: unit %zu has owner %u of "
+               "%u nodes",
+               what, i, owner[i], ring->nnodes);
         count[owner[i]]++;
     }
     for (i = 0; i < ring->nnodes; i++) {
-        PCHECK(pc, caps[i] == ref_cap(pc->n, pc->eps_ppm,
-                                      ring->nodes[i].weight_ppm,
-                                      ring->weight_sum_ppm),
-               "%s: cap of %s is %" PRIu64, what, ring->nodes[i].name,
-               caps[i]);
-        PCHECK(pc, count[i] <= caps[i], "%s: %s holds %" PRIu64 " of cap %"
-               PRIu64, what, ring->nodes[i].name, count[i], caps[i]);
+        PCHECK(pc,
+               caps[i]
+                   == ref_cap(pc->n, pc->eps_ppm, ring->nodes[i].weight_ppm,
+                              ring->weight_sum_ppm),
+               "%s: cap of %s is %" PRIu64, what, ring->nodes[i].name, caps[i]);
+        PCHECK(pc, count[i] <= caps[i],
+               "%s: %s holds %" PRIu64 " of cap %" PRIu64, what,
+               ring->nodes[i].name, count[i], caps[i]);
     }
 }
 
@@ -1225,9 +1246,9 @@ prop_replace_reference(struct prop_case *pc)
         prop_replace(pc, ring, got);
         ref_replace(ring, pc->eps_ppm, pc->pos, pc->n, want);
         for (i = 0; i < pc->n; i++) {
-            PCHECK(pc, got[i] == want[i], "replace unit %zu at %#" PRIx64
-                   ": owner %u, reference %u", i, pc->pos[i], got[i],
-                   want[i]);
+            PCHECK(pc, got[i] == want[i],
+                   "replace unit %zu at %#" PRIx64 ": owner %u, reference %u",
+                   i, pc->pos[i], got[i], want[i]);
         }
         prop_check_caps(pc, ring, got, "replace");
     }
@@ -1253,20 +1274,20 @@ prop_rebalance_reference(struct prop_case *pc)
         } else {
             for (i = 0; i < pc->n; i++) {
                 old[i] = brim_rng_below(&rng, 8) == 0
-                         ? NONE16
-                         : (uint16_t) brim_rng_below(&rng,
-                                                     pc->old_ring.nnodes);
+                    ? NONE16
+                    : (uint16_t) brim_rng_below(&rng, pc->old_ring.nnodes);
             }
         }
         prop_rebalance(pc, old, got, why);
-        ref_rebalance(&pc->old_ring, old, &pc->new_ring, pc->eps_ppm,
-                      pc->pos, pc->n, want, want_why);
+        ref_rebalance(&pc->old_ring, old, &pc->new_ring, pc->eps_ppm, pc->pos,
+                      pc->n, want, want_why);
         for (i = 0; i < pc->n; i++) {
             PCHECK(pc, got[i] == want[i] && why[i] == want_why[i],
                    "rebalance (old map %s) unit %zu at %#" PRIx64 ": %u (%s)"
-                   ", reference %u (%s)", round ? "random" : "replace", i,
-                   pc->pos[i], got[i], brim_move_reason_name(why[i]),
-                   want[i], brim_move_reason_name(want_why[i]));
+                   ", reference %u (%s)",
+                   round ? "random" : "replace", i, pc->pos[i], got[i],
+                   brim_move_reason_name(why[i]), want[i],
+                   brim_move_reason_name(want_why[i]));
         }
         prop_check_caps(pc, &pc->new_ring, got, "rebalance");
     }
@@ -1289,12 +1310,14 @@ prop_caps_hold(struct prop_case *pc)
     prop_check_caps(pc, &pc->new_ring, mid, "rebalance");
     /* Back again: new -> new is no change at all. */
     ck_assert_int_eq(brim_place_rebalance(&pc->new_ring, mid, &pc->new_ring,
-                                          pc->eps_ppm, pc->pos, pc->n, got,
-                                          r2, NULL), 0);
+                                          pc->eps_ppm, pc->pos, pc->n, got, r2,
+                                          NULL),
+                     0);
     prop_check_caps(pc, &pc->new_ring, got, "rebalance twice");
-    PCHECK(pc, memcmp(got, mid, pc->n * sizeof(*got)) == 0 && r2[0] == 0
-           && memchr(r2, BRIM_MOVE_ARC, pc->n) == NULL
-           && memchr(r2, BRIM_MOVE_CAP, pc->n) == NULL,
+    PCHECK(pc,
+           memcmp(got, mid, pc->n * sizeof(*got)) == 0 && r2[0] == 0
+               && memchr(r2, BRIM_MOVE_ARC, pc->n) == NULL
+               && memchr(r2, BRIM_MOVE_CAP, pc->n) == NULL,
            "%s", "a rebalance without a change moved units");
     prop_free(old, mid, got, r1, r2);
 }
@@ -1322,15 +1345,19 @@ prop_leave_moves_leavers(struct prop_case *pc)
             left |= strcmp(pc->old_ring.nodes[old[i]].name, pc->left[k]) == 0;
         }
         same = strcmp(pc->old_ring.nodes[old[i]].name,
-                      pc->new_ring.nodes[got[i]].name) == 0;
+                      pc->new_ring.nodes[got[i]].name)
+            == 0;
         PCHECK(pc, left != same, "unit %zu: %s -> %s", i,
                pc->old_ring.nodes[old[i]].name,
                pc->new_ring.nodes[got[i]].name);
-        PCHECK(pc, why[i] == (left ? (got[i] == brim_ring_owner(&pc->new_ring,
-                                                                pc->pos[i])
-                                      ? BRIM_MOVE_ARC : BRIM_MOVE_CAP)
-                                   : BRIM_MOVE_NONE),
-               "unit %zu: reason %s", i, brim_move_reason_name(why[i]));
+        PCHECK(
+            pc,
+            why[i]
+                == (left ? (got[i] == brim_ring_owner(&pc->new_ring, pc->pos[i])
+                                ? BRIM_MOVE_ARC
+                                : BRIM_MOVE_CAP)
+                         : BRIM_MOVE_NONE),
+            "unit %zu: reason %s", i, brim_move_reason_name(why[i]));
         moved += left;
     }
     PCHECK(pc, pc->change != PROP_NONE || moved == 0, "%zu moved", moved);
@@ -1359,33 +1386,36 @@ prop_reasons_match_diff(struct prop_case *pc)
     memcpy(mn.owner, got, pc->n * sizeof(*got));
     moves = NULL;
     nmoves = 0;
-    rc = brim_map_diff(&mo, &pc->old_ring, &mn, &pc->new_ring, pc->pos,
-                       &moves, &nmoves, errbuf);
+    rc = brim_map_diff(&mo, &pc->old_ring, &mn, &pc->new_ring, pc->pos, &moves,
+                       &nmoves, errbuf);
     PCHECK(pc, rc == 0, "diff: rc=%s (%s)", brim_err_name(rc), errbuf);
 
     k = 0;
     for (i = 0; i < pc->n; i++) {
         same = strcmp(pc->old_ring.nodes[old[i]].name,
-                      pc->new_ring.nodes[got[i]].name) == 0;
-        PCHECK(pc, why[i] == brim_move_reason_of(&pc->old_ring, old[i],
-                                                 &pc->new_ring, got[i],
-                                                 pc->pos[i]),
+                      pc->new_ring.nodes[got[i]].name)
+            == 0;
+        PCHECK(pc,
+               why[i]
+                   == brim_move_reason_of(&pc->old_ring, old[i], &pc->new_ring,
+                                          got[i], pc->pos[i]),
                "unit %zu: rebalance says %s, move_reason_of %s", i,
                brim_move_reason_name(why[i]),
                brim_move_reason_name(brim_move_reason_of(
-                   &pc->old_ring, old[i], &pc->new_ring, got[i],
-                   pc->pos[i])));
+                   &pc->old_ring, old[i], &pc->new_ring, got[i], pc->pos[i])));
         PCHECK(pc, same == (why[i] == BRIM_MOVE_NONE), "unit %zu: %s", i,
                brim_move_reason_name(why[i]));
         if (same) {
             continue;
         }
-        PCHECK(pc, k < nmoves, "unit %zu moved but the diff has %zu moves",
-               i, nmoves);
-        PCHECK(pc, moves[k].partition == i && moves[k].from == old[i]
-               && moves[k].to == got[i] && moves[k].reason == why[i],
+        PCHECK(pc, k < nmoves, "unit %zu moved but the diff has %zu moves", i,
+               nmoves);
+        PCHECK(pc,
+               moves[k].partition == i && moves[k].from == old[i]
+                   && moves[k].to == got[i] && moves[k].reason == why[i],
                "move %zu: partition %u %u -> %u (%s), want %zu %u -> %u "
-               "(%s)", k, moves[k].partition, moves[k].from, moves[k].to,
+               "(%s)",
+               k, moves[k].partition, moves[k].from, moves[k].to,
                brim_move_reason_name(moves[k].reason), i, old[i], got[i],
                brim_move_reason_name(why[i]));
         k++;
@@ -1403,7 +1433,7 @@ prop_reasons_match_diff(struct prop_case *pc)
 static void
 prop_unbound_ring_owner(struct prop_case *pc)
 {
-    uint64_t  natural[PROP_NODES_MAX] = { 0 }, caps[PROP_NODES_MAX];
+    uint64_t  natural[PROP_NODES_MAX] = {0}, caps[PROP_NODES_MAX];
     uint16_t *got, *u1, *u2;
     uint8_t  *r1, *r2;
     size_t    i;
@@ -1427,8 +1457,9 @@ prop_unbound_ring_owner(struct prop_case *pc)
         }
     }
     /* eps none never binds. */
-    ck_assert_int_eq(brim_place_replace(&pc->new_ring, BRIM_EPS_NONE,
-                                        pc->pos, pc->n, got, NULL), 0);
+    ck_assert_int_eq(brim_place_replace(&pc->new_ring, BRIM_EPS_NONE, pc->pos,
+                                        pc->n, got, NULL),
+                     0);
     for (i = 0; i < pc->n; i++) {
         PCHECK(pc, got[i] == brim_ring_owner(&pc->new_ring, pc->pos[i]),
                "eps none: unit %zu: owner %u", i, got[i]);
@@ -1497,10 +1528,9 @@ static void
 i05_run(int ties)
 {
     static const struct prop_member members[] = {
-        { "n1", ONE }, { "n11", 1500000 }, { "n2", 500000 },
-        { "alpha", ONE }, { "b", 2000000 }, { "A", 750000 },
-        { "z", ONE }, { "m:7000", 1250000 }, { "x.y", ONE },
-        { "q-1", 3000000 },
+        {"n1", ONE},    {"n11", 1500000}, {"n2", 500000}, {"alpha", ONE},
+        {"b", 2000000}, {"A", 750000},    {"z", ONE},     {"m:7000", 1250000},
+        {"x.y", ONE},   {"q-1", 3000000},
     };
     struct prop_case *pc;
     struct brim_ring  first_old, first_new;
@@ -1525,8 +1555,7 @@ i05_run(int ties)
      * joined. */
     for (i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
         if (strcmp(members[i].name, "b") != 0
-            && strcmp(members[i].name, "z") != 0)
-        {
+            && strcmp(members[i].name, "z") != 0) {
             pc->old[pc->nold++] = members[i];
         }
         if (strcmp(members[i].name, "n2") != 0) {
@@ -1551,21 +1580,25 @@ i05_run(int ties)
             memcpy(first_why, why, sizeof(why));
             continue;
         }
-        PCHECK(pc, pc->old_ring.ntokens == first_old.ntokens
-               && pc->new_ring.ntokens == first_new.ntokens,
+        PCHECK(pc,
+               pc->old_ring.ntokens == first_old.ntokens
+                   && pc->new_ring.ntokens == first_new.ntokens,
                "round %d: token counts differ", round);
         for (i = 0; i < first_old.nnodes; i++) {
-            PCHECK(pc, strcmp(pc->old_ring.nodes[i].name,
-                              first_old.nodes[i].name) == 0,
+            PCHECK(pc,
+                   strcmp(pc->old_ring.nodes[i].name, first_old.nodes[i].name)
+                       == 0,
                    "round %d: node %zu", round, i);
         }
-        PCHECK(pc, tokens_equal(&pc->old_ring, &first_old)
-               && tokens_equal(&pc->new_ring, &first_new),
+        PCHECK(pc,
+               tokens_equal(&pc->old_ring, &first_old)
+                   && tokens_equal(&pc->new_ring, &first_new),
                "round %d: token arrays differ", round);
         PCHECK(pc, memcmp(old, first_owner, sizeof(old)) == 0,
                "round %d: replace maps differ", round);
-        PCHECK(pc, memcmp(got, first_got, sizeof(got)) == 0
-               && memcmp(why, first_why, sizeof(why)) == 0,
+        PCHECK(pc,
+               memcmp(got, first_got, sizeof(got)) == 0
+                   && memcmp(why, first_why, sizeof(why)) == 0,
                "round %d: rebalance maps differ", round);
         brim_ring_destroy(&pc->old_ring);
         brim_ring_destroy(&pc->new_ring);

@@ -73,8 +73,7 @@ mentions(const char *text, const char *word)
     for (i = 0; i + m <= n; i++) {
         for (j = 0; j < m; j++) {
             if (tolower((unsigned char) text[i + j])
-                != tolower((unsigned char) word[j]))
-            {
+                != tolower((unsigned char) word[j])) {
                 break;
             }
         }
@@ -97,14 +96,12 @@ check_ring_sorted(const struct brim_ring *ring)
     wsum = 0;
     ntok = 0;
     for (i = 0; i < ring->nnodes; i++) {
-        ck_assert_uint_eq(strlen(ring->nodes[i].name),
-                          ring->nodes[i].name_len);
+        ck_assert_uint_eq(strlen(ring->nodes[i].name), ring->nodes[i].name_len);
         if (i > 0) {
-            ck_assert_msg(strcmp(ring->nodes[i - 1].name,
-                                 ring->nodes[i].name) < 0,
-                          "nodes %zu \"%s\" and %zu \"%s\" out of order",
-                          i - 1, ring->nodes[i - 1].name, i,
-                          ring->nodes[i].name);
+            ck_assert_msg(strcmp(ring->nodes[i - 1].name, ring->nodes[i].name)
+                              < 0,
+                          "nodes %zu \"%s\" and %zu \"%s\" out of order", i - 1,
+                          ring->nodes[i - 1].name, i, ring->nodes[i].name);
         }
         wsum += ring->nodes[i].weight_ppm;
         ntok += ring->nodes[i].ntokens;
@@ -145,10 +142,10 @@ check_ring_equal(const struct brim_ring *a, const struct brim_ring *b)
     }
     for (i = 0; i < a->ntokens; i++) {
         ck_assert_msg(a->tokens[i].pos == b->tokens[i].pos
-                      && a->tokens[i].node == b->tokens[i].node,
-                      "token %zu: (%#" PRIx64 ", %u) vs (%#" PRIx64 ", %u)",
-                      i, a->tokens[i].pos, a->tokens[i].node,
-                      b->tokens[i].pos, b->tokens[i].node);
+                          && a->tokens[i].node == b->tokens[i].node,
+                      "token %zu: (%#" PRIx64 ", %u) vs (%#" PRIx64 ", %u)", i,
+                      a->tokens[i].pos, a->tokens[i].node, b->tokens[i].pos,
+                      b->tokens[i].node);
     }
 }
 
@@ -182,37 +179,37 @@ START_TEST(ring_token_count_rounding)
     static const struct {
         uint32_t v, w, n;
     } c[] = {
-        { 160, ONE, 160 },
-        { 1, ONE, 1 },
-        { 10, 1250000, 13 },        /* 12.5: halves round up */
-        { 10, 1150000, 12 },        /* 11.5 */
-        { 10, 1149999, 11 },        /* 11.49999 */
-        { 10, 1140000, 11 },
-        { 3, 500000, 2 },           /* 1.5 */
-        { 7, 2500000, 18 },         /* 17.5 */
-        { 7, 2499999, 17 },
-        { 2, 250000, 1 },           /* 0.5 */
-        { 4, 375000, 2 },           /* 1.5 */
-        { 1, BRIM_WEIGHT_PPM_MIN, 1 },  /* 0.001: at least one */
-        { 1, 499999, 1 },
-        { 160, 3000, 1 },           /* 0.48 */
-        { 160, 1000, 1 },           /* 0.16 */
-        { 160, 3125, 1 },           /* 0.5 exactly: 1 */
-        { 160, 9375, 2 },           /* 1.5 exactly: 2 */
-        { 160, 2000000, 320 },
-        { 160, 333333, 53 },        /* 53.33328 */
-        { 3, 833334, 3 },           /* 2.500002 */
-        { 3, 833333, 2 },           /* 2.499999 */
-        { BRIM_TOKENS_PER_NODE_MAX, BRIM_WEIGHT_PPM_MAX, 10000000 },
-        { BRIM_TOKENS_PER_NODE_MAX, ONE, 10000 },
-        { 9999, BRIM_WEIGHT_PPM_MAX, 9999000 },
+        {160, ONE, 160},
+        {1, ONE, 1},
+        {10, 1250000, 13}, /* 12.5: halves round up */
+        {10, 1150000, 12}, /* 11.5 */
+        {10, 1149999, 11}, /* 11.49999 */
+        {10, 1140000, 11},
+        {3, 500000, 2},   /* 1.5 */
+        {7, 2500000, 18}, /* 17.5 */
+        {7, 2499999, 17},
+        {2, 250000, 1},              /* 0.5 */
+        {4, 375000, 2},              /* 1.5 */
+        {1, BRIM_WEIGHT_PPM_MIN, 1}, /* 0.001: at least one */
+        {1, 499999, 1},
+        {160, 3000, 1}, /* 0.48 */
+        {160, 1000, 1}, /* 0.16 */
+        {160, 3125, 1}, /* 0.5 exactly: 1 */
+        {160, 9375, 2}, /* 1.5 exactly: 2 */
+        {160, 2000000, 320},
+        {160, 333333, 53}, /* 53.33328 */
+        {3, 833334, 3},    /* 2.500002 */
+        {3, 833333, 2},    /* 2.499999 */
+        {BRIM_TOKENS_PER_NODE_MAX, BRIM_WEIGHT_PPM_MAX, 10000000},
+        {BRIM_TOKENS_PER_NODE_MAX, ONE, 10000},
+        {9999, BRIM_WEIGHT_PPM_MAX, 9999000},
     };
     size_t i;
 
     for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
         ck_assert_msg(brim_ring_token_count(c[i].v, c[i].w) == c[i].n,
-                      "V=%u weight=%u ppm: %u tokens, want %u", c[i].v,
-                      c[i].w, brim_ring_token_count(c[i].v, c[i].w), c[i].n);
+                      "V=%u weight=%u ppm: %u tokens, want %u", c[i].v, c[i].w,
+                      brim_ring_token_count(c[i].v, c[i].w), c[i].n);
     }
 }
 END_TEST
@@ -223,8 +220,9 @@ START_TEST(ring_token_positions)
         const char *name;
         uint32_t    w;
     } m[] = {
-        { "n1", ONE }, { "n11", 1500000 }, { "b", 250000 },
-        { "node-7.example:7000", 2000000 }, { "z", 1000 },
+        {"n1", ONE},   {"n11", 1500000},
+        {"b", 250000}, {"node-7.example:7000", 2000000},
+        {"z", 1000},
     };
     struct brim_ring ring;
     uint64_t         got[64], want[64];
@@ -238,8 +236,8 @@ START_TEST(ring_token_positions)
     }
     check_ring_sorted(&ring);
     ck_assert_uint_eq(ring.nnodes, 5);
-    ck_assert_uint_eq(ring.weight_sum_ppm, 1000000 + 1500000 + 250000
-                                           + 2000000 + 1000);
+    ck_assert_uint_eq(ring.weight_sum_ppm,
+                      1000000 + 1500000 + 250000 + 2000000 + 1000);
     /* Each node holds round(V x w) tokens at its hashed positions. */
     for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
         idx = brim_ring_find_node(&ring, m[i].name, strlen(m[i].name));
@@ -256,8 +254,8 @@ START_TEST(ring_token_positions)
         }
         ck_assert_uint_eq(n, count);
         for (j = 0; j < count; j++) {
-            want[j] = brim_hash_token(0xfeedull, m[i].name,
-                                      strlen(m[i].name), j);
+            want[j] =
+                brim_hash_token(0xfeedull, m[i].name, strlen(m[i].name), j);
         }
         qsort(got, n, sizeof(got[0]), u64_cmp);
         qsort(want, count, sizeof(want[0]), u64_cmp);
@@ -361,9 +359,9 @@ START_TEST(ring_owner_matches_scan)
         case 0:
             p = brim_rng_next(&rng);
             break;
-        default:                    /* a token position, or next to one */
-            p = ring.tokens[brim_rng_below(&rng, ring.ntokens)].pos
-                + (k % 4) - 2;
+        default: /* a token position, or next to one */
+            p = ring.tokens[brim_rng_below(&rng, ring.ntokens)].pos + (k % 4)
+                - 2;
             break;
         }
         ck_assert_uint_eq(brim_ring_owner(&ring, p), ref_owner(&ring, p));
@@ -378,9 +376,9 @@ END_TEST
 
 /* ---- I01: ties ---------------------------------------------------------- */
 
-static const uint64_t tie_a[] = { 100, 5000, 1ull << 62 };
-static const uint64_t tie_b[] = { 5000, 200, UINT64_MAX };
-static const uint64_t tie_c[] = { 5000, 100, 7 };
+static const uint64_t tie_a[] = {100, 5000, 1ull << 62};
+static const uint64_t tie_b[] = {5000, 200, UINT64_MAX};
+static const uint64_t tie_c[] = {5000, 100, 7};
 
 static void
 tie_ring(struct brim_ring *ring, const char *order)
@@ -405,12 +403,11 @@ tie_ring(struct brim_ring *ring, const char *order)
 START_TEST(ring_I01_ties)
 {
     static const struct brim_token want[] = {
-        { 7, 2 }, { 100, 0 }, { 100, 2 }, { 200, 1 }, { 5000, 0 },
-        { 5000, 1 }, { 5000, 2 }, { 1ull << 62, 0 }, { UINT64_MAX, 1 },
+        {7, 2},    {100, 0},  {100, 2},        {200, 1},        {5000, 0},
+        {5000, 1}, {5000, 2}, {1ull << 62, 0}, {UINT64_MAX, 1},
     };
     static const struct brim_token want_no_a[] = {
-        { 7, 1 }, { 100, 1 }, { 200, 0 }, { 5000, 0 }, { 5000, 1 },
-        { UINT64_MAX, 0 },
+        {7, 1}, {100, 1}, {200, 0}, {5000, 0}, {5000, 1}, {UINT64_MAX, 0},
     };
     struct brim_ring abc, cba, bc;
     struct brim_rng  rng;
@@ -451,8 +448,7 @@ START_TEST(ring_I01_ties)
                           brim_ring_owner(&cba, probe));
         ck_assert_uint_eq(brim_ring_successor(&abc, probe),
                           brim_ring_successor(&cba, probe));
-        ck_assert_uint_eq(brim_ring_owner(&abc, probe),
-                          ref_owner(&abc, probe));
+        ck_assert_uint_eq(brim_ring_owner(&abc, probe), ref_owner(&abc, probe));
     }
 
     /* Removing A removes only A's tokens; B and C shift down one index. */
@@ -467,8 +463,8 @@ START_TEST(ring_I01_ties)
         ck_assert_uint_eq(abc.tokens[i].pos, want_no_a[i].pos);
         ck_assert_uint_eq(abc.tokens[i].node, want_no_a[i].node);
     }
-    ck_assert_uint_eq(brim_ring_owner(&abc, 5000), 0);     /* now B */
-    ck_assert_uint_eq(brim_ring_owner(&abc, 100), 1);      /* C */
+    ck_assert_uint_eq(brim_ring_owner(&abc, 5000), 0); /* now B */
+    ck_assert_uint_eq(brim_ring_owner(&abc, 100), 1);  /* C */
     ck_assert_uint_eq(brim_ring_owner(&abc, 1ull << 62), 0);
     tie_ring(&bc, "CB");
     check_ring_equal(&abc, &bc);
@@ -482,12 +478,12 @@ END_TEST
 START_TEST(ring_order_independent)
 {
     static const char *names[] = {
-        "n1", "n11", "n2", "alpha", "beta", "A", "a", "z9", "node:7000",
-        "m.x", "k-1", "q_",
+        "n1", "n11", "n2",        "alpha", "beta", "A",
+        "a",  "z9",  "node:7000", "m.x",   "k-1",  "q_",
     };
     static const uint32_t weights[] = {
-        ONE, 500000, 1500000, 2000000, ONE, 1000, 3333333, ONE, 250000,
-        ONE, 1250000, 10000000,
+        ONE,     500000, 1500000, 2000000, ONE,     1000,
+        3333333, ONE,    250000,  ONE,     1250000, 10000000,
     };
     struct brim_ring first, ring;
     struct brim_rng  rng;
@@ -509,7 +505,7 @@ START_TEST(ring_order_independent)
             check_ring_equal(&first, &ring);
             brim_ring_destroy(&ring);
         }
-        for (i = 11; i > 0; i--) {      /* Fisher-Yates */
+        for (i = 11; i > 0; i--) { /* Fisher-Yates */
             j = (size_t) brim_rng_below(&rng, i + 1);
             tmp = order[i];
             order[i] = order[j];
@@ -577,11 +573,25 @@ END_TEST
 START_TEST(ring_bad_names)
 {
     static const char *bad[] = {
-        "", "a b", "a/b", "tab\there", "n\n", "caf\xc3\xa9", "x\"y", "#1",
+        "",
+        "a b",
+        "a/b",
+        "tab\there",
+        "n\n",
+        "caf\xc3\xa9",
+        "x\"y",
+        "#1",
         "01234567890123456789012345678901234567890123456789012345678901234",
     };
     static const char *good[] = {
-        "a", "Z", "0", "node-1.example.com:7000", "a_b", "...", "-", ":",
+        "a",
+        "Z",
+        "0",
+        "node-1.example.com:7000",
+        "a_b",
+        "...",
+        "-",
+        ":",
         "0123456789012345678901234567890123456789012345678901234567890123",
     };
     struct brim_ring ring, snap;
@@ -648,15 +658,15 @@ START_TEST(ring_bad_weights)
         rc = brim_ring_add_node(&ring, "w", bad[i], errbuf);
         ck_assert_msg(rc == BRIM_EINVAL, "weight %u: rc=%s", bad[i],
                       brim_err_name(rc));
-        ck_assert_msg(mentions(errbuf, "weight"),
-                      "weight %u: errbuf \"%s\"", bad[i], errbuf);
+        ck_assert_msg(mentions(errbuf, "weight"), "weight %u: errbuf \"%s\"",
+                      bad[i], errbuf);
         check_ring_equal(&snap, &ring);
         errbuf[0] = '\0';
         rc = brim_ring_add_node_at(&ring, "w", bad[i], &p, 1, errbuf);
         ck_assert_msg(rc == BRIM_EINVAL, "weight %u: rc=%s", bad[i],
                       brim_err_name(rc));
-        ck_assert_msg(mentions(errbuf, "weight"),
-                      "weight %u: errbuf \"%s\"", bad[i], errbuf);
+        ck_assert_msg(mentions(errbuf, "weight"), "weight %u: errbuf \"%s\"",
+                      bad[i], errbuf);
         check_ring_equal(&snap, &ring);
     }
     add_ok(&ring, "lo", BRIM_WEIGHT_PPM_MIN);
@@ -697,7 +707,9 @@ END_TEST
 START_TEST(ring_bad_tokens_per_node)
 {
     static const uint32_t bad[] = {
-        0, BRIM_TOKENS_PER_NODE_MAX + 1, UINT32_MAX,
+        0,
+        BRIM_TOKENS_PER_NODE_MAX + 1,
+        UINT32_MAX,
     };
     struct brim_ring ring;
     char             errbuf[BRIM_ERRBUF_LEN];
@@ -712,13 +724,13 @@ START_TEST(ring_bad_tokens_per_node)
                       brim_err_name(rc));
         /* The message names the setting and its limit. */
         ck_assert_msg(mentions(errbuf, "token")
-                      && strstr(errbuf, "10000") != NULL,
+                          && strstr(errbuf, "10000") != NULL,
                       "V=%u: errbuf \"%s\"", bad[i], errbuf);
         ck_assert_uint_eq(ring.nnodes, 0);
         ck_assert_uint_eq(ring.ntokens, 0);
         ck_assert_ptr_null(ring.nodes);
         ck_assert_ptr_null(ring.tokens);
-        brim_ring_destroy(&ring);           /* zeroed: safe */
+        brim_ring_destroy(&ring); /* zeroed: safe */
         rc = brim_ring_init(&ring, 1, bad[i], NULL);
         ck_assert_int_eq(rc, BRIM_EINVAL);
         brim_ring_destroy(&ring);
@@ -744,7 +756,7 @@ END_TEST
 static void
 ref_shares(const struct brim_ring *ring, double *share)
 {
-    unsigned __int128 len[64] = { 0 };
+    unsigned __int128 len[64] = {0};
     unsigned __int128 arc;
     size_t            i, n;
 
@@ -753,7 +765,7 @@ ref_shares(const struct brim_ring *ring, double *share)
     for (i = 0; i < n; i++) {
         if (i == 0) {
             arc = ((unsigned __int128) 1 << 64) - ring->tokens[n - 1].pos
-                  + ring->tokens[0].pos;
+                + ring->tokens[0].pos;
         } else {
             arc = ring->tokens[i].pos - ring->tokens[i - 1].pos;
         }
@@ -797,8 +809,8 @@ START_TEST(ring_shares)
     ck_assert_uint_eq(brim_ring_owner(&ring, 0), 0);
     ck_assert_uint_eq(brim_ring_owner(&ring, UINT64_MAX), 0);
     brim_ring_shares(&ring, share);
-    ck_assert_msg(share[0] == 1.0 && share[1] == 0.0,
-                  "shares %g %g, want 1 0", share[0], share[1]);
+    ck_assert_msg(share[0] == 1.0 && share[1] == 0.0, "shares %g %g, want 1 0",
+                  share[0], share[1]);
     brim_ring_destroy(&ring);
 
     /* A hashed ring: the definition, and a sum of 1. */
@@ -837,15 +849,15 @@ START_TEST(ring_translate)
 
     memset(t, 0x77, sizeof(t));
     brim_ring_translate(&abc, &bcd, t);
-    ck_assert_uint_eq(t[0], NONE16);        /* A */
-    ck_assert_uint_eq(t[1], 0);             /* B */
-    ck_assert_uint_eq(t[2], 1);             /* C */
-    ck_assert_uint_eq(t[3], 0x7777);        /* untouched */
+    ck_assert_uint_eq(t[0], NONE16); /* A */
+    ck_assert_uint_eq(t[1], 0);      /* B */
+    ck_assert_uint_eq(t[2], 1);      /* C */
+    ck_assert_uint_eq(t[3], 0x7777); /* untouched */
 
     brim_ring_translate(&bcd, &abc, t);
-    ck_assert_uint_eq(t[0], 1);             /* B */
-    ck_assert_uint_eq(t[1], 2);             /* C */
-    ck_assert_uint_eq(t[2], NONE16);        /* D */
+    ck_assert_uint_eq(t[0], 1);      /* B */
+    ck_assert_uint_eq(t[1], 2);      /* C */
+    ck_assert_uint_eq(t[2], NONE16); /* D */
 
     brim_ring_translate(&abc, &abc, t);
     ck_assert_uint_eq(t[0], 0);

@@ -94,7 +94,7 @@ END_TEST
 
 START_TEST(rng_xoshiro_stream)
 {
-    static const uint64_t seeds[] = { 0, 1, 42, UINT64_MAX };
+    static const uint64_t seeds[] = {0, 1, 42, UINT64_MAX};
     struct brim_rng       rng;
     uint64_t              ref[4];
     size_t                k;
@@ -139,10 +139,10 @@ START_TEST(rng_below_bounds)
     static const uint64_t bounds[] = {
         1, 2, 3, 7, 10, 1000, 1ull << 32, (1ull << 63) + 1, UINT64_MAX,
     };
-    struct brim_rng       rng;
-    uint64_t              ref[4], v;
-    size_t                k;
-    int                   i;
+    struct brim_rng rng;
+    uint64_t        ref[4], v;
+    size_t          k;
+    int             i;
 
     brim_rng_seed(&rng, 2024);
     ref_seed(ref, 2024);
@@ -160,7 +160,7 @@ END_TEST
 START_TEST(rng_below_uniform)
 {
     struct brim_rng rng;
-    unsigned        count[10] = { 0 };
+    unsigned        count[10] = {0};
     int             i;
 
     brim_rng_seed(&rng, 5);

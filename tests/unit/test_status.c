@@ -13,14 +13,14 @@
 
 /* Every code of the list with its value, name and text, from the X-macro. */
 struct status_entry {
-    int         code;               /* BRIM_E<NAME>, negative */
-    int         value;              /* the positive value in the list */
-    const char *name;               /* "NOTFOUND" */
-    const char *text;               /* "not found" */
+    int         code;  /* BRIM_E<NAME>, negative */
+    int         value; /* the positive value in the list */
+    const char *name;  /* "NOTFOUND" */
+    const char *text;  /* "not found" */
 };
 
 static const struct status_entry status_table[] = {
-#define STATUS_ENTRY(n, v, t) { BRIM_E##n, (v), #n, (t) },
+#define STATUS_ENTRY(n, v, t) {BRIM_E##n, (v), #n, (t)},
     BRIM_STATUS_MAP(STATUS_ENTRY)
 #undef STATUS_ENTRY
 };
@@ -71,8 +71,8 @@ START_TEST(status_table_consistent)
         ck_assert_str_eq(brim_strerror(e->code), e->text);
         /* Wire values stay below the local range and vice versa. */
         ck_assert_msg(e->value <= BRIM_STATUS_WIRE_MAX || e->value >= 100,
-                      "%s=%d in the gap between wire and local codes",
-                      e->name, e->value);
+                      "%s=%d in the gap between wire and local codes", e->name,
+                      e->value);
         for (j = i + 1; j < BRIM_ARRAY_LEN(status_table); j++) {
             ck_assert_msg(status_table[j].value != e->value,
                           "%s and %s share value %d", e->name,
@@ -88,7 +88,7 @@ START_TEST(status_errfmt)
     char buf[BRIM_ERRBUF_LEN + 16];
     char big[600];
 
-    brim_errfmt(NULL, "ignored %d", 1);     /* NULL is allowed */
+    brim_errfmt(NULL, "ignored %d", 1); /* NULL is allowed */
 
     brim_errfmt(buf, "ring: node \"%s\": %d tokens", "n1", 160);
     ck_assert_str_eq(buf, "ring: node \"n1\": 160 tokens");

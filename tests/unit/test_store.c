@@ -19,12 +19,12 @@
 #include "common/rng.h"
 #include "server/node/store.h"
 
-#define T_PARTS 256u                    /* P for most tests */
-#define T_NOW 1700000000u               /* a fixed "now", Unix seconds */
-#define T_UNIT 1000u                    /* bytes per item for mem_by_items */
+#define T_PARTS 256u      /* P for most tests */
+#define T_NOW 1700000000u /* a fixed "now", Unix seconds */
+#define T_UNIT 1000u      /* bytes per item for mem_by_items */
 
-static struct brim_store *g_store;      /* for the mem_used callbacks */
-static size_t             g_base;       /* brim_alloc_bytes() before it */
+static struct brim_store *g_store; /* for the mem_used callbacks */
+static size_t             g_base;  /* brim_alloc_bytes() before it */
 
 /* Memory as the thread's allocator counts it, minus what the test process
  * held before the store was made. */
@@ -76,8 +76,8 @@ put(struct brim_store *s, enum brim_store_mode mode, const char *key,
     const char *val, uint32_t flags, uint32_t exptime, uint64_t cas_in,
     uint32_t now, uint64_t *cas_out)
 {
-    return brim_store_set(s, mode, kh(key), key, strlen(key), val,
-                          strlen(val), flags, exptime, cas_in, now, cas_out);
+    return brim_store_set(s, mode, kh(key), key, strlen(key), val, strlen(val),
+                          flags, exptime, cas_in, now, cas_out);
 }
 
 static int
@@ -88,8 +88,7 @@ set(struct brim_store *s, const char *key, const char *val)
 
 /* Assert KEY holds VAL at NOW; returns the item. */
 static const struct brim_item *
-expect_val(struct brim_store *s, const char *key, const char *val,
-           uint32_t now)
+expect_val(struct brim_store *s, const char *key, const char *val, uint32_t now)
 {
     const struct brim_item *it = NULL;
     int                     rc;
@@ -120,23 +119,23 @@ present(struct brim_store *s, const char *key, uint32_t now)
     return brim_store_peek(s, kh(key), key, strlen(key), now) != NULL;
 }
 
-#define CK_RC(expr, want)                                                   \
-    do {                                                                    \
-        int ck_rc_ = (expr);                                                \
-        ck_assert_msg(ck_rc_ == (want), "%s: rc=%s, want %s", #expr,        \
-                      brim_err_name(ck_rc_), brim_err_name(want));          \
+#define CK_RC(expr, want)                                                      \
+    do {                                                                       \
+        int ck_rc_ = (expr);                                                   \
+        ck_assert_msg(ck_rc_ == (want), "%s: rc=%s, want %s", #expr,           \
+                      brim_err_name(ck_rc_), brim_err_name(want));             \
     } while (0)
 
 /* ---- round trip and modes ---- */
 
 START_TEST(store_set_get)
 {
-    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_stats  st;
-    const struct brim_item  *it;
-    char                     bin[300], key[251];
-    uint64_t                 cas1 = 0, cas2 = 0;
-    size_t                   i;
+    struct brim_store      *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats st;
+    const struct brim_item *it;
+    char                    bin[300], key[251];
+    uint64_t                cas1 = 0, cas2 = 0;
+    size_t                  i;
 
     CK_RC(put(s, BRIM_STORE_SET, "alpha", "one", 7, 0, 0, T_NOW, &cas1), 0);
     it = expect_val(s, "alpha", "one", T_NOW);
@@ -144,7 +143,7 @@ START_TEST(store_set_get)
     ck_assert_uint_eq(it->exptime, 0);
     ck_assert_uint_eq(it->cas, cas1);
     ck_assert_uint_ne(cas1, 0);
-    ck_assert_uint_eq(cas1 >> 40, 0x123);   /* the incarnation prefix */
+    ck_assert_uint_eq(cas1 >> 40, 0x123); /* the incarnation prefix */
 
     /* Overwrite: new value and flags, a new CAS value. */
     CK_RC(put(s, BRIM_STORE_SET, "alpha", "two!", 9, 0, 0, T_NOW, &cas2), 0);
@@ -156,8 +155,9 @@ START_TEST(store_set_get)
     for (i = 0; i < sizeof(bin); i++) {
         bin[i] = (char) (i * 7);
     }
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, 42, bin, 10, bin, sizeof(bin),
-                         0, 0, 0, T_NOW, NULL), 0);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, 42, bin, 10, bin, sizeof(bin), 0, 0,
+                         0, T_NOW, NULL),
+          0);
     CK_RC(brim_store_get(s, 42, bin, 10, T_NOW, &it), 0);
     ck_assert_uint_eq(it->val_len, sizeof(bin));
     ck_assert_mem_eq(brim_item_value(it), bin, sizeof(bin));
@@ -166,12 +166,15 @@ START_TEST(store_set_get)
 
     /* Key length 1..250. */
     memset(key, 'k', sizeof(key));
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 250, "v", 1, 0, 0, 0,
-                         T_NOW, NULL), 0);
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 251, "v", 1, 0, 0, 0,
-                         T_NOW, NULL), BRIM_EINVAL);
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 0, "v", 1, 0, 0, 0,
-                         T_NOW, NULL), BRIM_EINVAL);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 250, "v", 1, 0, 0, 0, T_NOW,
+                         NULL),
+          0);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 251, "v", 1, 0, 0, 0, T_NOW,
+                         NULL),
+          BRIM_EINVAL);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 0, "v", 1, 0, 0, 0, T_NOW,
+                         NULL),
+          BRIM_EINVAL);
 
     /* DEL, then a miss. */
     CK_RC(brim_store_del(s, kh("alpha"), "alpha", 5, T_NOW), 0);
@@ -179,7 +182,7 @@ START_TEST(store_set_get)
     CK_RC(brim_store_del(s, kh("alpha"), "alpha", 5, T_NOW), BRIM_ENOTFOUND);
 
     brim_store_get_stats(s, &st);
-    ck_assert_uint_eq(st.items, 3);         /* bin, empty, kkk... */
+    ck_assert_uint_eq(st.items, 3); /* bin, empty, kkk... */
     ck_assert_uint_eq(st.sets, 5);
     ck_assert_uint_eq(st.deletes, 1);
     ck_assert_uint_eq(st.hits, 4);
@@ -218,8 +221,7 @@ START_TEST(store_mode_add)
     ck_assert_uint_eq(expect_val(s, "k", "first", T_NOW)->flags, 1);
 
     /* An expired item counts as absent. */
-    CK_RC(put(s, BRIM_STORE_SET, "e", "old", 0, T_NOW + 5, 0, T_NOW, NULL),
-          0);
+    CK_RC(put(s, BRIM_STORE_SET, "e", "old", 0, T_NOW + 5, 0, T_NOW, NULL), 0);
     CK_RC(put(s, BRIM_STORE_ADD, "e", "new", 0, 0, 0, T_NOW + 5, NULL), 0);
     expect_val(s, "e", "new", T_NOW + 5);
     brim_store_free(s);
@@ -252,14 +254,13 @@ START_TEST(store_mode_append_prepend)
           BRIM_ENOTSTORED);
     expect_absent(s, "k", T_NOW);
 
-    CK_RC(put(s, BRIM_STORE_SET, "k", "mid", 77, T_NOW + 100, 0, T_NOW,
-              &cas0), 0);
-    /* Flags and expiry given to APPEND/PREPEND are ignored: kept. */
-    CK_RC(put(s, BRIM_STORE_APPEND, "k", "-end", 1, T_NOW + 5, 0, T_NOW,
-              &cas1), 0);
-    ck_assert_uint_ne(cas1, cas0);
-    CK_RC(put(s, BRIM_STORE_PREPEND, "k", "start-", 2, 0, 0, T_NOW, NULL),
+    CK_RC(put(s, BRIM_STORE_SET, "k", "mid", 77, T_NOW + 100, 0, T_NOW, &cas0),
           0);
+    /* Flags and expiry given to APPEND/PREPEND are ignored: kept. */
+    CK_RC(put(s, BRIM_STORE_APPEND, "k", "-end", 1, T_NOW + 5, 0, T_NOW, &cas1),
+          0);
+    ck_assert_uint_ne(cas1, cas0);
+    CK_RC(put(s, BRIM_STORE_PREPEND, "k", "start-", 2, 0, 0, T_NOW, NULL), 0);
     it = expect_val(s, "k", "start-mid-end", T_NOW);
     ck_assert_uint_eq(it->flags, 77);
     ck_assert_uint_eq(it->exptime, T_NOW + 100);
@@ -326,13 +327,12 @@ START_TEST(store_incr_decr)
 
     CK_RC(incr(s, "n", 1, 0, &r), BRIM_ENOTFOUND);
 
-    CK_RC(put(s, BRIM_STORE_SET, "n", "41", 5, T_NOW + 50, 0, T_NOW, NULL),
-          0);
+    CK_RC(put(s, BRIM_STORE_SET, "n", "41", 5, T_NOW + 50, 0, T_NOW, NULL), 0);
     CK_RC(incr(s, "n", 1, 0, &r), 0);
     ck_assert_uint_eq(r, 42);
     it = expect_val(s, "n", "42", T_NOW);
-    ck_assert_uint_eq(it->flags, 5);               /* kept */
-    ck_assert_uint_eq(it->exptime, T_NOW + 50);    /* kept */
+    ck_assert_uint_eq(it->flags, 5);            /* kept */
+    ck_assert_uint_eq(it->exptime, T_NOW + 50); /* kept */
 
     /* The CAS value changes and is reported. */
     CK_RC(brim_store_incr(s, kh("n"), "n", 1, 0, 0, T_NOW, &r, &cas), 0);
@@ -393,8 +393,8 @@ END_TEST
 
 START_TEST(store_expiry)
 {
-    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_stats  st;
+    struct brim_store      *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats st;
 
     CK_RC(put(s, BRIM_STORE_SET, "t", "v", 0, T_NOW + 10, 0, T_NOW, NULL), 0);
     expect_val(s, "t", "v", T_NOW);
@@ -402,12 +402,11 @@ START_TEST(store_expiry)
     ck_assert(present(s, "t", T_NOW + 9));
     /* exptime <= now: never returned, by any read. */
     ck_assert(!present(s, "t", T_NOW + 10));
-    CK_RC(brim_store_touch(s, kh("t"), "t", 1, 0, T_NOW + 10),
-          BRIM_ENOTFOUND);
+    CK_RC(brim_store_touch(s, kh("t"), "t", 1, 0, T_NOW + 10), BRIM_ENOTFOUND);
     CK_RC(incr(s, "t", 1, 0, NULL), BRIM_ENOTFOUND);
     expect_absent(s, "t", T_NOW + 10);
     brim_store_get_stats(s, &st);
-    ck_assert_uint_eq(st.items, 0);         /* reclaimed on the spot */
+    ck_assert_uint_eq(st.items, 0); /* reclaimed on the spot */
     ck_assert_uint_ge(st.expirations, 1);
 
     /* An exptime already in the past is never returned. */
@@ -432,19 +431,20 @@ END_TEST
 
 START_TEST(store_reclaim_bounded)
 {
-    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_stats  st;
-    char                     key[32];
-    size_t                   maxchain = 0, looked, total = 0;
-    uint32_t                 i, p, calls;
-    const uint32_t           n = 20000, budget = 500;
+    struct brim_store      *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats st;
+    char                    key[32];
+    size_t                  maxchain = 0, looked, total = 0;
+    uint32_t                i, p, calls;
+    const uint32_t          n = 20000, budget = 500;
 
     /* Odd keys expire at T_NOW + 5, even ones later or never. */
     for (i = 0; i < n; i++) {
         snprintf(key, sizeof(key), "key-%" PRIu32, i);
         CK_RC(put(s, BRIM_STORE_SET, key, "value", 0,
-                  i % 2 == 1 ? T_NOW + 5 : (i % 4 == 0 ? 0 : T_NOW + 1000),
-                  0, T_NOW, NULL), 0);
+                  i % 2 == 1 ? T_NOW + 5 : (i % 4 == 0 ? 0 : T_NOW + 1000), 0,
+                  T_NOW, NULL),
+              0);
     }
     for (p = 0; p < T_PARTS; p++) {
         maxchain = BRIM_MAX(maxchain, brim_store_max_chain(s, p));
@@ -469,10 +469,11 @@ START_TEST(store_reclaim_bounded)
             break;
         }
     }
-    ck_assert_msg(st.expirations == n / 2, "after %" PRIu32 " calls of "
+    ck_assert_msg(st.expirations == n / 2,
+                  "after %" PRIu32 " calls of "
                   "budget %" PRIu32 ": %" PRIu64 " of %" PRIu32 " reclaimed",
                   calls, budget, st.expirations, n / 2);
-    ck_assert_uint_gt(calls, 2);            /* the work was spread out */
+    ck_assert_uint_gt(calls, 2); /* the work was spread out */
     ck_assert_uint_eq(st.items, n / 2);
     for (i = 0; i < n; i += 2) {
         snprintf(key, sizeof(key), "key-%" PRIu32, i);
@@ -489,14 +490,14 @@ END_TEST
 
 START_TEST(store_mem_limit)
 {
-    const size_t             limit = 256u << 10;
-    struct brim_store       *s;
-    struct brim_store_stats  st;
-    struct brim_rng          rng;
-    char                     key[32], *val;
-    size_t                   len, worst = 0;
-    uint32_t                 i;
-    int                      rc;
+    const size_t            limit = 256u << 10;
+    struct brim_store      *s;
+    struct brim_store_stats st;
+    struct brim_rng         rng;
+    char                    key[32], *val;
+    size_t                  len, worst = 0;
+    uint32_t                i;
+    int                     rc;
 
     s = mk_store(T_PARTS, limit, BRIM_EVICT_SIEVE, mem_by_alloc);
     val = malloc(8192);
@@ -510,9 +511,10 @@ START_TEST(store_mem_limit)
                             len, 0, 0, 0, T_NOW, NULL);
         ck_assert_msg(rc == 0, "set %u: rc=%s", i, brim_err_name(rc));
         worst = mem_by_alloc() > worst ? mem_by_alloc() : worst;
-        ck_assert_msg(mem_by_alloc() <= limit, "after set %" PRIu32 " (%zu "
-                      "bytes): %zu bytes used, limit %zu", i, len,
-                      mem_by_alloc(), limit);
+        ck_assert_msg(mem_by_alloc() <= limit,
+                      "after set %" PRIu32 " (%zu "
+                      "bytes): %zu bytes used, limit %zu",
+                      i, len, mem_by_alloc(), limit);
         /* The newest item is always there. */
         ck_assert(present(s, key, T_NOW));
     }
@@ -530,12 +532,12 @@ END_TEST
 
 START_TEST(store_too_big)
 {
-    const size_t             limit = 64u << 10;
-    struct brim_store       *s;
-    struct brim_store_stats  st, st2;
-    char                    *val;
-    char                     key[32];
-    uint32_t                 i;
+    const size_t            limit = 64u << 10;
+    struct brim_store      *s;
+    struct brim_store_stats st, st2;
+    char                   *val;
+    char                    key[32];
+    uint32_t                i;
 
     s = mk_store(T_PARTS, limit, BRIM_EVICT_SIEVE, mem_by_alloc);
     val = calloc(1, limit + 1);
@@ -548,8 +550,9 @@ START_TEST(store_too_big)
 
     /* Larger than the whole limit: TOOBIG, nothing stored, and the items
      * already there are not evicted for an item that can never fit. */
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("big"), "big", 3, val,
-                         limit + 1, 0, 0, 0, T_NOW, NULL), BRIM_ETOOBIG);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("big"), "big", 3, val, limit + 1,
+                         0, 0, 0, T_NOW, NULL),
+          BRIM_ETOOBIG);
     ck_assert(!present(s, "big", T_NOW));
     brim_store_get_stats(s, &st2);
     ck_assert_uint_eq(st2.items, st.items);
@@ -568,17 +571,19 @@ START_TEST(store_too_big)
         s2 = brim_store_new(&cfg);
         ck_assert_ptr_nonnull(s2);
         CK_RC(set(s2, "k", "old"), 0);
-        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 99,
-                             0, 0, 0, T_NOW, NULL), 0);
-        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 100,
-                             0, 0, 0, T_NOW, NULL), BRIM_ETOOBIG);
-        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)
-                          ->val_len, 99);
+        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 99, 0, 0,
+                             0, T_NOW, NULL),
+              0);
+        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 100, 0,
+                             0, 0, T_NOW, NULL),
+              BRIM_ETOOBIG);
+        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)->val_len,
+                          99);
         /* APPEND past the limit: TOOBIG, unchanged. */
         CK_RC(put(s2, BRIM_STORE_APPEND, "k", "x", 0, 0, 0, T_NOW, NULL),
               BRIM_ETOOBIG);
-        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)
-                          ->val_len, 99);
+        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)->val_len,
+                          99);
         brim_store_free(s2);
 
         /* max_value_bytes bounds the value alone, APPEND's and PREPEND's
@@ -587,16 +592,18 @@ START_TEST(store_too_big)
         cfg.max_value_bytes = 50;
         s2 = brim_store_new(&cfg);
         ck_assert_ptr_nonnull(s2);
-        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 51,
-                             0, 0, 0, T_NOW, NULL), BRIM_ETOOBIG);
-        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 50,
-                             0, 0, 0, T_NOW, NULL), 0);
+        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 51, 0, 0,
+                             0, T_NOW, NULL),
+              BRIM_ETOOBIG);
+        CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 50, 0, 0,
+                             0, T_NOW, NULL),
+              0);
         CK_RC(put(s2, BRIM_STORE_APPEND, "k", "x", 0, 0, 0, T_NOW, NULL),
               BRIM_ETOOBIG);
         CK_RC(put(s2, BRIM_STORE_PREPEND, "k", "x", 0, 0, 0, T_NOW, NULL),
               BRIM_ETOOBIG);
-        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)
-                          ->val_len, 50);
+        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)->val_len,
+                          50);
         brim_store_free(s2);
     }
     expect_val(s, "small-0", "old", T_NOW);
@@ -629,15 +636,15 @@ present_n(struct brim_store *s, const char *prefix, uint32_t i)
 
 START_TEST(store_sieve_keeps_hot)
 {
-    struct brim_store       *s;
-    struct brim_store_stats  st;
-    const struct brim_item  *it;
-    uint32_t                 i;
+    struct brim_store      *s;
+    struct brim_store_stats st;
+    const struct brim_item *it;
+    uint32_t                i;
 
     /* Capacity: 10 items (the 11th evicts). */
     s = mk_store(T_PARTS, 10 * T_UNIT, BRIM_EVICT_SIEVE, mem_by_items);
-    CK_RC(set(s, "hot", "v"), 0);           /* the oldest item */
-    CK_RC(set(s, "cold", "v"), 0);          /* as old, never read */
+    CK_RC(set(s, "hot", "v"), 0);  /* the oldest item */
+    CK_RC(set(s, "cold", "v"), 0); /* as old, never read */
     fill(s, "a", 8);
     brim_store_get_stats(s, &st);
     ck_assert_uint_eq(st.items, 10);
@@ -674,19 +681,19 @@ START_TEST(store_sieve_keeps_hot)
     ck_assert(!present_n(s, "c", 0));
     brim_store_get_stats(s, &st);
     ck_assert_uint_eq(st.items, 10);
-    ck_assert_uint_eq(st.evictions, 1003);  /* cold, a0, a1, c0.. */
+    ck_assert_uint_eq(st.evictions, 1003); /* cold, a0, a1, c0.. */
     brim_store_free(s);
 }
 END_TEST
 
 START_TEST(store_lru_order)
 {
-    struct brim_store       *s;
-    struct brim_store_stats  st;
-    const struct brim_item  *it;
+    struct brim_store      *s;
+    struct brim_store_stats st;
+    const struct brim_item *it;
 
     s = mk_store(T_PARTS, 10 * T_UNIT, BRIM_EVICT_LRU, mem_by_items);
-    fill(s, "a", 10);                       /* a0 oldest .. a9 newest */
+    fill(s, "a", 10); /* a0 oldest .. a9 newest */
     /* Read a0: now the most recent; a1 is the least recently used. */
     CK_RC(brim_store_get(s, kh("a0"), "a0", 2, T_NOW, &it), 0);
     CK_RC(set(s, "b0", "v"), 0);
@@ -700,8 +707,8 @@ START_TEST(store_lru_order)
     ck_assert(!present_n(s, "a", 3));
     brim_store_get_stats(s, &st);
     ck_assert_uint_eq(st.items, 9);
-    CK_RC(set(s, "b1", "v"), 0);            /* fits: no eviction */
-    ck_assert(present_n(s, "a", 4));        /* a peek is not a use */
+    CK_RC(set(s, "b1", "v"), 0);     /* fits: no eviction */
+    ck_assert(present_n(s, "a", 4)); /* a peek is not a use */
     /* The write made a2 the most recent, so a4 and a5 go before it. */
     CK_RC(set(s, "b2", "v"), 0);
     ck_assert(!present_n(s, "a", 4));
@@ -712,7 +719,7 @@ START_TEST(store_lru_order)
     ck_assert(present_n(s, "a", 0));
     brim_store_get_stats(s, &st);
     ck_assert_uint_eq(st.items, 10);
-    ck_assert_uint_eq(st.evictions, 4);     /* a1, a3, a4, a5 */
+    ck_assert_uint_eq(st.evictions, 4); /* a1, a3, a4, a5 */
     brim_store_free(s);
 }
 END_TEST
@@ -730,17 +737,18 @@ fill_partition(struct brim_store *s, uint32_t p, uint32_t n, uint64_t seed)
     for (i = 0; i < n; i++) {
         snprintf(key, sizeof(key), "p%" PRIu32 "-%" PRIu32, p, i);
         h = (brim_splitmix64(&st) << 32) | p;
-        CK_RC(brim_store_set(s, BRIM_STORE_SET, h, key, strlen(key), "v", 1,
-                             0, 0, 0, T_NOW, NULL), 0);
+        CK_RC(brim_store_set(s, BRIM_STORE_SET, h, key, strlen(key), "v", 1, 0,
+                             0, 0, T_NOW, NULL),
+              0);
     }
 }
 
 START_TEST(store_drop_partition)
 {
-    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_stats  st, st0;
-    size_t                   base;
-    uint32_t                 p;
+    struct brim_store      *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats st, st0;
+    size_t                  base;
+    uint32_t                p;
 
     brim_store_get_stats(s, &st0);
     base = brim_alloc_bytes();
@@ -777,14 +785,14 @@ START_TEST(store_drop_partition)
         for (i = 0; i < 100; i++) {
             snprintf(key, sizeof(key), "p3-%" PRIu32, i);
             h = (brim_splitmix64(&st3) << 32) | 3;
-            ck_assert_ptr_nonnull(brim_store_peek(s, h, key, strlen(key),
-                                                  T_NOW));
+            ck_assert_ptr_nonnull(
+                brim_store_peek(s, h, key, strlen(key), T_NOW));
         }
         for (i = 0; i < 50; i++) {
             snprintf(key, sizeof(key), "p7-%" PRIu32, i);
             h = (brim_splitmix64(&st7) << 32) | 7;
-            ck_assert_ptr_nonnull(brim_store_peek(s, h, key, strlen(key),
-                                                  T_NOW));
+            ck_assert_ptr_nonnull(
+                brim_store_peek(s, h, key, strlen(key), T_NOW));
         }
     }
     /* The partition can be used again; then everything is given back. */
@@ -804,11 +812,11 @@ END_TEST
 
 START_TEST(store_flush)
 {
-    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_stats  st, st0;
-    size_t                   base;
-    char                     key[32];
-    uint32_t                 i;
+    struct brim_store      *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats st, st0;
+    size_t                  base;
+    char                    key[32];
+    uint32_t                i;
 
     brim_store_get_stats(s, &st0);
     base = brim_alloc_bytes();
@@ -831,7 +839,6 @@ START_TEST(store_flush)
 }
 END_TEST
 
-
 /* Migration: a streamed item keeps its CAS and expiry, enters at the cold
  * end (evicted first), and never replaces a present key. */
 static int
@@ -844,28 +851,31 @@ scan_count(const struct brim_item *it, void *arg)
 
 START_TEST(store_insert_cold)
 {
-    struct brim_store      *s = mk_store(T_PARTS, 3 * T_UNIT,
-                                         BRIM_EVICT_LRU, mem_by_items);
-    const struct brim_item *it;
+    struct brim_store *s =
+        mk_store(T_PARTS, 3 * T_UNIT, BRIM_EVICT_LRU, mem_by_items);
+    const struct brim_item  *it;
     struct brim_store_cursor cursor;
-    uint32_t                n = 0, p;
+    uint32_t                 n = 0, p;
 
     g_store = s;
     CK_RC(set(s, "hot1", "a"), 0);
     CK_RC(set(s, "hot2", "b"), 0);
     CK_RC(brim_store_insert_cold(s, kh("cold"), "cold", 4, "c", 1, 7,
-                                 T_NOW + 50, 0xabcdef, T_NOW), 0);
+                                 T_NOW + 50, 0xabcdef, T_NOW),
+          0);
     it = expect_val(s, "cold", "c", T_NOW);
     ck_assert_uint_eq(it->cas, 0xabcdef);
     ck_assert_uint_eq(it->flags, 7);
     ck_assert_uint_eq(it->exptime, T_NOW + 50);
     /* Present: the local item wins. */
     CK_RC(brim_store_insert_cold(s, kh("hot1"), "hot1", 4, "z", 1, 0, 0, 1,
-                                 T_NOW), BRIM_EEXISTS);
+                                 T_NOW),
+          BRIM_EEXISTS);
     expect_val(s, "hot1", "a", T_NOW);
     /* A new cold item is the first evicted (LRU: the tail). */
-    CK_RC(brim_store_insert_cold(s, kh("cold2"), "cold2", 5, "d", 1, 0, 0,
-                                 9, T_NOW), 0);
+    CK_RC(brim_store_insert_cold(s, kh("cold2"), "cold2", 5, "d", 1, 0, 0, 9,
+                                 T_NOW),
+          0);
     CK_RC(set(s, "hot3", "e"), 0);
     expect_absent(s, "cold2", T_NOW);
     ck_assert(present(s, "hot3", T_NOW));
@@ -881,10 +891,10 @@ END_TEST
 
 /* A scan that stops inside a chain: the state of scan_mixed(). */
 struct scan_state {
-    uint32_t seen[512];             /* times each key index was taken */
-    uint32_t calls;                 /* callbacks so far */
-    uint32_t taken;                 /* items taken */
-    uint32_t stop_every;            /* stop (before or after) this often */
+    uint32_t seen[512];  /* times each key index was taken */
+    uint32_t calls;      /* callbacks so far */
+    uint32_t taken;      /* items taken */
+    uint32_t stop_every; /* stop (before or after) this often */
 };
 
 /* Takes every item, but every STOP_EVERY-th call alternately stops before
@@ -896,8 +906,7 @@ scan_mixed(const struct brim_item *it, void *arg)
     unsigned           idx;
 
     st->calls++;
-    if (st->calls % st->stop_every == 0 && (st->calls / st->stop_every) % 2)
-    {
+    if (st->calls % st->stop_every == 0 && (st->calls / st->stop_every) % 2) {
         return BRIM_SCAN_STOP_BEFORE;
     }
     ck_assert_int_eq(sscanf(brim_item_key(it), "k%u", &idx), 1);
@@ -915,11 +924,11 @@ scan_mixed(const struct brim_item *it, void *arg)
  */
 START_TEST(store_scan_stops_and_resumes)
 {
-    struct brim_store        *s = mk_store(1, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_cursor  cur;
-    struct scan_state         st;
-    char                      key[16];
-    uint32_t                  i, slices = 0, removed = 0;
+    struct brim_store       *s = mk_store(1, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_cursor cur;
+    struct scan_state        st;
+    char                     key[16];
+    uint32_t                 i, slices = 0, removed = 0;
 
     /* One partition, 400 items, a small table: chains of several. */
     for (i = 0; i < 400; i++) {
@@ -980,16 +989,15 @@ START_TEST(store_chain_length)
     uint32_t           found = 0, p;
 
     /* Real keys through brim_hash_key whose partition is TARGET. */
-    for (tries = 0; found < n && tries < (uint64_t) n * T_PARTS * 8;
-         tries++)
-    {
+    for (tries = 0; found < n && tries < (uint64_t) n * T_PARTS * 8; tries++) {
         snprintf(key, sizeof(key), "k%" PRIu64, tries);
         h = brim_hash_key(0, key, strlen(key));
         if (brim_partition_of(h, T_PARTS) != target) {
             continue;
         }
-        CK_RC(brim_store_set(s, BRIM_STORE_SET, h, key, strlen(key), "v", 1,
-                             0, 0, 0, T_NOW, NULL), 0);
+        CK_RC(brim_store_set(s, BRIM_STORE_SET, h, key, strlen(key), "v", 1, 0,
+                             0, 0, T_NOW, NULL),
+              0);
         found++;
     }
     ck_assert_uint_eq(found, n);
@@ -1017,13 +1025,13 @@ END_TEST
 
 START_TEST(store_alloc_fail)
 {
-    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
-    struct brim_store_stats  st, st2;
-    const struct brim_item  *it;
-    uint64_t                 cas = 0;
-    char                     key[32];
-    uint32_t                 n, i;
-    int                      rc;
+    struct brim_store      *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats st, st2;
+    const struct brim_item *it;
+    uint64_t                cas = 0;
+    char                    key[32];
+    uint32_t                n, i;
+    int                     rc;
 
     CK_RC(put(s, BRIM_STORE_SET, "k", "old", 4, 0, 0, T_NOW, &cas), 0);
     brim_store_get_stats(s, &st);
@@ -1053,7 +1061,7 @@ START_TEST(store_alloc_fail)
     expect_val(s, "k", "old", T_NOW);
     expect_val(s, "n", "5", T_NOW);
     brim_store_get_stats(s, &st2);
-    ck_assert_uint_eq(st2.items, st.items + 1);      /* only "n" added */
+    ck_assert_uint_eq(st2.items, st.items + 1); /* only "n" added */
 
     /* Fail each allocation in turn while filling a new partition (items
      * and tables): every set either stores or reports ENOMEM, and the

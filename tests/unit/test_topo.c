@@ -17,18 +17,18 @@
 #include "proto/topo.h"
 #include "proto/wire.h"
 
-#define P    4096u
-#define V    64u
+#define P 4096u
+#define V 64u
 #define SEED 42u
 
 /* The members of the sample topology, in name order. */
 static const struct brim_member sample_members[] = {
-    { "alpha", "127.0.0.1:7001", 1000000, BRIM_MEMBER_UP, 11 },
-    { "beta", "127.0.0.1:7002", 2000000, BRIM_MEMBER_UP, 12 },
-    { "delta", "127.0.0.1:7003", 500000, BRIM_MEMBER_JOINING, 13 },
-    { "gamma", "[::1]:7004", 1000000, BRIM_MEMBER_LEAVING, UINT64_MAX },
-    { "n1", "", 1500000, BRIM_MEMBER_UP, 0 },
-    { "n11", "host.example:7006", 1000000, BRIM_MEMBER_DEAD, 16 },
+    {"alpha", "127.0.0.1:7001", 1000000, BRIM_MEMBER_UP, 11},
+    {"beta", "127.0.0.1:7002", 2000000, BRIM_MEMBER_UP, 12},
+    {"delta", "127.0.0.1:7003", 500000, BRIM_MEMBER_JOINING, 13},
+    {"gamma", "[::1]:7004", 1000000, BRIM_MEMBER_LEAVING, UINT64_MAX},
+    {"n1", "", 1500000, BRIM_MEMBER_UP, 0},
+    {"n11", "host.example:7006", 1000000, BRIM_MEMBER_DEAD, 16},
 };
 #define NSAMPLE (sizeof(sample_members) / sizeof(sample_members[0]))
 
@@ -102,8 +102,7 @@ assert_topo_eq(const struct brim_topo *a, const struct brim_topo *b)
         ck_assert_str_eq(a->members[i].addr, b->members[i].addr);
         ck_assert_uint_eq(a->members[i].weight_ppm, b->members[i].weight_ppm);
         ck_assert_uint_eq(a->members[i].state, b->members[i].state);
-        ck_assert_uint_eq(a->members[i].incarnation,
-                          b->members[i].incarnation);
+        ck_assert_uint_eq(a->members[i].incarnation, b->members[i].incarnation);
     }
 }
 
@@ -181,8 +180,7 @@ assert_accepted(const msgpack_object *root, const char *what)
     int              rc;
 
     rc = brim_topo_decode(root, &t, errbuf);
-    ck_assert_msg(rc == 0, "%s: rc=%s (%s)", what, brim_err_name(rc),
-                  errbuf);
+    ck_assert_msg(rc == 0, "%s: rc=%s (%s)", what, brim_err_name(rc), errbuf);
     brim_topo_destroy(&t);
 }
 
@@ -213,8 +211,7 @@ refuse_member_field(uint32_t j, uint32_t k, uint64_t value, const char *what)
 /* Assert that the sample with field K of member J set to the text TEXT
  * (static storage) is refused. */
 static void
-refuse_member_text(uint32_t j, uint32_t k, const char *text,
-                   const char *what)
+refuse_member_text(uint32_t j, uint32_t k, const char *text, const char *what)
 {
     msgpack_object root;
 
@@ -250,8 +247,7 @@ START_TEST(topo_round_trip)
     brim_topo_destroy(&back);
 
     /* A fresh cluster: no members, every partition unowned, no cap. */
-    ck_assert_int_eq(brim_topo_init(&empty, 1, 2, 256, 1, BRIM_EPS_NONE, 0),
-                     0);
+    ck_assert_int_eq(brim_topo_init(&empty, 1, 2, 256, 1, BRIM_EPS_NONE, 0), 0);
     obj = encode_unpack(&empty);
     rc = brim_topo_decode(&obj, &back, errbuf);
     ck_assert_msg(rc == 0, "decode empty: rc=%s (%s)", brim_err_name(rc),
@@ -261,7 +257,7 @@ START_TEST(topo_round_trip)
     brim_topo_destroy(&back);
     brim_topo_destroy(&empty);
     brim_topo_destroy(&t);
-    brim_buf_destroy(&out);             /* the fixture's, refilled above */
+    brim_buf_destroy(&out); /* the fixture's, refilled above */
     ck_assert_uint_eq(brim_alloc_bytes(), before);
 }
 END_TEST
@@ -277,8 +273,8 @@ START_TEST(topo_encode_appends)
     ck_assert_int_eq(brim_buf_append(&out, "xyz", 3), 0);
     ck_assert_int_eq(brim_topo_encode(&out, &t), 0);
     ck_assert_mem_eq(out.data, "xyz", 3);
-    ck_assert_int_eq(brim_wire_check(out.data + 3, out.len - 3,
-                                     BRIM_WIRE_MAX_DEPTH), 0);
+    ck_assert_int_eq(
+        brim_wire_check(out.data + 3, out.len - 3, BRIM_WIRE_MAX_DEPTH), 0);
     len = out.len;
     brim_buf_destroy(&out);
     brim_buf_init(&out);
@@ -423,8 +419,7 @@ START_TEST(topo_refuses_state)
 {
     refuse_member_field(2, 3, 0, "state 0");
     refuse_member_field(2, 3, BRIM_MEMBER_DEAD + 1, "state 5");
-    refuse_member_field(2, 3, (uint64_t) UINT32_MAX + 2,
-                        "state above 32 bits");
+    refuse_member_field(2, 3, (uint64_t) UINT32_MAX + 2, "state above 32 bits");
 }
 END_TEST
 
@@ -463,7 +458,7 @@ assert_ring_eq(const struct brim_ring *a, const struct brim_ring *b)
         ck_assert_uint_eq(a->nodes[i].ntokens, b->nodes[i].ntokens);
     }
     ck_assert_uint_eq(a->ntokens, b->ntokens);
-    for (j = 0; j < a->ntokens; j++) {     /* field by field: padding */
+    for (j = 0; j < a->ntokens; j++) { /* field by field: padding */
         ck_assert_uint_eq(a->tokens[j].pos, b->tokens[j].pos);
         ck_assert_uint_eq(a->tokens[j].node, b->tokens[j].node);
     }
@@ -489,7 +484,7 @@ START_TEST(topo_ring_equals_direct)
     }
     ck_assert_int_eq(brim_topo_ring(&t, &from_topo, 1, errbuf), 0);
     assert_ring_eq(&from_topo, &direct);
-    for (i = 0; i < NSAMPLE; i++) {     /* ring node i is member i */
+    for (i = 0; i < NSAMPLE; i++) { /* ring node i is member i */
         ck_assert_str_eq(from_topo.nodes[i].name, t.members[i].name);
     }
     brim_ring_destroy(&from_topo);
@@ -544,7 +539,7 @@ START_TEST(topo_copy_independent)
     /* Out of memory: nothing is left allocated. */
     sample_topo(&t);
     before = brim_alloc_bytes();
-    brim_alloc_fail_after(2, 0);        /* the members, after the map */
+    brim_alloc_fail_after(2, 0); /* the members, after the map */
     ck_assert_int_eq(brim_topo_copy(&c, &t), BRIM_ENOMEM);
     brim_alloc_fail_after(0, 0);
     ck_assert_ptr_null(c.map.owner);
@@ -576,8 +571,8 @@ static void
 sample_departed(struct brim_topo *t)
 {
     static const struct brim_member gone[] = {
-        { "a0", "127.0.0.1:7010", 1000000, BRIM_MEMBER_LEAVING, 21 },
-        { "zz", "127.0.0.1:7011", 1000000, BRIM_MEMBER_DEAD, 22 },
+        {"a0", "127.0.0.1:7010", 1000000, BRIM_MEMBER_LEAVING, 21},
+        {"zz", "127.0.0.1:7011", 1000000, BRIM_MEMBER_DEAD, 22},
     };
 
     sample_topo(t);
@@ -619,7 +614,7 @@ START_TEST(topo_departed)
     ck_assert_ptr_nonnull(m);
     ck_assert_str_eq(m->addr, "127.0.0.1:7010");
     ck_assert_int_eq(brim_topo_find_source(&c, "zz"), -1);
-    dead_member = 5;                            /* "n11" is DEAD */
+    dead_member = 5; /* "n11" is DEAD */
     ck_assert_int_eq(brim_topo_find_source(&c, "n11"), -1);
     ck_assert_str_eq(c.members[dead_member].name, "n11");
     ck_assert_int_eq(brim_topo_find_source(&c, "nobody"), -1);
@@ -634,8 +629,7 @@ START_TEST(topo_departed)
         BRIM_MEMBER_UP;
     assert_refused(&root, "departed member UP");
     root = encode_unpack(&t);
-    set_str(&root.via.array.ptr[9].via.array.ptr[0].via.array.ptr[0],
-            "alpha");
+    set_str(&root.via.array.ptr[9].via.array.ptr[0].via.array.ptr[0], "alpha");
     assert_refused(&root, "departed and member");
     root = encode_unpack(&t);
     root.via.array.ptr[0].via.u64 = BRIM_TOPO_FORMAT_V1;

@@ -34,7 +34,7 @@ msgpack_unpack_return __wrap_msgpack_unpack(const char *data, size_t len,
                                             size_t *off, msgpack_zone *zone,
                                             msgpack_object *obj);
 
-static unsigned long unpack_calls;  /* calls into msgpack-c's unpacker */
+static unsigned long unpack_calls; /* calls into msgpack-c's unpacker */
 
 msgpack_unpack_return
 __wrap_msgpack_unpack(const char *data, size_t len, size_t *off,
@@ -55,7 +55,7 @@ setup(void)
 {
     ck_assert(msgpack_zone_init(&zone, 2048));
     brim_wire_limits_default(&lim);
-    lim.max_batch_entries = 16;     /* as on a node-to-node connection */
+    lim.max_batch_entries = 16; /* as on a node-to-node connection */
     brim_buf_init(&out);
     unpack_calls = 0;
 }
@@ -125,38 +125,38 @@ same_bytes(const char *a, size_t alen, const char *b, size_t blen)
 
 /* A small array and a small map, standing in for a topology (T) and
  * HEARTBEAT's stats (M) and for the TOPO and OBJECT replies. */
-static msgpack_object    sample_elems[2] = {
-    { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1 },
-    { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 300 },
+static msgpack_object sample_elems[2] = {
+    {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1},
+    {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 300},
 };
-static msgpack_object    sample_arr = {
-    .type = MSGPACK_OBJECT_ARRAY, .via.array = { 2, sample_elems },
+static msgpack_object sample_arr = {
+    .type = MSGPACK_OBJECT_ARRAY,
+    .via.array = {2, sample_elems},
 };
 static msgpack_object_kv sample_kv[1] = {
-    { { .type = MSGPACK_OBJECT_STR, .via.str = { 4, "keys" } },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9 } },
+    {{.type = MSGPACK_OBJECT_STR, .via.str = {4, "keys"}},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9}},
 };
-static msgpack_object    sample_map = {
-    .type = MSGPACK_OBJECT_MAP, .via.map = { 1, sample_kv },
+static msgpack_object sample_map = {
+    .type = MSGPACK_OBJECT_MAP,
+    .via.map = {1, sample_kv},
 };
 /* Two stream entries (STREAM_BATCH's B). */
-static msgpack_object    sample_entry_fields[2][5] = {
-    { { .type = MSGPACK_OBJECT_BIN, .via.bin = { 2, "k1" } },
-      { .type = MSGPACK_OBJECT_BIN, .via.bin = { 3, "v\0x" } },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 7 },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1ull << 40 },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0 } },
-    { { .type = MSGPACK_OBJECT_BIN, .via.bin = { 2, "k2" } },
-      { .type = MSGPACK_OBJECT_BIN, .via.bin = { 0, NULL } },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0 },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9 },
-      { .type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 3600 } },
+static msgpack_object sample_entry_fields[2][5] = {
+    {{.type = MSGPACK_OBJECT_BIN, .via.bin = {2, "k1"}},
+     {.type = MSGPACK_OBJECT_BIN, .via.bin = {3, "v\0x"}},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 7},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 1ull << 40},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0}},
+    {{.type = MSGPACK_OBJECT_BIN, .via.bin = {2, "k2"}},
+     {.type = MSGPACK_OBJECT_BIN, .via.bin = {0, NULL}},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 0},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 9},
+     {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = 3600}},
 };
-static msgpack_object    sample_entries[2] = {
-    { .type = MSGPACK_OBJECT_ARRAY,
-      .via.array = { 5, sample_entry_fields[0] } },
-    { .type = MSGPACK_OBJECT_ARRAY,
-      .via.array = { 5, sample_entry_fields[1] } },
+static msgpack_object sample_entries[2] = {
+    {.type = MSGPACK_OBJECT_ARRAY, .via.array = {5, sample_entry_fields[0]}},
+    {.type = MSGPACK_OBJECT_ARRAY, .via.array = {5, sample_entry_fields[1]}},
 };
 
 /* True when the objects A and B (either may be NULL) are equal. */
@@ -189,7 +189,7 @@ sample_req(uint32_t op, struct brim_req *req)
             req->key_len = 7;
             break;
         case 'v':
-            req->value = "hello\0world";    /* binary-safe */
+            req->value = "hello\0world"; /* binary-safe */
             req->value_len = 11;
             break;
         case 't':
@@ -261,9 +261,9 @@ sample_req(uint32_t op, struct brim_req *req)
             req->nentries = 2;
             break;
         case 'x':
-            req->auth = "0123456789abcdef0123456789abcde";  /* 32 bytes */
+            req->auth = "0123456789abcdef0123456789abcde"; /* 32 bytes */
             break;
-        default:                    /* 'K': MGET is tested on its own */
+        default: /* 'K': MGET is tested on its own */
             break;
         }
     }
@@ -285,8 +285,8 @@ assert_req_eq(const struct brim_req *a, const struct brim_req *b)
     ck_assert_uint_eq(a->cas, b->cas);
     ck_assert_uint_eq(a->delta, b->delta);
     ck_assert_uint_eq(a->delay_s, b->delay_s);
-    ck_assert(same_bytes(a->section, a->section_len, b->section,
-                         b->section_len));
+    ck_assert(
+        same_bytes(a->section, a->section_len, b->section, b->section_len));
     ck_assert_uint_eq(a->hello.version, b->hello.version);
     ck_assert_uint_eq(a->hello.role, b->hello.role);
     ck_assert_uint_eq(a->hello.cluster_id, b->hello.cluster_id);
@@ -315,8 +315,8 @@ assert_rep_eq(const struct brim_rep *a, const struct brim_rep *b)
 {
     ck_assert_int_eq(a->status, b->status);
     ck_assert_uint_eq(a->request_id, b->request_id);
-    ck_assert(same_bytes(a->message, a->message_len, b->message,
-                         b->message_len));
+    ck_assert(
+        same_bytes(a->message, a->message_len, b->message, b->message_len));
     ck_assert(same_bytes(a->value, a->value_len, b->value, b->value_len));
     ck_assert_uint_eq(a->flags, b->flags);
     ck_assert_uint_eq(a->cas, b->cas);
@@ -335,8 +335,8 @@ assert_rep_eq(const struct brim_rep *a, const struct brim_rep *b)
     ck_assert(same_obj(a->obj, b->obj));
     ck_assert(same_bytes(a->auth_nonce, a->auth_nonce != NULL ? 32 : 0,
                          b->auth_nonce, b->auth_nonce != NULL ? 32 : 0));
-    ck_assert(same_bytes(a->auth_mac, a->auth_mac != NULL ? 32 : 0,
-                         b->auth_mac, b->auth_mac != NULL ? 32 : 0));
+    ck_assert(same_bytes(a->auth_mac, a->auth_mac != NULL ? 32 : 0, b->auth_mac,
+                         b->auth_mac != NULL ? 32 : 0));
 }
 
 /* Encode OUT's decoded request again: the bytes must be identical. */
@@ -388,7 +388,7 @@ START_TEST(wire_req_round_trip_every_op)
         assert_reencodes_req(&got);
         n++;
     }
-    ck_assert_int_eq(n, 36);            /* every op of BRIM_OP_MAP but MGET */
+    ck_assert_int_eq(n, 36); /* every op of BRIM_OP_MAP but MGET */
 }
 END_TEST
 
@@ -406,7 +406,7 @@ START_TEST(wire_req_optional_args)
     ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
     off = 0;
     body = next_body(&out, &off, &len);
-    ck_assert_uint_eq((unsigned char) body[0], 0x93);   /* 3 elements */
+    ck_assert_uint_eq((unsigned char) body[0], 0x93); /* 3 elements */
     ck_assert_int_eq(parse_out_req(&got), 0);
     ck_assert_uint_eq(got.section_len, 0);
 
@@ -431,12 +431,14 @@ END_TEST
 START_TEST(wire_mget_round_trip)
 {
     static const struct brim_bytes keys[] = {
-        { "a", 1 }, { "user:1", 6 }, { "\0\1\2", 3 },
+        {"a", 1},
+        {"user:1", 6},
+        {"\0\1\2", 3},
     };
-    struct brim_req                got;
-    const char                    *k;
-    size_t                         klen;
-    uint32_t                       i;
+    struct brim_req got;
+    const char     *k;
+    size_t          klen;
+    uint32_t        i;
 
     ck_assert_int_eq(brim_wire_encode_mget(&out, 9, 4, keys, 3), 0);
     ck_assert_int_eq(parse_out_req(&got), 0);
@@ -496,8 +498,8 @@ sample_rep(int shape, struct brim_rep *rep)
         rep->obj = &sample_map;
         break;
     case BRIM_REP_AUTH:
-        rep->auth_nonce = "0123456789abcdef0123456789abcde";   /* 32 bytes */
-        rep->auth_mac = "fedcba9876543210fedcba9876543210";    /* 32 bytes */
+        rep->auth_nonce = "0123456789abcdef0123456789abcde"; /* 32 bytes */
+        rep->auth_mac = "fedcba9876543210fedcba9876543210";  /* 32 bytes */
         break;
     default:
         break;
@@ -644,9 +646,8 @@ START_TEST(wire_rep_errors)
     ck_assert_uint_eq(got.request_id, 7);
     ck_assert_uint_eq(got.message_len, 0);
     out.len = 0;
-    ck_assert_int_eq(brim_wire_encode_status(&out, 0, BRIM_ETOOBIG,
-                                             "frame too big", 13),
-                     0);
+    ck_assert_int_eq(
+        brim_wire_encode_status(&out, 0, BRIM_ETOOBIG, "frame too big", 13), 0);
     ck_assert_int_eq(parse_out_rep(BRIM_OP_PING, &got), 0);
     ck_assert_int_eq(got.status, BRIM_ETOOBIG);
     ck_assert(same_bytes(got.message, got.message_len, "frame too big", 13));
@@ -658,60 +659,59 @@ START_TEST(wire_rep_errors)
     /* Local codes are never sent. */
     ck_assert_int_eq(brim_wire_encode_status(&out, 1, BRIM_EAGAIN, NULL, 0),
                      BRIM_EINVAL);
-    ck_assert_int_eq(brim_wire_encode_status(&out, 1, 3, NULL, 0),
-                     BRIM_EINVAL);
+    ck_assert_int_eq(brim_wire_encode_status(&out, 1, 3, NULL, 0), BRIM_EINVAL);
     rep.status = BRIM_ETIMEDOUT;
     ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_GET, &rep),
                      BRIM_EINVAL);
     rep.status = 0;
     ck_assert_int_eq(brim_wire_encode_rep(&out, 99, &rep), BRIM_EINVAL);
     ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_STATS, &rep),
-                     BRIM_EINVAL);                  /* no stats object */
+                     BRIM_EINVAL); /* no stats object */
 }
 END_TEST
 
 /* A reply body and how it must decode as the reply to OP. */
 struct rep_case {
-    const char *body;               /* msgpack bytes */
-    size_t      len;                /* bytes */
-    uint32_t    op;                 /* the request's op */
-    int         rc;                 /* expected result */
-    int         status;             /* expected REP.status when rc is 0 */
+    const char *body;   /* msgpack bytes */
+    size_t      len;    /* bytes */
+    uint32_t    op;     /* the request's op */
+    int         rc;     /* expected result */
+    int         status; /* expected REP.status when rc is 0 */
 };
 
 START_TEST(wire_rep_malformed)
 {
     static const struct rep_case cases[] = {
-        { BODY("\x92\x64\x01"), BRIM_OP_GET, BRIM_EBADREQ, 0 },  /* 100 */
-        { BODY("\x92\x01\x01"), BRIM_OP_GET, BRIM_EBADREQ, 0 },  /* no msg */
-        { BODY("\x94\x05\x01\xa0\x03"), BRIM_OP_GET, BRIM_EBADREQ, 0 },
-        { BODY("\x93\x00\x01\xa1v"), BRIM_OP_GET, BRIM_EBADREQ, 0 },
-        { BODY("\x93\x4d\x01\xa1x"), BRIM_OP_GET, 0, -77 },      /* new */
-        { BODY("\x94\x00\x01\x05\x09"), BRIM_OP_SET, 0, 0 },     /* extra */
-        { BODY("\x93\x00\x01\x91\x00"), BRIM_OP_MGET, BRIM_EBADREQ, 0 },
-        { BODY("\x93\x00\x01\x91\x80"), BRIM_OP_MGET, BRIM_EBADREQ, 0 },
-        { BODY("\x93\x00\x01\x91\x91\xa0"), BRIM_OP_MGET, BRIM_EBADREQ, 0 },
-        { BODY("\x93\x00\x01\x92\xc0\x06"), BRIM_OP_MGET, 0, 0 },
-        { BODY("\x93\x00\x01\x81\x01\x02"), BRIM_OP_STATS, BRIM_EBADREQ, 0 },
-        { BODY("\x93\x00\x01\x81\xa1k\x81\xa1j\x81\xa1i\x01"), BRIM_OP_STATS,
-          BRIM_EBADREQ, 0 },                         /* nested too deep */
-        { BODY("\x93\x00\x01\x91\x01"), BRIM_OP_STATS, BRIM_EBADREQ, 0 },
-        { BODY("\x92\x00\xff"), BRIM_OP_PING, BRIM_EBADREQ, 0 },
-        { BODY("\x91\x00"), BRIM_OP_PING, BRIM_EBADREQ, 0 },
-        { BODY("\x00"), BRIM_OP_PING, BRIM_EBADREQ, 0 },
-        { BODY("\x92\x00\x01"), 99, BRIM_EUNKNOWNOP, 0 },
+        {BODY("\x92\x64\x01"), BRIM_OP_GET, BRIM_EBADREQ, 0}, /* 100 */
+        {BODY("\x92\x01\x01"), BRIM_OP_GET, BRIM_EBADREQ, 0}, /* no msg */
+        {BODY("\x94\x05\x01\xa0\x03"), BRIM_OP_GET, BRIM_EBADREQ, 0},
+        {BODY("\x93\x00\x01\xa1v"), BRIM_OP_GET, BRIM_EBADREQ, 0},
+        {BODY("\x93\x4d\x01\xa1x"), BRIM_OP_GET, 0, -77},  /* new */
+        {BODY("\x94\x00\x01\x05\x09"), BRIM_OP_SET, 0, 0}, /* extra */
+        {BODY("\x93\x00\x01\x91\x00"), BRIM_OP_MGET, BRIM_EBADREQ, 0},
+        {BODY("\x93\x00\x01\x91\x80"), BRIM_OP_MGET, BRIM_EBADREQ, 0},
+        {BODY("\x93\x00\x01\x91\x91\xa0"), BRIM_OP_MGET, BRIM_EBADREQ, 0},
+        {BODY("\x93\x00\x01\x92\xc0\x06"), BRIM_OP_MGET, 0, 0},
+        {BODY("\x93\x00\x01\x81\x01\x02"), BRIM_OP_STATS, BRIM_EBADREQ, 0},
+        {BODY("\x93\x00\x01\x81\xa1k\x81\xa1j\x81\xa1i\x01"), BRIM_OP_STATS,
+         BRIM_EBADREQ, 0}, /* nested too deep */
+        {BODY("\x93\x00\x01\x91\x01"), BRIM_OP_STATS, BRIM_EBADREQ, 0},
+        {BODY("\x92\x00\xff"), BRIM_OP_PING, BRIM_EBADREQ, 0},
+        {BODY("\x91\x00"), BRIM_OP_PING, BRIM_EBADREQ, 0},
+        {BODY("\x00"), BRIM_OP_PING, BRIM_EBADREQ, 0},
+        {BODY("\x92\x00\x01"), 99, BRIM_EUNKNOWNOP, 0},
         /* HELLO with max_key 0 */
-        { BODY("\x9c\x00\x01\x01\x00\x02\x00\x00\xa0\x00\xce\x00\x10\x00\x00"
-               "\xce\x00\x11\x00\x00\xcd\x04\x00"),
-          BRIM_OP_HELLO, BRIM_EBADREQ, 0 },
+        {BODY("\x9c\x00\x01\x01\x00\x02\x00\x00\xa0\x00\xce\x00\x10\x00\x00"
+              "\xce\x00\x11\x00\x00\xcd\x04\x00"),
+         BRIM_OP_HELLO, BRIM_EBADREQ, 0},
     };
-    struct brim_rep              rep;
-    size_t                       i;
-    int                          rc;
+    struct brim_rep rep;
+    size_t          i;
+    int             rc;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        rc = brim_wire_parse_rep(cases[i].body, cases[i].len, cases[i].op,
-                                 &lim, &zone, &rep, NULL);
+        rc = brim_wire_parse_rep(cases[i].body, cases[i].len, cases[i].op, &lim,
+                                 &zone, &rep, NULL);
         ck_assert_msg(rc == cases[i].rc, "case %zu: rc=%s want %s", i,
                       brim_err_name(rc), brim_err_name(cases[i].rc));
         if (rc == 0) {
@@ -784,11 +784,12 @@ START_TEST(wire_value_limit)
     out.len = 0;
     ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
     ck_assert_uint_le(out.len - 4, lim.max_frame_bytes);
-    ck_assert_int_eq(brim_wire_parse_req(out.data + 4, out.len - 4, &lim,
-                                         &zone, &got, err),
-                     BRIM_ETOOBIG);
+    ck_assert_int_eq(
+        brim_wire_parse_req(out.data + 4, out.len - 4, &lim, &zone, &got, err),
+        BRIM_ETOOBIG);
     ck_assert_uint_eq(got.request_id, req.request_id);
-    ck_assert_str_eq(err, "wire: SET: value is 1048577 bytes, above the node's "
+    ck_assert_str_eq(err,
+                     "wire: SET: value is 1048577 bytes, above the node's "
                      "limit 1048576 (--max-value-bytes)");
     free(value);
 }
@@ -806,15 +807,13 @@ START_TEST(wire_mget_limit)
         keys[i].ptr = "key";
         keys[i].len = 3;
     }
-    ck_assert_int_eq(brim_wire_encode_mget(&out, 1, 0, keys,
-                                           BRIM_WIRE_MGET_MAX),
-                     0);
+    ck_assert_int_eq(
+        brim_wire_encode_mget(&out, 1, 0, keys, BRIM_WIRE_MGET_MAX), 0);
     ck_assert_int_eq(parse_out_req(&got), 0);
     ck_assert_uint_eq(got.nkeys, BRIM_WIRE_MGET_MAX);
     out.len = 0;
-    ck_assert_int_eq(brim_wire_encode_mget(&out, 2, 0, keys,
-                                           BRIM_WIRE_MGET_MAX + 1),
-                     0);
+    ck_assert_int_eq(
+        brim_wire_encode_mget(&out, 2, 0, keys, BRIM_WIRE_MGET_MAX + 1), 0);
     ck_assert_int_eq(parse_out_req(&got), BRIM_ETOOBIG);
     ck_assert_uint_eq(got.request_id, 2);
     free(keys);
@@ -834,7 +833,7 @@ START_TEST(wire_limits_check)
     l.max_key_bytes = 0;
     ck_assert_int_eq(brim_wire_limits_check(&l, err), BRIM_EINVAL);
     brim_wire_limits_default(&l);
-    l.max_value_bytes = 8u << 20;   /* frame not raised with it */
+    l.max_value_bytes = 8u << 20; /* frame not raised with it */
     ck_assert_int_eq(brim_wire_limits_check(&l, err), BRIM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "max frame"));
     l.max_frame_bytes = (8u << 20) + (64u << 10);
@@ -848,67 +847,67 @@ END_TEST
 
 /* A request body and what its decode must give. */
 struct req_case {
-    const char *body;               /* msgpack bytes */
-    size_t      len;                /* bytes */
-    int         rc;                 /* expected result */
-    uint64_t    id;                 /* expected REQ.request_id */
+    const char *body; /* msgpack bytes */
+    size_t      len;  /* bytes */
+    int         rc;   /* expected result */
+    uint64_t    id;   /* expected REQ.request_id */
 };
 
 START_TEST(wire_req_types)
 {
     static const struct req_case cases[] = {
-        { BODY("\x94\x0a\x05\x00\x01"), BRIM_EBADREQ, 5 },  /* key int */
-        { BODY("\x93\x63\x06\x00"), BRIM_EUNKNOWNOP, 6 },   /* op 99 */
-        { BODY("\x93\x24\x07\x00"), BRIM_EUNKNOWNOP, 7 },   /* EPOCH_ACK */
-        { BODY("\x93\x00\x07\x00"), BRIM_EUNKNOWNOP, 7 },   /* op 0 */
-        { BODY("\x93\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x08\x00"),
-          BRIM_EUNKNOWNOP, 8 },
-        { BODY("\x93\xff\x09\x00"), BRIM_EBADREQ, 9 },      /* op < 0 */
-        { BODY("\x93\x02\xff\x00"), BRIM_EBADREQ, 0 },      /* id < 0 */
-        { BODY("\x93\x02\xa1x\x00"), BRIM_EBADREQ, 0 },     /* id str */
-        { BODY("\x93\x02\x0a\xff"), BRIM_EBADREQ, 10 },     /* epoch < 0 */
-        { BODY("\x93\x02\x0a\xc0"), BRIM_EBADREQ, 10 },     /* epoch nil */
-        { BODY("\x94\x02\x0b\x00\x00"), BRIM_EBADREQ, 11 }, /* PING + 1 */
-        { BODY("\x93\x0a\x0c\x00"), BRIM_EBADREQ, 12 },     /* GET, no key */
-        { BODY("\x97\x0d\x0d\x00\xa1k\xa1v\xa1x\x00"), BRIM_EBADREQ, 13 },
-        { BODY("\x97\x0d\x0e\x00\xa1k\xa1v\x00\xcf\x00\x00\x00\x01\x00\x00"
-               "\x00\x00"),
-          BRIM_EBADREQ, 14 },                               /* flags 2^32 */
-        { BODY("\x97\x0d\x0e\x00\xa1k\xa1v\x00\xd0\x80"), BRIM_EBADREQ, 14 },
-        { BODY("\x97\x0d\x0e\x00\xa1k\xa1v\xca\x00\x00\x00\x00\x00"),
-          BRIM_EBADREQ, 14 },                               /* ttl float */
-        { BODY("\x97\x0d\x0e\x00\xa1k\x01\x00\x00"), BRIM_EBADREQ, 14 },
-        { BODY("\x97\x0d\x0e\x00\xc4\x01k\xc4\x00\x00\x00"), 0, 14 },
-        { BODY("\x97\x01\x0f\x00\x01\x00\x00\x00"), BRIM_EINVAL, 15 }, /* 0 */
-        { BODY("\x97\x01\x0f\x00\x01\x00\x05\x00"), BRIM_EINVAL, 15 }, /* 5 */
-        { BODY("\x97\x01\x0f\x00\x01\x00\x04\x00"), 0, 15 },
-        { BODY("\x94\x0b\x10\x00\xa1k"), BRIM_EBADREQ, 16 },
-        { BODY("\x94\x0b\x11\x00\x90"), BRIM_EINVAL, 17 },  /* no keys */
-        { BODY("\x94\x0b\x12\x00\x91\x01"), BRIM_EBADREQ, 18 },
-        { BODY("\x94\x0b\x13\x00\x91\xa0"), BRIM_EINVAL, 19 },
-        { BODY("\x95\x15\x14\x00\xa1k\xff"), BRIM_EBADREQ, 20 }, /* delta */
-        { BODY("\x95\x15\x14\x00\xa1k\x01"), 0, 20 },
-        { BODY("\x94\x0a\x15\x00\xa1k"), 0, 21 },           /* str key */
-        { BODY("\x81\x01\x02"), BRIM_EBADREQ, 0 },          /* a map */
-        { BODY("\x92\x02\x01"), BRIM_EBADREQ, 0 },          /* 2 elements */
-        { BODY("\x2a"), BRIM_EBADREQ, 0 },                  /* bare int */
-        { BODY("\xcd\x01\x00"), BRIM_EBADREQ, 0 },
-        { BODY("\xc0"), BRIM_EBADREQ, 0 },
-        { BODY("\x93\x02\x16\x00"), 0, 22 },                /* PING */
+        {BODY("\x94\x0a\x05\x00\x01"), BRIM_EBADREQ, 5}, /* key int */
+        {BODY("\x93\x63\x06\x00"), BRIM_EUNKNOWNOP, 6},  /* op 99 */
+        {BODY("\x93\x24\x07\x00"), BRIM_EUNKNOWNOP, 7},  /* EPOCH_ACK */
+        {BODY("\x93\x00\x07\x00"), BRIM_EUNKNOWNOP, 7},  /* op 0 */
+        {BODY("\x93\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x08\x00"),
+         BRIM_EUNKNOWNOP, 8},
+        {BODY("\x93\xff\x09\x00"), BRIM_EBADREQ, 9},      /* op < 0 */
+        {BODY("\x93\x02\xff\x00"), BRIM_EBADREQ, 0},      /* id < 0 */
+        {BODY("\x93\x02\xa1x\x00"), BRIM_EBADREQ, 0},     /* id str */
+        {BODY("\x93\x02\x0a\xff"), BRIM_EBADREQ, 10},     /* epoch < 0 */
+        {BODY("\x93\x02\x0a\xc0"), BRIM_EBADREQ, 10},     /* epoch nil */
+        {BODY("\x94\x02\x0b\x00\x00"), BRIM_EBADREQ, 11}, /* PING + 1 */
+        {BODY("\x93\x0a\x0c\x00"), BRIM_EBADREQ, 12},     /* GET, no key */
+        {BODY("\x97\x0d\x0d\x00\xa1k\xa1v\xa1x\x00"), BRIM_EBADREQ, 13},
+        {BODY("\x97\x0d\x0e\x00\xa1k\xa1v\x00\xcf\x00\x00\x00\x01\x00\x00"
+              "\x00\x00"),
+         BRIM_EBADREQ, 14}, /* flags 2^32 */
+        {BODY("\x97\x0d\x0e\x00\xa1k\xa1v\x00\xd0\x80"), BRIM_EBADREQ, 14},
+        {BODY("\x97\x0d\x0e\x00\xa1k\xa1v\xca\x00\x00\x00\x00\x00"),
+         BRIM_EBADREQ, 14}, /* ttl float */
+        {BODY("\x97\x0d\x0e\x00\xa1k\x01\x00\x00"), BRIM_EBADREQ, 14},
+        {BODY("\x97\x0d\x0e\x00\xc4\x01k\xc4\x00\x00\x00"), 0, 14},
+        {BODY("\x97\x01\x0f\x00\x01\x00\x00\x00"), BRIM_EINVAL, 15}, /* 0 */
+        {BODY("\x97\x01\x0f\x00\x01\x00\x05\x00"), BRIM_EINVAL, 15}, /* 5 */
+        {BODY("\x97\x01\x0f\x00\x01\x00\x04\x00"), 0, 15},
+        {BODY("\x94\x0b\x10\x00\xa1k"), BRIM_EBADREQ, 16},
+        {BODY("\x94\x0b\x11\x00\x90"), BRIM_EINVAL, 17}, /* no keys */
+        {BODY("\x94\x0b\x12\x00\x91\x01"), BRIM_EBADREQ, 18},
+        {BODY("\x94\x0b\x13\x00\x91\xa0"), BRIM_EINVAL, 19},
+        {BODY("\x95\x15\x14\x00\xa1k\xff"), BRIM_EBADREQ, 20}, /* delta */
+        {BODY("\x95\x15\x14\x00\xa1k\x01"), 0, 20},
+        {BODY("\x94\x0a\x15\x00\xa1k"), 0, 21},  /* str key */
+        {BODY("\x81\x01\x02"), BRIM_EBADREQ, 0}, /* a map */
+        {BODY("\x92\x02\x01"), BRIM_EBADREQ, 0}, /* 2 elements */
+        {BODY("\x2a"), BRIM_EBADREQ, 0},         /* bare int */
+        {BODY("\xcd\x01\x00"), BRIM_EBADREQ, 0},
+        {BODY("\xc0"), BRIM_EBADREQ, 0},
+        {BODY("\x93\x02\x16\x00"), 0, 22}, /* PING */
     };
-    struct brim_req              req;
-    char                         err[BRIM_ERRBUF_LEN];
-    size_t                       i;
-    int                          rc;
+    struct brim_req req;
+    char            err[BRIM_ERRBUF_LEN];
+    size_t          i;
+    int             rc;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         err[0] = '\0';
-        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone,
-                                 &req, err);
+        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone, &req,
+                                 err);
         ck_assert_msg(rc == cases[i].rc, "case %zu: rc=%s want %s (%s)", i,
                       brim_err_name(rc), brim_err_name(cases[i].rc), err);
-        ck_assert_msg(req.request_id == cases[i].id, "case %zu: id %" PRIu64,
-                      i, req.request_id);
+        ck_assert_msg(req.request_id == cases[i].id, "case %zu: id %" PRIu64, i,
+                      req.request_id);
         if (rc != 0) {
             ck_assert_msg(strncmp(err, "wire: ", 6) == 0, "case %zu: %s", i,
                           err);
@@ -944,51 +943,58 @@ START_TEST(wire_check_valid_objects)
         const char *body;
         size_t      len;
     } ok[] = {
-        { BODY("\xc0") },
-        { BODY("\x7f") },
-        { BODY("\xe0") },
-        { BODY("\xcf\x01\x02\x03\x04\x05\x06\x07\x08") },
-        { BODY("\xd3\x80\x00\x00\x00\x00\x00\x00\x00") },
-        { BODY("\xcb\x3f\xf0\x00\x00\x00\x00\x00\x00") },
-        { BODY("\xca\x3f\x80\x00\x00") },
-        { BODY("\xa3" "abc") },
-        { BODY("\xd9\x03" "abc") },
-        { BODY("\xda\x00\x03" "abc") },
-        { BODY("\xdb\x00\x00\x00\x03" "abc") },
-        { BODY("\xc4\x00") },
-        { BODY("\xc5\x00\x01" "x") },
-        { BODY("\xc6\x00\x00\x00\x01" "x") },
-        { BODY("\xd4\x01\x02") },
-        { BODY("\xd8\x01" "0123456789abcdef") },
-        { BODY("\xc7\x02\x05" "ab") },
-        { BODY("\xc8\x00\x01\x05" "a") },
-        { BODY("\xc9\x00\x00\x00\x00\x05") },
-        { BODY("\x90") },
-        { BODY("\x80") },
-        { BODY("\x82\x01\x02\xa1k\x91\xc3") },
-        { BODY("\xdc\x00\x02\xc2\xc3") },
-        { BODY("\xdd\x00\x00\x00\x01\x00") },
-        { BODY("\xde\x00\x01\x00\x00") },
-        { BODY("\xdf\x00\x00\x00\x01\x00\x00") },
+        {BODY("\xc0")},
+        {BODY("\x7f")},
+        {BODY("\xe0")},
+        {BODY("\xcf\x01\x02\x03\x04\x05\x06\x07\x08")},
+        {BODY("\xd3\x80\x00\x00\x00\x00\x00\x00\x00")},
+        {BODY("\xcb\x3f\xf0\x00\x00\x00\x00\x00\x00")},
+        {BODY("\xca\x3f\x80\x00\x00")},
+        {BODY("\xa3"
+              "abc")},
+        {BODY("\xd9\x03"
+              "abc")},
+        {BODY("\xda\x00\x03"
+              "abc")},
+        {BODY("\xdb\x00\x00\x00\x03"
+              "abc")},
+        {BODY("\xc4\x00")},
+        {BODY("\xc5\x00\x01"
+              "x")},
+        {BODY("\xc6\x00\x00\x00\x01"
+              "x")},
+        {BODY("\xd4\x01\x02")},
+        {BODY("\xd8\x01"
+              "0123456789abcdef")},
+        {BODY("\xc7\x02\x05"
+              "ab")},
+        {BODY("\xc8\x00\x01\x05"
+              "a")},
+        {BODY("\xc9\x00\x00\x00\x00\x05")},
+        {BODY("\x90")},
+        {BODY("\x80")},
+        {BODY("\x82\x01\x02\xa1k\x91\xc3")},
+        {BODY("\xdc\x00\x02\xc2\xc3")},
+        {BODY("\xdd\x00\x00\x00\x01\x00")},
+        {BODY("\xde\x00\x01\x00\x00")},
+        {BODY("\xdf\x00\x00\x00\x01\x00\x00")},
     };
     msgpack_object obj;
     size_t         i, off;
 
     for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        ck_assert_msg(brim_wire_check(ok[i].body, ok[i].len,
-                                      BRIM_WIRE_MAX_DEPTH)
-                          == 0,
-                      "case %zu refused", i);
+        ck_assert_msg(
+            brim_wire_check(ok[i].body, ok[i].len, BRIM_WIRE_MAX_DEPTH) == 0,
+            "case %zu refused", i);
         /* What the check accepts, msgpack-c unpacks whole. */
         off = 0;
         msgpack_zone_clear(&zone);
-        ck_assert_int_eq(msgpack_unpack(ok[i].body, ok[i].len, &off, &zone,
-                                        &obj),
-                         MSGPACK_UNPACK_SUCCESS);
+        ck_assert_int_eq(
+            msgpack_unpack(ok[i].body, ok[i].len, &off, &zone, &obj),
+            MSGPACK_UNPACK_SUCCESS);
         ck_assert_uint_eq(off, ok[i].len);
-        ck_assert_int_eq(brim_wire_unpack(ok[i].body, ok[i].len, SIZE_MAX,
-                                          &zone, &obj),
-                         0);
+        ck_assert_int_eq(
+            brim_wire_unpack(ok[i].body, ok[i].len, SIZE_MAX, &zone, &obj), 0);
     }
 }
 END_TEST
@@ -999,32 +1005,34 @@ START_TEST(wire_check_huge_counts)
         const char *body;
         size_t      len;
     } bad[] = {
-        { BODY("\xdd\xff\xff\xff\xff") },       /* I10: array of 2^32 - 1 */
-        { BODY("\xc6\xff\xff\xff\xfe") },       /* I10: bin of 4 GiB */
-        { BODY("\xdb\xff\xff\xff\xff") },
-        { BODY("\xdf\xff\xff\xff\xff") },
-        { BODY("\xde\xff\xff") },
-        { BODY("\xdc\xff\xff") },
-        { BODY("\xc9\xff\xff\xff\xff\x01") },
-        { BODY("\x9f") },                       /* 15 elements, none there */
-        { BODY("\x92\x01") },
-        { BODY("\x81\x01") },                   /* map needs 2 per entry */
-        { BODY("\xdd\x00\x00\x00\x02\x01") },
-        { BODY("\xa5" "abcd") },
-        { BODY("\xd8\x01" "0123456789abcde") },
-        { BODY("\xcf\x01") },
-        { BODY("\xdd\xff\xff") },               /* count field cut short */
-        { BODY("\xc7") },
+        {BODY("\xdd\xff\xff\xff\xff")}, /* I10: array of 2^32 - 1 */
+        {BODY("\xc6\xff\xff\xff\xfe")}, /* I10: bin of 4 GiB */
+        {BODY("\xdb\xff\xff\xff\xff")},
+        {BODY("\xdf\xff\xff\xff\xff")},
+        {BODY("\xde\xff\xff")},
+        {BODY("\xdc\xff\xff")},
+        {BODY("\xc9\xff\xff\xff\xff\x01")},
+        {BODY("\x9f")}, /* 15 elements, none there */
+        {BODY("\x92\x01")},
+        {BODY("\x81\x01")}, /* map needs 2 per entry */
+        {BODY("\xdd\x00\x00\x00\x02\x01")},
+        {BODY("\xa5"
+              "abcd")},
+        {BODY("\xd8\x01"
+              "0123456789abcde")},
+        {BODY("\xcf\x01")},
+        {BODY("\xdd\xff\xff")}, /* count field cut short */
+        {BODY("\xc7")},
     };
     struct brim_req req;
     size_t          i, before;
 
     before = brim_alloc_bytes();
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ck_assert_msg(brim_wire_check(bad[i].body, bad[i].len,
-                                      BRIM_WIRE_MAX_DEPTH)
-                          == BRIM_EBADREQ,
-                      "case %zu accepted", i);
+        ck_assert_msg(
+            brim_wire_check(bad[i].body, bad[i].len, BRIM_WIRE_MAX_DEPTH)
+                == BRIM_EBADREQ,
+            "case %zu accepted", i);
         ck_assert_int_eq(brim_wire_parse_req(bad[i].body, bad[i].len, &lim,
                                              &zone, &req, NULL),
                          BRIM_EBADREQ);
@@ -1042,21 +1050,21 @@ START_TEST(wire_check_malformed)
         const char *body;
         size_t      len;
     } bad[] = {
-        { BODY("\xc1") },                       /* I12: never used */
-        { BODY("\x81\xc1\x00") },               /* I12 */
-        { BODY("\x91\xc1") },
-        { BODY("\x01\x02") },                   /* two objects */
-        { BODY("\x93\x02\x01\x00\x00") },       /* trailing byte */
-        { "", 0 },
+        {BODY("\xc1")},         /* I12: never used */
+        {BODY("\x81\xc1\x00")}, /* I12 */
+        {BODY("\x91\xc1")},
+        {BODY("\x01\x02")},             /* two objects */
+        {BODY("\x93\x02\x01\x00\x00")}, /* trailing byte */
+        {"", 0},
     };
     struct brim_req req;
     size_t          i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ck_assert_msg(brim_wire_check(bad[i].body, bad[i].len,
-                                      BRIM_WIRE_MAX_DEPTH)
-                          == BRIM_EBADREQ,
-                      "case %zu accepted", i);
+        ck_assert_msg(
+            brim_wire_check(bad[i].body, bad[i].len, BRIM_WIRE_MAX_DEPTH)
+                == BRIM_EBADREQ,
+            "case %zu accepted", i);
         ck_assert_int_eq(brim_wire_parse_req(bad[i].body, bad[i].len, &lim,
                                              &zone, &req, NULL),
                          BRIM_EBADREQ);
@@ -1064,8 +1072,7 @@ START_TEST(wire_check_malformed)
     ck_assert_uint_eq(unpack_calls, 0);
     /* I12: a bare integer passes the check, then fails the decoder. */
     ck_assert_int_eq(brim_wire_check(BODY("\x2a"), BRIM_WIRE_MAX_DEPTH), 0);
-    ck_assert_int_eq(brim_wire_parse_req(BODY("\x2a"), &lim, &zone, &req,
-                                         NULL),
+    ck_assert_int_eq(brim_wire_parse_req(BODY("\x2a"), &lim, &zone, &req, NULL),
                      BRIM_EBADREQ);
     ck_assert_uint_eq(unpack_calls, 1);
 }
@@ -1129,15 +1136,14 @@ START_TEST(wire_check_object_budget)
     n = 100000;
     buf = malloc(n + 5);
     ck_assert_ptr_nonnull(buf);
-    memcpy(buf, "\xdd\x00\x01\x86\xa0", 5);         /* array of 100000 */
+    memcpy(buf, "\xdd\x00\x01\x86\xa0", 5); /* array of 100000 */
     memset(buf + 5, 0xc0, n);
     ck_assert_int_eq(brim_wire_check(buf, n + 5, BRIM_WIRE_MAX_DEPTH), 0);
-    ck_assert_int_eq(brim_wire_check_objects(buf, n + 5, BRIM_WIRE_MAX_DEPTH,
-                                             n + 1),
-                     0);
-    ck_assert_int_eq(brim_wire_check_objects(buf, n + 5, BRIM_WIRE_MAX_DEPTH,
-                                             n),
-                     BRIM_EBADREQ);
+    ck_assert_int_eq(
+        brim_wire_check_objects(buf, n + 5, BRIM_WIRE_MAX_DEPTH, n + 1), 0);
+    ck_assert_int_eq(
+        brim_wire_check_objects(buf, n + 5, BRIM_WIRE_MAX_DEPTH, n),
+        BRIM_EBADREQ);
     ck_assert_int_eq(brim_wire_parse_req(buf, n + 5, &lim, &zone, &req, NULL),
                      BRIM_EBADREQ);
     ck_assert_uint_eq(unpack_calls, 0);
@@ -1149,7 +1155,7 @@ END_TEST
 
 START_TEST(wire_stream_split_and_joined)
 {
-    static const uint32_t ops[] = { BRIM_OP_GET, BRIM_OP_SET, BRIM_OP_DEL };
+    static const uint32_t ops[] = {BRIM_OP_GET, BRIM_OP_SET, BRIM_OP_DEL};
     struct brim_buf       in;
     struct brim_req       req;
     const char           *body;
@@ -1166,9 +1172,8 @@ START_TEST(wire_stream_split_and_joined)
     off = 0;
     for (i = 0; i < 3; i++) {
         body = next_body(&out, &off, &len);
-        ck_assert_int_eq(brim_wire_parse_req(body, len, &lim, &zone, &req,
-                                             NULL),
-                         0);
+        ck_assert_int_eq(
+            brim_wire_parse_req(body, len, &lim, &zone, &req, NULL), 0);
         ck_assert_uint_eq(req.op, ops[i]);
         ck_assert_uint_eq(req.request_id, i + 1);
     }
@@ -1183,9 +1188,8 @@ START_TEST(wire_stream_split_and_joined)
                       brim_err_name(rc));
         ck_assert_int_eq(brim_buf_append(&in, out.data + i, 1), 0);
     }
-    ck_assert_int_eq(brim_frame_peek(in.data, in.len, lim.max_frame_bytes,
-                                     &len),
-                     0);
+    ck_assert_int_eq(
+        brim_frame_peek(in.data, in.len, lim.max_frame_bytes, &len), 0);
     ck_assert_int_eq(brim_wire_parse_req(in.data + BRIM_FRAME_HDR, len, &lim,
                                          &zone, &req, NULL),
                      0);
@@ -1194,15 +1198,14 @@ START_TEST(wire_stream_split_and_joined)
     /* Split right after the header; then the rest arrives. */
     in.len = 0;
     ck_assert_int_eq(brim_buf_append(&in, out.data, BRIM_FRAME_HDR), 0);
-    ck_assert_int_eq(brim_frame_peek(in.data, in.len, lim.max_frame_bytes,
-                                     &len),
-                     BRIM_EAGAIN);
-    ck_assert_int_eq(brim_buf_append(&in, out.data + BRIM_FRAME_HDR,
-                                     whole - BRIM_FRAME_HDR),
-                     0);
-    ck_assert_int_eq(brim_frame_peek(in.data, in.len, lim.max_frame_bytes,
-                                     &len),
-                     0);
+    ck_assert_int_eq(
+        brim_frame_peek(in.data, in.len, lim.max_frame_bytes, &len),
+        BRIM_EAGAIN);
+    ck_assert_int_eq(
+        brim_buf_append(&in, out.data + BRIM_FRAME_HDR, whole - BRIM_FRAME_HDR),
+        0);
+    ck_assert_int_eq(
+        brim_frame_peek(in.data, in.len, lim.max_frame_bytes, &len), 0);
     brim_buf_destroy(&in);
 }
 END_TEST
@@ -1247,10 +1250,10 @@ random_body(struct brim_rng *rng, char *buf)
             buf[brim_rng_below(rng, n)] = (char) brim_rng_next(rng);
             break;
         case 1:
-            n = n > 1 ? 1 + brim_rng_below(rng, n - 1) : n;    /* truncate */
+            n = n > 1 ? 1 + brim_rng_below(rng, n - 1) : n; /* truncate */
             break;
         default:
-            buf[n++] = (char) brim_rng_next(rng);               /* append */
+            buf[n++] = (char) brim_rng_next(rng); /* append */
             break;
         }
     }
@@ -1286,8 +1289,8 @@ START_TEST(wire_random_frames)
         if (brim_op_info(op) != NULL) {
             rc = brim_wire_parse_rep(buf, n, op, &lim, &zone, &rep, NULL);
             ck_assert_msg(rc == 0 || rc == BRIM_EBADREQ || rc == BRIM_ETOOBIG,
-                          "seed %" PRIu64 " frame %d as reply: rc=%s", seed,
-                          i, brim_err_name(rc));
+                          "seed %" PRIu64 " frame %d as reply: rc=%s", seed, i,
+                          brim_err_name(rc));
         }
     }
     /* The decoders allocate nothing through brim_malloc. */
@@ -1401,8 +1404,8 @@ member_topo(struct brim_topo *t, uint32_t nm, uint64_t epoch)
     t->nmembers = nm;
     for (i = 0; i < nm; i++) {
         snprintf(t->members[i].name, sizeof(t->members[i].name), "m%04u", i);
-        snprintf(t->members[i].addr, sizeof(t->members[i].addr),
-                 "127.0.0.1:%u", 7000 + i);
+        snprintf(t->members[i].addr, sizeof(t->members[i].addr), "127.0.0.1:%u",
+                 7000 + i);
         t->members[i].weight_ppm = BRIM_WEIGHT_PPM_ONE;
         t->members[i].state = BRIM_MEMBER_UP;
         t->members[i].incarnation = 1000 + i;
@@ -1495,31 +1498,36 @@ START_TEST(wire_membership_args)
         int         rc;
     } cases[] = {
         /* JOIN "n" "a" 1 2: fine */
-        { BODY("\x97\x20\x01\x00\xa1n\xa1" "a\x01\x02"), 0 },
+        {BODY("\x97\x20\x01\x00\xa1n\xa1"
+              "a\x01\x02"),
+         0},
         /* JOIN with an addr of 64 bytes */
-        { BODY("\x97\x20\x01\x00\xa1n\xd9\x40"
-               "0123456789012345678901234567890123456789012345678901234567890123"
-               "\x01\x02"), BRIM_EINVAL },
+        {BODY("\x97\x20\x01\x00\xa1n\xd9\x40"
+              "0123456789012345678901234567890123456789012345678901234567890123"
+              "\x01\x02"),
+         BRIM_EINVAL},
         /* JOIN missing its incarnation */
-        { BODY("\x96\x20\x01\x00\xa1n\xa1" "a\x01"), BRIM_EBADREQ },
+        {BODY("\x96\x20\x01\x00\xa1n\xa1"
+              "a\x01"),
+         BRIM_EBADREQ},
         /* EPOCH_PROPOSE of a map, not an array */
-        { BODY("\x94\x23\x01\x00\x80"), BRIM_EBADREQ },
+        {BODY("\x94\x23\x01\x00\x80"), BRIM_EBADREQ},
         /* HEARTBEAT with stats that are not a map */
-        { BODY("\x96\x22\x01\x00\xa1n\x02\x90"), BRIM_EBADREQ },
+        {BODY("\x96\x22\x01\x00\xa1n\x02\x90"), BRIM_EBADREQ},
         /* HEARTBEAT without stats */
-        { BODY("\x95\x22\x01\x00\xa1n\x02"), 0 },
+        {BODY("\x95\x22\x01\x00\xa1n\x02"), 0},
         /* EPOCH_COMMIT with a negative epoch */
-        { BODY("\x94\x25\x01\x00\xff"), BRIM_EBADREQ },
+        {BODY("\x94\x25\x01\x00\xff"), BRIM_EBADREQ},
         /* PLAN leave, no weight */
-        { BODY("\x95\x2b\x01\x00\x02\xa1n"), 0 },
+        {BODY("\x95\x2b\x01\x00\x02\xa1n"), 0},
     };
     struct brim_req req;
     size_t          i;
     int             rc;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone,
-                                 &req, NULL);
+        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone, &req,
+                                 NULL);
         ck_assert_msg(rc == cases[i].rc, "case %zu: rc=%s", i,
                       brim_err_name(rc));
     }
@@ -1550,31 +1558,34 @@ START_TEST(wire_stream_args)
         int         rc;
     } cases[] = {
         /* STREAM_BEGIN e=3 p=5 */
-        { BODY("\x95\x40\x01\x00\x03\x05"), 0 },
+        {BODY("\x95\x40\x01\x00\x03\x05"), 0},
         /* STREAM_BEGIN with a partition above 2^32 */
-        { BODY("\x95\x40\x01\x00\x03\xcf\x00\x00\x00\x01\x00\x00"
-               "\x00\x00"), BRIM_EBADREQ },
+        {BODY("\x95\x40\x01\x00\x03\xcf\x00\x00\x00\x01\x00\x00"
+              "\x00\x00"),
+         BRIM_EBADREQ},
         /* STREAM_BATCH of no entries */
-        { BODY("\x96\x41\x01\x00\x03\x05\x90"), 0 },
+        {BODY("\x96\x41\x01\x00\x03\x05\x90"), 0},
         /* STREAM_BATCH of one good entry */
-        { BODY("\x96\x41\x01\x00\x03\x05\x91\x95\xa1k\xa1v\x00\x01"
-               "\x00"), 0 },
+        {BODY("\x96\x41\x01\x00\x03\x05\x91\x95\xa1k\xa1v\x00\x01"
+              "\x00"),
+         0},
         /* an entry of 4 fields */
-        { BODY("\x96\x41\x01\x00\x03\x05\x91\x94\xa1k\xa1v\x00\x01"),
-          BRIM_EBADREQ },
+        {BODY("\x96\x41\x01\x00\x03\x05\x91\x94\xa1k\xa1v\x00\x01"),
+         BRIM_EBADREQ},
         /* an entry with an empty key */
-        { BODY("\x96\x41\x01\x00\x03\x05\x91\x95\xa0\xa1v\x00\x01"
-               "\x00"), BRIM_EINVAL },
+        {BODY("\x96\x41\x01\x00\x03\x05\x91\x95\xa0\xa1v\x00\x01"
+              "\x00"),
+         BRIM_EINVAL},
         /* entries not an array */
-        { BODY("\x96\x41\x01\x00\x03\x05\x80"), BRIM_EBADREQ },
+        {BODY("\x96\x41\x01\x00\x03\x05\x80"), BRIM_EBADREQ},
         /* STREAM_END without its count */
-        { BODY("\x95\x42\x01\x00\x03\x05"), BRIM_EBADREQ },
+        {BODY("\x95\x42\x01\x00\x03\x05"), BRIM_EBADREQ},
         /* FORWARD_GET e p key */
-        { BODY("\x96\x44\x01\x00\x03\x05\xa1k"), 0 },
+        {BODY("\x96\x44\x01\x00\x03\x05\xa1k"), 0},
         /* PULL with an empty key */
-        { BODY("\x96\x45\x01\x00\x03\x05\xa0"), BRIM_EINVAL },
+        {BODY("\x96\x45\x01\x00\x03\x05\xa0"), BRIM_EINVAL},
         /* PROGRESS is still reserved */
-        { BODY("\x93\x46\x01\x00"), BRIM_EUNKNOWNOP },
+        {BODY("\x93\x46\x01\x00"), BRIM_EUNKNOWNOP},
     };
     struct brim_req        req;
     struct brim_rep        rep;
@@ -1584,15 +1595,16 @@ START_TEST(wire_stream_args)
     int                    rc;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone,
-                                 &req, NULL);
+        rc = brim_wire_parse_req(cases[i].body, cases[i].len, &lim, &zone, &req,
+                                 NULL);
         ck_assert_msg(rc == cases[i].rc, "case %zu: rc=%s", i,
                       brim_err_name(rc));
     }
     /* Over max_batch_entries: TOOBIG. */
     lim.max_batch_entries = 0;
     ck_assert_int_eq(brim_wire_parse_req(cases[3].body, cases[3].len, &lim,
-                                         &zone, &req, NULL), BRIM_ETOOBIG);
+                                         &zone, &req, NULL),
+                     BRIM_ETOOBIG);
     lim.max_batch_entries = 16;
     /* A batch from pre-packed entries, as the sender builds it. */
     memset(&e, 0, sizeof(e));
@@ -1662,8 +1674,7 @@ brim_test_suite(void)
     add_case(s, tcase_create("req_round_trip_every_op"),
              wire_req_round_trip_every_op);
     add_case(s, tcase_create("req_optional_args"), wire_req_optional_args);
-    add_case(s, tcase_create("membership_topology"),
-             wire_membership_topology);
+    add_case(s, tcase_create("membership_topology"), wire_membership_topology);
     add_case(s, tcase_create("membership_budget"), wire_membership_budget);
     add_case(s, tcase_create("membership_args"), wire_membership_args);
     add_case(s, tcase_create("mget_round_trip"), wire_mget_round_trip);

@@ -46,11 +46,11 @@ extern "C" {
 
 /* A node's place in the cluster (a member's STATE). */
 enum brim_node_state {
-    BRIM_NODE_UNKNOWN = 0,          /* a state this library does not know */
-    BRIM_NODE_JOINING = 1,          /* accepted, not yet in a committed map */
-    BRIM_NODE_UP = 2,               /* in the committed map, heartbeating */
-    BRIM_NODE_LEAVING = 3,          /* asked to leave: streams what it held */
-    BRIM_NODE_DEAD = 4              /* missed its heartbeats; removed by
+    BRIM_NODE_UNKNOWN = 0, /* a state this library does not know */
+    BRIM_NODE_JOINING = 1, /* accepted, not yet in a committed map */
+    BRIM_NODE_UP = 2,      /* in the committed map, heartbeating */
+    BRIM_NODE_LEAVING = 3, /* asked to leave: streams what it held */
+    BRIM_NODE_DEAD = 4     /* missed its heartbeats; removed by
                                      * the next epoch */
 };
 
@@ -67,7 +67,7 @@ BRIM_EXTERN const char *brim_node_state_name(int state);
 struct brim_member_info {
     char     name[BRIM_ADMIN_NAME_MAX + 1]; /* the node's name */
     char     addr[BRIM_ADMIN_ADDR_MAX + 1]; /* "host:port" clients use */
-    int      state;                 /* enum brim_node_state */
+    int      state;                         /* enum brim_node_state */
     uint32_t weight_ppm;            /* weight in millionths (1000000: 1.0) */
     uint32_t partitions;            /* partitions it owns in the committed
                                      * map */
@@ -82,9 +82,9 @@ struct brim_member_info {
  * caller frees with brim_members_free(). Sent again after a lost
  * connection. Returns 0 or an error of the list above.
  */
-BRIM_EXTERN int brim_members(struct brim_client *c,
+BRIM_EXTERN int brim_members(struct brim_client       *c,
                              struct brim_member_info **members,
-                             size_t *nmembers);
+                             size_t                   *nmembers);
 
 /* Free an array of brim_members(). NULL is allowed. */
 BRIM_EXTERN void brim_members_free(struct brim_member_info *members);
@@ -103,35 +103,35 @@ BRIM_EXTERN void brim_members_free(struct brim_member_info *members);
  * member), BRIM_EDENIED (the last member without FORCE; not an admin, or
  * no proof of the cluster secret), or an error of the list above.
  */
-BRIM_EXTERN int brim_leave(struct brim_client *c, const char *name,
-                           int force, uint64_t *epoch);
+BRIM_EXTERN int brim_leave(struct brim_client *c, const char *name, int force,
+                           uint64_t *epoch);
 
 /* ---- plan ---- */
 
 /* What brim_plan() is asked about. */
 enum brim_plan_kind {
-    BRIM_PLAN_JOIN = 1,             /* a new node joins */
-    BRIM_PLAN_LEAVE = 2             /* a member leaves */
+    BRIM_PLAN_JOIN = 1, /* a new node joins */
+    BRIM_PLAN_LEAVE = 2 /* a member leaves */
 };
 
 /* What a join or a leave would move, computed by the coordinator from its
  * committed map without changing anything. Counts are partitions. */
 struct brim_plan {
-    int      kind;                  /* enum brim_plan_kind */
+    int      kind;                          /* enum brim_plan_kind */
     char     name[BRIM_ADMIN_NAME_MAX + 1]; /* the node planned for */
-    uint64_t partitions_moved;      /* partitions whose owner would change */
-    uint64_t moved_arc;             /* of them, for an arc: the joiner's
+    uint64_t partitions_moved; /* partitions whose owner would change */
+    uint64_t moved_arc;        /* of them, for an arc: the joiner's
                                      * new arcs, or the leaver's own */
-    uint64_t moved_cap;             /* of them, for the cap: shed by a node
+    uint64_t moved_cap;        /* of them, for the cap: shed by a node
                                      * above it, or walked past a full one */
-    double   ideal;                 /* what an ideal change moves: P/(N+1)
+    double   ideal;            /* what an ideal change moves: P/(N+1)
                                      * on a join, the leaver's partitions
                                      * on a leave */
-    double   churn;                 /* partitions_moved / ideal (0 when
+    double   churn;            /* partitions_moved / ideal (0 when
                                      * ideal is 0) */
-    uint64_t cap_before;            /* the cap at weight 1 now */
-    uint64_t cap_after;             /* the cap at weight 1 after it */
-    uint64_t keys_estimate;         /* keys that would move, from their
+    uint64_t cap_before;       /* the cap at weight 1 now */
+    uint64_t cap_after;        /* the cap at weight 1 after it */
+    uint64_t keys_estimate;    /* keys that would move, from their
                                      * owners' last heartbeats */
 };
 
@@ -155,8 +155,8 @@ BRIM_EXTERN int brim_plan(struct brim_client *c, int kind, const char *name,
 struct brim_cluster_node {
     char     name[BRIM_ADMIN_NAME_MAX + 1]; /* the node's name */
     char     addr[BRIM_ADMIN_ADDR_MAX + 1]; /* its "host:port" */
-    int      state;                 /* enum brim_node_state */
-    uint32_t weight_ppm;            /* weight in millionths */
+    int      state;                         /* enum brim_node_state */
+    uint32_t weight_ppm;                    /* weight in millionths */
     uint64_t partitions;            /* partitions it owns (committed map) */
     uint64_t displaced;             /* of them, not at their ring owner */
     uint64_t cap;                   /* its own cap, partitions */
@@ -172,74 +172,74 @@ struct brim_cluster_node {
 /* The migration of the last membership change. Counts are partitions
  * unless they say keys. */
 struct brim_cluster_migration {
-    int      active;                /* non-zero: a change is pending, or
+    int      active; /* non-zero: a change is pending, or
                                      * streams still run */
     char     waiting[BRIM_ADMIN_TEXT_MAX + 1]; /* why a join or a leave
                                      * waits; "" when none does */
-    uint64_t waiting_ms;            /* how long it has waited, ms */
-    uint64_t epoch;                 /* the epoch the change made */
-    uint64_t partitions_total;      /* partitions it moves */
-    uint64_t partitions_done;       /* of them, arrived */
-    uint64_t moved_arc;             /* of the total, moved for an arc */
-    uint64_t moved_cap;             /* of the total, moved for the cap */
-    uint64_t keys_moved;            /* keys streamed since the commit */
-    uint64_t keys_moved_arc;        /* of them, of partitions moved by arc */
-    uint64_t keys_moved_cap;        /* of them, of partitions moved by cap */
-    uint64_t keys_at_commit;        /* keys in the cluster at the commit */
-    double   ideal_keys;            /* keys any change must move: the
+    uint64_t waiting_ms;                       /* how long it has waited, ms */
+    uint64_t epoch;                            /* the epoch the change made */
+    uint64_t partitions_total;                 /* partitions it moves */
+    uint64_t partitions_done;                  /* of them, arrived */
+    uint64_t moved_arc;      /* of the total, moved for an arc */
+    uint64_t moved_cap;      /* of the total, moved for the cap */
+    uint64_t keys_moved;     /* keys streamed since the commit */
+    uint64_t keys_moved_arc; /* of them, of partitions moved by arc */
+    uint64_t keys_moved_cap; /* of them, of partitions moved by cap */
+    uint64_t keys_at_commit; /* keys in the cluster at the commit */
+    double   ideal_keys;     /* keys any change must move: the
                                      * leavers' plus the joiners' share of
                                      * the rest */
-    double   churn;                 /* keys_moved / ideal_keys (0 when
+    double   churn;          /* keys_moved / ideal_keys (0 when
                                      * ideal_keys is 0) */
 };
 
 /* The coordinator's own AUTH counters (PROTOCOL.md 12.4). */
 struct brim_cluster_auth {
-    int      required;              /* non-zero: it has a cluster secret */
-    uint64_t auth_ok;               /* connections that proved a secret */
-    uint64_t auth_failures;         /* failed proofs, ops refused for want
+    int      required;          /* non-zero: it has a cluster secret */
+    uint64_t auth_ok;           /* connections that proved a secret */
+    uint64_t auth_failures;     /* failed proofs, ops refused for want
                                      * of one */
-    uint64_t auth_rate_limited;     /* connections closed at once past the
+    uint64_t auth_rate_limited; /* connections closed at once past the
                                      * failure rate limit */
-    uint64_t auth_out_failures;     /* its own outgoing handshakes whose
+    uint64_t auth_out_failures; /* its own outgoing handshakes whose
                                      * AUTH failed */
 };
 
 /* The cluster as the coordinator sees it (DESIGN.md section 8). */
 struct brim_cluster_stats {
-    uint64_t                       epoch;      /* committed epoch */
-    char                           eps[32];    /* eps as decimal text
+    uint64_t                      epoch;      /* committed epoch */
+    char                          eps[32];    /* eps as decimal text
                                                 * ("0.05"), or "none" */
-    uint64_t                       partitions; /* P */
-    uint64_t                       tokens;     /* tokens of a node of
+    uint64_t                      partitions; /* P */
+    uint64_t                      tokens;     /* tokens of a node of
                                                 * weight 1 (V) */
-    uint64_t                       members;    /* members of the committed
+    uint64_t                      members;    /* members of the committed
                                                 * map */
-    uint64_t                       pending;    /* 1 while a proposed epoch
+    uint64_t                      pending;    /* 1 while a proposed epoch
                                                 * awaits its acks, else 0 */
-    uint64_t                       next_epoch; /* the next epoch number */
-    uint64_t                       cap;        /* the cap at weight 1,
+    uint64_t                      next_epoch; /* the next epoch number */
+    uint64_t                      cap;        /* the cap at weight 1,
                                                 * partitions */
-    int                            within_cap; /* non-zero: every node at
+    int                           within_cap; /* non-zero: every node at
                                                 * or below its cap */
-    double                         max_mean_partitions; /* most partitions
+    double                        max_mean_partitions; /* most partitions
                                                 * of a node over the mean */
-    double                         min_mean_partitions; /* fewest, over the
+    double                        min_mean_partitions; /* fewest, over the
                                                 * mean */
-    double                         max_mean_keys; /* most keys of a node
+    double                        max_mean_keys;       /* most keys of a node
                                                 * over the mean */
-    uint64_t                       keys;       /* keys of the committed
+    uint64_t                      keys;                /* keys of the committed
                                                 * map's members */
-    uint64_t                       bytes;      /* bytes of every node */
-    uint64_t                       requests_per_sec; /* of every node */
-    uint64_t                       displaced;  /* partitions not at their
+    uint64_t                      bytes;               /* bytes of every node */
+    uint64_t                      requests_per_sec;    /* of every node */
+    uint64_t                      displaced; /* partitions not at their
                                                 * ring owner */
-    struct brim_cluster_node      *nodes;      /* NNODES rows, one per node
+    struct brim_cluster_node     *nodes;     /* NNODES rows, one per node
                                                 * the coordinator knows; in
                                                 * the same allocation */
-    size_t                         nnodes;     /* rows */
-    struct brim_cluster_migration  migration;  /* the last change's */
-    struct brim_cluster_auth       auth;       /* the coordinator's */
+    size_t                        nnodes;    /* rows */
+    struct brim_cluster_migration migration; /* the last change's */
+    struct brim_cluster_auth      auth;      /* the coordinator's */
 };
 
 /*
@@ -249,7 +249,7 @@ struct brim_cluster_stats {
  * reads 0 (or ""). Sent again after a lost connection. Returns 0 or an
  * error of the list above.
  */
-BRIM_EXTERN int brim_cluster_stats(struct brim_client *c,
+BRIM_EXTERN int brim_cluster_stats(struct brim_client         *c,
                                    struct brim_cluster_stats **stats);
 
 /* Free what brim_cluster_stats() returned. NULL is allowed. */
