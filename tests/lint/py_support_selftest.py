@@ -52,7 +52,7 @@ CASES = [
     ("ops_h_row_dropped", None,
      ("ops", r"    XX\(PING, 2, [^\n]*\n", ""), "fail", "-op 2 PING"),
     ("ops_h_flag_changed", None,
-     ("ops", r"#define BRIM_OPF_ADMIN      0x10u", "#define BRIM_OPF_ADMIN "
+     ("ops", r"#define BRIM_OPF_ADMIN +0x10u", "#define BRIM_OPF_ADMIN "
       "0x40u"), "fail", "not the one compiled into brim"),
     ("status_h_value_changed", None,
      ("status", r"XX\(MOVED, 5,", "XX(MOVED, 50,"), "fail",
