@@ -1,8 +1,8 @@
 /*
  * client/brimctl/cmd.c - brimctl's commands over libbrim: get, set, del,
- * stats (also --watch), ping, flush, the command table and the JSON
- * printers; the cluster's nodes, leave and plan, and its stats, are in
- * cluster.c, import and verify in import.c. Each returns an exit status
+ * stats (also --watch), ping, flush and the command table; the cluster's
+ * nodes, leave and plan, and its stats, are in cluster.c, import and
+ * verify in import.c, the printers in out.c. Each returns an exit status
  * (ctl.h); values travel as raw bytes in both directions, so binary data
  * survives a pipe.
  */
@@ -22,80 +22,11 @@
 /* Stdin is read in pieces of this many bytes. */
 #define CMD_READ_CHUNK (64u << 10)
 
-const char *
-brim_ctl_show_key(const char *key, size_t len, char out[BRIM_CTL_KEY_SHOWN + 4])
-{
-    size_t i;
-
-    if (len == 0) {
-        return "\"\"";
-    }
-    for (i = 0; i < len && i < BRIM_CTL_KEY_SHOWN; i++) {
-        out[i] = key[i] >= 0x20 && key[i] < 0x7f ? key[i] : '?';
-    }
-    if (len > BRIM_CTL_KEY_SHOWN) {
-        memcpy(&out[i], "...", 3);
-        i += 3;
-    }
-    out[i] = '\0';
-    return out;
-}
-
 /* KEY, a C string, for a message (brim_ctl_show_key()). */
 static const char *
 cmd_show_key(const char *key, char out[BRIM_CTL_KEY_SHOWN + 4])
 {
     return brim_ctl_show_key(key, strlen(key), out);
-}
-
-int
-brim_ctl_conn_error(int rc)
-{
-    switch (rc) {
-    case BRIM_ETIMEDOUT:
-    case BRIM_ECONNREFUSED:
-    case BRIM_ECLOSED:
-    case BRIM_ESYS:
-    case BRIM_EUNKNOWN:
-    case BRIM_EBADREPLY:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-int
-brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
-{
-    const char *detail;
-
-    detail = brim_errmsg(ctl->client);
-    switch (rc) {
-    case BRIM_EINVAL:
-        /* A key of 0 bytes or over the node's limit: libbrim refuses it
-         * before sending (the node would answer INVAL). The command line
-         * asked for it, so it is bad usage, not the server saying no. */
-        fprintf(stderr, "brimctl: %s: %s\n(see brimctl --help)\n", what,
-                detail[0] != '\0' ? detail : brim_strerror(rc));
-        return BRIM_CTL_EXIT_USAGE;
-    case BRIM_ENONODES:
-        fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
-                detail);
-        return BRIM_CTL_EXIT_NONODES;
-    default:
-        if (brim_ctl_conn_error(rc)) {
-            fprintf(stderr, "brimctl: %s: %s: server %s (%s)\n", what,
-                    brim_strerror(rc), brim_ctl_addr(ctl), detail);
-            return BRIM_CTL_EXIT_CONN;
-        }
-        if (detail[0] != '\0') {
-            fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
-                    detail);
-        } else {
-            fprintf(stderr, "brimctl: %s: %s\n", what, brim_strerror(rc));
-        }
-        return BRIM_CTL_EXIT_NO;
-    }
 }
 
 static int
@@ -397,6 +328,7 @@ static void
 cmd_stats_print(const struct cmd_stats *cs)
 {
     size_t i, w, len;
+    char   buf[128];
 
     w = 0;
     for (i = 0; i < cs->n; i++) {
@@ -404,7 +336,9 @@ cmd_stats_print(const struct cmd_stats *cs)
         w = len > w ? len : w;
     }
     for (i = 0; i < cs->n; i++) {
-        printf("%-*s  %s\n", (int) w, cs->names[i], cs->texts[i]);
+        printf(
+            "%-*s  %s\n", (int) w, cs->names[i],
+            brim_ctl_value_text(cs->names[i], cs->texts[i], buf, sizeof(buf)));
     }
 }
 
@@ -448,143 +382,6 @@ cmd_node_stats(struct brim_ctl *ctl, int compact)
     free(cs.texts);
     json_decref(cs.nodes);
     return rc;
-}
-
-/* ---- printing ---- */
-
-const char *
-brim_ctl_addr(const struct brim_ctl *ctl)
-{
-    return ctl->coord != NULL ? ctl->coord : ctl->server;
-}
-
-/* Print J as indented JSON, or on one line when COMPACT. A NULL J (out
- * of memory) fails. */
-int
-brim_ctl_print_json(const json_t *j, int compact)
-{
-    char *out;
-
-    out = j != NULL ? json_dumps(j,
-                                 (compact ? JSON_COMPACT : JSON_INDENT(2))
-                                     | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
-                    : NULL;
-    if (out == NULL) {
-        fprintf(stderr, "brimctl: cannot format JSON\n");
-        return BRIM_CTL_EXIT_NO;
-    }
-    printf("%s\n", out);
-    free(out);
-    return BRIM_CTL_EXIT_OK;
-}
-
-/* The text of a scalar JSON value into BUF. */
-static const char *
-cmd_json_text(const json_t *v, char *buf, size_t len)
-{
-    if (json_is_string(v)) {
-        return json_string_value(v);
-    }
-    if (json_is_integer(v)) {
-        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    } else if (json_is_real(v)) {
-        snprintf(buf, len, "%.4g", json_real_value(v));
-    } else if (json_is_true(v) || json_is_false(v)) {
-        snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
-    } else if (json_is_null(v)) {
-        snprintf(buf, len, "-");
-    } else {
-        char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-
-        snprintf(buf, len, "%s", d != NULL ? d : "?");
-        free(d);
-    }
-    return buf;
-}
-
-/* An array of objects as an aligned table, columns in the first row's
- * order. */
-void
-brim_ctl_print_table(const json_t *rows, const char *indent)
-{
-    const json_t *row, *v;
-    const char   *k;
-    size_t        i, c, ncols, w[32];
-    const char   *cols[32];
-    char          buf[128];
-
-    row = json_array_get(rows, 0);
-    if (!json_is_object(row)) {
-        return;
-    }
-    ncols = 0;
-    json_object_foreach((json_t *) row, k, v)
-    {
-        if (ncols < 32) {
-            cols[ncols] = k;
-            w[ncols] = strlen(k);
-            ncols++;
-        }
-    }
-    json_array_foreach(rows, i, row)
-    {
-        for (c = 0; c < ncols; c++) {
-            v = json_object_get(row, cols[c]);
-            if (v != NULL) {
-                size_t l = strlen(cmd_json_text(v, buf, sizeof(buf)));
-
-                w[c] = l > w[c] ? l : w[c];
-            }
-        }
-    }
-    printf("%s", indent);
-    for (c = 0; c < ncols; c++) {
-        printf("%-*s%s", c + 1 < ncols ? (int) w[c] : 0, cols[c],
-               c + 1 < ncols ? "  " : "\n");
-    }
-    json_array_foreach(rows, i, row)
-    {
-        printf("%s", indent);
-        for (c = 0; c < ncols; c++) {
-            v = json_object_get(row, cols[c]);
-            printf("%-*s%s", c + 1 < ncols ? (int) w[c] : 0,
-                   v != NULL ? cmd_json_text(v, buf, sizeof(buf)) : "-",
-                   c + 1 < ncols ? "  " : "\n");
-        }
-    }
-}
-
-/* An object as aligned "name value" lines; nested objects as
- * prefix.name, arrays of objects as tables. */
-void
-brim_ctl_print_obj(const json_t *obj, const char *prefix)
-{
-    const json_t *v;
-    const char   *k;
-    char          name[256], buf[128];
-    size_t        w;
-
-    w = 0;
-    json_object_foreach((json_t *) obj, k, v)
-    {
-        size_t l = strlen(prefix) + strlen(k);
-
-        w = l > w ? l : w;
-    }
-    json_object_foreach((json_t *) obj, k, v)
-    {
-        snprintf(name, sizeof(name), "%s%s", prefix, k);
-        if (json_is_object(v)) {
-            snprintf(name, sizeof(name), "%s%s.", prefix, k);
-            brim_ctl_print_obj(v, name);
-        } else if (json_is_array(v) && json_is_object(json_array_get(v, 0))) {
-            printf("%s:\n", name);
-            brim_ctl_print_table(v, "  ");
-        } else {
-            printf("%-*s  %s\n", (int) w, name,
-                   cmd_json_text(v, buf, sizeof(buf)));
-        }
-    }
 }
 
 /*

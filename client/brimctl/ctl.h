@@ -5,7 +5,9 @@
  * commands over libbrim (cluster.c: nodes, leave, plan and the cluster's
  * stats over <brim/admin.h>; import.c: import and verify; records.c reads
  * their input; progress.c draws progress and catches signals for the
- * commands that run a while). brimctl uses libbrim's public headers only.
+ * commands that run a while; out.c, below them all, prints and turns
+ * failures into exit statuses). brimctl uses libbrim's public headers
+ * and common/ only.
  * A new command is one row in brim_ctl_cmds[] and one function; a new
  * option is one row in main.c's ctl_opts[] and, unless global, a bit in
  * the commands that accept it.
@@ -23,9 +25,8 @@
 #define BRIM_CTL_EXIT_OK 0   /* done */
 #define BRIM_CTL_EXIT_NO 1   /* the server said no: not found, ... */
 #define BRIM_CTL_EXIT_CONN 2 /* could not talk to the server */
-#define BRIM_CTL_EXIT_NONODES                                                  \
-    3                          /* cluster mode: the key's partition
-                                     * has no node (no nodes in the cluster) */
+/* cluster mode: the key's partition has no node (no nodes in the cluster) */
+#define BRIM_CTL_EXIT_NONODES 3
 #define BRIM_CTL_EXIT_USAGE 64 /* bad command line (EX_USAGE) */
 
 /* Default node address when neither --server nor BRIM_SERVER says one. */
@@ -154,7 +155,21 @@ int brim_ctl_plan(struct brim_ctl *ctl);
  * status. */
 int brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact);
 
-/* ---- cmd.c: printing ---- */
+/* ---- out.c: printing ---- */
+
+/* Non-zero when the statistic NAME ("store.bytes", "memory_used") counts
+ * bytes: its name holds "bytes" or starts with "memory_", or it is
+ * buffer_limit (the part after the last '.' is what counts). */
+int brim_ctl_is_bytes(const char *name);
+
+/*
+ * The text to print for the statistic NAME whose value is TEXT: when NAME
+ * counts bytes (brim_ctl_is_bytes()) and TEXT is a whole number of 1024
+ * or more, "TEXT (11.8 MiB)" written into BUF (LEN bytes, cut to fit);
+ * otherwise TEXT itself. Both borrowed; returns BUF or TEXT.
+ */
+const char *brim_ctl_value_text(const char *name, const char *text, char *buf,
+                                size_t len);
 
 /*
  * Print J (borrowed) as indented JSON, or on one line when COMPACT. A
@@ -164,11 +179,13 @@ int brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact);
 int brim_ctl_print_json(const json_t *j, int compact);
 
 /* Print the array of objects ROWS as an aligned table, columns in the
- * first row's order, each line after INDENT. */
+ * first row's order, each line after INDENT; numbers as integers or fixed
+ * decimals, byte counts with their units (brim_ctl_value_text()). */
 void brim_ctl_print_table(const json_t *rows, const char *indent);
 
 /* Print the object OBJ as aligned "name value" lines: nested objects as
- * PREFIX + name., arrays of objects as tables. */
+ * PREFIX + name., arrays of objects as tables, values as in
+ * brim_ctl_print_table(). */
 void brim_ctl_print_obj(const json_t *obj, const char *prefix);
 
 /* ---- progress.c: what commands that run a while share ---- */

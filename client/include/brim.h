@@ -264,8 +264,9 @@ struct brim_stat {
     double      f64;     /* BRIM_STAT_F64 */
     const char *str;     /* BRIM_STAT_STR: bytes, and a NUL */
     size_t      str_len; /* BRIM_STAT_STR: bytes */
-    const char *text;    /* the value as text, NUL-terminated
-                                     * ("42", "0.5", the string) */
+    /* The value as text, NUL-terminated: "42", "0.5" (a decimal as an
+     * integer or fixed decimals, never an exponent), the string. */
+    const char *text;
 };
 
 /*

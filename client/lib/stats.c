@@ -13,6 +13,7 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/units.h"
 #include "proto/ops.h"
 
 /* Longest stat and section name handed to the callback (longer: cut). */
@@ -78,7 +79,7 @@ stats_value(const msgpack_object *o, struct brim_stat *st, char *text,
     case MSGPACK_OBJECT_FLOAT64:
         st->kind = BRIM_STAT_F64;
         st->f64 = o->via.f64;
-        snprintf(text, text_size, "%.15g", st->f64);
+        brim_format_decimal(st->f64, text, text_size); /* no exponent */
         break;
     case MSGPACK_OBJECT_STR:
     case MSGPACK_OBJECT_BIN:

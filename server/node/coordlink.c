@@ -225,8 +225,8 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
     v[4] = ms.keys_in + ms.entries_skipped;
     v[5] = ms.partitions_in_flight;
     v[6] = ms.partitions_out_pending;
-    v[7] = ms.entries_in_arc;
-    v[8] = ms.entries_in_cap;
+    v[7] = ms.keys_in_arc;
+    v[8] = ms.keys_in_cap;
     for (i = 0; i < COORD_HB_STATS; i++) {
         kv[i].key.type = MSGPACK_OBJECT_STR;
         kv[i].key.via.str.ptr = names[i];

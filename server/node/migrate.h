@@ -38,23 +38,23 @@ struct brim_migrate_stats {
     uint64_t tombstones;              /* live tombstones now */
     uint64_t forwards, forward_fails; /* reads forwarded to the old owner */
     uint64_t pulls, pull_fails;       /* keys pulled from the old owner */
-    uint64_t forwards_served, pulls_served;  /* as the old owner */
-    uint64_t entries_in_arc, entries_in_cap; /* entries received, by why
-                                                their partition moved */
-    uint64_t streams_restarted;              /* streams begun again (lost link,
+    uint64_t forwards_served, pulls_served; /* as the old owner */
+    uint64_t keys_in_arc, keys_in_cap;      /* keys_in, by why their
+                                          partition moved: they sum to it */
+    uint64_t streams_restarted;             /* streams begun again (lost link,
                                          error reply) */
-    uint64_t stream_errors;                  /* error replies to stream ops */
-    uint64_t links_lost;                     /* node-to-node links closed */
-    uint64_t entries_refused;                /* beyond the receiver's limits */
-    uint64_t insert_failures;                /* batches refused NOMEM here */
-    uint64_t tomb_refusals;                  /* writes refused RETRY: no memory
+    uint64_t stream_errors;                 /* error replies to stream ops */
+    uint64_t links_lost;                    /* node-to-node links closed */
+    uint64_t entries_refused;               /* beyond the receiver's limits */
+    uint64_t insert_failures;               /* batches refused NOMEM here */
+    uint64_t tomb_refusals;                 /* writes refused RETRY: no memory
                                          for their tombstone */
-    uint64_t probes;                         /* STREAM_QUERYs sent */
-    uint64_t probes_source_gone;             /* partitions completed because
+    uint64_t probes;                        /* STREAM_QUERYs sent */
+    uint64_t probes_source_gone;            /* partitions completed because
                                          their source held no copy */
-    uint32_t partitions_in_flight;           /* incoming, BEGIN .. END */
-    uint32_t partitions_out_pending;         /* outgoing, queued or streaming */
-    uint32_t delay_ms;                       /* BRIM_TEST_STREAM_DELAY_MS */
+    uint32_t partitions_in_flight;          /* incoming, BEGIN .. END */
+    uint32_t partitions_out_pending;        /* outgoing, queued or streaming */
+    uint32_t delay_ms;                      /* BRIM_TEST_STREAM_DELAY_MS */
 };
 
 /*

@@ -136,11 +136,6 @@ mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
             return rc;
         }
     }
-    if (m->in_reason != NULL && m->in_reason[p] == BRIM_MOVE_CAP) {
-        m->stats.entries_in_cap += req->nentries;
-    } else {
-        m->stats.entries_in_arc += req->nentries;
-    }
     return 0;
 }
 

@@ -232,7 +232,6 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
 {
     int rc;
 
-    (void) p;
     if (mig_tomb_slot(m, h, e->key, e->key_len) != NULL) {
         m->stats.entries_skipped++;
         return 1;
@@ -244,6 +243,13 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
     mig_fail_disarm(m, MIG_FAIL_INSERT);
     if (rc == 0) {
         m->stats.keys_in++;
+        /* By why the partition moved, so that the two sum to keys_in
+         * (streamed, forwarded and pulled keys alike). */
+        if (m->in_reason != NULL && m->in_reason[p] == BRIM_MOVE_CAP) {
+            m->stats.keys_in_cap++;
+        } else {
+            m->stats.keys_in_arc++;
+        }
         m->stats.bytes_in += e->key_len + e->value_len;
         return 0;
     }

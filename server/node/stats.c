@@ -172,8 +172,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_writes_in_flight", ms.writes_in_flight);
     emit_u64(e, SEC_MIG, "mig_deletes_in_flight", ms.deletes_in_flight);
     emit_u64(e, SEC_MIG, "mig_tombstones", ms.tombstones);
-    emit_u64(e, SEC_MIG, "mig_entries_in_arc", ms.entries_in_arc);
-    emit_u64(e, SEC_MIG, "mig_entries_in_cap", ms.entries_in_cap);
+    emit_u64(e, SEC_MIG, "mig_keys_in_arc", ms.keys_in_arc);
+    emit_u64(e, SEC_MIG, "mig_keys_in_cap", ms.keys_in_cap);
     emit_u64(e, SEC_MIG, "mig_forwards", ms.forwards);
     emit_u64(e, SEC_MIG, "mig_forward_fails", ms.forward_fails);
     emit_u64(e, SEC_MIG, "mig_pulls", ms.pulls);

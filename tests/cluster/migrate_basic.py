@@ -70,8 +70,9 @@ def wait_port(port, proc, timeout=10.0):
 
 
 class Cluster:
-    def __init__(self, bindir, delay_ms=0):
+    def __init__(self, bindir, delay_ms=0, partitions=P):
         self.bindir = bindir
+        self.partitions = partitions
         self.dir = tempfile.mkdtemp(prefix="brim-migrate-")
         self.env = dict(os.environ)
         if delay_ms:
@@ -79,7 +80,7 @@ class Cluster:
         self.cport = bw.free_port()
         self.coord = Proc([os.path.join(bindir, "brim-coord"), "--listen",
                            "127.0.0.1:%d" % self.cport, "--data-dir",
-                           self.dir, "--partitions", str(P)],
+                           self.dir, "--partitions", str(partitions)],
                           os.path.join(self.dir, "coord.log"))
         wait_port(self.cport, self.coord)
         self.nodes = {}
@@ -160,7 +161,7 @@ class Cluster:
 
 
 def part(t, key):
-    return bt.partition(key, t["seed"], P)
+    return bt.partition(key, t["seed"], len(t["owner"]))
 
 
 def owner_name(t, key):

@@ -20,8 +20,15 @@ reply_buffers            readers of 1 MiB values that do not read
                          --buffer-mb, counted in STATS, and evict no
                          stored value; a reader that keeps up is served
                          meanwhile; TOOBIG names --max-value-bytes
+numbers_readable         brimctl prints no exponent, byte counts with
+                         binary units beside the exact figure (--json
+                         keeps exact integers), and a join's keys moved
+                         are the sum of their arc and cap parts
 """
+import json
+import re
 import socket
+import subprocess
 import os
 import sys
 import time
@@ -220,6 +227,57 @@ def reply_buffers(bindir):
         for s in stalled:
             s.close()
         node.stop()
+
+
+def brimctl(bindir, *args):
+    r = subprocess.run([os.path.join(bindir, "brimctl")] + list(args),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (args, r.returncode, r.stderr)
+    return r.stdout
+
+
+@case
+def numbers_readable(bindir):
+    # P = 65536: PLAN's ideal for a weight-2 newcomer is 32768 (printed
+    # "3.277e+04" before), and the tables hold large byte counts.
+    cl = Cluster(bindir, partitions=65536)
+    try:
+        cl.add_node("node1")
+        cl.add_node("node2")
+        t = cl.wait_members(2)
+        mb.load(cl, t, n=3000)
+        cl.add_node("node3")
+        cl.wait_members(3)
+        cl.wait_streams_done()
+        coord = "127.0.0.1:%d" % cl.cport
+        time.sleep(1.0)                     # a heartbeat after the streams
+        out = brimctl(bindir, "--coordinator", coord, "stats")
+        out += brimctl(bindir, "--coordinator", coord, "plan", "join",
+                       "big", "--weight", "2")
+        node = brimctl(bindir, "--server", "127.0.0.1:%d" %
+                       cl.nodes["node1"].port, "stats")
+        for text in (out, node):
+            bad = re.findall(r"\b\d+(?:\.\d+)?e[+-]\d+\b", text)
+            assert not bad, (bad, text)
+        m = re.search(r"keys moved (\d+) \(arc (\d+), cap (\d+)\)", out)
+        assert m, out
+        moved, arc, cap = map(int, m.groups())
+        assert moved > 0 and moved == arc + cap, m.group(0)
+        ideal = re.search(r"^ideal\s+(\S+)$", out, re.M)
+        assert ideal and re.fullmatch(r"-?\d+(\.\d+)?", ideal.group(1)), out
+        lim = re.search(r"^memory_limit\s+(.*)$", node, re.M)
+        assert lim and lim.group(1) == "67108864 (64.0 MiB)", node
+        # --json: exact integers, no units.
+        j = json.loads(brimctl(bindir, "--server", "127.0.0.1:%d" %
+                               cl.nodes["node1"].port, "stats", "--json"))
+        assert j["nodes"][0]["stats"]["memory_limit"] == 64 << 20, j
+        print("numbers_readable: %s; ideal %s; memory_limit %s" %
+              (m.group(0), ideal.group(1), lim.group(1)))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
 
 
 def bt_text(v):

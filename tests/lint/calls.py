@@ -52,9 +52,6 @@ ALLOW = [
     # cluster and server code take engine.c's clock.
     ("client/bench", ("cluster.c", "conn.c", "engine.c", "server.c"),
      "TODO(#11): being untangled"),
-    # TODO(#11): being untangled. import.c takes cmd.c's error helpers,
-    # cmd.c dispatches to import.c.
-    ("client/brimctl", ("cmd.c", "import.c"), "TODO(#11): being untangled"),
 ]
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -1,0 +1,67 @@
+/*
+ * common/units.c - decimals without exponents, and byte counts in binary
+ * units (units.h).
+ */
+#include "common/units.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+char *
+brim_format_decimal(double v, char *buf, size_t size)
+{
+    char   text[BRIM_UNITS_TEXT_MAX + 320];
+    size_t len;
+
+    if (isnan(v)) {
+        snprintf(buf, size, "-");
+        return buf;
+    }
+    if (isinf(v)) {
+        snprintf(buf, size, "%s", v < 0 ? "-inf" : "inf");
+        return buf;
+    }
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(buf, size, "%.0f", v);
+        return buf;
+    }
+    snprintf(text, sizeof(text), "%.*f", fabs(v) >= 1.0 ? 3 : 6, v);
+    len = strlen(text);
+    while (len > 0 && text[len - 1] == '0') {
+        text[--len] = '\0';
+    }
+    if (len > 0 && text[len - 1] == '.') {
+        text[--len] = '\0';
+    }
+    if (strcmp(text, "-0") == 0) {
+        snprintf(text, sizeof(text), "0");
+    }
+    snprintf(buf, size, "%s", text);
+    return buf;
+}
+
+char *
+brim_format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB",
+                                        "TiB", "PiB", "EiB"};
+    double                   v = (double) bytes;
+    int                      u = -1;
+
+    if (bytes < 1024) {
+        snprintf(buf, size, "%u B", (unsigned) bytes);
+        return buf;
+    }
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    /* 1023.96 KiB would print as "1024.0 KiB": say 1.0 MiB instead. */
+    if (v >= 1023.95 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, size, "%.1f %s", v, units[u]);
+    return buf;
+}
