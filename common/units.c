@@ -65,3 +65,64 @@ brim_format_bytes(uint64_t bytes, char *buf, size_t size)
     snprintf(buf, size, "%.1f %s", v, units[u]);
     return buf;
 }
+
+/* Append N bytes of S to OUT[*LEN] (SIZE bytes), cut to fit. */
+static void
+wrap_put(char *out, size_t size, size_t *len, const char *s, size_t n)
+{
+    if (*len + 1 >= size) {
+        return;
+    }
+    if (n > size - 1 - *len) {
+        n = size - 1 - *len;
+    }
+    memcpy(out + *len, s, n);
+    *len += n;
+    out[*len] = '\0';
+}
+
+/* Append a newline and COL spaces. */
+static void
+wrap_newline(char *out, size_t size, size_t *len, int col)
+{
+    wrap_put(out, size, len, "\n", 1);
+    while (col-- > 0) {
+        wrap_put(out, size, len, " ", 1);
+    }
+}
+
+char *
+brim_wrap_text(const char *text, int at, int col, int width, char *out,
+               size_t size)
+{
+    const char *p = text;
+    size_t      n, len = 0;
+    int         start = at;
+
+    out[0] = '\0';
+    while (*p != '\0') {
+        if (*p == '\n') {
+            wrap_newline(out, size, &len, col);
+            at = start = col;
+            p++;
+            continue;
+        }
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        n = strcspn(p, " \n");
+        if (at > start && at + 1 + (int) n > width) {
+            wrap_newline(out, size, &len, col);
+            at = start = col;
+        }
+        if (at > start) {
+            wrap_put(out, size, &len, " ", 1);
+            at++;
+        }
+        wrap_put(out, size, &len, p, n);
+        at += (int) n;
+        p += n;
+    }
+    return out;
+}

@@ -1,8 +1,8 @@
 /*
  * common/units.h - numbers as people read them (issue 12): a decimal as
  * an integer or fixed decimals (never "1.638e+04"), and a byte count in
- * binary units ("11.8 MiB") to print beside the exact figure. Pure: no
- * I/O, no allocation.
+ * binary units ("11.8 MiB") to print beside the exact figure, and help
+ * text wrapped for a terminal. Pure: no I/O, no allocation.
  */
 #ifndef BRIM_COMMON_UNITS_H
 #define BRIM_COMMON_UNITS_H
@@ -30,5 +30,17 @@ char *brim_format_decimal(double v, char *buf, size_t size);
  * Text that does not fit is cut at SIZE - 1 bytes. Returns BUF.
  */
 char *brim_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/*
+ * Lay TEXT (borrowed) out for a terminal into OUT (SIZE bytes, at least
+ * 1): the cursor starts at column AT, lines break at spaces so that none
+ * passes WIDTH columns (a word longer than that stands alone), and every
+ * line after the first starts with COL spaces; a newline in TEXT starts
+ * a new line. No newline is added at the end. Text that does not fit is
+ * cut at SIZE - 1 bytes. Returns OUT. For --help texts (brim-node's
+ * options, brimctl's commands).
+ */
+char *brim_wrap_text(const char *text, int at, int col, int width, char *out,
+                     size_t size);
 
 #endif /* BRIM_COMMON_UNITS_H */

@@ -320,8 +320,9 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
         msg = "needs a connection that proved the cluster secret (AUTH "
               "after HELLO; --secret-file)";
     } else if (g->client_secret != NULL && !proven) {
-        msg = "this server requires AUTH first (the client secret, or the "
-              "cluster's)";
+        msg = "this server requires AUTH first: a client proves the "
+              "clients' secret (--client-secret-file), an admin the "
+              "cluster's (--secret-file)";
     } else {
         return 0;
     }

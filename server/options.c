@@ -15,6 +15,7 @@
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/parse.h"
+#include "common/units.h"
 
 #define OPT_HELP_COL 25   /* where help text starts */
 #define OPT_WIDTH 79      /* --help line width */
@@ -97,48 +98,12 @@ brim_option_flag(void *cfg, const struct brim_option *o, const char *arg,
 
 /* ---- --help ---- */
 
-/* Print TEXT from column COL (the cursor is at column AT), wrapped to
- * OPT_WIDTH at spaces; an explicit newline starts a new line. */
-static void
-usage_wrap(FILE *out, const char *text, int at, int col)
-{
-    const char *p = text, *word;
-    size_t      n;
-
-    while (*p != '\0') {
-        if (*p == '\n') {
-            fprintf(out, "\n%*s", col, "");
-            at = col;
-            p++;
-            continue;
-        }
-        if (*p == ' ') {
-            p++;
-            continue;
-        }
-        word = p;
-        n = strcspn(word, " \n");
-        if (at > col && at + 1 + (int) n > OPT_WIDTH) {
-            fprintf(out, "\n%*s", col, "");
-            at = col;
-        }
-        if (at > col) {
-            fputc(' ', out);
-            at++;
-        }
-        fwrite(word, 1, n, out);
-        at += (int) n;
-        p = word + n;
-    }
-    fputc('\n', out);
-}
-
 void
 brim_options_usage(FILE *out, const struct brim_option *table,
                    const char *synopsis, const char *notes)
 {
     const struct brim_option *o;
-    char                      head[96], text[1024];
+    char                      head[96], text[1024], wrapped[2048];
     int                       n;
 
     fputs(synopsis, out);
@@ -154,7 +119,9 @@ brim_options_usage(FILE *out, const struct brim_option *table,
         } else {
             fprintf(out, "%*s", OPT_HELP_COL - n, "");
         }
-        usage_wrap(out, text, OPT_HELP_COL, OPT_HELP_COL);
+        fprintf(out, "%s\n",
+                brim_wrap_text(text, OPT_HELP_COL, OPT_HELP_COL, OPT_WIDTH,
+                               wrapped, sizeof(wrapped)));
     }
     fprintf(out, "  --help%*sthis text\n", OPT_HELP_COL - 8, "");
     if (notes != NULL) {

@@ -8,6 +8,8 @@
 #   lint.unit_registration    every TCase is a CTest test and back
 #   lint.py_support           the Python tests' op table is the compiled
 #                             one; no test script keeps its own copy
+#   lint.docs_stats           every statistic sent is in docs/operations.md
+#   lint.docs_help            the docs' quoted --help texts are the output
 # Each one also runs by hand: see the usage line of tests/lint/<check>.py.
 if(NOT Python3_Interpreter_FOUND)
   message(WARNING "python3 not found: the lint.* tests are not registered")
@@ -64,3 +66,16 @@ brim_lint_test(design_graph design_graph.py --calls ${LINT}/calls.py
   --root ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/docs/design.md)
 brim_lint_test(design_graph_selftest design_graph_selftest.py
   ${LINT}/design_graph.py ${LINT}/calls.py)
+
+# Every statistic the daemons send is explained in docs/operations.md.
+brim_lint_test(docs_stats docs_stats.py ${PROJECT_SOURCE_DIR})
+brim_lint_test(docs_stats_selftest docs_stats.py --selftest)
+
+# The --help texts quoted in the docs (```help CMD blocks) are the
+# binaries' own output.
+if(TARGET brimctl)
+  brim_lint_test(docs_help docs_help.py --bin $<TARGET_FILE_DIR:brimctl>
+    ${PROJECT_SOURCE_DIR})
+  brim_lint_test(docs_help_selftest docs_help.py
+    --bin $<TARGET_FILE_DIR:brimctl> --selftest)
+endif()

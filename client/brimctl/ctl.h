@@ -71,28 +71,32 @@ struct brim_ctl {
     const char         *coord;       /* --coordinator or BRIM_COORDINATOR:
                                           cluster mode when set */
     const char         *secret_file; /* --secret-file or BRIM_SECRET_FILE:
-                                          the cluster secret; NULL: none */
-    int                 force;       /* --force */
-    uint32_t            weight_ppm;  /* --weight, millionths; 0: 1.0 */
-    uint32_t            timeout_ms;  /* --timeout-ms; 0: libbrim's */
-    uint32_t            ttl_s;       /* --ttl */
-    uint32_t            flags;       /* --flags */
-    uint32_t            delay_s;     /* --delay */
-    int                 json;        /* --json */
-    int                 format;      /* --format: enum brim_ctl_format */
-    const char         *key_field;   /* --key-field, or NULL: default */
-    const char         *prefix;      /* --prefix, or NULL: the format's
+                                       the cluster secret; NULL: none */
+    const char         *client_secret_file; /* --client-secret-file or
+                                       BRIM_CLIENT_SECRET_FILE: the
+                                       clients' secret; NULL: none */
+    int                 admin;              /* connected with role admin */
+    int                 force;              /* --force */
+    uint32_t            weight_ppm;         /* --weight, millionths; 0: 1.0 */
+    uint32_t            timeout_ms;         /* --timeout-ms; 0: libbrim's */
+    uint32_t            ttl_s;              /* --ttl */
+    uint32_t            flags;              /* --flags */
+    uint32_t            delay_s;            /* --delay */
+    int                 json;               /* --json */
+    int                 format;             /* --format: enum brim_ctl_format */
+    const char         *key_field;          /* --key-field, or NULL: default */
+    const char         *prefix;             /* --prefix, or NULL: the format's
                                           default ("pkg:" or "") */
-    int                 progress;    /* --progress: even without a TTY */
-    int                 loop;        /* verify --loop */
-    double              duration_s;  /* --duration, 0: until a signal */
-    uint32_t            rate;        /* --rate, reads/s; 0: default */
-    int                 wait;        /* leave --wait */
-    double              timeout_s;   /* --timeout, 0: default */
-    double              watch_s;     /* stats --watch period, 0: off */
-    int                 argc;        /* the command's arguments */
-    char              **argv;        /* borrowed from main's argv */
-    struct brim_client *client;      /* connected before run() */
+    int                 progress;           /* --progress: even without a TTY */
+    int                 loop;               /* verify --loop */
+    double              duration_s;         /* --duration, 0: until a signal */
+    uint32_t            rate;               /* --rate, reads/s; 0: default */
+    int                 wait;               /* leave --wait */
+    double              timeout_s;          /* --timeout, 0: default */
+    double              watch_s;            /* stats --watch period, 0: off */
+    int                 argc;               /* the command's arguments */
+    char              **argv;               /* borrowed from main's argv */
+    struct brim_client *client;             /* connected before run() */
 };
 
 /* One command of brimctl. */
@@ -129,6 +133,18 @@ int brim_ctl_conn_error(int rc);
 
 /* The address brimctl talks to: the coordinator's or the node's. */
 const char *brim_ctl_addr(const struct brim_ctl *ctl);
+
+/*
+ * What CTL proves and as whom, for a message, into BUF (LEN bytes):
+ * "as admin with the cluster secret of FILE", "as a client with the
+ * clients' secret of FILE" or "as a client, with no secret". Returns BUF.
+ */
+const char *brim_ctl_auth_text(const struct brim_ctl *ctl, char *buf,
+                               size_t len);
+
+/* A line of advice (ending in a newline) after a refused proof or a
+ * refused op for want of one, given what CTL tried; "" when none. */
+const char *brim_ctl_auth_hint(const struct brim_ctl *ctl);
 
 /*
  * KEY (LEN bytes, borrowed) for a message, into OUT (room for

@@ -16,6 +16,7 @@
 #include <brim.h>
 
 #include "common/parse.h"
+#include "common/units.h"
 
 /* One option: global (BIT 0) or accepted by the commands naming BIT. */
 struct ctl_opt {
@@ -35,7 +36,11 @@ static const struct ctl_opt ctl_opts[] = {
     {"--timeout-ms", "MS", 0,
      "connect and request timeout in milliseconds (default 1000 / 5000)"},
     {"--secret-file", "FILE", 0,
-     "the cluster secret, proven as admin (default $BRIM_SECRET_FILE)"},
+     "the cluster secret, proven as admin: any command (default "
+     "$BRIM_SECRET_FILE)"},
+    {"--client-secret-file", "FILE", 0,
+     "the clients' secret (brim-node --client-secret-file), proven as a "
+     "client: data commands (default $BRIM_CLIENT_SECRET_FILE)"},
     {"--ttl", "S", BRIM_CTL_OPT_TTL,
      "time to live: seconds, 0 none, above 30 days a Unix time"},
     {"--flags", "F", BRIM_CTL_OPT_FLAGS, "32-bit client flags"},
@@ -142,6 +147,10 @@ ctl_set_opt(struct brim_ctl *ctl, const struct ctl_opt *o, const char *text)
         ctl->secret_file = text;
         return 0;
     }
+    if (strcmp(o->name, "--client-secret-file") == 0) {
+        ctl->client_secret_file = text;
+        return 0;
+    }
     if (strcmp(o->name, "--timeout-ms") == 0) {
         /* 0 would mean libbrim's defaults: not what was asked for. */
         return ctl_parse_u32(o->name, text, 1, &ctl->timeout_ms);
@@ -230,6 +239,30 @@ ctl_find_opt(const char *arg)
     return NULL;
 }
 
+/* --help's layout: names from column 2, their text from CTL_HELP_COL,
+ * lines at most CTL_HELP_WIDTH columns. */
+#define CTL_HELP_COL 23
+#define CTL_HELP_WIDTH 79
+
+/* One "  LEFT  TEXT" entry of --help: TEXT wrapped at CTL_HELP_WIDTH and
+ * indented to CTL_HELP_COL, on the next line when LEFT is too long. */
+static void
+ctl_help_line(FILE *f, const char *left, const char *text)
+{
+    char wrapped[1024];
+    int  n;
+
+    n = fprintf(f, "  %s", left);
+    if (n + 1 > CTL_HELP_COL) {
+        fprintf(f, "\n%*s", CTL_HELP_COL, "");
+    } else {
+        fprintf(f, "%*s", CTL_HELP_COL - n, "");
+    }
+    fprintf(f, "%s\n",
+            brim_wrap_text(text, CTL_HELP_COL, CTL_HELP_COL, CTL_HELP_WIDTH,
+                           wrapped, sizeof(wrapped)));
+}
+
 /* Print the options whose bit is in MASK (0: the global ones). */
 static void
 ctl_print_opts(FILE *f, unsigned mask)
@@ -246,7 +279,7 @@ ctl_print_opts(FILE *f, unsigned mask)
         snprintf(left, sizeof(left), "%s%s%s", ctl_opts[i].name,
                  ctl_opts[i].arg != NULL ? " " : "",
                  ctl_opts[i].arg != NULL ? ctl_opts[i].arg : "");
-        fprintf(f, "  %-20s %s\n", left, ctl_opts[i].help);
+        ctl_help_line(f, left, ctl_opts[i].help);
     }
 }
 
@@ -258,27 +291,27 @@ ctl_usage(FILE *f)
 
     fprintf(f,
             "usage: brimctl [--server HOST:PORT | --coordinator HOST:PORT] "
-            "[--timeout-ms MS]\n               [--secret-file FILE] COMMAND "
+            "[--timeout-ms MS]\n               [--secret-file FILE | "
+            "--client-secret-file FILE]\n               COMMAND "
             "[ARGS...]\n\ncommands:\n");
     for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
         snprintf(left, sizeof(left), "%s %s", cmd->name, cmd->args);
-        fprintf(f, "  %-20s %s\n", left, cmd->summary);
+        ctl_help_line(f, left, cmd->summary);
     }
     fprintf(f, "\noptions:\n");
     ctl_print_opts(f, 0);
-    fprintf(f, "  %-20s %s\n", "--help, -h",
-            "this text; after a command, "
-            "that command's");
+    ctl_help_line(f, "--help, -h",
+                  "this text; after a command, that command's");
     fprintf(f,
             "\ncommand options (brimctl COMMAND --help tells which "
             "apply):\n");
     ctl_print_opts(f, ~0u);
     fprintf(f,
-            "\nexit status: 0 done, 1 the server said no (not found, "
-            "not stored, ...),\n2 the server could not be reached or did "
-            "not answer, 3 no nodes in the cluster (cluster mode: the key's "
-            "partition\nhas no owner), 64 bad usage (a key of 0 bytes or "
-            "over the node's limit too).\n");
+            "\nexit status: 0 done, 1 the server said no (not found, not "
+            "stored, a secret\nrefused, ...), 2 the server could not be "
+            "reached or did not answer, 3 no nodes\nin the cluster (cluster "
+            "mode: the key's partition has no owner), 64 bad usage\n(a key "
+            "of 0 bytes or over the node's limit too).\n");
 }
 
 static void
@@ -399,13 +432,22 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
     return -1;
 }
 
+/* The environment variable NAME, or NULL when unset or empty. */
+static const char *
+ctl_env(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
 int
 main(int argc, char **argv)
 {
     const struct brim_ctl_cmd *cmd;
     struct brim_opts           opts;
     struct brim_ctl            ctl;
-    char                       err[BRIM_ERRBUF_LEN];
+    char                       err[BRIM_ERRBUF_LEN], what[512];
     int                        rc;
 
     memset(&ctl, 0, sizeof(ctl));
@@ -422,10 +464,8 @@ main(int argc, char **argv)
     if (ctl.coord != NULL && ctl.coord[0] == '\0') {
         ctl.coord = NULL;
     }
-    ctl.secret_file = getenv("BRIM_SECRET_FILE");
-    if (ctl.secret_file != NULL && ctl.secret_file[0] == '\0') {
-        ctl.secret_file = NULL;
-    }
+    ctl.secret_file = ctl_env("BRIM_SECRET_FILE");
+    ctl.client_secret_file = ctl_env("BRIM_CLIENT_SECRET_FILE");
     rc = ctl_parse(argc, argv, &ctl, &cmd);
     if (rc >= 0) {
         free(ctl.argv);
@@ -450,10 +490,24 @@ main(int argc, char **argv)
     }
     opts.connect_timeout_ms = ctl.timeout_ms;
     opts.request_timeout_ms = ctl.timeout_ms;
-    /* A secret is the cluster's: it is proven as an admin, whatever the
-     * command (a client's HELLO would prove the clients' secret). */
-    opts.admin = cmd->admin || ctl.secret_file != NULL;
-    opts.secret_file = ctl.secret_file;
+    /* The cluster secret is proven as an admin, whatever the command (an
+     * admin may run data commands too); the clients' secret as a client
+     * (a node checks a client's proof against it, PROTOCOL.md 12). */
+    if (cmd->admin && ctl.secret_file == NULL && ctl.client_secret_file != NULL)
+    {
+        fprintf(stderr,
+                "brimctl: %s is an admin command: it needs the cluster "
+                "secret (--secret-file FILE); the clients' secret of "
+                "--client-secret-file is proven as a client, which may not "
+                "run it\n(see brimctl --help)\n",
+                cmd->name);
+        free(ctl.argv);
+        return BRIM_CTL_EXIT_USAGE;
+    }
+    ctl.admin = cmd->admin || ctl.secret_file != NULL;
+    opts.admin = ctl.admin;
+    opts.secret_file =
+        ctl.secret_file != NULL ? ctl.secret_file : ctl.client_secret_file;
     rc = brim_connect(&opts, &ctl.client, err);
     if (rc != 0) {
         /* ERRBUF names the address and the reason. A bad setting (an
@@ -462,14 +516,18 @@ main(int argc, char **argv)
         if (rc == BRIM_EINVAL) {
             fprintf(stderr, "brimctl: %s\n", err);
         } else if (rc == BRIM_EDENIED) {
-            fprintf(stderr, "brimctl: %s refused this client: %s\n",
-                    brim_ctl_addr(&ctl), err);
+            fprintf(stderr, "brimctl: %s refused this client (%s): %s\n%s",
+                    brim_ctl_addr(&ctl),
+                    brim_ctl_auth_text(&ctl, what, sizeof(what)), err,
+                    brim_ctl_auth_hint(&ctl));
         } else {
             fprintf(stderr, "brimctl: cannot reach %s: %s (%s)\n",
                     brim_ctl_addr(&ctl), brim_strerror(rc), err);
         }
         free(ctl.argv);
-        return rc == BRIM_EINVAL ? BRIM_CTL_EXIT_USAGE : BRIM_CTL_EXIT_CONN;
+        return rc == BRIM_EINVAL ? BRIM_CTL_EXIT_USAGE
+            : rc == BRIM_EDENIED ? BRIM_CTL_EXIT_NO /* it said no */
+                                 : BRIM_CTL_EXIT_CONN;
     }
     rc = cmd->run(&ctl);
     brim_close(ctl.client);

@@ -69,6 +69,14 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
         fprintf(stderr, "brimctl: %s: %s\n(see brimctl --help)\n", what,
                 detail[0] != '\0' ? detail : brim_strerror(rc));
         return BRIM_CTL_EXIT_USAGE;
+    case BRIM_EDENIED: {
+        char how[512];
+
+        fprintf(stderr, "brimctl: %s: %s %s (%s)\n%s", what, brim_strerror(rc),
+                brim_ctl_auth_text(ctl, how, sizeof(how)), detail,
+                brim_ctl_auth_hint(ctl));
+        return BRIM_CTL_EXIT_NO;
+    }
     case BRIM_ENONODES:
         fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
                 detail);
@@ -93,6 +101,38 @@ const char *
 brim_ctl_addr(const struct brim_ctl *ctl)
 {
     return ctl->coord != NULL ? ctl->coord : ctl->server;
+}
+
+const char *
+brim_ctl_auth_text(const struct brim_ctl *ctl, char *buf, size_t len)
+{
+    if (ctl->secret_file != NULL) {
+        snprintf(buf, len, "as admin with the cluster secret of %s",
+                 ctl->secret_file);
+    } else if (ctl->client_secret_file != NULL) {
+        snprintf(buf, len, "as a client with the clients' secret of %s",
+                 ctl->client_secret_file);
+    } else {
+        snprintf(buf, len, "as %s, with no secret",
+                 ctl->admin ? "admin" : "a client");
+    }
+    return buf;
+}
+
+const char *
+brim_ctl_auth_hint(const struct brim_ctl *ctl)
+{
+    if (ctl->secret_file != NULL) {
+        return "(--secret-file is the cluster's secret, proven as admin; "
+               "for the clients' secret use --client-secret-file)\n";
+    }
+    if (ctl->client_secret_file != NULL) {
+        return "(--client-secret-file must be the nodes' "
+               "--client-secret-file; admin commands need the cluster's, "
+               "--secret-file)\n";
+    }
+    return "(the server requires a secret: --client-secret-file FILE for "
+           "data commands, --secret-file FILE, the cluster's, for any)\n";
 }
 
 /* Print J as indented JSON, or on one line when COMPACT. A NULL J (out

@@ -41,6 +41,7 @@ Every process is stopped by PID; every wait is bounded.
 """
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import socket
@@ -165,11 +166,12 @@ class Cluster(mb.Cluster):
         mb.wait_port(self.cport, self.coord)
 
     def add(self, name, secret_path="default", coordinator=None,
-            wait=True):
+            wait=True, args=()):
         port = bw.free_port()
         cmd = [os.path.join(self.bindir, "brim-node"), "--name", name,
                "--coordinator", coordinator or "127.0.0.1:%d" % self.cport,
-               "--listen", "127.0.0.1:%d" % port, "--partitions", str(P)]
+               "--listen", "127.0.0.1:%d" % port, "--partitions",
+               str(P)] + list(args)
         if secret_path == "default":
             secret_path = self.secret_path if self.secret else None
         if secret_path:
@@ -734,6 +736,65 @@ def brimctl_secret(bindir):
         print("coordinator auth:", a)
         assert a["auth_failures"] >= 2, a
     with_cluster(bindir, body)
+
+
+@case
+def brimctl_client_secret(bindir):
+    """brimctl on a cluster whose nodes and coordinator require a client
+    secret (issue 12 item 5): --client-secret-file proves it as a client
+    for data commands; the clients' secret given as --secret-file (the
+    cluster's, proven as admin) is refused with a message that says what
+    was tried and names the other flag."""
+    ctl = os.path.join(bindir, "brimctl")
+    tmp = tempfile.mkdtemp(prefix="brim-auth-")
+    csec = os.path.join(tmp, "client.secret")
+    write_secret(csec)
+
+    def run(cl, *args):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("BRIM_SECRET_FILE", "BRIM_CLIENT_SECRET_FILE")}
+        p = subprocess.run([ctl, "--coordinator", "127.0.0.1:%d" % cl.cport]
+                           + list(args), capture_output=True, text=True,
+                           timeout=60, env=env)
+        print("$ brimctl %s -> %d\n%s%s" % (" ".join(args), p.returncode,
+                                           p.stdout[-800:], p.stderr[-800:]))
+        return p
+
+    def body(cl):
+        cl.add("node1", args=["--client-secret-file", csec])
+        cl.add("node2", args=["--client-secret-file", csec])
+
+        def two_up():
+            p = run(cl, "--client-secret-file", csec, "nodes", "--json")
+            return p.returncode == 0 and [n["state"] for n in
+                                          json.loads(p.stdout)] == ["up"] * 2
+        # The coordinator asks for a proof too: MAP_FETCH with it.
+        wait_for("two members up", two_up, timeout=30)
+        for i in range(5):
+            p = run(cl, "--client-secret-file", csec, "set", "k%d" % i,
+                    "v%d" % i)
+            assert p.returncode == 0, p.stderr
+        p = run(cl, "--client-secret-file", csec, "get", "k3")
+        assert p.returncode == 0 and p.stdout == "v3", p
+        # The clients' secret where the cluster's goes: said plainly.
+        p = run(cl, "--secret-file", csec, "get", "k3")
+        assert p.returncode != 0, p
+        assert "as admin with the cluster secret of " + csec in p.stderr, p
+        assert "--client-secret-file" in p.stderr, p
+        # No secret at all: the hint names both flags.
+        p = run(cl, "get", "k3")
+        assert p.returncode != 0 and "--client-secret-file" in p.stderr, p
+        # An admin command needs the cluster's.
+        p = run(cl, "--client-secret-file", csec, "leave", "node2")
+        assert p.returncode == 64 and "--secret-file" in p.stderr, p
+        # The cluster secret, as admin, opens the data commands too.
+        p = run(cl, "--secret-file", cl.secret_path, "get", "k4")
+        assert p.returncode == 0 and p.stdout == "v4", p
+    try:
+        with_cluster(bindir, body,
+                     coord_args=["--client-secret-file", csec])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
