@@ -89,8 +89,11 @@ BRIM_EXTERN void brim_free(void *p);
 /*
  * A one-line text about the last failed call on C: the server's message or
  * the local reason, naming the address ("127.0.0.1:7000: connection
- * refused"). "" when the last call succeeded. Valid until the next call on
- * C; never free it.
+ * refused"). "" when the last call succeeded in full. brim_mget() and
+ * brim_mset() return 0 when some keys failed on their own (each key's
+ * status says which): then it is the reason of one of those keys ("key is
+ * 251 bytes, allowed 1 .. 250"), and "" only when none failed. Valid until
+ * the next call on C; never free it.
  */
 BRIM_EXTERN const char *brim_errmsg(const struct brim_client *c);
 

@@ -123,6 +123,7 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
 {
     struct brim_rep rep;
     uint32_t        sections;
+    char            errbuf[BRIM_ERRBUF_LEN];
 
     memset(&rep, 0, sizeof(rep));
     rep.request_id = req->request_id;
@@ -135,11 +136,12 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
     case BRIM_OP_PING:
         break;
     case BRIM_OP_STATS:
-        if (brim_node_stats_sections(req->section, req->section_len, &sections)
-            != 0) {
+        if (brim_node_stats_sections(req->section, req->section_len, &sections,
+                                     errbuf)
+            != 0)
+        {
             return brim_node_reply_error(c, req->request_id, BRIM_EINVAL,
-                                         "stats: unknown section; known: node, "
-                                         "store, conns, ops (empty: all)");
+                                         errbuf);
         }
         return brim_node_stats_reply(node, brim_conn_out(c), req->request_id,
                                      sections);

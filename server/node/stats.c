@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/defs.h"
 #include "proto/frame.h"
 #include "server/node/epoch.h"
 #include "server/node/lease.h"
@@ -193,7 +194,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
 }
 
 int
-brim_node_stats_sections(const char *section, size_t len, uint32_t *out)
+brim_node_stats_sections(const char *section, size_t len, uint32_t *out,
+                         char errbuf[BRIM_ERRBUF_LEN])
 {
     static const struct {
         const char *name;
@@ -216,6 +218,15 @@ brim_node_stats_sections(const char *section, size_t len, uint32_t *out)
             return 0;
         }
     }
+    snprintf(errbuf, BRIM_ERRBUF_LEN,
+             "stats: unknown section \"%.*s\"; known:", (int) BRIM_MIN(len, 32),
+             section);
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(errbuf + strlen(errbuf), BRIM_ERRBUF_LEN - strlen(errbuf),
+                 "%s %s", i > 0 ? "," : "", names[i].name);
+    }
+    snprintf(errbuf + strlen(errbuf), BRIM_ERRBUF_LEN - strlen(errbuf),
+             " (empty: all)");
     return BRIM_EINVAL;
 }
 

@@ -15,9 +15,11 @@
 /*
  * The STATS sections named by SECTION (LEN bytes, borrowed): "" is all,
  * else one of "node", "store", "conns", "ops", "migration". Writes a bit
- * set to *OUT. Returns 0 or BRIM_EINVAL for an unknown name.
+ * set to *OUT. Returns 0, or BRIM_EINVAL for an unknown name with a
+ * message in ERRBUF that lists the known ones (from the same table).
  */
-int brim_node_stats_sections(const char *section, size_t len, uint32_t *out);
+int brim_node_stats_sections(const char *section, size_t len, uint32_t *out,
+                             char errbuf[BRIM_ERRBUF_LEN]);
 
 /*
  * Append the node's STATS reply for SECTIONS (from

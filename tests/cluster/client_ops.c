@@ -331,11 +331,15 @@ START_TEST(client_mget_mset)
     ck_assert_int_eq(res[MANY].status, BRIM_ENOTFOUND);
     ck_assert_ptr_null(res[MANY].val);
     ck_assert_int_eq(res[MANY + 1].status, BRIM_EINVAL);
+    /* Returned 0, one key refused: brim_errmsg() says why (brim.h). */
+    ck_assert_msg(strstr(brim_errmsg(c), "key is 0 bytes") != NULL,
+                  "errmsg: \"%s\"", brim_errmsg(c));
     ck_assert_int_eq(res[MANY + 2].status, 0);
     ck_assert_mem_eq(res[MANY + 2].val, vbuf[5], strlen(vbuf[5]));
     brim_mget_free(res, n);
     ck_assert_ptr_null(res[0].val);
     ck_rc(brim_mget(c, keys, 0, res), 0);
+    ck_assert_str_eq(brim_errmsg(c), ""); /* succeeded in full */
     ck_rc(brim_mset(c, items, 0), 0);
     free(kbuf);
     free(vbuf);

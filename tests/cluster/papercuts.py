@@ -24,6 +24,9 @@ numbers_readable         brimctl prints no exponent, byte counts with
                          binary units beside the exact figure (--json
                          keeps exact integers), and a join's keys moved
                          are the sum of their arc and cap parts
+stats_sections           an unknown STATS section is refused with the
+                         list of known ones, and each listed one works
+                         (migration was left out of the list once)
 """
 import json
 import re
@@ -278,6 +281,27 @@ def numbers_readable(bindir):
         raise
     finally:
         cl.close()
+
+
+@case
+def stats_sections(bindir):
+    node = bw.Node(os.path.join(bindir, "brim-node"))
+    try:
+        c = node.conn()
+        rep = c.call("STATS", 2, b"bogus")
+        assert rep[0] == bw.ST["INVAL"], rep
+        msg = bt_text(rep[2])
+        m = re.search(r"known: ([a-z, ]+) \(empty: all\)", msg)
+        assert m and "bogus" in msg, msg
+        known = [k.strip() for k in m.group(1).split(",")]
+        assert "migration" in known, known
+        for i, name in enumerate(known):
+            rep = c.call("STATS", 10 + i, name.encode())
+            assert rep[0] == 0 and rep[2], (name, rep)
+        c.close()
+        print("stats_sections: %s; each of %s answers" % (msg, known))
+    finally:
+        node.stop()
 
 
 def bt_text(v):
