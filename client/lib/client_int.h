@@ -1,8 +1,8 @@
 /*
  * client/lib/client_int.h - libbrim's private structures and the calls its
- * modules share: pool.c (one connection per node, a struct brim_link of
- * client/net/link.h, and the pipelined exchange of a call's frames on
- * it), route.c (which node a
+ * modules share: errmsg.c (the handle's last-failure message), pool.c (one
+ * connection per node, a struct brim_link of client/net/link.h, and the
+ * pipelined exchange of a call's frames on it), route.c (which node a
  * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
  * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
  * admin calls). Not installed.
@@ -300,11 +300,17 @@ int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                         uint32_t arg_u32, uint32_t weight_ppm,
                         brim_coordlink_cb cb, void *arg);
 
-/* ---- client.c ---- */
+/* ---- errmsg.c ---- */
 
-/* Write C->errmsg with printf FMT (one line). */
+/*
+ * Write C->errmsg (the message brim_errmsg() returns) with printf FMT:
+ * one line, truncated to BRIM_ERRBUF_LEN - 1 bytes. C must not be NULL.
+ * Nothing to free; never fails.
+ */
 void brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- client.c ---- */
 
 /* 0 when KEY/KEY_LEN is a key the node accepts; else BRIM_EINVAL + errmsg. */
 int brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len);
