@@ -150,6 +150,10 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         brim_errfmt(errbuf, "brim: out of memory");
         return BRIM_ENOMEM;
     }
+    /* route.c asks coordlink.c for the map through these: it is below
+     * coordlink.c, whose own requests it runs. */
+    c->map.poll = brim_coordlink_sub_poll;
+    c->map.refresh = brim_coordlink_refresh;
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
     c->coord->link.conf.frame_min =
         2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX;

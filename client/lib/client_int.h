@@ -6,6 +6,11 @@
  * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
  * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
  * admin calls). Not installed.
+ *
+ * The calls go one way (docs/design.md, "Architecture"): the API files
+ * (client.c, multi.c, stats.c, admin.c) over coordlink.c, over route.c,
+ * over pool.c, over errmsg.c. Where route.c needs the map's keeper it goes
+ * through struct brim_route_map, which client.c fills in.
  */
 #ifndef BRIM_CLIENT_LIB_CLIENT_INT_H
 #define BRIM_CLIENT_LIB_CLIENT_INT_H
@@ -124,6 +129,24 @@ struct brim_sub {
     uint64_t               npushed;     /* newer epochs installed from it */
 };
 
+/*
+ * What route.c asks of the keeper of the routing map: in cluster mode
+ * coordlink.c, whose brim_coordlink_sub_poll() and brim_coordlink_refresh()
+ * client.c puts here when it connects to the coordinator; both NULL in
+ * standalone mode (the map is the one node). They are pointers because
+ * coordlink.c sends its own requests through brim_route_run(): route.c
+ * is below it and tells it what it needs without calling up.
+ */
+struct brim_route_map {
+    /* Take in a map already pushed, never waiting, with FORCE 0: the first
+     * thing each brim_route_run() does. */
+    void (*poll)(struct brim_client *c, int force);
+    /* Fetch the map by DEADLINE_MS (a reply named a newer epoch, or a node
+     * could not be reached) and route by it when it is not older. Returns
+     * 0 or an error; route.c keeps its own C->errmsg over the call. */
+    int (*refresh)(struct brim_client *c, int64_t deadline_ms);
+};
+
 /* The client handle of <brim.h>. */
 struct brim_client {
     char                  *server_addr;        /* standalone node, owned */
@@ -148,6 +171,7 @@ struct brim_client {
     uint64_t                 nretry;   /* RETRY/BUSY answers */
     uint64_t                 nrefresh; /* map fetches */
     struct brim_sub          sub;      /* pushed epochs */
+    struct brim_route_map    map;      /* coordlink.c's, for route.c */
     struct brim_auth_secret *secret;   /* brim_opts.secret_file's,
                                                 * owned; NULL: no AUTH */
     char                     errmsg[BRIM_ERRBUF_LEN]; /* last failure */
