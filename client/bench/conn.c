@@ -73,7 +73,7 @@ conn_send_failed(struct brim_bench_conn *c, int err)
         if (brim_link_read(&c->link) != 1) {
             break;
         }
-        conn_parse(c, brim_bench_now_ns());
+        conn_parse(c, brim_sock_now_ns());
     }
     if (c->link.fd < 0) {
         return;
@@ -99,7 +99,7 @@ brim_bench_conn_flush(struct brim_bench_conn *c)
     if (c->unstamped > 0) {
         /* A closed-loop request's latency starts when it leaves, not when
          * it was drawn earlier in this loop pass. */
-        now = brim_bench_now_ns();
+        now = brim_sock_now_ns();
         for (i = c->n - c->unstamped; i < c->n; i++) {
             req = &c->fifo[(c->head + i) % c->cap];
             if (req->start_ns == 0) {
@@ -225,7 +225,7 @@ brim_bench_conn_open(struct brim_bench_conn *c, char errbuf[BRIM_ERRBUF_LEN])
     }
     c->polling_out = 0;
     c->head = c->n = 0;
-    c->opened_ns = brim_bench_now_ns();
+    c->opened_ns = brim_sock_now_ns();
     if (brim_link_unsent(&c->link) > 0) {
         conn_mark_dirty(c);
     }
@@ -271,7 +271,7 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
              * to the same node (a restart, or a node that left the map
              * and closed its connections once it had drained). */
             brim_bench_engine_requeue(t, req, 0, t->route->epoch + 1,
-                                      brim_bench_now_ns());
+                                      brim_sock_now_ns());
             continue;
         }
         t->cnt[t->phase].errors++;
@@ -291,7 +291,7 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         && (t->route == NULL || t->route->live[c->node]))
     {
         c->reconnect_ns =
-            brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
+            brim_sock_now_ns() + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
     }
     brim_bench_engine_recount_room(t);
 }
@@ -603,7 +603,7 @@ brim_bench_conn_readable(struct brim_bench_conn *c)
                                  : strerror(c->link.sys_errno));
         return;
     }
-    now = brim_bench_now_ns();
+    now = brim_sock_now_ns();
     conn_parse(c, now);
     if (c->link.fd < 0) {
         return;

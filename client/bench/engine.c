@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 
 #include "client/bench/cluster.h"
+#include "client/net/sock.h"
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
@@ -27,14 +28,6 @@
 /* Messages (failures, verify findings) each thread prints at most. */
 #define ENGINE_LOG_MAX 10
 
-uint64_t
-brim_bench_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 void
 brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
 {
@@ -137,7 +130,7 @@ engine_sync(struct brim_bench_thread *t)
             }
             if (brim_bench_conn_open(c, errbuf) != 0) {
                 brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
-                c->reconnect_ns = brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS;
+                c->reconnect_ns = brim_sock_now_ns() + BRIM_BENCH_RECONNECT_NS;
             }
             changed = 1;
         } else if (!r->live[c->node] && c->link.fd >= 0 && c->n == 0) {
@@ -601,7 +594,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
     uint64_t                now;
     int                     n, i;
 
-    now = brim_bench_now_ns();
+    now = brim_sock_now_ns();
     engine_sync(t);
     engine_begin(t, phase, now);
     brim_bench_engine_issue(t, NULL, now);
@@ -624,7 +617,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
             }
         }
         engine_sync(t);
-        now = brim_bench_now_ns();
+        now = brim_sock_now_ns();
         if (now >= t->next_tick_ns) {
             engine_tick(t, now);
         }
