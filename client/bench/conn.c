@@ -129,7 +129,7 @@ conn_encode(struct brim_bench_conn *c, const struct brim_bench_req *req,
                             key_len, value, value_len)
         != 0)
     {
-        brim_bench_engine_fatal(c->t, "out of memory encoding a request");
+        brim_bench_log_fatal(c->t, "out of memory encoding a request");
         return;
     }
     conn_mark_dirty(c);
@@ -262,8 +262,8 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
     if (c->link.fd < 0) {
         return;
     }
-    brim_bench_engine_log(t, "connection %u to %s: %s (%u requests in flight)",
-                          c->index, t->sh->nodes[c->node].name, why, c->n);
+    brim_bench_log(t, "connection %u to %s: %s (%u requests in flight)",
+                   c->index, t->sh->nodes[c->node].name, why, c->n);
     for (i = 0; i < c->n; i++) {
         req = &c->fifo[(c->head + i) % c->cap];
         if (t->route != NULL) {
@@ -406,23 +406,22 @@ conn_verify_read(struct brim_bench_thread *t, const struct brim_bench_req *req,
     res = brim_bench_verify_read_done(&t->ver, local, &req->vread,
                                       rep->status == 0, seq, now);
     if (res == BRIM_BENCH_VSTALE && stale != t->ver.stale && seq < 0) {
-        brim_bench_engine_log(
-            t,
-            "verify: stale: key %" PRIu64 " read a "
-            "value this run did not write: \"%.*s\"",
-            req->key, (int) BRIM_MIN(rep->value_len, (size_t) 40), rep->value);
+        brim_bench_log(t,
+                       "verify: stale: key %" PRIu64 " read a "
+                       "value this run did not write: \"%.*s\"",
+                       req->key, (int) BRIM_MIN(rep->value_len, (size_t) 40),
+                       rep->value);
     } else if (res == BRIM_BENCH_VSTALE && stale != t->ver.stale) {
-        brim_bench_engine_log(t,
-                              "verify: stale: key %" PRIu64 " read its "
-                              "write #%" PRId64 "; #%" PRIu32 " or later "
-                              "was due",
-                              req->key, seq, req->vread.floor);
+        brim_bench_log(t,
+                       "verify: stale: key %" PRIu64 " read its "
+                       "write #%" PRId64 "; #%" PRIu32 " or later "
+                       "was due",
+                       req->key, seq, req->vread.floor);
     } else if (res == BRIM_BENCH_VLOST && lost != t->ver.lost) {
-        brim_bench_engine_log(t,
-                              "verify: lost: key %" PRIu64 " missed "
-                              "although its acknowledged SET #%" PRIu32
-                              " was live",
-                              req->key, req->vread.floor);
+        brim_bench_log(t,
+                       "verify: lost: key %" PRIu64 " missed "
+                       "although its acknowledged SET #%" PRIu32 " was live",
+                       req->key, req->vread.floor);
     }
 }
 
@@ -460,10 +459,10 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
     }
     if (!ok) {
         cnt->errors++;
-        brim_bench_engine_log(t, "key %" PRIu64 ": error reply %s: %.*s",
-                              req.key, brim_err_name(rep->status),
-                              (int) BRIM_MIN(rep->message_len, (size_t) 120),
-                              rep->message != NULL ? rep->message : "");
+        brim_bench_log(t, "key %" PRIu64 ": error reply %s: %.*s", req.key,
+                       brim_err_name(rep->status),
+                       (int) BRIM_MIN(rep->message_len, (size_t) 120),
+                       rep->message != NULL ? rep->message : "");
         if (t->o->verify && req.kind != BRIM_BENCH_GET) {
             brim_bench_verify_write_done(
                 &t->ver, brim_bench_mix_local(&t->mix, req.key), req.seq, 0);
@@ -526,7 +525,7 @@ conn_handshake(struct brim_bench_conn *c)
         return -1;
     }
     if (rc != 0) {
-        brim_bench_engine_fatal(t, "%s (%s)", c->link.err, brim_err_name(rc));
+        brim_bench_log_fatal(t, "%s (%s)", c->link.err, brim_err_name(rc));
         return -1;
     }
     if (brim_link_unsent(&c->link) > 0) {
@@ -593,7 +592,7 @@ brim_bench_conn_readable(struct brim_bench_conn *c)
         return; /* nothing after all */
     }
     if (rc == BRIM_ENOMEM) {
-        brim_bench_engine_fatal(t, "out of memory for a read buffer");
+        brim_bench_log_fatal(t, "out of memory for a read buffer");
         return;
     }
     if (rc < 0) {

@@ -9,8 +9,6 @@
 #include "client/bench/engine_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,46 +23,6 @@
 
 /* epoll events taken per wait. */
 #define ENGINE_EVENTS 128
-/* Messages (failures, verify findings) each thread prints at most. */
-#define ENGINE_LOG_MAX 10
-
-void
-brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
-{
-    char    line[BRIM_ERRBUF_LEN];
-    va_list ap;
-
-    if (t->logged >= ENGINE_LOG_MAX) {
-        return;
-    }
-    if (++t->logged == ENGINE_LOG_MAX) {
-        fprintf(stderr,
-                "brim-bench: thread %u: further messages "
-                "suppressed\n",
-                t->id);
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "brim-bench: %s\n", line);
-}
-
-void
-brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (t->fatal) {
-        return;
-    }
-    t->fatal = 1;
-    t->stopping = 1;
-    va_start(ap, fmt);
-    vsnprintf(t->err, sizeof(t->err), fmt, ap);
-    va_end(ap);
-}
-
 /* How long a resend waits for the map of the epoch a node reported
  * before it goes with the map it has, ns. */
 #define ENGINE_EPOCH_WAIT_NS 50000000ull
@@ -124,12 +82,12 @@ engine_sync(struct brim_bench_thread *t)
             if (c->fifo == NULL) {
                 c->fifo = brim_calloc(c->cap, sizeof(*c->fifo));
                 if (c->fifo == NULL) {
-                    brim_bench_engine_fatal(t, "out of memory");
+                    brim_bench_log_fatal(t, "out of memory");
                     return;
                 }
             }
             if (brim_bench_conn_open(c, errbuf) != 0) {
-                brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
+                brim_bench_log(t, "connection %u: %s", c->index, errbuf);
                 c->reconnect_ns = brim_sock_now_ns() + BRIM_BENCH_RECONNECT_NS;
             }
             changed = 1;
@@ -257,8 +215,7 @@ engine_rq_fail(struct brim_bench_thread *t, const struct brim_bench_req *req,
                const char *why)
 {
     t->cnt[t->phase].errors++;
-    brim_bench_engine_log(t, "key %llu: %s", (unsigned long long) req->key,
-                          why);
+    brim_bench_log(t, "key %llu: %s", (unsigned long long) req->key, why);
     if (t->o->verify && req->kind != BRIM_BENCH_GET) {
         brim_bench_verify_write_done(
             &t->ver, brim_bench_mix_local(&t->mix, req->key), req->seq, 0);
@@ -472,7 +429,7 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
             if (brim_bench_conn_open(c, errbuf) == 0) {
                 brim_bench_engine_recount_room(t);
             } else {
-                brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
+                brim_bench_log(t, "connection %u: %s", c->index, errbuf);
                 if (t->route != NULL) {
                     /* Refused: the node may be dead; a newer map says. */
                     brim_bench_cluster_want(t->sh, t->route->epoch + 1);
@@ -487,7 +444,7 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
         pending += c->link.fd < 0 && c->reconnect_ns != 0;
     }
     if (alive == 0 && pending == 0 && t->nrq == 0) {
-        brim_bench_engine_fatal(t, "every connection failed");
+        brim_bench_log_fatal(t, "every connection failed");
     }
     if (t->stopping && now - t->stop_ns > timeout_ns) {
         while (t->nrq > 0) {
@@ -603,7 +560,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         engine_wait_for(t, now, &ts);
         n = engine_wait(t, evs, &ts);
         if (n < 0 && errno != EINTR) {
-            brim_bench_engine_fatal(t, "epoll_wait: %s", strerror(errno));
+            brim_bench_log_fatal(t, "epoll_wait: %s", strerror(errno));
             break;
         }
         for (i = 0; i < n; i++) {

@@ -1,7 +1,8 @@
 /*
- * client/bench/engine_int.h - what engine.c (the loop, issuing, setup) and
- * conn.c (one connection: connect, send, parse, fail) share inside the
- * engine. Not used outside client/bench/engine.c and conn.c.
+ * client/bench/engine_int.h - what engine.c (the loop, issuing, setup),
+ * conn.c (one connection: connect, send, parse, fail) and log.c (a
+ * thread's messages and fatal stop) share inside the engine. Not used
+ * outside those files.
  */
 #ifndef BRIM_CLIENT_BENCH_ENGINE_INT_H
 #define BRIM_CLIENT_BENCH_ENGINE_INT_H
@@ -61,13 +62,25 @@ brim_bench_conn_has_room(const struct brim_bench_conn *c)
         && c->n < c->t->depth;
 }
 
-/* Print one line on stderr for T, at most a few per thread and run. */
-void brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
+/* ---- log.c ---- */
+
+/*
+ * Print printf FMT as one line on stderr for T ("brim-bench: ..."), at
+ * most a few per thread and run; past that, one line says the rest are
+ * suppressed. Never fails; nothing to free.
+ */
+void brim_bench_log(struct brim_bench_thread *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Stop T's run for good; T->err gets the reason. */
-void brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
+/*
+ * Stop T's run for good: T->fatal and T->stopping are set and T->err gets
+ * printf FMT as the reason (main.c reports it). Only the first call of a
+ * run counts.
+ */
+void brim_bench_log_fatal(struct brim_bench_thread *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- engine.c ---- */
 
 /* Count again, per node, the connections of T with room. */
 void brim_bench_engine_recount_room(struct brim_bench_thread *t);
