@@ -270,8 +270,8 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
             /* It goes again once a newer map is in, or after a while
              * to the same node (a restart, or a node that left the map
              * and closed its connections once it had drained). */
-            brim_bench_engine_requeue(t, req, 0, t->route->epoch + 1,
-                                      brim_sock_now_ns());
+            brim_bench_resend_add(t, req, 0, t->route->epoch + 1,
+                                  brim_sock_now_ns());
             continue;
         }
         t->cnt[t->phase].errors++;
@@ -443,7 +443,7 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
         && (rep->status == BRIM_EMOVED || rep->status == BRIM_ERETRY
             || rep->status == BRIM_EBUSY))
     {
-        brim_bench_engine_requeue(t, &req, rep->status, rep->epoch, now);
+        brim_bench_resend_add(t, &req, rep->status, rep->epoch, now);
         return;
     }
     switch (req.kind) {

@@ -26,9 +26,6 @@
 /* How long a resend waits for the map of the epoch a node reported
  * before it goes with the map it has, ns. */
 #define ENGINE_EPOCH_WAIT_NS 50000000ull
-/* RETRY backoff: 1 ms doubling to 100 ms (PROTOCOL.md 5.1), ns. */
-#define ENGINE_BACKOFF_NS 1000000ull
-#define ENGINE_BACKOFF_MAX_NS 100000000ull
 
 /*
  * The node that serves KEY: node 0 with --server; with --coordinator the
@@ -202,82 +199,6 @@ engine_place(struct brim_bench_thread *t, uint64_t key,
     return NULL;
 }
 
-/* Drop entry I of T's resend queue. */
-static void
-engine_rq_remove(struct brim_bench_thread *t, uint32_t i)
-{
-    t->rq[i] = t->rq[--t->nrq];
-}
-
-/* REQ, waiting to go again, cannot: it failed (timed out). */
-static void
-engine_rq_fail(struct brim_bench_thread *t, const struct brim_bench_req *req,
-               const char *why)
-{
-    t->cnt[t->phase].errors++;
-    brim_bench_log(t, "key %llu: %s", (unsigned long long) req->key, why);
-    if (t->o->verify && req->kind != BRIM_BENCH_GET) {
-        brim_bench_verify_write_done(
-            &t->ver, brim_bench_mix_local(&t->mix, req->key), req->seq, 0);
-    }
-}
-
-void
-brim_bench_engine_requeue(struct brim_bench_thread    *t,
-                          const struct brim_bench_req *req, int status,
-                          uint64_t epoch, uint64_t now)
-{
-    struct brim_bench_counts *cnt = &t->cnt[t->phase];
-    struct brim_bench_retry  *e, *grown;
-    uint64_t                  timeout_ns, backoff, cur;
-    uint32_t                  cap;
-
-    if (status == BRIM_EMOVED) {
-        cnt->moved++;
-    } else if (status == BRIM_ERETRY || status == BRIM_EBUSY) {
-        cnt->retry++;
-    } else {
-        cnt->resent++;
-    }
-    timeout_ns = (uint64_t) t->o->timeout_ms * 1000000u;
-    if (req->start_ns != 0 && now > req->start_ns
-        && now - req->start_ns > timeout_ns)
-    {
-        /* (start_ns 0: never flushed, so it starts now; see below.) */
-        engine_rq_fail(t, req, "timed out while redirected or retried");
-        return;
-    }
-    if (t->nrq == t->rq_cap) {
-        cap = t->rq_cap == 0 ? 64 : t->rq_cap * 2;
-        grown = brim_realloc(t->rq, (size_t) cap * sizeof(*grown));
-        if (grown == NULL) {
-            engine_rq_fail(t, req, "out of memory to resend");
-            return;
-        }
-        t->rq = grown;
-        t->rq_cap = cap;
-    }
-    e = &t->rq[t->nrq++];
-    e->req = *req;
-    if (e->req.start_ns == 0) {
-        /* Queued on its connection but never written (conn_flush()
-         * stamps it): its wait starts now, not at the epoch of time 0. */
-        e->req.start_ns = now;
-    }
-    e->attempts = req->tries;
-    cur = t->route != NULL ? t->route->epoch : 0;
-    e->need_epoch = epoch > cur ? epoch : 0;
-    if (e->need_epoch != 0) {
-        brim_bench_cluster_want(t->sh, epoch);
-    }
-    backoff = 0;
-    if (status != BRIM_EMOVED || e->need_epoch == 0) {
-        backoff = ENGINE_BACKOFF_NS << BRIM_MIN(req->tries, 7u);
-        backoff = BRIM_MIN(backoff, ENGINE_BACKOFF_MAX_NS);
-    }
-    e->due_ns = now + backoff;
-}
-
 /* Send what waits in T's resend queue and may go at NOW. */
 static void
 engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
@@ -292,8 +213,9 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
     while (i < t->nrq && !t->fatal) {
         e = &t->rq[i];
         if (now > e->req.start_ns && now - e->req.start_ns > timeout_ns) {
-            engine_rq_fail(t, &e->req, "timed out while redirected or retried");
-            engine_rq_remove(t, i);
+            brim_bench_resend_fail(t, &e->req,
+                                   "timed out while redirected or retried");
+            brim_bench_resend_remove(t, i);
             continue;
         }
         if (now < e->due_ns
@@ -309,7 +231,7 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
             continue;
         }
         brim_bench_conn_resend(c, &e->req, now);
-        engine_rq_remove(t, i);
+        brim_bench_resend_remove(t, i);
     }
 }
 
@@ -448,8 +370,9 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
     }
     if (t->stopping && now - t->stop_ns > timeout_ns) {
         while (t->nrq > 0) {
-            engine_rq_fail(t, &t->rq[0].req, "not resent while draining");
-            engine_rq_remove(t, 0);
+            brim_bench_resend_fail(t, &t->rq[0].req,
+                                   "not resent while draining");
+            brim_bench_resend_remove(t, 0);
         }
     }
     if (t->stopping && t->inflight > 0 && now - t->stop_ns > timeout_ns) {
@@ -482,7 +405,7 @@ engine_wait_for(const struct brim_bench_thread *t, uint64_t now,
         }
     }
     if (t->nrq > 0) {
-        wake = BRIM_MIN(wake, now + ENGINE_BACKOFF_NS);
+        wake = BRIM_MIN(wake, now + BRIM_BENCH_RESEND_BACKOFF_NS);
     }
     wake = wake > now ? wake - now : 0;
     ts->tv_sec = (time_t) (wake / 1000000000u);

@@ -1,8 +1,8 @@
 /*
  * client/bench/engine_int.h - what engine.c (the loop, issuing, setup),
- * conn.c (one connection: connect, send, parse, fail) and log.c (a
- * thread's messages and fatal stop) share inside the engine. Not used
- * outside those files.
+ * conn.c (one connection: connect, send, parse, fail), resend.c (the
+ * --coordinator resend queue) and log.c (a thread's messages and fatal
+ * stop) share inside the engine. Not used outside those files.
  */
 #ifndef BRIM_CLIENT_BENCH_ENGINE_INT_H
 #define BRIM_CLIENT_BENCH_ENGINE_INT_H
@@ -80,6 +80,35 @@ void brim_bench_log(struct brim_bench_thread *t, const char *fmt, ...)
 void brim_bench_log_fatal(struct brim_bench_thread *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- resend.c ---- */
+
+/* RETRY backoff: 1 ms doubling to 100 ms (PROTOCOL.md 5.1), ns. */
+#define BRIM_BENCH_RESEND_BACKOFF_NS 1000000ull
+#define BRIM_BENCH_RESEND_BACKOFF_MAX_NS 100000000ull
+
+/*
+ * --coordinator: REQ (borrowed; copied into T->rq) came back at NOW with
+ * STATUS (BRIM_EMOVED, BRIM_ERETRY, BRIM_EBUSY, or 0 for a request whose
+ * connection was lost) and the node's EPOCH: count it, ask cluster.c for
+ * the newer map if EPOCH is one, and queue REQ to go again (after a
+ * backoff but for a MOVED that waits for a map), or fail it
+ * (brim_bench_resend_fail()) past its timeout or when out of memory.
+ * T->rq grows as needed; brim_bench_thread_destroy() frees it.
+ */
+void brim_bench_resend_add(struct brim_bench_thread    *t,
+                           const struct brim_bench_req *req, int status,
+                           uint64_t epoch, uint64_t now);
+
+/* REQ (borrowed) cannot go again (WHY: timed out, out of memory,
+ * draining): count it as an error, log WHY, and under --verify tell the
+ * verifier a write's outcome is unknown. */
+void brim_bench_resend_fail(struct brim_bench_thread    *t,
+                            const struct brim_bench_req *req, const char *why);
+
+/* Drop entry I (< T->nrq) of T's resend queue; the last entry takes its
+ * place. */
+void brim_bench_resend_remove(struct brim_bench_thread *t, uint32_t i);
+
 /* ---- engine.c ---- */
 
 /* Count again, per node, the connections of T with room. */
@@ -107,16 +136,6 @@ int brim_bench_conn_open(struct brim_bench_conn *c,
  * scheduled while it has some left.
  */
 void brim_bench_conn_fail(struct brim_bench_conn *c, const char *why);
-
-/*
- * --coordinator: REQ came back with STATUS (BRIM_EMOVED, BRIM_ERETRY,
- * BRIM_EBUSY, or 0 for a GET whose connection was lost) and the node's
- * EPOCH: count it, ask for the newer map if EPOCH is one, and queue REQ
- * to go again (after a backoff for RETRY), or fail it past its timeout.
- */
-void brim_bench_engine_requeue(struct brim_bench_thread    *t,
-                               const struct brim_bench_req *req, int status,
-                               uint64_t epoch, uint64_t now);
 
 /* Send REQ again on C (which has room): same key, kind and verifier
  * state, a new id and the current epoch. */
