@@ -6,7 +6,11 @@
  * pass. For brim the link says HELLO and AUTH first, non-blocking, driven
  * by the replies this file reads. A reply's latency runs from its
  * request's start (send, or intended send under --rate) to the read that
- * completed it. Replies feed the counters, the histogram and the verifier.
+ * completed it. Replies feed the counters, the histogram and the verifier;
+ * with --coordinator, the ones to send again go to resend.c's queue. It
+ * keeps T->nroom, the count of connections with room. Below engine.c: it
+ * never calls the loop, and brim_bench_conn_readable() returns what the
+ * loop must do next.
  */
 #include "client/bench/engine_int.h"
 
@@ -168,6 +172,21 @@ conn_pop(struct brim_bench_conn *c)
     }
 }
 
+void
+brim_bench_conn_recount_room(struct brim_bench_thread *t)
+{
+    uint32_t i;
+
+    for (i = 0; i < t->sh->nnodes; i++) {
+        t->nroom[i] = 0;
+    }
+    for (i = 0; i < t->nconns; i++) {
+        if (brim_bench_conn_has_room(&t->conns[i])) {
+            t->nroom[t->conns[i].node]++;
+        }
+    }
+}
+
 /* Make C's link, at its first open: HELLO as a client named
  * CONN_HELLO_NAME for brim, proving the run's secret. */
 static int
@@ -293,7 +312,7 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         c->reconnect_ns =
             brim_sock_now_ns() + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
     }
-    brim_bench_engine_recount_room(t);
+    brim_bench_conn_recount_room(t);
 }
 
 /* ---- requests ---- */
@@ -579,9 +598,8 @@ conn_parse(struct brim_bench_conn *c, uint64_t now)
     brim_link_consume(&c->link, off);
 }
 
-/* C is readable: read once, handle the replies, refill, write. */
-void
-brim_bench_conn_readable(struct brim_bench_conn *c)
+int
+brim_bench_conn_readable(struct brim_bench_conn *c, uint64_t *read_ns)
 {
     struct brim_bench_thread *t = c->t;
     uint64_t                  now;
@@ -589,27 +607,24 @@ brim_bench_conn_readable(struct brim_bench_conn *c)
 
     rc = brim_link_read(&c->link);
     if (rc == 0) {
-        return; /* nothing after all */
+        return 0; /* nothing after all */
     }
     if (rc == BRIM_ENOMEM) {
         brim_bench_log_fatal(t, "out of memory for a read buffer");
-        return;
+        return 0;
     }
     if (rc < 0) {
         brim_bench_conn_fail(c,
                              c->link.sys_errno == 0
                                  ? "closed by the server"
                                  : strerror(c->link.sys_errno));
-        return;
+        return 0;
     }
     now = brim_sock_now_ns();
     conn_parse(c, now);
     if (c->link.fd < 0) {
-        return;
+        return 0;
     }
-    /* Closed loop: what this read completed is drawn again at once, and
-     * goes out with the rest of C's output at the end of the loop pass,
-     * after every readable connection was served (as redis-benchmark
-     * does): a server then finds many requests per wake-up. */
-    brim_bench_engine_issue(t, c, now);
+    *read_ns = now;
+    return 1;
 }

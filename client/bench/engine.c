@@ -3,8 +3,10 @@
  * level-triggered, EPOLLOUT armed only while a write is blocked, and a
  * nanosecond wait (epoll_pwait2) so that --rate sends on time. It draws
  * ops, places each on a connection of its node with room (conn.c does the
- * rest), ends a phase on its deadline or op count once the replies are
- * in, and does the housekeeping: timeouts, reconnects, progress.
+ * rest), sends again what waits in resend.c's queue, ends a phase on its
+ * deadline or op count once the replies are in, and does the
+ * housekeeping: timeouts, reconnects, progress. The top of the engine:
+ * nothing in conn.c, resend.c or log.c calls it.
  */
 #include "client/bench/engine_int.h"
 
@@ -97,27 +99,9 @@ engine_sync(struct brim_bench_thread *t)
         t->opened = r->nnodes;
     }
     if (changed) {
-        brim_bench_engine_recount_room(t);
+        brim_bench_conn_recount_room(t);
     }
 }
-/* ---- connections ---- */
-
-/* Count again which connections have room (phase start, open, close). */
-void
-brim_bench_engine_recount_room(struct brim_bench_thread *t)
-{
-    uint32_t i;
-
-    for (i = 0; i < t->sh->nnodes; i++) {
-        t->nroom[i] = 0;
-    }
-    for (i = 0; i < t->nconns; i++) {
-        if (brim_bench_conn_has_room(&t->conns[i])) {
-            t->nroom[t->conns[i].node]++;
-        }
-    }
-}
-
 /* ---- issuing ---- */
 
 /* Open loop: how many ops are due by NOW. */
@@ -241,9 +225,9 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
  * T->blocked, and no other op is drawn meanwhile (a closed loop's client
  * blocks).
  */
-void
-brim_bench_engine_issue(struct brim_bench_thread *t,
-                        struct brim_bench_conn *hint, uint64_t now)
+static void
+engine_issue(struct brim_bench_thread *t, struct brim_bench_conn *hint,
+             uint64_t now)
 {
     struct brim_bench_conn *c;
 
@@ -342,14 +326,14 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
             c->reconnect_ns = 0; /* left the map */
             if (c->link.fd >= 0 && c->n == 0) {
                 brim_bench_conn_close(c);
-                brim_bench_engine_recount_room(t);
+                brim_bench_conn_recount_room(t);
             }
         }
         if (c->link.fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns) {
             c->retries++;
             c->reconnect_ns = 0;
             if (brim_bench_conn_open(c, errbuf) == 0) {
-                brim_bench_engine_recount_room(t);
+                brim_bench_conn_recount_room(t);
             } else {
                 brim_bench_log(t, "connection %u: %s", c->index, errbuf);
                 if (t->route != NULL) {
@@ -462,7 +446,7 @@ engine_begin(struct brim_bench_thread *t, int phase, uint64_t now)
         t->last_reply_ns = now;
     }
     t->next_tick_ns = now + BRIM_BENCH_TICK_NS;
-    brim_bench_engine_recount_room(t);
+    brim_bench_conn_recount_room(t);
 }
 
 int
@@ -471,13 +455,13 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
     struct epoll_event      evs[ENGINE_EVENTS];
     struct brim_bench_conn *c;
     struct timespec         ts;
-    uint64_t                now;
+    uint64_t                now, read_ns;
     int                     n, i;
 
     now = brim_sock_now_ns();
     engine_sync(t);
     engine_begin(t, phase, now);
-    brim_bench_engine_issue(t, NULL, now);
+    engine_issue(t, NULL, now);
     engine_flush_dirty(t);
     while (!t->fatal && !(t->stopping && t->inflight == 0 && t->nrq == 0)) {
         engine_wait_for(t, now, &ts);
@@ -489,8 +473,15 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         for (i = 0; i < n; i++) {
             c = evs[i].data.ptr;
             if (c->link.fd >= 0
-                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-                brim_bench_conn_readable(c);
+                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                && brim_bench_conn_readable(c, &read_ns))
+            {
+                /* Closed loop: what this read completed is drawn again at
+                 * once, and goes out with the rest of C's output at the
+                 * end of the loop pass, after every readable connection
+                 * was served (as redis-benchmark does): a server then
+                 * finds many requests per wake-up. */
+                engine_issue(t, c, read_ns);
             }
             if (c->link.fd >= 0 && (evs[i].events & EPOLLOUT)) {
                 brim_bench_conn_flush(c);
@@ -507,7 +498,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         {
             engine_stop(t, now);
         }
-        brim_bench_engine_issue(t, NULL, now);
+        engine_issue(t, NULL, now);
         engine_flush_dirty(t);
     }
     if (phase == BRIM_BENCH_PRELOAD) {

@@ -1,8 +1,11 @@
 /*
- * client/bench/engine_int.h - what engine.c (the loop, issuing, setup),
- * conn.c (one connection: connect, send, parse, fail), resend.c (the
- * --coordinator resend queue) and log.c (a thread's messages and fatal
- * stop) share inside the engine. Not used outside those files.
+ * client/bench/engine_int.h - the inside of the engine: what conn.c (one
+ * connection: connect, send, parse, fail), resend.c (the --coordinator
+ * resend queue) and log.c (a thread's messages and fatal stop) offer
+ * engine.c (the loop, issuing, setup) and one another. The calls go one
+ * way, engine.c over conn.c over resend.c over log.c (docs/design.md,
+ * "Architecture"): a lower file tells a higher one what happened by its
+ * return value, never by calling up. Not used outside those four files.
  */
 #ifndef BRIM_CLIENT_BENCH_ENGINE_INT_H
 #define BRIM_CLIENT_BENCH_ENGINE_INT_H
@@ -109,17 +112,7 @@ void brim_bench_resend_fail(struct brim_bench_thread    *t,
  * place. */
 void brim_bench_resend_remove(struct brim_bench_thread *t, uint32_t i);
 
-/* ---- engine.c ---- */
-
-/* Count again, per node, the connections of T with room. */
-void brim_bench_engine_recount_room(struct brim_bench_thread *t);
-
-/*
- * Send ops while T may (engine.c): a blocked op first, then new draws,
- * each on a connection of its node with room, HINT if it qualifies.
- */
-void brim_bench_engine_issue(struct brim_bench_thread *t,
-                             struct brim_bench_conn *hint, uint64_t now);
+/* ---- conn.c ---- */
 
 /*
  * Connect C (blocking, with a timeout), register it with T's epoll and,
@@ -149,8 +142,23 @@ void brim_bench_conn_flush(struct brim_bench_conn *c);
 void brim_bench_conn_send(struct brim_bench_conn     *c,
                           const struct brim_bench_op *op, uint64_t now);
 
-/* C is readable: read once, handle its replies, refill and write. */
-void brim_bench_conn_readable(struct brim_bench_conn *c);
+/*
+ * C is readable: read once and handle its replies (counted, timed,
+ * verified; with --coordinator MOVED, RETRY and BUSY go to the resend
+ * queue). Returns 1 when
+ * replies were taken and C is still open, with *READ_NS the time they
+ * were taken: the caller (engine.c) then issues new requests at once,
+ * preferring C. Returns 0 when nothing was read or C failed (closed, or
+ * the run stopped); *READ_NS is then not written.
+ */
+int brim_bench_conn_readable(struct brim_bench_conn *c, uint64_t *read_ns);
+
+/*
+ * Count again, per node, the connections of T with room (T->nroom), which
+ * this file otherwise keeps up to date as requests come and go: at a
+ * phase's start, and after a connection opened or closed.
+ */
+void brim_bench_conn_recount_room(struct brim_bench_thread *t);
 
 /* Close C, a connection with nothing in flight (its node left the map, or
  * the run ends), and free its adapter state; no reconnect. */
