@@ -2,8 +2,8 @@
  * client/bench/log.c - what a load thread reports (engine_int.h): its
  * messages on stderr, at most LOG_MAX a thread and run, and its fatal
  * stop, whose reason main.c prints. It is the bottom of brim-bench's
- * engine: engine.c and conn.c report through it, and it
- * calls no other file of client/bench (docs/design.md, "Architecture").
+ * engine: engine.c, conn.c and resend.c report through it, and it calls
+ * no other file of client/bench (docs/design.md, "Architecture").
  */
 #include "client/bench/engine_int.h"
 
