@@ -264,7 +264,7 @@ cluster_main(void *arg)
                 pthread_mutex_unlock(&cl->mu);
                 return NULL;
             }
-            now = brim_bench_now_ns();
+            now = brim_sock_now_ns();
             want = atomic_load(&cl->want);
             if (want > atomic_load(&sh->route)->epoch && now >= next_ok) {
                 break;
@@ -292,7 +292,7 @@ cluster_main(void *arg)
          * again a little later, each time later, up to 320 ms apart. */
         if (atomic_load(&sh->route)->epoch < want) {
             behind = behind < 4 ? behind + 1 : behind;
-            next_ok = brim_bench_now_ns() + (CLUSTER_SPACING_NS << behind);
+            next_ok = brim_sock_now_ns() + (CLUSTER_SPACING_NS << behind);
         } else {
             behind = 0;
             next_ok = 0;

@@ -6,7 +6,11 @@
  * pass. For brim the link says HELLO and AUTH first, non-blocking, driven
  * by the replies this file reads. A reply's latency runs from its
  * request's start (send, or intended send under --rate) to the read that
- * completed it. Replies feed the counters, the histogram and the verifier.
+ * completed it. Replies feed the counters, the histogram and the verifier;
+ * with --coordinator, the ones to send again go to resend.c's queue. It
+ * keeps T->nroom, the count of connections with room. Below engine.c: it
+ * never calls the loop, and brim_bench_conn_readable() returns what the
+ * loop must do next.
  */
 #include "client/bench/engine_int.h"
 
@@ -73,7 +77,7 @@ conn_send_failed(struct brim_bench_conn *c, int err)
         if (brim_link_read(&c->link) != 1) {
             break;
         }
-        conn_parse(c, brim_bench_now_ns());
+        conn_parse(c, brim_sock_now_ns());
     }
     if (c->link.fd < 0) {
         return;
@@ -99,7 +103,7 @@ brim_bench_conn_flush(struct brim_bench_conn *c)
     if (c->unstamped > 0) {
         /* A closed-loop request's latency starts when it leaves, not when
          * it was drawn earlier in this loop pass. */
-        now = brim_bench_now_ns();
+        now = brim_sock_now_ns();
         for (i = c->n - c->unstamped; i < c->n; i++) {
             req = &c->fifo[(c->head + i) % c->cap];
             if (req->start_ns == 0) {
@@ -129,7 +133,7 @@ conn_encode(struct brim_bench_conn *c, const struct brim_bench_req *req,
                             key_len, value, value_len)
         != 0)
     {
-        brim_bench_engine_fatal(c->t, "out of memory encoding a request");
+        brim_bench_log_fatal(c->t, "out of memory encoding a request");
         return;
     }
     conn_mark_dirty(c);
@@ -165,6 +169,21 @@ conn_pop(struct brim_bench_conn *c)
     c->t->inflight--;
     if (!room && brim_bench_conn_has_room(c)) {
         c->t->nroom[c->node]++;
+    }
+}
+
+void
+brim_bench_conn_recount_room(struct brim_bench_thread *t)
+{
+    uint32_t i;
+
+    for (i = 0; i < t->sh->nnodes; i++) {
+        t->nroom[i] = 0;
+    }
+    for (i = 0; i < t->nconns; i++) {
+        if (brim_bench_conn_has_room(&t->conns[i])) {
+            t->nroom[t->conns[i].node]++;
+        }
     }
 }
 
@@ -225,7 +244,7 @@ brim_bench_conn_open(struct brim_bench_conn *c, char errbuf[BRIM_ERRBUF_LEN])
     }
     c->polling_out = 0;
     c->head = c->n = 0;
-    c->opened_ns = brim_bench_now_ns();
+    c->opened_ns = brim_sock_now_ns();
     if (brim_link_unsent(&c->link) > 0) {
         conn_mark_dirty(c);
     }
@@ -262,16 +281,16 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
     if (c->link.fd < 0) {
         return;
     }
-    brim_bench_engine_log(t, "connection %u to %s: %s (%u requests in flight)",
-                          c->index, t->sh->nodes[c->node].name, why, c->n);
+    brim_bench_log(t, "connection %u to %s: %s (%u requests in flight)",
+                   c->index, t->sh->nodes[c->node].name, why, c->n);
     for (i = 0; i < c->n; i++) {
         req = &c->fifo[(c->head + i) % c->cap];
         if (t->route != NULL) {
             /* It goes again once a newer map is in, or after a while
              * to the same node (a restart, or a node that left the map
              * and closed its connections once it had drained). */
-            brim_bench_engine_requeue(t, req, 0, t->route->epoch + 1,
-                                      brim_bench_now_ns());
+            brim_bench_resend_add(t, req, 0, t->route->epoch + 1,
+                                  brim_sock_now_ns());
             continue;
         }
         t->cnt[t->phase].errors++;
@@ -291,9 +310,9 @@ brim_bench_conn_fail(struct brim_bench_conn *c, const char *why)
         && (t->route == NULL || t->route->live[c->node]))
     {
         c->reconnect_ns =
-            brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
+            brim_sock_now_ns() + BRIM_BENCH_RECONNECT_NS * (c->retries + 1);
     }
-    brim_bench_engine_recount_room(t);
+    brim_bench_conn_recount_room(t);
 }
 
 /* ---- requests ---- */
@@ -406,23 +425,22 @@ conn_verify_read(struct brim_bench_thread *t, const struct brim_bench_req *req,
     res = brim_bench_verify_read_done(&t->ver, local, &req->vread,
                                       rep->status == 0, seq, now);
     if (res == BRIM_BENCH_VSTALE && stale != t->ver.stale && seq < 0) {
-        brim_bench_engine_log(
-            t,
-            "verify: stale: key %" PRIu64 " read a "
-            "value this run did not write: \"%.*s\"",
-            req->key, (int) BRIM_MIN(rep->value_len, (size_t) 40), rep->value);
+        brim_bench_log(t,
+                       "verify: stale: key %" PRIu64 " read a "
+                       "value this run did not write: \"%.*s\"",
+                       req->key, (int) BRIM_MIN(rep->value_len, (size_t) 40),
+                       rep->value);
     } else if (res == BRIM_BENCH_VSTALE && stale != t->ver.stale) {
-        brim_bench_engine_log(t,
-                              "verify: stale: key %" PRIu64 " read its "
-                              "write #%" PRId64 "; #%" PRIu32 " or later "
-                              "was due",
-                              req->key, seq, req->vread.floor);
+        brim_bench_log(t,
+                       "verify: stale: key %" PRIu64 " read its "
+                       "write #%" PRId64 "; #%" PRIu32 " or later "
+                       "was due",
+                       req->key, seq, req->vread.floor);
     } else if (res == BRIM_BENCH_VLOST && lost != t->ver.lost) {
-        brim_bench_engine_log(t,
-                              "verify: lost: key %" PRIu64 " missed "
-                              "although its acknowledged SET #%" PRIu32
-                              " was live",
-                              req->key, req->vread.floor);
+        brim_bench_log(t,
+                       "verify: lost: key %" PRIu64 " missed "
+                       "although its acknowledged SET #%" PRIu32 " was live",
+                       req->key, req->vread.floor);
     }
 }
 
@@ -444,7 +462,7 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
         && (rep->status == BRIM_EMOVED || rep->status == BRIM_ERETRY
             || rep->status == BRIM_EBUSY))
     {
-        brim_bench_engine_requeue(t, &req, rep->status, rep->epoch, now);
+        brim_bench_resend_add(t, &req, rep->status, rep->epoch, now);
         return;
     }
     switch (req.kind) {
@@ -460,10 +478,10 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
     }
     if (!ok) {
         cnt->errors++;
-        brim_bench_engine_log(t, "key %" PRIu64 ": error reply %s: %.*s",
-                              req.key, brim_err_name(rep->status),
-                              (int) BRIM_MIN(rep->message_len, (size_t) 120),
-                              rep->message != NULL ? rep->message : "");
+        brim_bench_log(t, "key %" PRIu64 ": error reply %s: %.*s", req.key,
+                       brim_err_name(rep->status),
+                       (int) BRIM_MIN(rep->message_len, (size_t) 120),
+                       rep->message != NULL ? rep->message : "");
         if (t->o->verify && req.kind != BRIM_BENCH_GET) {
             brim_bench_verify_write_done(
                 &t->ver, brim_bench_mix_local(&t->mix, req.key), req.seq, 0);
@@ -526,7 +544,7 @@ conn_handshake(struct brim_bench_conn *c)
         return -1;
     }
     if (rc != 0) {
-        brim_bench_engine_fatal(t, "%s (%s)", c->link.err, brim_err_name(rc));
+        brim_bench_log_fatal(t, "%s (%s)", c->link.err, brim_err_name(rc));
         return -1;
     }
     if (brim_link_unsent(&c->link) > 0) {
@@ -580,9 +598,8 @@ conn_parse(struct brim_bench_conn *c, uint64_t now)
     brim_link_consume(&c->link, off);
 }
 
-/* C is readable: read once, handle the replies, refill, write. */
-void
-brim_bench_conn_readable(struct brim_bench_conn *c)
+int
+brim_bench_conn_readable(struct brim_bench_conn *c, uint64_t *read_ns)
 {
     struct brim_bench_thread *t = c->t;
     uint64_t                  now;
@@ -590,27 +607,24 @@ brim_bench_conn_readable(struct brim_bench_conn *c)
 
     rc = brim_link_read(&c->link);
     if (rc == 0) {
-        return; /* nothing after all */
+        return 0; /* nothing after all */
     }
     if (rc == BRIM_ENOMEM) {
-        brim_bench_engine_fatal(t, "out of memory for a read buffer");
-        return;
+        brim_bench_log_fatal(t, "out of memory for a read buffer");
+        return 0;
     }
     if (rc < 0) {
         brim_bench_conn_fail(c,
                              c->link.sys_errno == 0
                                  ? "closed by the server"
                                  : strerror(c->link.sys_errno));
-        return;
+        return 0;
     }
-    now = brim_bench_now_ns();
+    now = brim_sock_now_ns();
     conn_parse(c, now);
     if (c->link.fd < 0) {
-        return;
+        return 0;
     }
-    /* Closed loop: what this read completed is drawn again at once, and
-     * goes out with the rest of C's output at the end of the loop pass,
-     * after every readable connection was served (as redis-benchmark
-     * does): a server then finds many requests per wake-up. */
-    brim_bench_engine_issue(t, c, now);
+    *read_ns = now;
+    return 1;
 }

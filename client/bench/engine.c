@@ -3,14 +3,14 @@
  * level-triggered, EPOLLOUT armed only while a write is blocked, and a
  * nanosecond wait (epoll_pwait2) so that --rate sends on time. It draws
  * ops, places each on a connection of its node with room (conn.c does the
- * rest), ends a phase on its deadline or op count once the replies are
- * in, and does the housekeeping: timeouts, reconnects, progress.
+ * rest), sends again what waits in resend.c's queue, ends a phase on its
+ * deadline or op count once the replies are in, and does the
+ * housekeeping: timeouts, reconnects, progress. The top of the engine:
+ * nothing in conn.c, resend.c or log.c calls it.
  */
 #include "client/bench/engine_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,66 +18,16 @@
 #include <sys/epoll.h>
 
 #include "client/bench/cluster.h"
+#include "client/net/sock.h"
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "common/hash.h"
 
 /* epoll events taken per wait. */
 #define ENGINE_EVENTS 128
-/* Messages (failures, verify findings) each thread prints at most. */
-#define ENGINE_LOG_MAX 10
-
-uint64_t
-brim_bench_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-void
-brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
-{
-    char    line[BRIM_ERRBUF_LEN];
-    va_list ap;
-
-    if (t->logged >= ENGINE_LOG_MAX) {
-        return;
-    }
-    if (++t->logged == ENGINE_LOG_MAX) {
-        fprintf(stderr,
-                "brim-bench: thread %u: further messages "
-                "suppressed\n",
-                t->id);
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "brim-bench: %s\n", line);
-}
-
-void
-brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (t->fatal) {
-        return;
-    }
-    t->fatal = 1;
-    t->stopping = 1;
-    va_start(ap, fmt);
-    vsnprintf(t->err, sizeof(t->err), fmt, ap);
-    va_end(ap);
-}
-
 /* How long a resend waits for the map of the epoch a node reported
  * before it goes with the map it has, ns. */
 #define ENGINE_EPOCH_WAIT_NS 50000000ull
-/* RETRY backoff: 1 ms doubling to 100 ms (PROTOCOL.md 5.1), ns. */
-#define ENGINE_BACKOFF_NS 1000000ull
-#define ENGINE_BACKOFF_MAX_NS 100000000ull
 
 /*
  * The node that serves KEY: node 0 with --server; with --coordinator the
@@ -131,13 +81,13 @@ engine_sync(struct brim_bench_thread *t)
             if (c->fifo == NULL) {
                 c->fifo = brim_calloc(c->cap, sizeof(*c->fifo));
                 if (c->fifo == NULL) {
-                    brim_bench_engine_fatal(t, "out of memory");
+                    brim_bench_log_fatal(t, "out of memory");
                     return;
                 }
             }
             if (brim_bench_conn_open(c, errbuf) != 0) {
-                brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
-                c->reconnect_ns = brim_bench_now_ns() + BRIM_BENCH_RECONNECT_NS;
+                brim_bench_log(t, "connection %u: %s", c->index, errbuf);
+                c->reconnect_ns = brim_sock_now_ns() + BRIM_BENCH_RECONNECT_NS;
             }
             changed = 1;
         } else if (!r->live[c->node] && c->link.fd >= 0 && c->n == 0) {
@@ -149,27 +99,9 @@ engine_sync(struct brim_bench_thread *t)
         t->opened = r->nnodes;
     }
     if (changed) {
-        brim_bench_engine_recount_room(t);
+        brim_bench_conn_recount_room(t);
     }
 }
-/* ---- connections ---- */
-
-/* Count again which connections have room (phase start, open, close). */
-void
-brim_bench_engine_recount_room(struct brim_bench_thread *t)
-{
-    uint32_t i;
-
-    for (i = 0; i < t->sh->nnodes; i++) {
-        t->nroom[i] = 0;
-    }
-    for (i = 0; i < t->nconns; i++) {
-        if (brim_bench_conn_has_room(&t->conns[i])) {
-            t->nroom[t->conns[i].node]++;
-        }
-    }
-}
-
 /* ---- issuing ---- */
 
 /* Open loop: how many ops are due by NOW. */
@@ -251,83 +183,6 @@ engine_place(struct brim_bench_thread *t, uint64_t key,
     return NULL;
 }
 
-/* Drop entry I of T's resend queue. */
-static void
-engine_rq_remove(struct brim_bench_thread *t, uint32_t i)
-{
-    t->rq[i] = t->rq[--t->nrq];
-}
-
-/* REQ, waiting to go again, cannot: it failed (timed out). */
-static void
-engine_rq_fail(struct brim_bench_thread *t, const struct brim_bench_req *req,
-               const char *why)
-{
-    t->cnt[t->phase].errors++;
-    brim_bench_engine_log(t, "key %llu: %s", (unsigned long long) req->key,
-                          why);
-    if (t->o->verify && req->kind != BRIM_BENCH_GET) {
-        brim_bench_verify_write_done(
-            &t->ver, brim_bench_mix_local(&t->mix, req->key), req->seq, 0);
-    }
-}
-
-void
-brim_bench_engine_requeue(struct brim_bench_thread    *t,
-                          const struct brim_bench_req *req, int status,
-                          uint64_t epoch, uint64_t now)
-{
-    struct brim_bench_counts *cnt = &t->cnt[t->phase];
-    struct brim_bench_retry  *e, *grown;
-    uint64_t                  timeout_ns, backoff, cur;
-    uint32_t                  cap;
-
-    if (status == BRIM_EMOVED) {
-        cnt->moved++;
-    } else if (status == BRIM_ERETRY || status == BRIM_EBUSY) {
-        cnt->retry++;
-    } else {
-        cnt->resent++;
-    }
-    timeout_ns = (uint64_t) t->o->timeout_ms * 1000000u;
-    if (req->start_ns != 0 && now > req->start_ns
-        && now - req->start_ns > timeout_ns)
-    {
-        /* (start_ns 0: never flushed, so it starts now; see below.) */
-        engine_rq_fail(t, req, "timed out while redirected or retried");
-        return;
-    }
-    if (t->nrq == t->rq_cap) {
-        cap = t->rq_cap == 0 ? 64 : t->rq_cap * 2;
-        grown = brim_realloc(t->rq, (size_t) cap * sizeof(*grown));
-        if (grown == NULL) {
-            engine_rq_fail(t, req, "out of memory to resend");
-            return;
-        }
-        t->rq = grown;
-        t->rq_cap = cap;
-    }
-    e = &t->rq[t->nrq++];
-    e->req = *req;
-    if (e->req.start_ns == 0) {
-        /* Queued on its connection but never written (conn_flush()
-         * stamps it): its wait starts now, not at the epoch of time 0. */
-        e->req.start_ns = now;
-    }
-    e->attempts = req->tries;
-    cur = t->route != NULL ? t->route->epoch : 0;
-    e->need_epoch = epoch > cur ? epoch : 0;
-    if (e->need_epoch != 0) {
-        brim_bench_cluster_want(t->sh, epoch);
-    }
-    backoff = 0;
-    if (status != BRIM_EMOVED || e->need_epoch == 0) {
-        backoff = ENGINE_BACKOFF_NS << BRIM_MIN(req->tries, 7u);
-        backoff = BRIM_MIN(backoff, ENGINE_BACKOFF_MAX_NS);
-    }
-    e->due_ns = now + backoff;
-}
-
 /* Send what waits in T's resend queue and may go at NOW. */
 static void
 engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
@@ -342,8 +197,9 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
     while (i < t->nrq && !t->fatal) {
         e = &t->rq[i];
         if (now > e->req.start_ns && now - e->req.start_ns > timeout_ns) {
-            engine_rq_fail(t, &e->req, "timed out while redirected or retried");
-            engine_rq_remove(t, i);
+            brim_bench_resend_fail(t, &e->req,
+                                   "timed out while redirected or retried");
+            brim_bench_resend_remove(t, i);
             continue;
         }
         if (now < e->due_ns
@@ -359,7 +215,7 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
             continue;
         }
         brim_bench_conn_resend(c, &e->req, now);
-        engine_rq_remove(t, i);
+        brim_bench_resend_remove(t, i);
     }
 }
 
@@ -369,9 +225,9 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
  * T->blocked, and no other op is drawn meanwhile (a closed loop's client
  * blocks).
  */
-void
-brim_bench_engine_issue(struct brim_bench_thread *t,
-                        struct brim_bench_conn *hint, uint64_t now)
+static void
+engine_issue(struct brim_bench_thread *t, struct brim_bench_conn *hint,
+             uint64_t now)
 {
     struct brim_bench_conn *c;
 
@@ -470,16 +326,16 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
             c->reconnect_ns = 0; /* left the map */
             if (c->link.fd >= 0 && c->n == 0) {
                 brim_bench_conn_close(c);
-                brim_bench_engine_recount_room(t);
+                brim_bench_conn_recount_room(t);
             }
         }
         if (c->link.fd < 0 && c->reconnect_ns != 0 && now >= c->reconnect_ns) {
             c->retries++;
             c->reconnect_ns = 0;
             if (brim_bench_conn_open(c, errbuf) == 0) {
-                brim_bench_engine_recount_room(t);
+                brim_bench_conn_recount_room(t);
             } else {
-                brim_bench_engine_log(t, "connection %u: %s", c->index, errbuf);
+                brim_bench_log(t, "connection %u: %s", c->index, errbuf);
                 if (t->route != NULL) {
                     /* Refused: the node may be dead; a newer map says. */
                     brim_bench_cluster_want(t->sh, t->route->epoch + 1);
@@ -494,12 +350,13 @@ engine_tick(struct brim_bench_thread *t, uint64_t now)
         pending += c->link.fd < 0 && c->reconnect_ns != 0;
     }
     if (alive == 0 && pending == 0 && t->nrq == 0) {
-        brim_bench_engine_fatal(t, "every connection failed");
+        brim_bench_log_fatal(t, "every connection failed");
     }
     if (t->stopping && now - t->stop_ns > timeout_ns) {
         while (t->nrq > 0) {
-            engine_rq_fail(t, &t->rq[0].req, "not resent while draining");
-            engine_rq_remove(t, 0);
+            brim_bench_resend_fail(t, &t->rq[0].req,
+                                   "not resent while draining");
+            brim_bench_resend_remove(t, 0);
         }
     }
     if (t->stopping && t->inflight > 0 && now - t->stop_ns > timeout_ns) {
@@ -532,7 +389,7 @@ engine_wait_for(const struct brim_bench_thread *t, uint64_t now,
         }
     }
     if (t->nrq > 0) {
-        wake = BRIM_MIN(wake, now + ENGINE_BACKOFF_NS);
+        wake = BRIM_MIN(wake, now + BRIM_BENCH_RESEND_BACKOFF_NS);
     }
     wake = wake > now ? wake - now : 0;
     ts->tv_sec = (time_t) (wake / 1000000000u);
@@ -589,7 +446,7 @@ engine_begin(struct brim_bench_thread *t, int phase, uint64_t now)
         t->last_reply_ns = now;
     }
     t->next_tick_ns = now + BRIM_BENCH_TICK_NS;
-    brim_bench_engine_recount_room(t);
+    brim_bench_conn_recount_room(t);
 }
 
 int
@@ -598,33 +455,40 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
     struct epoll_event      evs[ENGINE_EVENTS];
     struct brim_bench_conn *c;
     struct timespec         ts;
-    uint64_t                now;
+    uint64_t                now, read_ns;
     int                     n, i;
 
-    now = brim_bench_now_ns();
+    now = brim_sock_now_ns();
     engine_sync(t);
     engine_begin(t, phase, now);
-    brim_bench_engine_issue(t, NULL, now);
+    engine_issue(t, NULL, now);
     engine_flush_dirty(t);
     while (!t->fatal && !(t->stopping && t->inflight == 0 && t->nrq == 0)) {
         engine_wait_for(t, now, &ts);
         n = engine_wait(t, evs, &ts);
         if (n < 0 && errno != EINTR) {
-            brim_bench_engine_fatal(t, "epoll_wait: %s", strerror(errno));
+            brim_bench_log_fatal(t, "epoll_wait: %s", strerror(errno));
             break;
         }
         for (i = 0; i < n; i++) {
             c = evs[i].data.ptr;
             if (c->link.fd >= 0
-                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-                brim_bench_conn_readable(c);
+                && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                && brim_bench_conn_readable(c, &read_ns))
+            {
+                /* Closed loop: what this read completed is drawn again at
+                 * once, and goes out with the rest of C's output at the
+                 * end of the loop pass, after every readable connection
+                 * was served (as redis-benchmark does): a server then
+                 * finds many requests per wake-up. */
+                engine_issue(t, c, read_ns);
             }
             if (c->link.fd >= 0 && (evs[i].events & EPOLLOUT)) {
                 brim_bench_conn_flush(c);
             }
         }
         engine_sync(t);
-        now = brim_bench_now_ns();
+        now = brim_sock_now_ns();
         if (now >= t->next_tick_ns) {
             engine_tick(t, now);
         }
@@ -634,7 +498,7 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         {
             engine_stop(t, now);
         }
-        brim_bench_engine_issue(t, NULL, now);
+        engine_issue(t, NULL, now);
         engine_flush_dirty(t);
     }
     if (phase == BRIM_BENCH_PRELOAD) {

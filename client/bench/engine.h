@@ -180,7 +180,4 @@ void brim_bench_thread_destroy(struct brim_bench_thread *t);
  */
 int brim_bench_engine_run(struct brim_bench_thread *t, int phase);
 
-/* The monotonic clock, ns. */
-uint64_t brim_bench_now_ns(void);
-
 #endif /* BRIM_CLIENT_BENCH_ENGINE_H */

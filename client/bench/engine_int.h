@@ -1,7 +1,11 @@
 /*
- * client/bench/engine_int.h - what engine.c (the loop, issuing, setup) and
- * conn.c (one connection: connect, send, parse, fail) share inside the
- * engine. Not used outside client/bench/engine.c and conn.c.
+ * client/bench/engine_int.h - the inside of the engine: what conn.c (one
+ * connection: connect, send, parse, fail), resend.c (the --coordinator
+ * resend queue) and log.c (a thread's messages and fatal stop) offer
+ * engine.c (the loop, issuing, setup) and one another. The calls go one
+ * way, engine.c over conn.c over resend.c over log.c (docs/design.md,
+ * "Architecture"): a lower file tells a higher one what happened by its
+ * return value, never by calling up. Not used outside those four files.
  */
 #ifndef BRIM_CLIENT_BENCH_ENGINE_INT_H
 #define BRIM_CLIENT_BENCH_ENGINE_INT_H
@@ -61,23 +65,54 @@ brim_bench_conn_has_room(const struct brim_bench_conn *c)
         && c->n < c->t->depth;
 }
 
-/* Print one line on stderr for T, at most a few per thread and run. */
-void brim_bench_engine_log(struct brim_bench_thread *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Stop T's run for good; T->err gets the reason. */
-void brim_bench_engine_fatal(struct brim_bench_thread *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Count again, per node, the connections of T with room. */
-void brim_bench_engine_recount_room(struct brim_bench_thread *t);
+/* ---- log.c ---- */
 
 /*
- * Send ops while T may (engine.c): a blocked op first, then new draws,
- * each on a connection of its node with room, HINT if it qualifies.
+ * Print printf FMT as one line on stderr for T ("brim-bench: ..."), at
+ * most a few per thread and run; past that, one line says the rest are
+ * suppressed. Never fails; nothing to free.
  */
-void brim_bench_engine_issue(struct brim_bench_thread *t,
-                             struct brim_bench_conn *hint, uint64_t now);
+void brim_bench_log(struct brim_bench_thread *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * Stop T's run for good: T->fatal and T->stopping are set and T->err gets
+ * printf FMT as the reason (main.c reports it). Only the first call of a
+ * run counts.
+ */
+void brim_bench_log_fatal(struct brim_bench_thread *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- resend.c ---- */
+
+/* RETRY backoff: 1 ms doubling to 100 ms (PROTOCOL.md 5.1), ns. */
+#define BRIM_BENCH_RESEND_BACKOFF_NS 1000000ull
+#define BRIM_BENCH_RESEND_BACKOFF_MAX_NS 100000000ull
+
+/*
+ * --coordinator: REQ (borrowed; copied into T->rq) came back at NOW with
+ * STATUS (BRIM_EMOVED, BRIM_ERETRY, BRIM_EBUSY, or 0 for a request whose
+ * connection was lost) and the node's EPOCH: count it, ask cluster.c for
+ * the newer map if EPOCH is one, and queue REQ to go again (after a
+ * backoff but for a MOVED that waits for a map), or fail it
+ * (brim_bench_resend_fail()) past its timeout or when out of memory.
+ * T->rq grows as needed; brim_bench_thread_destroy() frees it.
+ */
+void brim_bench_resend_add(struct brim_bench_thread    *t,
+                           const struct brim_bench_req *req, int status,
+                           uint64_t epoch, uint64_t now);
+
+/* REQ (borrowed) cannot go again (WHY: timed out, out of memory,
+ * draining): count it as an error, log WHY, and under --verify tell the
+ * verifier a write's outcome is unknown. */
+void brim_bench_resend_fail(struct brim_bench_thread    *t,
+                            const struct brim_bench_req *req, const char *why);
+
+/* Drop entry I (< T->nrq) of T's resend queue; the last entry takes its
+ * place. */
+void brim_bench_resend_remove(struct brim_bench_thread *t, uint32_t i);
+
+/* ---- conn.c ---- */
 
 /*
  * Connect C (blocking, with a timeout), register it with T's epoll and,
@@ -95,16 +130,6 @@ int brim_bench_conn_open(struct brim_bench_conn *c,
  */
 void brim_bench_conn_fail(struct brim_bench_conn *c, const char *why);
 
-/*
- * --coordinator: REQ came back with STATUS (BRIM_EMOVED, BRIM_ERETRY,
- * BRIM_EBUSY, or 0 for a GET whose connection was lost) and the node's
- * EPOCH: count it, ask for the newer map if EPOCH is one, and queue REQ
- * to go again (after a backoff for RETRY), or fail it past its timeout.
- */
-void brim_bench_engine_requeue(struct brim_bench_thread    *t,
-                               const struct brim_bench_req *req, int status,
-                               uint64_t epoch, uint64_t now);
-
 /* Send REQ again on C (which has room): same key, kind and verifier
  * state, a new id and the current epoch. */
 void brim_bench_conn_resend(struct brim_bench_conn      *c,
@@ -117,8 +142,23 @@ void brim_bench_conn_flush(struct brim_bench_conn *c);
 void brim_bench_conn_send(struct brim_bench_conn     *c,
                           const struct brim_bench_op *op, uint64_t now);
 
-/* C is readable: read once, handle its replies, refill and write. */
-void brim_bench_conn_readable(struct brim_bench_conn *c);
+/*
+ * C is readable: read once and handle its replies (counted, timed,
+ * verified; with --coordinator MOVED, RETRY and BUSY go to the resend
+ * queue). Returns 1 when
+ * replies were taken and C is still open, with *READ_NS the time they
+ * were taken: the caller (engine.c) then issues new requests at once,
+ * preferring C. Returns 0 when nothing was read or C failed (closed, or
+ * the run stopped); *READ_NS is then not written.
+ */
+int brim_bench_conn_readable(struct brim_bench_conn *c, uint64_t *read_ns);
+
+/*
+ * Count again, per node, the connections of T with room (T->nroom), which
+ * this file otherwise keeps up to date as requests come and go: at a
+ * phase's start, and after a connection opened or closed.
+ */
+void brim_bench_conn_recount_room(struct brim_bench_thread *t);
 
 /* Close C, a connection with nothing in flight (its node left the map, or
  * the run ends), and free its adapter state; no reconnect. */

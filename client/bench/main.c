@@ -99,7 +99,7 @@ main_wait_setup(struct brim_bench_thread *ts, uint32_t n,
     uint64_t        next, now, done;
     uint32_t        i, ready;
 
-    next = brim_bench_now_ns() + MAIN_PROGRESS_NS;
+    next = brim_sock_now_ns() + MAIN_PROGRESS_NS;
     for (;;) {
         ready = 0;
         done = 0;
@@ -110,7 +110,7 @@ main_wait_setup(struct brim_bench_thread *ts, uint32_t n,
         if (ready == n) {
             return;
         }
-        now = brim_bench_now_ns();
+        now = brim_sock_now_ns();
         if (o->preload && !o->quiet && now >= next) {
             fprintf(stderr, "preload: %llu of %llu keys\n",
                     (unsigned long long) done, (unsigned long long) o->keys);
@@ -232,7 +232,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
     uint32_t                      i, started;
     int                           have0;
 
-    t0 = brim_bench_now_ns();
+    t0 = brim_sock_now_ns();
     started = 0;
     for (i = 0; i < o->threads; i++) {
         if (pthread_create(&ts[i].tid, NULL, main_worker, &ts[i]) != 0) {
@@ -242,7 +242,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
         started++;
     }
     main_wait_setup(ts, started, o);
-    r->preload_s = (double) (brim_bench_now_ns() - t0) / 1e9;
+    r->preload_s = (double) (brim_sock_now_ns() - t0) / 1e9;
     for (i = 0; i < o->threads; i++) {
         if (ts[i].fatal) {
             sh->abort = 1;
@@ -251,7 +251,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
     cpu0 = cpu1 = 0;
     have0 = main_server_cpu(o, &cpu0) == 0;
     self0 = main_self_cpu();
-    sh->start_ns = brim_bench_now_ns();
+    sh->start_ns = brim_sock_now_ns();
     pthread_barrier_wait(&sh->go);
     for (i = 0; i < o->threads; i++) {
         pthread_join(ts[i].tid, NULL);
@@ -448,7 +448,7 @@ main(int argc, char **argv)
     }
     /* Values of an earlier run left in the server must not pass for
      * this run's: each run stamps its own id into its values. */
-    seed = brim_bench_now_ns() ^ ((uint64_t) getpid() << 32);
+    seed = brim_sock_now_ns() ^ ((uint64_t) getpid() << 32);
     sh.run_id = (uint32_t) brim_splitmix64(&seed);
 
     have_ev0 = o.verify && main_evictions(&sh, ev0) == 0;

@@ -8,9 +8,7 @@
 #include "client/lib/client_int.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -22,16 +20,6 @@
 
 #define CLIENT_CONNECT_TIMEOUT_MS 1000 /* opts.connect_timeout_ms 0 */
 #define CLIENT_REQUEST_TIMEOUT_MS 5000 /* opts.request_timeout_ms 0 */
-
-void
-brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
-    va_end(ap);
-}
 
 int
 brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len)
@@ -162,6 +150,10 @@ client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
         brim_errfmt(errbuf, "brim: out of memory");
         return BRIM_ENOMEM;
     }
+    /* route.c asks coordlink.c for the map through these: it is below
+     * coordlink.c, whose own requests it runs. */
+    c->map.poll = brim_coordlink_sub_poll;
+    c->map.refresh = brim_coordlink_refresh;
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
     c->coord->link.conf.frame_min =
         2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX;
@@ -248,12 +240,6 @@ brim_close(struct brim_client *c)
         brim_free(c->secret);
     }
     brim_free(c);
-}
-
-const char *
-brim_errmsg(const struct brim_client *c)
-{
-    return c != NULL ? c->errmsg : "no client";
 }
 
 uint64_t

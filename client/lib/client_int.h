@@ -1,11 +1,16 @@
 /*
  * client/lib/client_int.h - libbrim's private structures and the calls its
- * modules share: pool.c (one connection per node, a struct brim_link of
- * client/net/link.h, and the pipelined exchange of a call's frames on
- * it), route.c (which node a
+ * modules share: errmsg.c (the handle's last-failure message), pool.c (one
+ * connection per node, a struct brim_link of client/net/link.h, and the
+ * pipelined exchange of a call's frames on it), route.c (which node a
  * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
  * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
  * admin calls). Not installed.
+ *
+ * The calls go one way (docs/design.md, "Architecture"): the API files
+ * (client.c, multi.c, stats.c, admin.c) over coordlink.c, over route.c,
+ * over pool.c, over errmsg.c. Where route.c needs the map's keeper it goes
+ * through struct brim_route_map, which client.c fills in.
  */
 #ifndef BRIM_CLIENT_LIB_CLIENT_INT_H
 #define BRIM_CLIENT_LIB_CLIENT_INT_H
@@ -124,6 +129,24 @@ struct brim_sub {
     uint64_t               npushed;     /* newer epochs installed from it */
 };
 
+/*
+ * What route.c asks of the keeper of the routing map: in cluster mode
+ * coordlink.c, whose brim_coordlink_sub_poll() and brim_coordlink_refresh()
+ * client.c puts here when it connects to the coordinator; both NULL in
+ * standalone mode (the map is the one node). They are pointers because
+ * coordlink.c sends its own requests through brim_route_run(): route.c
+ * is below it and tells it what it needs without calling up.
+ */
+struct brim_route_map {
+    /* Take in a map already pushed, never waiting, with FORCE 0: the first
+     * thing each brim_route_run() does. */
+    void (*poll)(struct brim_client *c, int force);
+    /* Fetch the map by DEADLINE_MS (a reply named a newer epoch, or a node
+     * could not be reached) and route by it when it is not older. Returns
+     * 0 or an error; route.c keeps its own C->errmsg over the call. */
+    int (*refresh)(struct brim_client *c, int64_t deadline_ms);
+};
+
 /* The client handle of <brim.h>. */
 struct brim_client {
     char                  *server_addr;        /* standalone node, owned */
@@ -148,6 +171,7 @@ struct brim_client {
     uint64_t                 nretry;   /* RETRY/BUSY answers */
     uint64_t                 nrefresh; /* map fetches */
     struct brim_sub          sub;      /* pushed epochs */
+    struct brim_route_map    map;      /* coordlink.c's, for route.c */
     struct brim_auth_secret *secret;   /* brim_opts.secret_file's,
                                                 * owned; NULL: no AUTH */
     char                     errmsg[BRIM_ERRBUF_LEN]; /* last failure */
@@ -300,11 +324,17 @@ int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                         uint32_t arg_u32, uint32_t weight_ppm,
                         brim_coordlink_cb cb, void *arg);
 
-/* ---- client.c ---- */
+/* ---- errmsg.c ---- */
 
-/* Write C->errmsg with printf FMT (one line). */
+/*
+ * Write C->errmsg (the message brim_errmsg() returns) with printf FMT:
+ * one line, truncated to BRIM_ERRBUF_LEN - 1 bytes. C must not be NULL.
+ * Nothing to free; never fails.
+ */
 void brim_lib_errmsg(struct brim_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- client.c ---- */
 
 /* 0 when KEY/KEY_LEN is a key the node accepts; else BRIM_EINVAL + errmsg. */
 int brim_lib_check_key(struct brim_client *c, const void *key, size_t key_len);

@@ -6,7 +6,9 @@
  * is harmless (the IDEMPOTENT ops of proto/ops.h after a lost connection).
  * Everything else ends the call: a non-idempotent op that was sent on a
  * connection that then broke is BRIM_EUNKNOWN, "outcome unknown". All of it
- * runs within one deadline.
+ * runs within one deadline. It calls only pool.c and errmsg.c: the map's
+ * keeper (coordlink.c, which runs its own requests through this file) is
+ * asked through C->map, struct brim_route_map.
  */
 #include "client/lib/client_int.h"
 
@@ -258,12 +260,13 @@ route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
     char   keep[BRIM_ERRBUF_LEN];
     size_t i;
 
-    if (c->coord == NULL || want <= c->epoch
-        || brim_sock_now_ms() >= deadline_ms) {
+    if (c->map.refresh == NULL || want <= c->epoch
+        || brim_sock_now_ms() >= deadline_ms)
+    {
         return;
     }
     memcpy(keep, c->errmsg, sizeof(keep));
-    (void) brim_coordlink_refresh(c, deadline_ms);
+    (void) c->map.refresh(c, deadline_ms);
     memcpy(c->errmsg, keep, sizeof(keep));
     for (i = 0; i < nb; i++) {
         if (batch[i]->state == BRIM_CALL_PENDING && batch[i]->target == NULL
@@ -311,7 +314,9 @@ brim_route_run(struct brim_client *c, struct brim_call *calls, size_t ncalls,
 
     /* Take in a map the coordinator pushed, so that these calls go by it:
      * one non-blocking look at the subscription, never a wait. */
-    brim_coordlink_sub_poll(c, 0);
+    if (c->map.poll != NULL) {
+        c->map.poll(c, 0);
+    }
     batch = &one;
     if (ncalls > 1) {
         batch = brim_malloc(ncalls * sizeof(*batch));

@@ -29,6 +29,15 @@ brim_sock_now_ms(void)
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+uint64_t
+brim_sock_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
 void
 brim_sock_sleep_ms(int64_t ms)
 {

@@ -24,6 +24,10 @@
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t brim_sock_now_ms(void);
 
+/* Nanoseconds of CLOCK_MONOTONIC, the clock brim-bench times requests
+ * with (the same clock as brim_sock_now_ms(), finer). */
+uint64_t brim_sock_now_ns(void);
+
 /* Sleep MS milliseconds (0 or less: return at once). */
 void brim_sock_sleep_ms(int64_t ms);
 

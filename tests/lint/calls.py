@@ -43,17 +43,7 @@ import sys
 # Cycles allowed for now: (folder, files, why). A cycle passes when its
 # files are all in one entry of its folder; an entry no cycle needs is
 # reported so that it can be removed.
-ALLOW = [
-    # TODO(#11): being untangled (branch client-cycles). pool.c, route.c
-    # and coordlink.c report errors through client.c's brim_lib_errmsg(),
-    # which calls all three; route.c and coordlink.c call each other.
-    ("client/lib", ("client.c", "coordlink.c", "pool.c", "route.c"),
-     "TODO(#11): being untangled"),
-    # TODO(#11): being untangled. engine.c and conn.c call each other; the
-    # cluster and server code take engine.c's clock.
-    ("client/bench", ("cluster.c", "conn.c", "engine.c", "server.c"),
-     "TODO(#11): being untangled"),
-]
+ALLOW = []
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
