@@ -16,6 +16,8 @@
 #include "common/defs.h"
 #include "common/parse.h"
 #include "common/units.h"
+#include "server/guard.h"
+#include "server/log.h"
 
 #define OPT_HELP_COL 25   /* where help text starts */
 #define OPT_WIDTH 79      /* --help line width */
@@ -295,4 +297,34 @@ brim_options_parse(const struct brim_option *table, void *cfg, int argc,
     }
     brim_free(longopts);
     return rc;
+}
+
+const char *
+brim_option_log_level(void *cfg, const struct brim_option *o, const char *arg,
+                      char errbuf[BRIM_ERRBUF_LEN])
+{
+    enum brim_log_level lvl;
+
+    if (brim_log_level_parse(arg, &lvl) != 0) {
+        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug", arg);
+        return errbuf;
+    }
+    *(int *) brim_option_field(cfg, o) = (int) lvl;
+    return NULL;
+}
+
+const char *
+brim_option_secret_path(void *cfg, const struct brim_option *o, const char *arg,
+                        char errbuf[BRIM_ERRBUF_LEN])
+{
+    (void) errbuf;
+    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max, arg);
+}
+
+const char *
+brim_option_config(void *cfg, const struct brim_option *o, const char *arg,
+                   char errbuf[BRIM_ERRBUF_LEN])
+{
+    (void) cfg, (void) o, (void) arg, (void) errbuf;
+    return NULL;
 }

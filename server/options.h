@@ -52,6 +52,23 @@ const char *brim_option_u64(void *cfg, const struct brim_option *o,
                             const char *arg, char errbuf[BRIM_ERRBUF_LEN]);
 const char *brim_option_str(void *cfg, const struct brim_option *o,
                             const char *arg, char errbuf[BRIM_ERRBUF_LEN]);
+
+/* The log level named by ARG ("error", "warn", "info", "debug") into the
+ * int field of O (an enum brim_log_level); a message for any other. */
+const char *brim_option_log_level(void *cfg, const struct brim_option *o,
+                                  const char *arg,
+                                  char        errbuf[BRIM_ERRBUF_LEN]);
+
+/* A secret file's path into the char[O->max] field of O, checked by
+ * brim_guard_path_set() (server/guard.h). */
+const char *brim_option_secret_path(void *cfg, const struct brim_option *o,
+                                    const char *arg,
+                                    char        errbuf[BRIM_ERRBUF_LEN]);
+
+/* --config FILE on the command line: nothing to set, the file is read
+ * before the other options (brim_options_parse). */
+const char *brim_option_config(void *cfg, const struct brim_option *o,
+                               const char *arg, char errbuf[BRIM_ERRBUF_LEN]);
 const char *brim_option_flag(void *cfg, const struct brim_option *o,
                              const char *arg, char errbuf[BRIM_ERRBUF_LEN]);
 

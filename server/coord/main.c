@@ -67,38 +67,6 @@ coord_set_addr(void *cfg, const struct brim_option *o, const char *arg,
     return brim_option_str(cfg, o, arg, errbuf);
 }
 
-static const char *
-coord_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
-                    char errbuf[BRIM_ERRBUF_LEN])
-{
-    struct brim_coord_config *c = cfg;
-    enum brim_log_level       lvl;
-
-    (void) o;
-    if (brim_log_level_parse(arg, &lvl) != 0) {
-        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug", arg);
-        return errbuf;
-    }
-    c->log_level = (int) lvl;
-    return NULL;
-}
-
-static const char *
-coord_set_secret(void *cfg, const struct brim_option *o, const char *arg,
-                 char errbuf[BRIM_ERRBUF_LEN])
-{
-    (void) errbuf;
-    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max, arg);
-}
-
-static const char *
-coord_set_config(void *cfg, const struct brim_option *o, const char *arg,
-                 char errbuf[BRIM_ERRBUF_LEN])
-{
-    (void) cfg, (void) o, (void) arg, (void) errbuf;
-    return NULL; /* read before the other options */
-}
-
 static const struct brim_option coord_options[] = {
     {"listen", "HOST:PORT", coord_set_addr, COORD_OFF(listen), 0,
      sizeof(((struct brim_coord_config *) 0)->listen), NULL,
@@ -121,25 +89,25 @@ static const struct brim_option coord_options[] = {
      "abort an unacknowledged epoch after this"},
     {"join-window-ms", "MS", brim_option_u32, COORD_OFF(join_window_ms), 0,
      UINT32_MAX, "200", "joins batched into one change"},
-    {"log-level", "L", coord_set_log_level, 0, 0, 0, "info",
-     "error, warn, info or debug"},
+    {"log-level", "L", brim_option_log_level, COORD_OFF(log_level), 0, 0,
+     "info", "error, warn, info or debug"},
     {"max-conns", "C", brim_option_u32, COORD_OFF(max_conns), 1, UINT32_MAX,
      "1024", "open connections at most; more are refused BUSY and closed"},
     {"idle-timeout", "S", brim_option_u32, COORD_OFF(idle_timeout_s), 0,
      UINT32_MAX, "300",
      "close connections silent this many seconds, 0 "
      "never; a SUBSCRIBE is answered within half of it"},
-    {"secret-file", "FILE", coord_set_secret, COORD_OFF(secret_file), 0,
+    {"secret-file", "FILE", brim_option_secret_path, COORD_OFF(secret_file), 0,
      sizeof(((struct brim_coord_config *) 0)->secret_file), "none",
      "the cluster secret (32 to 4096 bytes, mode 0600, owned by this "
      "user): nodes and admins prove it (AUTH) before JOIN, HEARTBEAT, "
      "LEAVE or PLAN, and so does this coordinator to nodes"},
-    {"client-secret-file", "FILE", coord_set_secret,
+    {"client-secret-file", "FILE", brim_option_secret_path,
      COORD_OFF(client_secret_file), 0,
      sizeof(((struct brim_coord_config *) 0)->client_secret_file), "none",
      "with --secret-file: every client proves this secret (or the "
      "cluster's) before any op"},
-    {"config", "FILE", coord_set_config, 0, 0, 0, NULL,
+    {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
     {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}};

@@ -160,22 +160,6 @@ node_set_evict(void *cfg, const struct brim_option *o, const char *arg,
 }
 
 static const char *
-node_set_log_level(void *cfg, const struct brim_option *o, const char *arg,
-                   char errbuf[BRIM_ERRBUF_LEN])
-{
-    struct brim_node_config *c = cfg;
-    enum brim_log_level      lvl;
-
-    (void) o;
-    if (brim_log_level_parse(arg, &lvl) != 0) {
-        brim_errfmt(errbuf, "\"%.32s\" is not error, warn, info or debug", arg);
-        return errbuf;
-    }
-    c->log_level = (int) lvl;
-    return NULL;
-}
-
-static const char *
 node_set_weight(void *cfg, const struct brim_option *o, const char *arg,
                 char errbuf[BRIM_ERRBUF_LEN])
 {
@@ -192,22 +176,6 @@ node_set_weight(void *cfg, const struct brim_option *o, const char *arg,
     c->weight_ppm = (uint32_t) v;
     c->weight_set = 1;
     return NULL;
-}
-
-static const char *
-node_set_secret(void *cfg, const struct brim_option *o, const char *arg,
-                char errbuf[BRIM_ERRBUF_LEN])
-{
-    (void) errbuf;
-    return brim_guard_path_set(brim_option_field(cfg, o), (size_t) o->max, arg);
-}
-
-static const char *
-node_set_config(void *cfg, const struct brim_option *o, const char *arg,
-                char errbuf[BRIM_ERRBUF_LEN])
-{
-    (void) cfg, (void) o, (void) arg, (void) errbuf;
-    return NULL; /* read before the other options */
 }
 
 static const struct brim_option node_options[] = {
@@ -259,19 +227,19 @@ static const struct brim_option node_options[] = {
      "standalone: the key hash's seed (a cluster node takes its "
      "cluster's)"},
     {"evict", "sieve|lru", node_set_evict, 0, 0, 0, "sieve", "eviction policy"},
-    {"log-level", "L", node_set_log_level, 0, 0, 0, "info",
+    {"log-level", "L", brim_option_log_level, NODE_OFF(log_level), 0, 0, "info",
      "error, warn, info or debug"},
-    {"secret-file", "FILE", node_set_secret, NODE_OFF(secret_file), 0,
+    {"secret-file", "FILE", brim_option_secret_path, NODE_OFF(secret_file), 0,
      sizeof(((struct brim_node_config *) 0)->secret_file), "none",
      "the cluster secret (32 to 4096 bytes, mode 0600, owned by this "
      "user): every link to the coordinator and other nodes proves it "
      "(AUTH), and cluster and admin ops need it"},
-    {"client-secret-file", "FILE", node_set_secret,
+    {"client-secret-file", "FILE", brim_option_secret_path,
      NODE_OFF(client_secret_file), 0,
      sizeof(((struct brim_node_config *) 0)->client_secret_file), "none",
      "with --secret-file: clients must prove this secret (or the "
      "cluster's) before any op"},
-    {"config", "FILE", node_set_config, 0, 0, 0, NULL,
+    {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
     {NULL, NULL, NULL, 0, 0, 0, NULL, NULL}};
