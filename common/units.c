@@ -13,6 +13,7 @@ brim_format_decimal(double v, char *buf, size_t size)
 {
     char   text[BRIM_UNITS_TEXT_MAX + 320];
     size_t len;
+    int    decimals;
 
     if (isnan(v)) {
         snprintf(buf, size, "-");
@@ -26,7 +27,14 @@ brim_format_decimal(double v, char *buf, size_t size)
         snprintf(buf, size, "%.0f", v);
         return buf;
     }
-    snprintf(text, sizeof(text), "%.*f", fabs(v) >= 1.0 ? 3 : 6, v);
+    /* From 1 up 3 decimals; below 1 four significant digits, at most 6
+     * decimals: a ratio reads 0.9316, a rate 0.0004. */
+    decimals = 3;
+    if (fabs(v) < 1.0) {
+        decimals = 3 - (int) floor(log10(fabs(v)));
+        decimals = decimals > 6 ? 6 : decimals;
+    }
+    snprintf(text, sizeof(text), "%.*f", decimals, v);
     len = strlen(text);
     while (len > 0 && text[len - 1] == '0') {
         text[--len] = '\0';

@@ -17,8 +17,9 @@
  * Write V into BUF (SIZE bytes, at least 1; BRIM_UNITS_TEXT_MAX is always
  * enough) as text without an exponent: an integer when V is whole and
  * below 10^15 in magnitude ("16384"); otherwise fixed decimals with
- * trailing zeros dropped: 3 decimals from 1 up ("341.333", "1.576"), 6
- * below 1 ("0.0004"); "-" for NaN, "inf" or "-inf". Text that does not fit
+ * trailing zeros dropped: 3 decimals from 1 up ("341.333", "1.576"),
+ * four significant digits below 1 with at most 6 decimals ("0.9316",
+ * "0.0004"); "-" for NaN, "inf" or "-inf". Text that does not fit
  * is cut at SIZE - 1 bytes. Returns BUF.
  */
 char *brim_format_decimal(double v, char *buf, size_t size);

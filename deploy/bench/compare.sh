@@ -3,18 +3,27 @@
 # (persistence off) with one generator, brim-bench: each server pinned to
 # CPU 0, the generator to CPU 1, GET:SET 9:1, 100,000 preloaded keys of 32
 # bytes, 100-byte values, 50 connections, at pipeline depths 1 and 16.
-# PASSES interleaved passes (default 3); prints every pass and the medians.
+# PASSES interleaved passes (default 7) of SECONDS each (default 5): one
+# pass runs brim, memcached and redis back to back at one depth, so each
+# pass gives one brim/peer ratio measured under the same noise. Prints every
+# pass, the medians, and each ratio as its median with the min and max over
+# the passes (the spread this shared machine's noise puts on it).
 # Usage: deploy/bench/compare.sh [PASSES] [SECONDS]  (from the repo root,
 # after a build; needs memcached, redis-server and taskset; as root,
 # memcached runs with -u root).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=$root/build/bin
-passes=${1:-3}
-secs=${2:-10}
+passes=${1:-7}
+secs=${2:-5}
 out=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+cleanup() {   # stop the servers by PID and wait, so their ports are free
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do
+        for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    done
+}
 trap cleanup EXIT
 
 taskset -c 0 "$bin/brim-node" --standalone --listen 127.0.0.1:21311 \
@@ -62,11 +71,17 @@ for (t, d), m in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
           m["ops_per_sec"], m["p50_us"], m["p99_us"], m["p999_us"],
           m.get("server_cpu_us_per_op", float("nan"))))
 print()
+print("brim/peer ratios: median of the %d per-pass ratios [min, max]" % passes)
 for d in (1, 16):
-    b = rows[("brim", d)]
     for peer in ("memcached", "redis"):
-        p = rows[(peer, d)]
-        print("depth %2d: brim/%s throughput %.2fx, p99 %.2fx" %
-              (d, peer, b["ops_per_sec"] / p["ops_per_sec"],
-               b["p99_us"] / p["p99_us"]))
+        tput, p99 = [], []
+        for p in range(1, passes + 1):
+            b = json.load(open("%s/brim.%d.%d.json" % (out, d, p)))
+            q = json.load(open("%s/%s.%d.%d.json" % (out, peer, d, p)))
+            tput.append(b["ops_per_sec"] / q["ops_per_sec"])
+            p99.append(b["p99_us"] / q["p99_us"])
+        print("depth %2d: brim/%-9s throughput %.2fx [%.2f, %.2f], "
+              "p99 %.2fx [%.2f, %.2f]" %
+              (d, peer, st.median(tput), min(tput), max(tput),
+               st.median(p99), min(p99), max(p99)))
 PY

@@ -52,9 +52,22 @@ wait_migration() {
     echo "migration done in about $((SECONDS - t0)) s"
 }
 
-# Partitions the nodes' logs say they streamed for epoch E.
+# Partitions the nodes' logs say they streamed for epoch E: each sender logs
+# "migrate: epoch E: N partitions to stream out" at the commit and
+# "every outgoing partition is handed over: N partitions" at the end.
 streamed() {
-    cat "$dir"/node*.log | grep -c "sent partition [0-9]* of epoch $1 " || true
+    local f sum=0 n
+    for f in "$dir"/node*.log; do
+        n=$(awk -v e="$1" '
+            /migrate: epoch [0-9]+: [0-9]+ partitions to stream out/ {
+                for (i = 1; i <= NF; i++) if ($i == "epoch") cur = $(i + 1) + 0 }
+            /every outgoing partition is handed over: [0-9]+ partitions/ {
+                if (cur == e) for (i = 1; i <= NF; i++)
+                    if ($i == "over:") got += $(i + 1) }
+            END { print got + 0 }' "$f")
+        sum=$((sum + n))
+    done
+    echo "$sum"
 }
 
 # Compare the committed change's moves with the partitions streamed.
