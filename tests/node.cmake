@@ -48,3 +48,7 @@ set_tests_properties(lint.install_daemons PROPERTIES LABELS lint TIMEOUT 120)
 # What a new user once tripped over (issue 12): tests/cluster/papercuts.py.
 brim_script_tests(PREFIX papercuts. SCRIPT cluster/papercuts.py
   TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
+# Migration you can see (issue 13 item 3): tests/cluster/migrations_view.py.
+brim_script_tests(PREFIX migrations. SCRIPT cluster/migrations_view.py
+  TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)

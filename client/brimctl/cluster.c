@@ -17,20 +17,6 @@
 #include <brim.h>
 #include <brim/admin.h>
 
-/* A command that needs the coordinator: 0, or usage exit after a message. */
-static int
-cluster_need_coord(const struct brim_ctl *ctl, const char *name)
-{
-    if (ctl->coord != NULL) {
-        return 0;
-    }
-    fprintf(stderr,
-            "brimctl: %s: needs --coordinator HOST:PORT (or "
-            "$BRIM_COORDINATOR)\n",
-            name);
-    return BRIM_CTL_EXIT_USAGE;
-}
-
 /* ---- JSON of the typed structs ---- */
 
 /* V as JSON: an integer, or above 2^63-1 (jansson's integers are signed)
@@ -254,7 +240,7 @@ brim_ctl_nodes(struct brim_ctl *ctl)
     size_t                   i, n;
     int                      rc, oom = 0;
 
-    rc = cluster_need_coord(ctl, "nodes");
+    rc = brim_ctl_need_coord(ctl, "nodes");
     if (rc != 0) {
         return rc;
     }
@@ -383,7 +369,7 @@ brim_ctl_leave(struct brim_ctl *ctl)
     char     what[128];
     int      rc;
 
-    rc = cluster_need_coord(ctl, "leave");
+    rc = brim_ctl_need_coord(ctl, "leave");
     if (rc != 0) {
         return rc;
     }
@@ -416,7 +402,7 @@ brim_ctl_plan(struct brim_ctl *ctl)
     char             what[128];
     int              kind, rc;
 
-    rc = cluster_need_coord(ctl, "plan");
+    rc = brim_ctl_need_coord(ctl, "plan");
     if (rc != 0) {
         return rc;
     }

@@ -459,6 +459,16 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
      "terminal; with --json one compact object a line.\n",
      0, 1, BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WATCH, 0, cmd_stats},
     {"ping", "", "one round trip to the node", NULL, 0, 0, 0, 0, cmd_ping},
+    {"migrations", "", "streams of the last change, rate, ETA (--coordinator)",
+     "One row per sender and receiver of each node's last migration out:\n"
+     "state (streaming or done), partitions queued, done and dropped, keys\n"
+     "and bytes sent, the rate over its time so far (MB/s), keys left and\n"
+     "the ETA at that rate (s; \"-\" while nothing was sent), its elapsed\n"
+     "time; above it the change's partitions done/total and, when a change\n"
+     "waits, the coordinator's reason. Each node is asked directly, with\n"
+     "the secret and role given; a node that cannot be asked is named on\n"
+     "stderr and the exit status is 2. --json prints one object.\n",
+     0, 0, BRIM_CTL_OPT_JSON, 0, brim_ctl_migrations},
     {"nodes", "", "list the cluster's members (--coordinator)",
      "Name, address, state, weight, partitions and heartbeat age; --json\n"
      "prints an array of objects with those fields.\n",

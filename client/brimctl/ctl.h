@@ -134,6 +134,10 @@ int brim_ctl_conn_error(int rc);
 /* The address brimctl talks to: the coordinator's or the node's. */
 const char *brim_ctl_addr(const struct brim_ctl *ctl);
 
+/* A command NAME that needs the coordinator: 0 when ctl->coord is set,
+ * else BRIM_CTL_EXIT_USAGE after saying so on stderr. */
+int brim_ctl_need_coord(const struct brim_ctl *ctl, const char *name);
+
 /*
  * What CTL proves and as whom, for a message, into BUF (LEN bytes):
  * "as admin with the cluster secret of FILE", "as a client with the
@@ -170,6 +174,11 @@ int brim_ctl_plan(struct brim_ctl *ctl);
  * sends them (COMPACT: on one line), else aligned. Returns the exit
  * status. */
 int brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact);
+
+/* migrations: the streams of every node's last migration out, with rate
+ * and ETA, and why a change waits (migrations.c). Returns the exit
+ * status. */
+int brim_ctl_migrations(struct brim_ctl *ctl);
 
 /* ---- out.c: printing ---- */
 

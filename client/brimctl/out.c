@@ -97,6 +97,19 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
     }
 }
 
+int
+brim_ctl_need_coord(const struct brim_ctl *ctl, const char *name)
+{
+    if (ctl->coord != NULL) {
+        return 0;
+    }
+    fprintf(stderr,
+            "brimctl: %s: needs --coordinator HOST:PORT (or "
+            "$BRIM_COORDINATOR)\n",
+            name);
+    return BRIM_CTL_EXIT_USAGE;
+}
+
 const char *
 brim_ctl_addr(const struct brim_ctl *ctl)
 {

@@ -261,3 +261,42 @@ brim_migrate_get_stats(struct brim_node *node, struct brim_migrate_stats *out)
     }
     out->links_lost = node->links.lost;
 }
+
+uint32_t
+brim_migrate_streams_out(struct brim_node               *node,
+                         struct brim_migrate_stream_out *out, uint32_t max)
+{
+    struct brim_migrate   *m = node->mig;
+    const struct mig_dest *d;
+    const struct mig_job  *j;
+    uint64_t               now_ms;
+    uint32_t               i, n;
+
+    if (m == NULL) {
+        return 0;
+    }
+    now_ms = uv_now(node->loop);
+    n = BRIM_MIN(m->ndests, max);
+    for (i = 0; i < n; i++) {
+        d = &m->dests[i];
+        memset(&out[i], 0, sizeof(out[i]));
+        snprintf(out[i].dest, sizeof(out[i].dest), "%s", d->addr);
+        out[i].partitions = d->partitions;
+        out[i].done = d->done;
+        out[i].dropped = d->dropped;
+        out[i].keys_sent = d->keys;
+        out[i].bytes_sent = d->bytes;
+        out[i].elapsed_ms =
+            (d->done + d->dropped < d->partitions ? now_ms : d->last_ms)
+            - d->since_ms;
+    }
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->dest_slot < n && j->state != OUT_DONE && !j->cancelled
+            && j->keys_total > j->count)
+        {
+            out[j->dest_slot].keys_left += j->keys_total - j->count;
+        }
+    }
+    return n;
+}

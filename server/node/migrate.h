@@ -147,4 +147,39 @@ void brim_migrate_free(struct brim_node *node);
 void brim_migrate_get_stats(struct brim_node          *node,
                             struct brim_migrate_stats *out);
 
+/* Most destinations brim_migrate_streams_out() reports. */
+#define BRIM_MIGRATE_DESTS_MAX 64
+
+/*
+ * This node's migration out to one receiver: the last migration out, which
+ * began when a partition was queued while none was pending, and is kept
+ * after its end until the next one begins. For STATS ("stream_to:ADDR") and
+ * `brimctl migrations`.
+ */
+struct brim_migrate_stream_out {
+    char     dest[128];  /* "host:port" of the receiver */
+    uint32_t partitions; /* partitions queued to it */
+    uint32_t done;       /* handed over */
+    uint32_t dropped;    /* ended without being handed over */
+    uint64_t keys_sent;  /* entries batched to it (again after a restart) */
+    uint64_t bytes_sent; /* their encoded bytes, batch frames' payload */
+    uint64_t keys_left;  /* estimate: keys of its unfinished partitions not
+                             sent yet (the partitions' sizes at queue time
+                             less what each stream has sent) */
+    uint64_t elapsed_ms; /* ms from its first partition queued to now, or
+                             to its last one's end once all have ended */
+};
+
+/*
+ * Fill OUT (room for MAX entries, caller's memory) with this node's
+ * outgoing streams, one entry per receiver, in the order they were first
+ * queued. Returns the number of entries written (0 when nothing streams
+ * out); at most MAX, and at most BRIM_MIGRATE_DESTS_MAX (receivers beyond
+ * it are folded into the last entry's counts: a cluster of more members
+ * than that streams to them all only in a shrink of the whole cluster).
+ */
+uint32_t brim_migrate_streams_out(struct brim_node               *node,
+                                  struct brim_migrate_stream_out *out,
+                                  uint32_t                        max);
+
 #endif /* BRIM_SERVER_NODE_MIGRATE_H */

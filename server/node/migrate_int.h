@@ -95,6 +95,8 @@ struct mig_job {
     uint32_t                 errors;     /* error replies in a row */
     uint32_t                 restarts;   /* times the stream began again */
     uint64_t                 count;      /* entries sent since BEGIN */
+    uint64_t                 keys_total; /* the partition's keys when queued */
+    uint32_t                 dest_slot;  /* its receiver in m->dests */
     uint64_t                 not_before; /* loop ms: no request before */
 };
 
@@ -132,6 +134,16 @@ enum mig_fail_site {
     MIG_FAIL_SITES
 };
 
+/* A receiver of this node's migration out (brim_migrate_streams_out()). */
+struct mig_dest {
+    char     addr[128];  /* "host:port", copied from the link */
+    uint64_t since_ms;   /* loop ms its first partition was queued */
+    uint64_t last_ms;    /* loop ms one of its partitions last ended */
+    uint32_t partitions; /* queued */
+    uint32_t done, dropped;
+    uint64_t keys, bytes; /* batched to it */
+};
+
 /* One node's migration state (node->mig), made on first use. */
 struct brim_migrate {
     struct brim_node *node; /* borrowed: the owner */
@@ -165,6 +177,10 @@ struct brim_migrate {
     /* Sending side (migrate_send.c). */
     struct mig_job **jobs;
     uint32_t         njobs, cap_jobs;
+    struct mig_dest  dests[BRIM_MIGRATE_DESTS_MAX]; /* receivers of the
+                                        last migration out; ndests in use,
+                                        reset when the next one begins */
+    uint32_t         ndests;
     uv_timer_t       pump; /* runs the jobs */
     int              pump_armed;
     uint64_t         pump_due_ms; /* loop ms the armed pump fires */

@@ -81,6 +81,36 @@ job_free(struct brim_migrate *m, struct mig_job *j)
     brim_free(j);
 }
 
+/*
+ * DEST's entry in m->dests, made if new; a migration out that begins (none
+ * pending) forgets the last one's. Past BRIM_MIGRATE_DESTS_MAX receivers
+ * the last entry takes the rest.
+ */
+static uint32_t
+dest_slot(struct brim_migrate *m, const struct brim_node_link *dest)
+{
+    struct mig_dest *d;
+    uint32_t         i;
+
+    if (m->stats.partitions_out_pending == 0) {
+        m->ndests = 0;
+    }
+    for (i = 0; i < m->ndests; i++) {
+        if (strcmp(m->dests[i].addr, dest->addr) == 0) {
+            return i;
+        }
+    }
+    if (m->ndests == BRIM_MIGRATE_DESTS_MAX) {
+        return BRIM_MIGRATE_DESTS_MAX - 1;
+    }
+    d = &m->dests[m->ndests];
+    memset(d, 0, sizeof(*d));
+    snprintf(d->addr, sizeof(d->addr), "%s", dest->addr);
+    d->since_ms = uv_now(m->node->loop);
+    d->last_ms = d->since_ms;
+    return m->ndests++;
+}
+
 int
 mig_job_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
               struct brim_node_link *dest)
@@ -108,6 +138,9 @@ mig_job_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
     j->epoch = epoch;
     j->p = p;
     j->dest = dest;
+    j->keys_total = brim_store_partition_items(m->node->store, p);
+    j->dest_slot = dest_slot(m, dest);
+    m->dests[j->dest_slot].partitions++;
     brim_store_cursor_init(&j->cursor, p);
     m->jobs[m->njobs++] = j;
     m->stats.partitions_out_pending++;
@@ -149,12 +182,15 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok, const char *why)
     if (!mig_owns(node, j->p) && !out_other_job(m, j)) {
         left = brim_store_drop_partition(node->store, j->p);
     }
+    m->dests[j->dest_slot].last_ms = uv_now(node->loop);
     if (ok) {
+        m->dests[j->dest_slot].done++;
         m->stats.partitions_out_done++;
         brim_log_debug("migrate: sent partition %u of epoch %" PRIu64
                        " to %s: %" PRIu64 " keys",
                        j->p, j->epoch, j->dest->addr, j->count);
     } else {
+        m->dests[j->dest_slot].dropped++;
         m->stats.partitions_out_dropped++;
         brim_log_warn("migrate: partition %u of epoch %" PRIu64 " to %s "
                       "not completed (%s): %" PRIu64 " keys sent, %zu "
@@ -324,6 +360,8 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
     BRIM_ASSERT(m->scratch.len + MIG_FRAME_SLACK
                 <= brim_link_max_frame(j->dest));
     j->count += m->scratch_n;
+    m->dests[j->dest_slot].keys += m->scratch_n;
+    m->dests[j->dest_slot].bytes += m->scratch.len;
     m->stats.batches_out++;
     if (node->cfg.migrate_mb_per_s > 0) {
         m->pace_next_ms = (m->pace_next_ms > (double) now_ms ? m->pace_next_ms

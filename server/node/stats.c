@@ -8,6 +8,7 @@
  */
 #include "server/node/stats.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -96,6 +97,42 @@ emit_ops(struct stats_emit *e, struct brim_node *node)
         if (node->stats.ops[code] > 0) {
             e->rc = brim_wire_stats_u64(e->out, brim_op_name(code),
                                         node->stats.ops[code]);
+        }
+    }
+}
+
+/*
+ * "migration": a nested map "stream_to:ADDR" per receiver of the last
+ * migration out (brim_migrate_streams_out()).
+ */
+static void
+emit_streams_out(struct stats_emit *e, struct brim_node *node)
+{
+    static const char *names[] = {"partitions", "done",       "dropped",
+                                  "keys_sent",  "bytes_sent", "keys_left",
+                                  "elapsed_ms"};
+    struct brim_migrate_stream_out so[BRIM_MIGRATE_DESTS_MAX];
+    char                           name[160];
+    uint64_t                       v[sizeof(names) / sizeof(names[0])];
+    uint32_t                       i, k, n;
+
+    if ((e->sections & SEC_MIG) == 0) {
+        return;
+    }
+    n = brim_migrate_streams_out(node, so, BRIM_MIGRATE_DESTS_MAX);
+    e->npairs += n;
+    for (i = 0; e->out != NULL && e->rc == 0 && i < n; i++) {
+        v[0] = so[i].partitions;
+        v[1] = so[i].done;
+        v[2] = so[i].dropped;
+        v[3] = so[i].keys_sent;
+        v[4] = so[i].bytes_sent;
+        v[5] = so[i].keys_left;
+        v[6] = so[i].elapsed_ms;
+        snprintf(name, sizeof(name), "stream_to:%.127s", so[i].dest);
+        e->rc = brim_wire_stats_map(e->out, name, BRIM_ARRAY_LEN(names));
+        for (k = 0; e->rc == 0 && k < BRIM_ARRAY_LEN(names); k++) {
+            e->rc = brim_wire_stats_u64(e->out, names[k], v[k]);
         }
     }
 }
@@ -190,6 +227,7 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_probes", ms.probes);
     emit_u64(e, SEC_MIG, "mig_probes_source_gone", ms.probes_source_gone);
     emit_u64(e, SEC_MIG, "mig_stream_delay_ms", ms.delay_ms);
+    emit_streams_out(e, node);
     emit_ops(e, node);
 }
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""tests/cluster/migrations_view.py - migration you can see (issue 13 item
+3): `brimctl migrations` lists each sender's streams with bytes and keys
+sent, rate and ETA, and the coordinator's reason while a change waits; a
+real cluster of brim-coord and brim-node processes on loopback, stopped by
+PID.
+
+    migrations_view.py --list
+    migrations_view.py --bin BUILD/bin CASE
+
+streams_listed   while a join streams (slowed by the test hook), every
+                 sender's row names it and the joiner, with bytes and keys
+                 sent, a rate and an ETA; a second join asked meanwhile
+                 shows the coordinator's reason; at the end every row is
+                 done, nothing dropped, no key left, and the keys sent to
+                 the joiner cover what the coordinator says moved
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
+import migrate_basic as mb  # noqa: E402
+
+CASES = bt.Cases()
+case = CASES
+
+
+def brimctl(bindir, cport, *args):
+    r = subprocess.run([os.path.join(bindir, "brimctl"), "--coordinator",
+                        "127.0.0.1:%d" % cport] + list(args),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (args, r.returncode, r.stderr)
+    return r.stdout
+
+
+def migrations(bindir, cport):
+    return json.loads(brimctl(bindir, cport, "migrations", "--json"))
+
+
+def poll(what, fn, timeout):
+    """fn() until it returns something true, at most TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = fn()
+        if got:
+            return got
+        assert time.monotonic() < deadline, "no %s in %.0f s" % (what,
+                                                                 timeout)
+        time.sleep(0.2)
+
+
+@case
+def streams_listed(bindir):
+    # 120 ms per batch: the join's ~256 partitions stream for seconds.
+    cl, t = mb.start3(bindir, delay_ms=120)
+    try:
+        mb.load(cl, t)
+        assert migrations(bindir, cl.cport)["streams"] == []
+        cl.add("node4")
+
+        def streaming():
+            m = migrations(bindir, cl.cport)
+            rows = [r for r in m["streams"] if r["state"] == "streaming"
+                    and r["keys_sent"] > 0 and r["destination"] == "node4"]
+            return (m, rows) if len(rows) >= 2 else None
+        m, rows = poll("two streams to node4 with keys sent", streaming, 30)
+        assert m["active"] is True, m
+        old = ("node1", "node2", "node3")
+        for r in m["streams"]:        # a cap overflow moves between them
+            assert r["source"] in old, r
+            assert r["destination"] in old + ("node4",), r
+        for r in rows:
+            assert r["destination_addr"] == "127.0.0.1:%d" % \
+                cl.nodes["node4"].port, r
+            assert 0 <= r["done"] < r["partitions"], r
+            assert r["bytes_sent"] > 0 and r["mb_per_s"] > 0, r
+            # The ETA is the keys left at the rate so far.
+            rate = r["keys_sent"] / r["elapsed_s"]
+            assert abs(r["eta_s"] - r["keys_left"] / rate) <= \
+                0.01 + 0.01 * r["eta_s"], r
+        text = brimctl(bindir, cl.cport, "migrations")
+        assert "source" in text and "node4" in text and "eta_s" in text, text
+
+        # A second join while the first streams waits, and says why.
+        cl.add("node5")
+
+        def waits():
+            m = migrations(bindir, cl.cport)
+            return m if m["waiting"] else None
+        m = poll("waiting reason", waits, 20)
+        assert m["waiting_ms"] >= 0, m
+
+        cl.wait_members(5, timeout=90)
+        cl.wait_streams_done(timeout=90)
+        # The coordinator learns the end from the next heartbeats.
+        m = poll("idle migration", lambda: (lambda m: m if not m["active"]
+                                            else None)(
+            migrations(bindir, cl.cport)), 20)
+        assert m["waiting"] == "", m
+        assert m["streams"], m
+        for r in m["streams"]:
+            assert r["state"] == "done", r
+            assert r["done"] == r["partitions"] and r["dropped"] == 0, r
+            assert r["keys_left"] == 0 and r["eta_s"] == 0, r
+        # The last change is node5's join (every old node gave it some):
+        # what the streams sent covers the keys the coordinator counted
+        # as moved (equal unless a stream began again).
+        to5 = [r for r in m["streams"] if r["destination"] == "node5"]
+        assert {r["source"] for r in to5} == set(old + ("node4",)), to5
+        sent = sum(r["keys_sent"] for r in m["streams"])
+        st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
+        moved = st["migration"]["keys_moved"]
+        assert sent >= moved > 0, (sent, moved, m["streams"])
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+if __name__ == "__main__":
+    sys.exit(mb.main(CASES))
