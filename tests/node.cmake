@@ -52,3 +52,8 @@ brim_script_tests(PREFIX papercuts. SCRIPT cluster/papercuts.py
 # Migration you can see (issue 13 item 3): tests/cluster/migrations_view.py.
 brim_script_tests(PREFIX migrations. SCRIPT cluster/migrations_view.py
   TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
+# A join that streams big partitions (issue 13 item 2):
+# tests/cluster/big_partition.py.
+brim_script_tests(PREFIX bigpart. SCRIPT cluster/big_partition.py
+  TIMEOUT 240 ARGS --bin $<TARGET_FILE_DIR:brim-node>)

@@ -194,6 +194,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
         node->coordlink.heartbeat_ms =
             BRIM_MAX(50u, BRIM_MIN(COORD_HEARTBEAT_MS, rep.lease_ms / 3));
         brim_node_lease_heartbeat(node, sent_ms, rep.lease_ms);
+        node->coordlink.lease_ms = rep.lease_ms;
     }
     if (rep.epoch > node->topo.committed.map.epoch
         && !(node->topo.has_pending
@@ -239,6 +240,28 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
     map->via.map.ptr = kv;
 }
 
+/*
+ * How late this heartbeat goes out against the time it was due: a loop
+ * that a long callback stalled runs its timers late (a big partition's
+ * stream must not do that: issue 13). Kept as the maximum and a count of
+ * heartbeats later than a tenth of the lease.
+ */
+static void
+heartbeat_lateness(struct brim_node *node)
+{
+    struct brim_node_coordlink *cl = &node->coordlink;
+    uint64_t                    now = uv_now(node->loop), late;
+
+    if (cl->hb_due_ms == 0 || now <= cl->hb_due_ms) {
+        return;
+    }
+    late = now - cl->hb_due_ms;
+    cl->hb_late_max_ms = BRIM_MAX(cl->hb_late_max_ms, late);
+    if (cl->lease_ms > 0 && late > cl->lease_ms / 10) {
+        cl->hb_late++;
+    }
+}
+
 static void
 coord_timer_cb(uv_timer_t *t)
 {
@@ -259,6 +282,7 @@ coord_timer_cb(uv_timer_t *t)
     if (leave_removed(node)) {
         return; /* left: no more heartbeats */
     }
+    heartbeat_lateness(node);
     coord_stats(node, kv, &map);
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_HEARTBEAT;
@@ -272,6 +296,8 @@ coord_timer_cb(uv_timer_t *t)
     }
     if (coord_send(node, &req, coord_heartbeat_rep) == 0) {
         node->coordlink.hb_out = 1;
+        node->coordlink.hb_due_ms =
+            uv_now(node->loop) + node->coordlink.heartbeat_ms;
         uv_timer_start(&node->coordlink.timer, coord_timer_cb,
                        node->coordlink.heartbeat_ms, 0);
     }
@@ -335,6 +361,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
     node->coordlink.accepted = 1;
     node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
     /* A heartbeat at once: its reply gives the first lease. */
+    node->coordlink.hb_due_ms = 0;
     uv_timer_start(&node->coordlink.timer, coord_timer_cb, 0, 0);
 }
 
@@ -467,6 +494,7 @@ coord_close_cb(struct brim_peer *p, int status)
                   "%u ms",
                   node->cfg.coordinator, brim_strerror(status),
                   node->coordlink.backoff_ms);
+    node->coordlink.hb_due_ms = 0; /* no heartbeat is due while down */
     uv_timer_start(&node->coordlink.timer, coord_timer_cb,
                    node->coordlink.backoff_ms, 0);
     node->coordlink.backoff_ms =
