@@ -20,7 +20,8 @@ if(NOT TARGET brim-bench)
   return()
 endif()
 
-foreach(module bench_hist bench_verify bench_workload bench_proto)
+foreach(module bench_hist bench_verify bench_workload bench_proto
+    bench_rcluster)
   brim_unit_test(${module} LIBS brim_bench_core)
 endforeach()
 
