@@ -16,7 +16,8 @@
 #                                brim-bench --target redis-cluster against
 #                                a real 3-master Redis Cluster (ports
 #                                33000-33999), resharded to a fourth
-#                                master under --verify --rate; skips
+#                                master under --verify --rate, and ASK
+#                                forced on a slot in migration; skips
 #                                without redis-server (label cluster)
 #   cluster.bench_secret.<case>  tests/cluster/client_bench_secret.py:
 #                                brim-bench --secret-file against a local

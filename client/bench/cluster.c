@@ -32,6 +32,9 @@
  * reported, or after a failed fetch, ns. */
 #define CLUSTER_SPACING_NS 20000000ull
 
+/* Nodes named by ASK only that a redis-cluster run connects to, at most. */
+#define CLUSTER_EXTRA_MAX 8
+
 struct brim_bench_cluster {
     pthread_mutex_t               mu;
     pthread_cond_t                cv;
@@ -51,6 +54,11 @@ struct brim_bench_cluster {
     uint64_t                        served; /* ASKED when the last began */
     struct brim_bench_node          seed;   /* --server, resolved */
     struct brim_bench_rcluster_map *map;    /* a fetch's scratch */
+    /* redis-cluster: nodes an ASK named that no map had (a master new
+     * to the cluster imports its first slot before CLUSTER SLOTS shows
+     * it): connected from the next map on. Under mu. */
+    char     extra[CLUSTER_EXTRA_MAX][BRIM_BENCH_ADDR_MAX + 1];
+    uint32_t nextra;
 };
 
 /* Resolve "HOST:PORT" (ADDR) into NODE. */
@@ -265,6 +273,29 @@ cluster_route_free(struct brim_bench_route *r)
     }
 }
 
+/* redis-cluster: the nodes ASK named into R as live (connected, serving
+ * no slot by the map); *NN grows by the new ones. */
+static void
+cluster_add_extra(struct brim_bench_shared *sh, struct brim_bench_route *r,
+                  uint32_t *nn)
+{
+    struct brim_bench_cluster *cl = sh->cl;
+    char     extra[CLUSTER_EXTRA_MAX][BRIM_BENCH_ADDR_MAX + 1];
+    char     why[BRIM_ERRBUF_LEN];
+    uint32_t i, j, n;
+
+    pthread_mutex_lock(&cl->mu);
+    n = cl->nextra;
+    memcpy(extra, cl->extra, n * sizeof(extra[0]));
+    pthread_mutex_unlock(&cl->mu);
+    for (i = 0; i < n; i++) {
+        j = cluster_node_index(sh, nn, extra[i], why);
+        if (j != UINT32_MAX) {
+            r->live[j] = 1;
+        }
+    }
+}
+
 /*
  * redis-cluster: publish MAP (a CLUSTER SLOTS reply) in SH as the next
  * route, unless it routes every slot as the current one does. Masters keep
@@ -302,6 +333,7 @@ cluster_install_slots(struct brim_bench_shared             *sh,
         cluster_route_free(r);
         return BRIM_ENOTFOUND; /* ERRBUF: why the masters did not resolve */
     }
+    cluster_add_extra(sh, r, &nn);
     for (i = 0; i < BRIM_BENCH_RCLUSTER_SLOTS; i++) {
         own = map->owner[i];
         r->owner[i] =
@@ -537,6 +569,23 @@ brim_bench_cluster_want(struct brim_bench_shared *sh, uint64_t epoch)
             return;
         }
     }
+}
+
+void
+brim_bench_cluster_want_node(struct brim_bench_shared *sh, const char *addr)
+{
+    struct brim_bench_cluster *cl = sh->cl;
+    uint32_t                   i;
+
+    pthread_mutex_lock(&cl->mu);
+    for (i = 0; i < cl->nextra && strcmp(cl->extra[i], addr) != 0; i++) {
+    }
+    if (i == cl->nextra && i < CLUSTER_EXTRA_MAX) {
+        snprintf(cl->extra[i], sizeof(cl->extra[i]), "%s", addr);
+        cl->nextra++;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    brim_bench_cluster_want(sh, atomic_load(&sh->route)->epoch + 1);
 }
 
 uint64_t

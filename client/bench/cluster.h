@@ -38,6 +38,16 @@ int brim_bench_cluster_start(struct brim_bench_shared *sh);
  * redis-cluster: fetch again if EPOCH is past the route's. */
 void brim_bench_cluster_want(struct brim_bench_shared *sh, uint64_t epoch);
 
+/*
+ * redis-cluster: an ASK named ADDR ("host:port", copied), a node no map
+ * has had: read the map again, and from then on treat ADDR as a node of
+ * it (connected, serving no slot by the map), so that the ASK can be
+ * followed before CLUSTER SLOTS shows the node. At most a few such nodes
+ * are kept; past them the request goes by the map until it does.
+ */
+void brim_bench_cluster_want_node(struct brim_bench_shared *sh,
+                                  const char               *addr);
+
 /* Map fetches made after the first. */
 uint64_t brim_bench_cluster_refetches(const struct brim_bench_shared *sh);
 

@@ -119,20 +119,20 @@ brim_bench_resend_add(struct brim_bench_thread    *t,
     }
 }
 
-/* The node of T's route whose name is ADDR (LEN bytes; an empty host is
- * the --server's), or UINT32_MAX. */
+/* The node of T's route whose name is NAME, or UINT32_MAX. NAME (LEN
+ * bytes, from a redirect) gets the --server's host when it has none. */
 static uint32_t
 resend_node_named(const struct brim_bench_thread *t, const char *addr,
-                  size_t len)
+                  size_t len, char name[2 * BRIM_BENCH_ADDR_MAX + 2])
 {
     const struct brim_bench_node *n;
-    char                          name[2 * BRIM_BENCH_ADDR_MAX + 2];
     uint32_t                      i;
 
     if (len > 0 && addr[0] == ':') {
-        snprintf(name, sizeof(name), "%s%.*s", t->o->host, (int) len, addr);
+        snprintf(name, 2 * BRIM_BENCH_ADDR_MAX + 2, "%s%.*s", t->o->host,
+                 (int) len, addr);
     } else {
-        snprintf(name, sizeof(name), "%.*s", (int) len, addr);
+        snprintf(name, 2 * BRIM_BENCH_ADDR_MAX + 2, "%.*s", (int) len, addr);
     }
     for (i = 0; i < t->route->nnodes; i++) {
         n = &t->sh->nodes[i];
@@ -149,10 +149,11 @@ brim_bench_resend_redirect(struct brim_bench_thread    *t,
                            const struct brim_bench_rep *rep, uint64_t now)
 {
     struct brim_bench_retry *e;
+    char                     name[2 * BRIM_BENCH_ADDR_MAX + 2];
     uint64_t                 need, backoff;
     uint32_t                 node;
 
-    node = resend_node_named(t, rep->addr, rep->addr_len);
+    node = resend_node_named(t, rep->addr, rep->addr_len, name);
     if (rep->ask) {
         t->cnt[t->phase].ask++;
     } else {
@@ -172,7 +173,11 @@ brim_bench_resend_redirect(struct brim_bench_thread    *t,
     backoff = req->tries == 0 ? 0 : resend_backoff(req->tries);
     if (node == UINT32_MAX) {
         need = t->route->epoch + 1;
-        brim_bench_cluster_want(t->sh, need);
+        if (rep->ask && strlen(name) <= BRIM_BENCH_ADDR_MAX) {
+            brim_bench_cluster_want_node(t->sh, name);
+        } else {
+            brim_bench_cluster_want(t->sh, need);
+        }
         backoff = resend_backoff(req->tries);
     }
     e = resend_queue(t, req, need, backoff, now);

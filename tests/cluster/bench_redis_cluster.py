@@ -19,10 +19,16 @@ Cases:
              (`redis-cli --cluster add-node`) and takes slots
              (`rebalance --cluster-use-empty-masters`): lost=0 stale=0
              errors=0, moved > 0 (ask reported), the slot map refreshed
+  ask        every key in one slot ({hash tag}) that is MIGRATING from
+             its master and IMPORTING at another: each request the first
+             master no longer holds the key for comes back ASK and goes
+             to the other, ASKING first: lost=0 stale=0 errors=0, ask > 0,
+             moved = 0
   usage      a redis-server not in cluster mode: one line naming the
              problem, exit 1; --coordinator refused with redis-cluster
 """
 
+import contextlib
 import json
 import os
 import random
@@ -168,6 +174,22 @@ class Cluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def cluster_of(masters, spare=0):
+    """A cluster of MASTERS started and joined, and SPARE more servers in
+    cluster mode left out of it: (Cluster, ports), stopped at the end."""
+    server, cli = tools()
+    c = Cluster(server, cli)
+    try:
+        ports = pick_ports(masters + spare)
+        c.create(ports[:masters])
+        for port in ports[masters:]:
+            c.start(port)
+        yield c, ports
+    finally:
+        c.stop()
+
+
 def bench_cmd(args, port, *flags):
     return [args.bench, "--target", "redis-cluster", "--server",
             "127.0.0.1:%d" % port, "--quiet", "--json"] + list(flags)
@@ -190,18 +212,18 @@ def verdict(out, err, rc):
     return j
 
 
+def run_bench(args, port, *flags):
+    """brim-bench FLAGS against the node on PORT to its end: its JSON."""
+    p = subprocess.run(bench_cmd(args, port, "--verify", *flags),
+                       capture_output=True, text=True, timeout=120)
+    return verdict(p.stdout, p.stderr, p.returncode)
+
+
 @CASES
 def case_verify(args):
-    server, cli = tools()
-    c = Cluster(server, cli)
-    try:
-        ports = pick_ports(3)
-        c.create(ports)
-        p = subprocess.run(bench_cmd(args, ports[1], "--verify",
-                                     "--duration", "3", "--keys", "5000",
-                                     "--threads", "2", "--pipeline", "4"),
-                           capture_output=True, text=True, timeout=120)
-        j = verdict(p.stdout, p.stderr, p.returncode)
+    with cluster_of(3) as (c, ports):
+        j = run_bench(args, ports[1], "--duration", "3", "--keys", "5000",
+                      "--threads", "2", "--pipeline", "4")
         if j["masters"] != 3 or j["moved"] != 0 or j["ask"] != 0:
             fail("a stable 3-master cluster: masters=%d moved=%d ask=%d" %
                  (j["masters"], j["moved"], j["ask"]))
@@ -209,19 +231,18 @@ def case_verify(args):
         sizes = [int(c.redis(port, "DBSIZE")) for port in ports]
         if min(sizes) == 0:
             fail("a master holds no key: %s" % sizes)
-    finally:
-        c.stop()
 
 
 @CASES
 def case_reshard(args):
-    server, cli = tools()
-    c = Cluster(server, cli)
+    with cluster_of(3, spare=1) as (c, ports):
+        reshard(args, c, ports)
+
+
+def reshard(args, c, ports):
+    """case_reshard's body: the bench runs while PORTS[3] joins."""
     bench = None
     try:
-        ports = pick_ports(4)
-        c.create(ports[:3])
-        c.start(ports[3])
         # Long enough to span the join and the rebalance; the bench is
         # stopped (by PID) if it outlives them by far.
         bench = subprocess.Popen(
@@ -264,7 +285,39 @@ def case_reshard(args):
         if bench is not None and bench.poll() is None:
             bench.kill()
             bench.wait(timeout=10)
-        c.stop()
+
+
+def slot_master(c, port, slot):
+    """(node id, port) of the master serving SLOT, from CLUSTER NODES."""
+    for line in c.redis(port, "CLUSTER", "NODES").splitlines():
+        f = line.split()
+        if "master" not in f[2]:
+            continue
+        for r in f[8:]:
+            lo, _, hi = r.partition("-")
+            if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+                return f[0], int(f[1].split("@")[0].rsplit(":", 1)[1])
+    fail("no master serves slot %d" % slot)
+
+
+@CASES
+def case_ask(args):
+    with cluster_of(3) as (c, ports):
+        slot = int(c.redis(ports[0], "CLUSTER", "KEYSLOT", "{rc}"))
+        src_id, src = slot_master(c, ports[0], slot)
+        dst = [p for p in ports if p != src][0]
+        dst_id = c.redis(dst, "CLUSTER", "MYID")
+        c.redis(dst, "CLUSTER", "SETSLOT", str(slot), "IMPORTING", src_id)
+        c.redis(src, "CLUSTER", "SETSLOT", str(slot), "MIGRATING", dst_id)
+        j = run_bench(args, ports[0], "--duration", "2", "--keys", "2000",
+                      "--key-prefix", "{rc}", "--connections", "6")
+        print("ask: slot %d MIGRATING %d -> %d: ask=%d moved=%d" %
+              (slot, src, dst, j["ask"], j["moved"]))
+        if j["ask"] <= 0 or j["moved"] != 0:
+            fail("a slot in migration: ask=%d moved=%d" %
+                 (j["ask"], j["moved"]))
+        if int(c.redis(src, "DBSIZE")) != 0:
+            fail("keys written to the migrating master, not the importing")
 
 
 @CASES
