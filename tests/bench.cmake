@@ -12,6 +12,13 @@
 #                                brim-bench --coordinator against a local
 #                                cluster (deploy/brim-cluster), one test
 #                                per case (label cluster)
+#   cluster.bench_redis_cluster.<case>  tests/cluster/bench_redis_cluster.py:
+#                                brim-bench --target redis-cluster against
+#                                a real 3-master Redis Cluster (ports
+#                                33000-33999), resharded to a fourth
+#                                master under --verify --rate, and ASK
+#                                forced on a slot in migration; skips
+#                                without redis-server (label cluster)
 #   cluster.bench_secret.<case>  tests/cluster/client_bench_secret.py:
 #                                brim-bench --secret-file against a local
 #                                cluster whose nodes require a client
@@ -20,7 +27,8 @@ if(NOT TARGET brim-bench)
   return()
 endif()
 
-foreach(module bench_hist bench_verify bench_workload bench_proto)
+foreach(module bench_hist bench_verify bench_workload bench_proto
+    bench_rcluster)
   brim_unit_test(${module} LIBS brim_bench_core)
 endforeach()
 
@@ -42,6 +50,11 @@ if(TARGET brimctl)
 endif()
 brim_script_tests(PREFIX cluster.bench. SCRIPT bench/bench_test.py
   TIMEOUT 180 SKIP_CODE 77 ARGS ${_bench_args})
+
+# brim-bench --target redis-cluster against a Redis Cluster it starts.
+brim_script_tests(PREFIX cluster.bench_redis_cluster.
+  SCRIPT cluster/bench_redis_cluster.py TIMEOUT 300 SKIP_CODE 77
+  ARGS --bench $<TARGET_FILE:brim-bench>)
 
 # brim-bench --coordinator against deploy/brim-cluster: one test per case of
 # tests/cluster/bench_cluster.py (--list).

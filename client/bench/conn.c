@@ -339,6 +339,7 @@ brim_bench_conn_send(struct brim_bench_conn *c, const struct brim_bench_op *op,
     req->id = brim_link_id(&c->link);
     req->epoch = t->route != NULL ? t->route->epoch : 0;
     req->tries = 0;
+    req->asking = 0; /* the slot may have held an ASK resend */
     req->value_len = op->value_len;
     req->seq = 0;
     key_len = brim_bench_key_format(key, op->key, t->o->key_size);
@@ -457,7 +458,13 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
     req = c->fifo[c->head]; /* a copy: the slot is reused */
     conn_pop(c);
     /* MOVED, RETRY and BUSY prove the op did not run (PROTOCOL.md 5.1):
-     * with --coordinator it goes again, to the owner of the newer map. */
+     * with --coordinator it goes again, to the owner of the newer map.
+     * So do a Redis Cluster's MOVED and ASK (to the node named), TRYAGAIN
+     * and CLUSTERDOWN (later). */
+    if (t->slot_owner != NULL && rep->status == BRIM_EMOVED) {
+        brim_bench_resend_redirect(t, &req, rep, now);
+        return;
+    }
     if (t->route != NULL
         && (rep->status == BRIM_EMOVED || rep->status == BRIM_ERETRY
             || rep->status == BRIM_EBUSY))

@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 
 #include "client/bench/cluster.h"
+#include "client/bench/rcluster.h"
 #include "client/net/sock.h"
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -32,7 +33,8 @@
 /*
  * The node that serves KEY: node 0 with --server; with --coordinator the
  * owner of KEY's partition in T's route (brim_hash_key() under the
- * cluster seed, then brim_partition_of(), as every node computes it).
+ * cluster seed, then brim_partition_of(), as every node computes it);
+ * with redis-cluster the master of KEY's hash slot in T's slot map.
  */
 static uint32_t
 engine_route(const struct brim_bench_thread *t, uint64_t key)
@@ -45,6 +47,9 @@ engine_route(const struct brim_bench_thread *t, uint64_t key)
         return 0;
     }
     len = brim_bench_key_format(buf, key, t->o->key_size);
+    if (t->slot_owner != NULL) {
+        return t->slot_owner[brim_bench_rcluster_slot(buf, len)];
+    }
     return r->owner[brim_partition_of(brim_hash_key(r->seed, buf, len),
                                       r->partitions)];
 }
@@ -72,6 +77,12 @@ engine_sync(struct brim_bench_thread *t)
     }
     changed = 1;
     t->route = r;
+    if (t->slot_owner != NULL) {
+        /* The new map supersedes what MOVED replies taught: if it is
+         * older than they were, they will teach it again. */
+        memcpy(t->slot_owner, r->owner,
+               BRIM_BENCH_RCLUSTER_SLOTS * sizeof(*t->slot_owner));
+    }
     for (i = 0; i < t->nconns; i++) {
         c = &t->conns[i];
         if (c->node >= r->nnodes) {
@@ -155,15 +166,14 @@ engine_draw(struct brim_bench_thread *t, struct brim_bench_op *op)
     t->issued++;
 }
 
-/* A connection to KEY's node with room, HINT if it is one, or NULL. */
+/* A connection to NODE with room, HINT if it is one, or NULL. */
 static struct brim_bench_conn *
-engine_place(struct brim_bench_thread *t, uint64_t key,
-             struct brim_bench_conn *hint)
+engine_place_on(struct brim_bench_thread *t, uint32_t node,
+                struct brim_bench_conn *hint)
 {
     struct brim_bench_conn *c;
-    uint32_t                node, i, j;
+    uint32_t                i, j;
 
-    node = engine_route(t, key);
     if (hint != NULL && hint->node == node && brim_bench_conn_has_room(hint)) {
         return hint;
     }
@@ -181,6 +191,14 @@ engine_place(struct brim_bench_thread *t, uint64_t key,
         }
     }
     return NULL;
+}
+
+/* A connection to KEY's node with room, HINT if it is one, or NULL. */
+static struct brim_bench_conn *
+engine_place(struct brim_bench_thread *t, uint64_t key,
+             struct brim_bench_conn *hint)
+{
+    return engine_place_on(t, engine_route(t, key), hint);
 }
 
 /* Send what waits in T's resend queue and may go at NOW. */
@@ -209,7 +227,14 @@ engine_issue_retries(struct brim_bench_thread *t, uint64_t now)
             i++;
             continue;
         }
-        c = engine_place(t, e->req.key, NULL);
+        /* An ASK sends this one request to the node it names, while the
+         * map has it (else the map's master answers again). */
+        if (e->ask_node != UINT32_MAX && !t->route->live[e->ask_node]) {
+            e->ask_node = UINT32_MAX;
+            e->req.asking = 0;
+        }
+        c = e->ask_node != UINT32_MAX ? engine_place_on(t, e->ask_node, NULL)
+                                      : engine_place(t, e->req.key, NULL);
         if (c == NULL) {
             i++;
             continue;
@@ -570,8 +595,18 @@ brim_bench_thread_init(struct brim_bench_thread *t,
     t->nconns = nconns * sh->nnodes;
     t->route = atomic_load(&sh->route);
     t->conns = brim_calloc(t->nconns, sizeof(*t->conns));
+    if (t->route != NULL && t->route->slots) {
+        t->slot_owner =
+            brim_malloc(BRIM_BENCH_RCLUSTER_SLOTS * sizeof(*t->slot_owner));
+        if (t->slot_owner != NULL) {
+            memcpy(t->slot_owner, t->route->owner,
+                   BRIM_BENCH_RCLUSTER_SLOTS * sizeof(*t->slot_owner));
+        }
+    }
     if (t->value == NULL || t->nroom == NULL || t->rr == NULL
-        || t->conns == NULL) {
+        || t->conns == NULL
+        || (t->route != NULL && t->route->slots && t->slot_owner == NULL))
+    {
         brim_errfmt(errbuf, "out of memory");
         return BRIM_ENOMEM;
     }
@@ -633,6 +668,8 @@ brim_bench_thread_destroy(struct brim_bench_thread *t)
     brim_free(t->conns);
     brim_free(t->rq);
     t->rq = NULL;
+    brim_free(t->slot_owner);
+    t->slot_owner = NULL;
     brim_free(t->nroom);
     brim_free(t->rr);
     brim_free(t->value);

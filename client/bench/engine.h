@@ -5,8 +5,10 @@
  * syscall. Closed loop by default; with --rate an open loop whose requests
  * are timed from their intended send time (coordinated omission, Gil
  * Tene). Keys route to a node through engine_route(): the one node of
- * --server, or with --coordinator the owner of the key's partition in the
- * newest map (cluster.c).
+ * --server, with --coordinator the owner of the key's partition in the
+ * newest map (cluster.c), or with --target redis-cluster the master of the
+ * key's hash slot (rcluster.c) in the thread's copy of the slot map, which
+ * a MOVED corrects at once.
  */
 #ifndef BRIM_CLIENT_BENCH_ENGINE_H
 #define BRIM_CLIENT_BENCH_ENGINE_H
@@ -43,9 +45,11 @@ struct brim_bench_counts {
     uint64_t misses; /* GETs that found none */
     uint64_t errors; /* error replies, timeouts, lost conns */
     uint64_t unsent; /* --rate: due, unsent at the end */
-    uint64_t moved;  /* --coordinator: MOVED replies, resent */
-    uint64_t retry;  /* --coordinator: RETRY replies, resent */
-    uint64_t resent; /* --coordinator: GETs resent after a lost conn */
+    uint64_t moved;  /* cluster: MOVED replies, resent */
+    uint64_t ask;    /* redis-cluster: ASK replies, resent with ASKING */
+    uint64_t retry;  /* cluster: RETRY, BUSY (brim), TRYAGAIN and
+                      * CLUSTERDOWN (redis) replies, resent */
+    uint64_t resent; /* cluster: requests resent after a lost conn */
 };
 
 /* Nodes a --coordinator run can know at most (over all its epochs). */
@@ -54,12 +58,15 @@ struct brim_bench_counts {
 /*
  * --coordinator: one epoch's routing, built from the coordinator's
  * topology by cluster.c. Immutable once published; older ones are kept
- * until the run ends, so a thread may hold any of them.
+ * until the run ends, so a thread may hold any of them. redis-cluster:
+ * the slot map, OWNER[slot] for 16384 slots; EPOCH counts the maps that
+ * differed from the one before (Redis's CLUSTER SLOTS has no epoch).
  */
 struct brim_bench_route {
     uint64_t                 epoch;      /* the map's epoch */
     uint64_t                 seed;       /* the cluster hash seed */
-    uint32_t                 partitions; /* P */
+    uint32_t                 partitions; /* P, or 16384 slots */
+    uint8_t                  slots;      /* redis-cluster: OWNER by slot */
     uint32_t                 nnodes;     /* sh->nodes[0 .. nnodes) known */
     uint32_t                *owner;      /* P node indices (sh->nodes) */
     uint8_t                  live[BRIM_BENCH_NODES_MAX]; /* in this map */
@@ -105,6 +112,9 @@ struct brim_bench_retry {
     uint64_t              due_ns;     /* not before then (RETRY backoff) */
     uint64_t              need_epoch; /* wait (a little) for this map */
     uint32_t              attempts;   /* resends so far */
+    uint32_t              ask_node;   /* redis-cluster ASK: send to this
+                                       * node (sh->nodes), ASKING first;
+                                       * UINT32_MAX: by the map */
 };
 
 /* One load thread: its loop, connections, workload and results. */
@@ -148,6 +158,8 @@ struct brim_bench_thread {
     /* --coordinator: the route in use and the requests to resend. */
     struct brim_bench_route *route;  /* the latest this thread saw */
     uint32_t                 opened; /* nodes whose conns it opened */
+    uint32_t *slot_owner;            /* redis-cluster: route->owner copied, then
+                           * corrected by MOVED replies; else NULL */
     struct brim_bench_retry *rq;     /* requests waiting to go again */
     uint32_t                 nrq;
     uint32_t                 rq_cap;

@@ -102,6 +102,19 @@ void brim_bench_resend_add(struct brim_bench_thread    *t,
                            const struct brim_bench_req *req, int status,
                            uint64_t epoch, uint64_t now);
 
+/*
+ * redis-cluster: REQ (borrowed, copied) was answered at NOW with REP, a
+ * MOVED or an ASK (REP->ask) naming REP->addr for REP->slot: it did not
+ * run. Count it; for MOVED point T's slot map at that node and ask
+ * cluster.c for the whole map again; queue REQ to go again: to the node
+ * of the corrected map (MOVED), or once to the node named, ASKING first
+ * (ASK), with its verifier state kept; to a node the map does not know
+ * yet, after the next map. Fails it as brim_bench_resend_add() does.
+ */
+void brim_bench_resend_redirect(struct brim_bench_thread    *t,
+                                const struct brim_bench_req *req,
+                                const struct brim_bench_rep *rep, uint64_t now);
+
 /* REQ (borrowed) cannot go again (WHY: timed out, out of memory,
  * draining): count it as an error, log WHY, and under --verify tell the
  * verifier a write's outcome is unknown. */

@@ -141,6 +141,7 @@ main_merge(struct brim_bench_result *r, struct brim_bench_hist *h,
         dst->errors += src->errors;
         dst->unsent += src->unsent;
         dst->moved += src->moved;
+        dst->ask += src->ask;
         dst->retry += src->retry;
         dst->resent += src->resent;
     }
@@ -417,7 +418,7 @@ main(int argc, char **argv)
     if (status != 0) {
         return status;
     }
-    if (o.coord[0] != '\0') {
+    if (o.coord[0] != '\0' || o.proto->slots) {
         /* A cluster: the map says where every key goes. */
         sh.nodes = brim_calloc(BRIM_BENCH_NODES_MAX, sizeof(*sh.nodes));
         sh.nnodes = BRIM_BENCH_NODES_MAX;
@@ -432,7 +433,9 @@ main(int argc, char **argv)
         for (i = 0; !route->live[i]; i++) {
         }
         node = sh.nodes[i];
-        snprintf(o.server, sizeof(o.server), "%s", node.name);
+        if (!o.proto->slots) {
+            snprintf(o.server, sizeof(o.server), "%s", node.name);
+        }
     } else {
         if (main_resolve(&node, &o, errbuf) != 0) {
             fprintf(stderr, "brim-bench: %s\n", errbuf);
@@ -478,7 +481,15 @@ main(int argc, char **argv)
         main_free_threads(ts, o.threads);
         return 1;
     }
-    if (!o.quiet && sh.cl != NULL) {
+    if (!o.quiet && o.proto->slots) {
+        route = atomic_load(&sh.route);
+        fprintf(stderr,
+                "brim-bench: redis cluster at %s, %u masters, %u "
+                "connections per master per thread x pipeline %u, %u "
+                "thread(s), %llu keys\n",
+                o.server, route->nlive, sh.per_node, o.pipeline, o.threads,
+                (unsigned long long) o.keys);
+    } else if (!o.quiet && sh.cl != NULL) {
         route = atomic_load(&sh.route);
         fprintf(stderr,
                 "brim-bench: brim cluster at %s, epoch %llu, %u nodes, %u "
@@ -506,7 +517,7 @@ main(int argc, char **argv)
     main_run(&sh, ts, &r, &hist);
     if (sh.cl != NULL) {
         route = atomic_load(&sh.route);
-        r.cluster = 1;
+        r.cluster = o.proto->slots ? 2 : 1;
         r.epoch_first = brim_bench_cluster_first_epoch(&sh);
         r.epoch_last = route->epoch;
         r.nodes_seen = route->nnodes;

@@ -96,16 +96,20 @@ static const struct opts_flag opts_flags[] = {
 void
 brim_bench_usage(FILE *f)
 {
-    fputs("usage: brim-bench --target brim|memcached|redis\n"
+    fputs("usage: brim-bench --target brim|memcached|redis|redis-cluster\n"
           "                  [--server HOST:PORT] [options]\n"
           "A load generator for brim-node, memcached and redis: one engine,\n"
-          "mix and histogram for all three. It loads every key, then runs the\n"
-          "mix and prints throughput and latency percentiles.\n"
+          "mix and histogram for all of them. It loads every key, then runs\n"
+          "the mix and prints throughput and latency percentiles.\n"
           "\n"
-          "  --target T         brim (frames), memcached (text) or redis\n"
-          "                     (RESP); default brim\n"
+          "  --target T         brim (frames), memcached (text), redis\n"
+          "                     (RESP) or redis-cluster (RESP, routed by\n"
+          "                     CLUSTER SLOTS); default brim\n"
           "  --server HOST:PORT default 127.0.0.1 and the target's usual\n"
-          "                     port: 11311, 11211 or 6379\n"
+          "                     port: 11311, 11211 or 6379; redis-cluster:\n"
+          "                     any node, the seed of the slot map (each\n"
+          "                     key to its slot's master, MOVED and ASK\n"
+          "                     followed, C spread over the masters)\n"
           "  --coordinator HOST:PORT\n"
           "                     brim cluster: fetch the map from this\n"
           "                     coordinator and route each key to its\n"
@@ -282,7 +286,7 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
         if (o->proto == NULL) {
             brim_errfmt(errbuf,
                         "--target: unknown target \"%s\" (want "
-                        "brim, memcached or redis)",
+                        "brim, memcached, redis or redis-cluster)",
                         value);
             return BRIM_EINVAL;
         }
@@ -373,6 +377,12 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
 
     if (set[O_COORD] && set[O_SERVER]) {
         brim_errfmt(errbuf, "--coordinator and --server: give one of them");
+        return BRIM_EINVAL;
+    }
+    if (set[O_COORD] && o->proto->slots) {
+        brim_errfmt(errbuf,
+                    "--coordinator is brim's; --target redis-cluster "
+                    "takes --server, any node of the cluster");
         return BRIM_EINVAL;
     }
     if (set[O_COORD] && strcmp(o->proto->name, "brim") != 0) {

@@ -1,5 +1,5 @@
 /*
- * client/bench/proto.c - what the three protocol adapters share: the
+ * client/bench/proto.c - what the protocol adapters share: the
  * table lookup by name and decimal formatting for the text protocols.
  */
 #include "client/bench/proto.h"
@@ -11,7 +11,7 @@ brim_bench_proto_find(const char *name)
 {
     static const struct brim_bench_proto *const all[] = {
         &brim_bench_proto_brim, &brim_bench_proto_memcached,
-        &brim_bench_proto_redis};
+        &brim_bench_proto_redis, &brim_bench_proto_redis_cluster};
     size_t i;
 
     for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {

@@ -31,6 +31,8 @@ struct brim_bench_req {
     uint32_t                value_len; /* SET: the value's drawn size */
     uint8_t                 kind;      /* enum brim_bench_kind */
     uint8_t                 tries;     /* --coordinator: resends so far */
+    uint8_t                 asking;    /* redis-cluster: ASKING goes first
+                                        * (an ASK redirect's resend) */
 };
 
 /* One parsed reply. Pointers borrow from the parsed bytes. */
@@ -44,19 +46,29 @@ struct brim_bench_rep {
     uint64_t    epoch;           /* brim MOVED, RETRY: the node's epoch */
     uint32_t    max_key_bytes;   /* HELLO OK: the node's limits; */
     uint32_t    max_value_bytes; /* 0 for a protocol without HELLO */
+    const char *addr;            /* redis MOVED, ASK: "host:port" named */
+    size_t      addr_len;        /* bytes */
+    uint32_t    slot;            /* redis MOVED, ASK: the hash slot */
+    uint8_t     ask;             /* redis: 1 ASK, 0 MOVED */
 };
 
 /*
  * An adapter. STATUS in a reply is 0 for OK or a hit, BRIM_ENOTFOUND for a
  * miss (GET) or nothing to delete (DEL), and any other BRIM_E* for an error
- * reply, after which the connection goes on.
+ * reply, after which the connection goes on. The redis adapters say
+ * BRIM_EMOVED for MOVED and ASK (REP's addr, slot and ask tell which) and
+ * BRIM_ERETRY for TRYAGAIN and CLUSTERDOWN: the request did not run.
  */
 struct brim_bench_proto {
-    const char *name;         /* "brim", "memcached", "redis" */
+    const char *name;         /* "brim", "memcached", "redis",
+                               * "redis-cluster" */
     int         has_hello;    /* connections open with HELLO (and AUTH):
                                * the engine's struct brim_link says them
                                * (client/net/link.h) */
     int         default_port; /* the server's usual port */
+    int         slots;        /* routes by CLUSTER SLOTS (redis-cluster):
+                               * --server is a seed, cluster.c keeps the
+                               * slot map */
 
     /* Per-connection state in *CTX (may be NULL). 0 or BRIM_ENOMEM. */
     int (*open)(void **ctx);
@@ -93,8 +105,10 @@ struct brim_bench_proto {
 extern const struct brim_bench_proto brim_bench_proto_brim;
 extern const struct brim_bench_proto brim_bench_proto_memcached;
 extern const struct brim_bench_proto brim_bench_proto_redis;
+extern const struct brim_bench_proto brim_bench_proto_redis_cluster;
 
-/* The adapter called NAME ("brim", "memcached", "redis"), or NULL. */
+/* The adapter called NAME ("brim", "memcached", "redis",
+ * "redis-cluster"), or NULL. */
 const struct brim_bench_proto *brim_bench_proto_find(const char *name);
 
 /* Append the decimal digits of V to OUT's tail (room for 20 reserved). */

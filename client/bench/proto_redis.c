@@ -3,7 +3,11 @@
  * "Redis serialization protocol specification"), for brim-bench: GET, SET
  * with EX for a TTL, DEL, and "INFO stats" for evicted_keys. Requests are
  * arrays of bulk strings; replies are the simple string, error, integer
- * and bulk string types.
+ * and bulk string types. The redis-cluster adapter is the same code: a
+ * request resent after ASK starts with ASKING, whose +OK the parser takes
+ * with the reply, and the cluster's errors (MOVED, ASK, TRYAGAIN,
+ * CLUSTERDOWN) are told apart for the engine to resend; CLUSTER SLOTS is
+ * the slot map probe (rcluster.c reads its reply).
  */
 #include "client/bench/proto.h"
 
@@ -11,11 +15,14 @@
 
 #include <brim/status.h>
 
+#include "client/bench/rcluster.h"
+#include "client/bench/resp.h"
+
 /* Longest reply line before the parser calls the stream broken. */
-#define REDIS_LINE_MAX 4096
+#define REDIS_LINE_MAX BRIM_BENCH_RESP_LINE_MAX
 
 /* The longest a request is beside its key and value. */
-#define REDIS_REQ_SLACK 96
+#define REDIS_REQ_SLACK 128
 
 static int
 redis_open(void **ctx)
@@ -61,6 +68,9 @@ redis_encode(struct brim_buf *out, void *ctx, const struct brim_bench_req *req,
         return BRIM_ENOMEM;
     }
     start = p = brim_buf_tail(out);
+    if (req->asking) {
+        p = redis_put(p, "*1\r\n$6\r\nASKING\r\n", 16);
+    }
     switch (req->kind) {
     case BRIM_BENCH_GET:
         p = redis_put(p, "*2\r\n$3\r\nGET\r\n", 13);
@@ -86,34 +96,13 @@ redis_encode(struct brim_buf *out, void *ctx, const struct brim_bench_req *req,
     case BRIM_BENCH_STATS:
         p = redis_put(p, "*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n", 25);
         break;
+    case BRIM_BENCH_SLOTS:
+        p = redis_put(p, "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n", 28);
+        break;
     default:
         return BRIM_EINVAL;
     }
     brim_buf_commit(out, (size_t) (p - start));
-    return 0;
-}
-
-/* A signed decimal filling [P, END); -1 on anything else. */
-static int
-redis_i64(const char *p, const char *end, int64_t *v)
-{
-    int64_t x;
-    int     neg, n;
-
-    neg = p < end && *p == '-';
-    p += neg;
-    x = 0;
-    n = 0;
-    while (p < end && *p >= '0' && *p <= '9') {
-        if (++n > 18) {
-            return -1;
-        }
-        x = x * 10 + (*p++ - '0');
-    }
-    if (n == 0 || p != end) {
-        return -1;
-    }
-    *v = neg ? -x : x;
     return 0;
 }
 
@@ -133,14 +122,89 @@ redis_evictions(const char *text, size_t len)
         }
         if ((size_t) (eol - p) > sizeof(name) - 1
             && memcmp(p, name, sizeof(name) - 1) == 0
-            && redis_i64(p + sizeof(name) - 1,
-                         eol > p && eol[-1] == '\r' ? eol - 1 : eol, &v)
+            && brim_bench_resp_i64(p + sizeof(name) - 1,
+                                   eol > p && eol[-1] == '\r' ? eol - 1 : eol,
+                                   &v)
                 == 0)
         {
             return v;
         }
     }
     return -1;
+}
+
+/*
+ * An error reply's text (REP->message): MOVED and ASK become BRIM_EMOVED
+ * with the slot and the address named, TRYAGAIN and CLUSTERDOWN
+ * BRIM_ERETRY; any other error is BRIM_EBADREQ. A MOVED or ASK without a
+ * slot and an address breaks the stream.
+ */
+static int
+redis_error(struct brim_bench_rep *rep)
+{
+    struct brim_bench_rcluster_redirect r;
+    int                                 rc;
+
+    rep->status = BRIM_EBADREQ;
+    rc = brim_bench_rcluster_redirect_parse(rep->message, rep->message_len, &r);
+    if (rc == BRIM_EBADREPLY) {
+        return rc;
+    }
+    if (rc == 0) {
+        rep->status = BRIM_EMOVED;
+        rep->ask = (uint8_t) r.ask;
+        rep->slot = r.slot;
+        rep->addr = r.addr;
+        rep->addr_len = r.addr_len;
+    } else if (brim_bench_rcluster_retryable(rep->message, rep->message_len)) {
+        rep->status = BRIM_ERETRY;
+    }
+    return 0;
+}
+
+static long redis_parse(void *ctx, const char *buf, size_t len,
+                        const struct brim_bench_req *req,
+                        struct brim_bench_rep       *rep);
+
+/*
+ * REQ went with ASKING first: take ASKING's reply (+OK, or an error that
+ * is then REQ's outcome, as the command cannot have been meant for this
+ * node) and the command's after it, as one.
+ */
+static long
+redis_parse_asking(void *ctx, const char *buf, size_t len,
+                   const struct brim_bench_req *req, struct brim_bench_rep *rep)
+{
+    struct brim_bench_req cmd;
+    struct brim_bench_rep first;
+    int64_t               v;
+    size_t                line;
+    long                  n;
+    char                  type;
+    int                   rc;
+
+    rc = brim_bench_resp_line(buf, len, &type, &v, &line);
+    if (rc <= 0) {
+        return rc;
+    }
+    if (type != '+' && type != '-') {
+        return BRIM_EBADREPLY;
+    }
+    cmd = *req;
+    cmd.asking = 0;
+    n = redis_parse(ctx, buf + line, len - line, &cmd, rep);
+    if (n <= 0) {
+        return n;
+    }
+    if (type == '-') {
+        memset(&first, 0, sizeof(first));
+        first.evictions = -1;
+        first.message = buf + 1;
+        first.message_len = line - 3;
+        (void) redis_error(&first); /* a MOVED here is malformed: EBADREQ */
+        *rep = first;               /* the command's reply is dropped */
+    }
+    return (long) line + n;
 }
 
 static long
@@ -150,12 +214,15 @@ redis_parse(void *ctx, const char *buf, size_t len,
     const char *eol;
     int64_t     v;
     size_t      n, need;
+    long        slots;
 
-    (void) ctx;
     memset(rep, 0, sizeof(*rep));
     rep->evictions = -1;
     if (len == 0) {
         return 0; /* BUF may be NULL */
+    }
+    if (req->asking) {
+        return redis_parse_asking(ctx, buf, len, req, rep);
     }
     eol = memchr(buf, '\n', len < REDIS_LINE_MAX ? len : REDIS_LINE_MAX);
     if (eol == NULL) {
@@ -173,12 +240,22 @@ redis_parse(void *ctx, const char *buf, size_t len,
         rep->status = 0;
         return (long) n;
     case '-':
-        rep->status = BRIM_EBADREQ;
         rep->message = buf + 1;
         rep->message_len = n - 3;
-        return (long) n;
+        return redis_error(rep) == 0 ? (long) n : BRIM_EBADREPLY;
+    case '*':
+        if (req->kind != BRIM_BENCH_SLOTS) {
+            return BRIM_EBADREPLY;
+        }
+        slots = brim_bench_resp_skip(buf, len);
+        if (slots > 0) {
+            rep->value = buf; /* the whole array, for rcluster.c */
+            rep->value_len = (size_t) slots;
+        }
+        return slots;
     case ':':
-        if (req->kind != BRIM_BENCH_DEL || redis_i64(buf + 1, eol - 1, &v) != 0)
+        if (req->kind != BRIM_BENCH_DEL
+            || brim_bench_resp_i64(buf + 1, eol - 1, &v) != 0)
         {
             return BRIM_EBADREPLY;
         }
@@ -186,7 +263,8 @@ redis_parse(void *ctx, const char *buf, size_t len,
         return (long) n;
     case '$':
         if ((req->kind != BRIM_BENCH_GET && req->kind != BRIM_BENCH_STATS)
-            || redis_i64(buf + 1, eol - 1, &v) != 0 || v < -1 || v > (1 << 30))
+            || brim_bench_resp_i64(buf + 1, eol - 1, &v) != 0 || v < -1
+            || v > (1 << 30))
         {
             return BRIM_EBADREPLY;
         }
@@ -217,6 +295,17 @@ const struct brim_bench_proto brim_bench_proto_redis = {
     .name = "redis",
     .has_hello = 0,
     .default_port = 6379,
+    .open = redis_open,
+    .close = redis_close,
+    .encode = redis_encode,
+    .parse = redis_parse,
+};
+
+const struct brim_bench_proto brim_bench_proto_redis_cluster = {
+    .name = "redis-cluster",
+    .has_hello = 0,
+    .default_port = 6379,
+    .slots = 1,
     .open = redis_open,
     .close = redis_close,
     .encode = redis_encode,

@@ -38,6 +38,35 @@ report_us(const struct brim_bench_result *r, double pct)
     return (double) brim_bench_hist_percentile(r->hist, pct) / 1000.0;
 }
 
+/* The "cluster:" line of R: a brim cluster's, or a Redis Cluster's. */
+static void
+report_cluster_text(FILE *f, const struct brim_bench_result *r)
+{
+    const struct brim_bench_counts *p = &r->pre, *c = &r->run;
+    unsigned long long              first, last, moved, retry, resent;
+
+    first = r->epoch_first;
+    last = r->epoch_last;
+    moved = p->moved + c->moved;
+    retry = p->retry + c->retry;
+    resent = p->resent + c->resent;
+    if (r->cluster == 2) {
+        fprintf(f,
+                "cluster: redis cluster, slot map %llu -> %llu, %u masters "
+                "(%u seen), moved=%llu ask=%llu refresh=%llu tryagain=%llu "
+                "resent=%llu\n",
+                first, last, r->nodes_last, r->nodes_seen, moved,
+                (unsigned long long) (p->ask + c->ask),
+                (unsigned long long) r->refetches, retry, resent);
+        return;
+    }
+    fprintf(f,
+            "cluster: epoch %llu -> %llu, %u nodes (%u seen), moved=%llu "
+            "retry=%llu refetch=%llu resent=%llu\n",
+            first, last, r->nodes_last, r->nodes_seen, moved, retry,
+            (unsigned long long) r->refetches, resent);
+}
+
 void
 brim_bench_report_text(FILE *f, const struct brim_bench_opts *o,
                        const struct brim_bench_result *r)
@@ -80,15 +109,7 @@ brim_bench_report_text(FILE *f, const struct brim_bench_opts *o,
                 (unsigned long long) r->evictions);
     }
     if (r->cluster) {
-        fprintf(f,
-                "cluster: epoch %llu -> %llu, %u nodes (%u seen), "
-                "moved=%llu retry=%llu refetch=%llu resent=%llu\n",
-                (unsigned long long) r->epoch_first,
-                (unsigned long long) r->epoch_last, r->nodes_last,
-                r->nodes_seen, (unsigned long long) (r->pre.moved + c->moved),
-                (unsigned long long) (r->pre.retry + c->retry),
-                (unsigned long long) r->refetches,
-                (unsigned long long) (r->pre.resent + c->resent));
+        report_cluster_text(f, r);
     }
     if (o->verify) {
         fprintf(f,
@@ -127,6 +148,26 @@ report_set(json_t *obj, const char *key, json_t *v, int *bad)
     if (v == NULL || json_object_set_new(obj, key, v) != 0) {
         *bad = 1;
     }
+}
+
+/* JSON: the counter FIELD of R summed over both phases. */
+#define REPORT_SUM(r, field)                                                   \
+    json_integer((json_int_t) ((r)->pre.field + (r)->run.field))
+
+/* redis-cluster's figures of R into J (docs/bench.md names them). */
+static void
+report_rcluster_json(json_t *j, const struct brim_bench_result *r, int *bad)
+{
+    report_set(j, "redis_cluster", json_true(), bad);
+    report_set(j, "map_first", json_integer((json_int_t) r->epoch_first), bad);
+    report_set(j, "map_last", json_integer((json_int_t) r->epoch_last), bad);
+    report_set(j, "masters", json_integer(r->nodes_last), bad);
+    report_set(j, "masters_seen", json_integer(r->nodes_seen), bad);
+    report_set(j, "moved", REPORT_SUM(r, moved), bad);
+    report_set(j, "ask", REPORT_SUM(r, ask), bad);
+    report_set(j, "refresh", json_integer((json_int_t) r->refetches), bad);
+    report_set(j, "tryagain", REPORT_SUM(r, retry), bad);
+    report_set(j, "resent", REPORT_SUM(r, resent), bad);
 }
 
 int
@@ -190,7 +231,9 @@ brim_bench_report_json(FILE *f, const struct brim_bench_opts *o,
         report_set(j, "evictions", json_integer((json_int_t) r->evictions),
                    &bad);
     }
-    if (r->cluster) {
+    if (r->cluster == 2) {
+        report_rcluster_json(j, r, &bad);
+    } else if (r->cluster) {
         report_set(j, "coordinator", json_string(o->coord), &bad);
         report_set(j, "epoch_first", json_integer((json_int_t) r->epoch_first),
                    &bad);

@@ -32,13 +32,15 @@ struct brim_bench_result {
     uint64_t                      reads_checked;  /* --verify */
     uint64_t                      writes_demoted; /* --verify */
     const char                   *failure;        /* why the run failed */
-    int                           cluster;        /* --coordinator */
+    int                           cluster;        /* 1 --coordinator,
+                                                   * 2 redis-cluster */
     uint64_t                      epoch_first;    /* map at the start */
     uint64_t                      epoch_last;     /* map at the end */
-    uint32_t                      nodes_seen;     /* members over the run */
+    uint32_t                      nodes_seen;     /* members (masters) over
+                                                   * the run */
     uint32_t                      nodes_last;     /* in the last map */
     uint64_t                      refetches;      /* map fetches after the
-                                                   * first */
+                                                   * first ("refresh") */
 };
 
 /*

@@ -3,7 +3,8 @@
  * (proc(5): utime and stime, fields 14 and 15, in clock ticks), and its
  * evictions counter and limits over a short blocking connection: a struct
  * brim_link (client/net/link.h: HELLO and AUTH for brim) carrying the
- * protocol adapter's request.
+ * protocol adapter's request; for redis-cluster the same connection
+ * asks CLUSTER SLOTS (rcluster.c reads the reply).
  */
 #include "client/bench/server.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/bench/rcluster.h"
 #include "client/net/link.h"
 #include "client/net/sock.h"
 #include "common/defs.h"
@@ -243,4 +245,53 @@ brim_bench_server_limits(const struct brim_bench_node  *node,
     *max_key_bytes = lim.max_key_bytes;
     *max_value_bytes = lim.max_value_bytes;
     return 0;
+}
+
+int
+brim_bench_server_slots(const struct brim_bench_node *node,
+                        const char *default_host, uint32_t timeout_ms,
+                        struct brim_bench_rcluster_map *map,
+                        char                            errbuf[BRIM_ERRBUF_LEN])
+{
+    const struct brim_bench_proto *proto = &brim_bench_proto_redis_cluster;
+    struct brim_bench_req          req;
+    struct brim_bench_rep          rep;
+    struct brim_link               l;
+    char                           why[BRIM_ERRBUF_LEN];
+    int64_t                        deadline;
+    int                            rc;
+
+    deadline = brim_sock_now_ms() + timeout_ms;
+    memset(&req, 0, sizeof(req));
+    req.kind = BRIM_BENCH_SLOTS;
+    rc = server_open(&l, node, proto, NULL, deadline, "cluster slots", errbuf);
+    if (rc == 0) {
+        rc = server_ask(&l, proto, NULL, &req, &rep, deadline);
+        if (rc != 0) {
+            brim_errfmt(errbuf, "CLUSTER SLOTS from %s: %s", node->name,
+                        brim_strerror(rc));
+        } else if (rep.status != 0) {
+            rc = BRIM_EBADREQ;
+            brim_errfmt(errbuf,
+                        "%s is not in cluster mode: CLUSTER SLOTS: %.*s "
+                        "(--target redis for a single redis-server)",
+                        node->name,
+                        (int) BRIM_MIN(rep.message_len, (size_t) 120),
+                        rep.message != NULL ? rep.message : "");
+        } else {
+            why[0] = '\0';
+            rc = brim_bench_rcluster_map_parse(rep.value, rep.value_len,
+                                               default_host, map, why);
+            if (rc == BRIM_ENOTFOUND) {
+                brim_errfmt(errbuf,
+                            "%s: the cluster has no slot assigned yet "
+                            "(CLUSTER SLOTS is empty)",
+                            node->name);
+            } else if (rc != 0) {
+                brim_errfmt(errbuf, "%s: %s", node->name, why);
+            }
+        }
+    }
+    brim_link_destroy(&l);
+    return rc;
 }

@@ -3,7 +3,7 @@
  * its replies: the CPU time of its process (/proc/PID/stat, Linux) and
  * its evictions counter, over a connection of its own (brim STATS,
  * memcached "stats", redis "INFO stats"); and a brim node's limits from
- * its HELLO reply. The connections are struct brim_link's
+ * its HELLO reply; a Redis Cluster's slot map (CLUSTER SLOTS). The connections are struct brim_link's
  * (client/net/link.h), so that a brim one says HELLO and AUTH as the
  * load's do.
  */
@@ -17,7 +17,8 @@
 #include "client/bench/engine.h"
 #include "client/bench/proto.h"
 
-struct brim_auth_secret; /* proto/auth.h */
+struct brim_auth_secret;        /* proto/auth.h */
+struct brim_bench_rcluster_map; /* client/bench/rcluster.h */
 
 /*
  * The user plus system CPU time, seconds, that process PID has used so
@@ -57,5 +58,20 @@ int brim_bench_server_limits(const struct brim_bench_node  *node,
                              uint32_t timeout_ms, uint32_t *max_key_bytes,
                              uint32_t *max_value_bytes,
                              char      errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Connect to NODE (a Redis Cluster node), send CLUSTER SLOTS and read its
+ * reply into *MAP (the caller's; see rcluster.h), a master without an IP
+ * taking DEFAULT_HOST (borrowed). Blocking, TIMEOUT_MS at most. Returns 0;
+ * BRIM_EBADREQ when NODE refused the command (a redis-server not in
+ * cluster mode: ERRBUF says so and quotes its error); BRIM_ENOTFOUND when
+ * no slot is assigned yet; BRIM_EBADREPLY, BRIM_ENOSPACE (too many
+ * masters), BRIM_ECONNREFUSED, BRIM_ETIMEDOUT, BRIM_ECLOSED, BRIM_ENOMEM
+ * or BRIM_ESYS. ERRBUF names NODE and the reason.
+ */
+int brim_bench_server_slots(const struct brim_bench_node *node,
+                            const char *default_host, uint32_t timeout_ms,
+                            struct brim_bench_rcluster_map *map,
+                            char errbuf[BRIM_ERRBUF_LEN]);
 
 #endif /* BRIM_CLIENT_BENCH_SERVER_H */

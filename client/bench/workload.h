@@ -21,7 +21,8 @@ enum brim_bench_kind {
     BRIM_BENCH_SET,
     BRIM_BENCH_DEL,
     BRIM_BENCH_HELLO, /* brim only: opens every connection */
-    BRIM_BENCH_STATS  /* the evictions probe */
+    BRIM_BENCH_STATS, /* the evictions probe */
+    BRIM_BENCH_SLOTS  /* redis-cluster: CLUSTER SLOTS, the slot map */
 };
 
 /* Longest key brim-bench makes, bytes (memcached's and brim's limit). */
