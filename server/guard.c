@@ -293,7 +293,7 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
 {
     const struct brim_op_info *info = brim_op_info(req->op);
     const char                *msg;
-    char                       what[192];
+    char                       what[320];
     int                        proven;
 
     switch (req->op) {
@@ -321,8 +321,9 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
               "after HELLO; --secret-file)";
     } else if (g->client_secret != NULL && !proven) {
         msg = "this server requires AUTH first: a client proves the "
-              "clients' secret (--client-secret-file), an admin the "
-              "cluster's (--secret-file)";
+              "clients' secret, an admin the cluster's (the files this "
+              "node was given with --client-secret-file and --secret-file; "
+              "each client tool's option is in its --help)";
     } else {
         return 0;
     }

@@ -381,6 +381,14 @@ brim_ctl_leave(struct brim_ctl *ctl)
     }
     snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
     rc = brim_leave(ctl->client, ctl->argv[0], ctl->force, &epoch);
+    if (rc == BRIM_EDENIED
+        && strstr(brim_errmsg(ctl->client), "last member") != NULL)
+    {
+        /* Not an access problem: the coordinator refuses to lose the
+         * last node's keys. Its message names --force. */
+        fprintf(stderr, "brimctl: %s\n", brim_errmsg(ctl->client));
+        return BRIM_CTL_EXIT_NO;
+    }
     if (rc != 0) {
         return brim_ctl_fail(ctl, what, rc);
     }
