@@ -20,6 +20,11 @@
 
 #define STORE_KEY_MAX 250
 #define STORE_BUCKETS_MIN 4u
+/* Items per bucket before a table doubles. 2, not 1: a table then costs
+ * 4 to 8 bytes per item instead of 8 to 16, and a partition's growth
+ * frees fewer small bucket arrays, which glibc cannot hand to the larger
+ * items that follow (docs/performance.md, "Memory per item"). */
+#define STORE_LOAD_MAX 2u
 #define STORE_CAS_BITS 40 /* counter bits under cas_prefix */
 
 /* The header budget of docs/design.md ("The item"): three links, the CAS
@@ -171,8 +176,8 @@ table_slot(struct brim_store *s, uint64_t hash, const void *key, size_t key_len)
     }
     slot = &part->buckets[store_bucket_of(hash, part->nbuckets)];
     /* No hash in the item to compare first: chains are short (load
-     * factor at most 1) and a mismatch mostly differs in the length or
-     * the first bytes. */
+     * factor at most 2, 1 to 2 items on average) and a mismatch mostly
+     * differs in the length or the first bytes. */
     while (*slot != NULL) {
         if ((*slot)->key_len == key_len
             && memcmp(brim_item_key(*slot), key, key_len) == 0)
@@ -401,8 +406,8 @@ store_link(struct brim_store *s, struct brim_item *it, uint64_t hash)
     uint32_t           b;
 
     BRIM_DASSERT(item_hash(s, it) == hash); /* O(key): debug builds */
-    if (part->nitems >= part->nbuckets) {
-        table_grow(s, part); /* keeps the load factor at most 1 */
+    if (part->nitems >= STORE_LOAD_MAX * part->nbuckets) {
+        table_grow(s, part); /* keeps the load factor at most 2 */
     }
     b = store_bucket_of(hash, part->nbuckets);
     it->hnext = part->buckets[b];
