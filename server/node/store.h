@@ -44,14 +44,16 @@ enum brim_store_mode {
  * outside store.c: read it through the brim_item_* accessors below.
  */
 struct brim_item {
-    struct brim_item *hnext;     /* next in the partition's bucket */
-    struct brim_item *prev;      /* eviction queue, towards the head */
-    struct brim_item *next;      /* eviction queue, towards the tail */
-    uint64_t          cas;       /* changes on every write */
-    uint8_t           key_len;   /* key bytes, 1..250 */
-    uint8_t           bits;      /* BRIM_ITEM_* */
-    uint16_t          val_len16; /* value bytes, unless BRIM_ITEM_LONG */
-    char              data[];    /* words, key, value; 4-aligned */
+    struct brim_item *hnext;   /* next in the partition's bucket */
+    struct brim_item *prev;    /* eviction queue, towards the head */
+    struct brim_item *next;    /* eviction queue, towards the tail */
+    uint64_t          cas;     /* changes on every write */
+    uint8_t           key_len; /* key bytes, 1..250 */
+    uint8_t           bits;    /* BRIM_ITEM_* */
+    uint16_t          len_tag; /* low 12 bits: value bytes, unless
+                                    BRIM_ITEM_LONG; high 4: the key
+                                    hash's BRIM_ITEM_TAG() */
+    char              data[];  /* words, key, value; 4-aligned */
 };
 
 /* Bits of brim_item.bits. The words follow the header in this order,
@@ -59,10 +61,18 @@ struct brim_item {
 #define BRIM_ITEM_VISITED 0x01u /* SIEVE: read since the hand passed */
 #define BRIM_ITEM_FLAGS 0x02u   /* word: client flags (absent: 0) */
 #define BRIM_ITEM_EXPTIME 0x04u /* word: Unix seconds (absent: never) */
-#define BRIM_ITEM_LONG 0x08u    /* word: value bytes, for 65,535 and up */
+#define BRIM_ITEM_LONG 0x08u    /* word: value bytes, above 4,095 */
 #define BRIM_ITEM_WORDS 0x0eu   /* the bits that add a word */
 /* 0xf0 is free: per-item state (the memcached port's meta flags) fits
  * there without growing the header. */
+
+/* The longest value whose length len_tag holds. */
+#define BRIM_ITEM_SHORT_MAX 4095u
+
+/* The 4 bits of a key hash kept in len_tag, so that a lookup passes over
+ * most other keys of its chain without reading them: the top bits, which
+ * a bucket index (the high 32 bits, below 2^28 buckets) never uses. */
+#define BRIM_ITEM_TAG(hash) ((unsigned) ((uint64_t) (hash) >> 60))
 
 /* Bytes of the header before data[]: 36 on LP64. */
 #define BRIM_ITEM_HDR offsetof(struct brim_item, data)
@@ -105,7 +115,7 @@ brim_item_val_len(const struct brim_item *it)
     if ((it->bits & BRIM_ITEM_LONG) != 0) {
         return brim_item_word(it, BRIM_ITEM_LONG);
     }
-    return it->val_len16;
+    return it->len_tag & BRIM_ITEM_SHORT_MAX;
 }
 
 /* Client flags of IT (opaque to brim; 0 when none were given). */
@@ -154,7 +164,9 @@ brim_item_alloc_bytes(size_t key_len, size_t val_len, uint32_t flags,
                       uint32_t exptime)
 {
     return BRIM_ITEM_HDR
-        + 4u * (size_t) ((flags != 0) + (exptime != 0) + (val_len > UINT16_MAX))
+        + 4u
+        * (size_t) ((flags != 0) + (exptime != 0)
+                    + (val_len > BRIM_ITEM_SHORT_MAX))
         + key_len + val_len;
 }
 

@@ -1113,8 +1113,8 @@ END_TEST
 
 /*
  * The item layout (docs/design.md, "The item"): client flags and an
- * expiry take a word only when not 0, a value of 65,535 bytes or more
- * one for its length; TOUCH gives an item without an expiry word a new
+ * expiry take a word only when not 0, a value above 4,095 bytes one for
+ * its length; TOUCH gives an item without an expiry word a new
  * allocation in the old one's place, with its CAS value, its place in
  * the eviction order and its SIEVE bit.
  */
@@ -1144,6 +1144,12 @@ START_TEST(store_item_words)
     ck_assert_ptr_eq(brim_item_key(it), it->data);
     ck_assert_uint_eq(brim_item_alloc_bytes(1, 5, 0, 0), BRIM_ITEM_HDR + 6);
     ck_assert_uint_eq(brim_item_alloc_bytes(1, 5, 7, 9), BRIM_ITEM_HDR + 14);
+    ck_assert_uint_eq(brim_item_alloc_bytes(1, 4095, 0, 0),
+                      BRIM_ITEM_HDR + 4096);
+    ck_assert_uint_eq(brim_item_alloc_bytes(1, 4096, 0, 0),
+                      BRIM_ITEM_HDR + 4 + 4097);
+    /* The tag is the key hash's top 4 bits. */
+    ck_assert_uint_eq(it->len_tag >> 12, BRIM_ITEM_TAG(kh("w")));
 
     /* TOUCH adds the expiry word: same value, flags and CAS value. */
     CK_RC(brim_store_touch(s, kh("w"), "w", 1, T_NOW + 10, T_NOW), 0);
@@ -1152,6 +1158,21 @@ START_TEST(store_item_words)
     ck_assert_uint_eq(brim_item_flags(it), 0);
     ck_assert_uint_eq(brim_item_cas(it), cas);
     ck_assert(!present(s, "w", T_NOW + 10));
+
+    /* At 4,095 bytes the length is in the header, at 4,096 in a word. */
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("b1"), "b1", 2, big, 4095, 0, 0,
+                         0, T_NOW, NULL),
+          0);
+    CK_RC(brim_store_get(s, kh("b1"), "b1", 2, T_NOW, &it), 0);
+    ck_assert_uint_eq(it->bits & BRIM_ITEM_LONG, 0);
+    ck_assert_uint_eq(brim_item_val_len(it), 4095);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("b1"), "b1", 2, big, 4096, 0, 0,
+                         0, T_NOW, NULL),
+          0);
+    CK_RC(brim_store_get(s, kh("b1"), "b1", 2, T_NOW, &it), 0);
+    ck_assert_uint_eq(it->bits & BRIM_ITEM_LONG, BRIM_ITEM_LONG);
+    ck_assert_uint_eq(brim_item_val_len(it), 4096);
+    ck_assert_mem_eq(brim_item_value(it), big, 4096);
 
     /* Flags and expiry together; a long value keeps its length word. */
     for (i = 0; i < sizeof(big); i++) {
@@ -1192,7 +1213,7 @@ START_TEST(store_item_words)
     }
     ck_assert_uint_eq(seen, 20);
     brim_store_get_stats(s, &st);
-    ck_assert_uint_eq(st.items, 22);
+    ck_assert_uint_eq(st.items, 23);
     brim_store_free(s);
     ck_assert_uint_eq(brim_alloc_bytes(), g_base);
 }
