@@ -15,37 +15,20 @@
 # ratio is taken within one pass; it prints every pass, then per size the
 # median bytes per item with [min, max] and the median ratio [min, max].
 # Usage: deploy/bench/memory.sh [RUNS] [ITEMS]  (from the repo root, after
-# a build; needs memcached; as root, memcached runs with -u root).
+# a build; BRIM_BIN overrides build/bin; needs memcached; as root,
+# memcached runs with -u root).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-bin=$root/build/bin
+bin=${BRIM_BIN:-$root/build/bin}
 runs=${1:-3}
 items=${2:-1000000}
 sizes=${BRIM_MEMORY_SIZES:-"16:10 32:100 32:1024"}
 brim_port=22311
 mc_port=22211
 out=$(mktemp -d)
-pid=
-cleanup() {   # stop the server by PID and wait, so its port is free
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    fi
-    pid=
-}
-trap 'cleanup; rm -rf "$out"' EXIT
+. "$root/deploy/bench/servers.sh"
+trap 'server_stop; rm -rf "$out"' EXIT
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-user_opt=()
-[ "$(id -u)" = 0 ] && user_opt=(-u root)
-
-wait_port() {   # port: wait until something listens there (10 s at most)
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "memory.sh: nothing listens on port $1" >&2
-    return 1
-}
 
 count_items() {   # target port: the items the server says it holds
     if [ "$1" = brim ]; then
@@ -60,16 +43,8 @@ count_items() {   # target port: the items the server says it holds
 
 measure() {   # target key_size value_size pass: one fresh server, one line
     local t=$1 k=$2 v=$3 port before after n
-    if [ "$t" = brim ]; then
-        port=$brim_port
-        "$bin/brim-node" --standalone --listen "127.0.0.1:$port" \
-            --memory-mb 8192 --log-level warn & pid=$!
-    else
-        port=$mc_port
-        memcached "${user_opt[@]}" -t 1 -m 8192 -p "$port" -U 0 \
-            -l 127.0.0.1 & pid=$!
-    fi
-    wait_port "$port"
+    if [ "$t" = brim ]; then port=$brim_port; else port=$mc_port; fi
+    server_start "$t" "$port" 8192
     sleep 0.5
     before=$(rss_kb "$pid")
     nice -n 15 "$bin/brim-bench" --target "$t" --server "127.0.0.1:$port" \
@@ -78,7 +53,7 @@ measure() {   # target key_size value_size pass: one fresh server, one line
     sleep 0.5
     after=$(rss_kb "$pid")
     n=$(count_items "$t" "$port")
-    cleanup
+    server_stop
     echo "$t $k $v $4 $before $after $n" >> "$out/raw"
     awk -v t="$t" -v k="$k" -v v="$v" -v p="$4" -v b="$before" -v a="$after" \
         -v n="$n" -v items="$items" 'BEGIN {
