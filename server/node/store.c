@@ -661,7 +661,7 @@ store_add_exptime(struct brim_store *s, uint64_t hash, const void *key,
                      exptime),
            brim_item_value(old), val_len);
     it->cas = old->cas;
-    it->bits |= old->bits & BRIM_ITEM_VISITED;
+    it->bits |= old->bits & ~BRIM_ITEM_WORDS; /* SIEVE's bit, any other */
     /* Evictions above may have changed the chain: find the slot again. */
     slot = table_slot(s, hash, key, key_len);
     item_replace(s, slot, it);
