@@ -426,6 +426,8 @@ node_start(struct brim_node *node)
      * buffers, which have --buffer-mb (issue 12: reply buffers once
      * evicted stored values). */
     sc.data_only = 1;
+    sc.key_hash = brim_node_key_hash;
+    sc.key_hash_arg = node;
     node->store_cfg = sc;
     node->store = brim_store_new(&sc);
     if (node->store == NULL) {
