@@ -6,6 +6,9 @@
 # Usage: deploy/bench/memory.sh [ITEMS]  (from the repo root, after a build)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 1 "$@"   # --help; exit 2 on bad usage
 bin=$root/build/bin
 items=${1:-1000000}
 pids=()
