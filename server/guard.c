@@ -45,7 +45,8 @@ int
 brim_guard_load(struct brim_guard *g, const char *secret_file,
                 const char *client_file, char errbuf[BRIM_ERRBUF_LEN])
 {
-    int rc;
+    char why[BRIM_ERRBUF_LEN];
+    int  rc;
 
     if (client_file[0] != '\0' && secret_file[0] == '\0') {
         brim_errfmt(errbuf,
@@ -56,9 +57,17 @@ brim_guard_load(struct brim_guard *g, const char *secret_file,
     if (secret_file[0] == '\0') {
         return 0;
     }
-    rc = brim_auth_file_read(secret_file, &g->keys[0], errbuf);
-    if (rc == 0 && client_file[0] != '\0') {
-        rc = brim_auth_file_read(client_file, &g->keys[1], errbuf);
+    /* The reason names the option, as the user typed it: which of the
+     * two files is wrong is not in the path. */
+    why[0] = '\0';
+    rc = brim_auth_file_read(secret_file, &g->keys[0], why);
+    if (rc != 0) {
+        brim_errfmt(errbuf, "--secret-file: %s", why);
+    } else if (client_file[0] != '\0') {
+        rc = brim_auth_file_read(client_file, &g->keys[1], why);
+        if (rc != 0) {
+            brim_errfmt(errbuf, "--client-secret-file: %s", why);
+        }
     }
     if (rc != 0) {
         brim_guard_destroy(g);

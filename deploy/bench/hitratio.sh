@@ -15,6 +15,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${BRIM_BIN:-$root/build/bin}
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 4 "$@"   # --help; exit 2 on bad usage
 passes=${1:-3}
 mib=${2:-64}
 keys=${3:-1000000}

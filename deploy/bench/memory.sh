@@ -19,6 +19,9 @@
 # memcached runs with -u root).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 2 "$@"   # --help; exit 2 on bad usage
 bin=${BRIM_BIN:-$root/build/bin}
 runs=${1:-3}
 items=${2:-1000000}

@@ -130,15 +130,9 @@ node_set_partitions(void *cfg, const struct brim_option *o, const char *arg,
                     char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_node_config *c = cfg;
-    const char              *why;
 
     c->partitions_set = 1;
-    why = brim_option_u32(cfg, o, arg, errbuf);
-    if (why == NULL && (c->partitions & (c->partitions - 1)) != 0) {
-        brim_errfmt(errbuf, "%u is not a power of two", c->partitions);
-        return errbuf;
-    }
-    return why;
+    return brim_option_pow2_u32(cfg, o, arg, errbuf);
 }
 
 static const char *
@@ -171,7 +165,8 @@ node_set_weight(void *cfg, const struct brim_option *o, const char *arg,
         return errbuf;
     }
     if (v < 1000) {
-        return "below the least weight, 0.001";
+        brim_errfmt(errbuf, "%.64s is below the least weight, 0.001", arg);
+        return errbuf;
     }
     c->weight_ppm = (uint32_t) v;
     c->weight_set = 1;
