@@ -285,6 +285,23 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
             srv->stats.out_total_pauses++;
             break;
         }
+        if (srv->cfg.stream != NULL) {
+            size_t used = 0;
+
+            rc = srv->cfg.stream(c, data + off, len - off, &used);
+            BRIM_ASSERT(used <= len - off);
+            off += used;
+            if (rc == BRIM_EAGAIN) {
+                break;
+            }
+            srv->stats.frames_in++;
+            if (rc != 0) {
+                srv->stats.bad_frames++;
+                conn_close(c);
+                break;
+            }
+            continue;
+        }
         rc = brim_frame_peek(data + off, len - off, srv->cfg.max_frame_bytes,
                              &body);
         if (rc == BRIM_EAGAIN) {
@@ -685,6 +702,16 @@ brim_server_port(const struct brim_server *srv)
 }
 
 void
+brim_server_stop_accepting(struct brim_server *srv)
+{
+    if (srv->listen_closed) {
+        return;
+    }
+    srv->listen_closed = 1;
+    uv_close((uv_handle_t *) &srv->listen, NULL);
+}
+
+void
 brim_server_close(struct brim_server *srv)
 {
     struct brim_conn *c, *next;
@@ -693,7 +720,7 @@ brim_server_close(struct brim_server *srv)
         return;
     }
     srv->closing = 1;
-    uv_close((uv_handle_t *) &srv->listen, NULL);
+    brim_server_stop_accepting(srv);
     uv_close((uv_handle_t *) &srv->idle_timer, NULL);
     for (c = srv->conns; c != NULL; c = next) {
         next = c->next;
