@@ -214,6 +214,61 @@ serve_toobig(struct brim_node *node, struct brim_conn *c,
     return brim_node_reply_error(c, req->request_id, BRIM_ETOOBIG, msg);
 }
 
+/*
+ * Run the keyed data op REQ on the key hashed to H, routed here: room for
+ * a write's tombstone while its partition is in flight, the op, and the
+ * migration's record of it (a stream resends what changed). Returns 0,
+ * the store's error, or BRIM_EMOVED / BRIM_ERETRY (REP filled).
+ */
+static int
+serve_run(struct brim_node *node, const struct brim_req *req,
+          struct brim_rep *rep, uint64_t h)
+{
+    uint32_t p = brim_partition_of(h, node->cfg.partitions);
+    int      rc;
+
+    if (node->mig != NULL
+        && (brim_op_info(req->op)->flags & BRIM_OPF_WRITE) != 0) {
+        /* A write in flight must be able to leave its tombstone. */
+        rc = brim_migrate_before_write(node, p, h, req->key, req->key_len);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    rc = serve_data_op(node, req, rep, h, unix_now());
+    if (node->mig != NULL) {
+        brim_migrate_hit(node, p, h, req->key, req->key_len,
+                         req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
+                             ? BRIM_MIG_READ
+                             : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
+                                                      : BRIM_MIG_WRITE,
+                         rc);
+        if (req->op == BRIM_OP_GAT && rc == 0) {
+            brim_migrate_hit(node, p, h, req->key, req->key_len, BRIM_MIG_WRITE,
+                             rc);
+        }
+    }
+    return rc;
+}
+
+int
+brim_node_serve_here(struct brim_node *node, const struct brim_req *req,
+                     uint64_t h, struct brim_rep *rep)
+{
+    int rc, newer;
+
+    rc = brim_node_route(node, 0, h, rep, &newer);
+    if (rc != 0) {
+        return rc;
+    }
+    if (req->op != BRIM_OP_SET
+        && brim_migrate_unsettled(node, h, req->key, req->key_len))
+    {
+        return BRIM_EAGAIN; /* the old owner may hold it: serve_keyed's */
+    }
+    return serve_run(node, req, rep, h);
+}
+
 static void serve_continue(struct brim_node *node, struct brim_conn *c,
                            const struct brim_req *req, uint64_t h);
 
@@ -227,7 +282,6 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
             const struct brim_req *req, uint64_t h, int fetched)
 {
     struct brim_rep rep;
-    uint32_t        p = brim_partition_of(h, node->cfg.partitions);
     int             rc, newer;
 
     memset(&rep, 0, sizeof(rep));
@@ -243,30 +297,14 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
             return 0; /* the reply comes with its answer */
         }
     }
-    if (rc == 0 && node->mig != NULL
-        && (brim_op_info(req->op)->flags & BRIM_OPF_WRITE) != 0)
-    {
-        /* A write in flight must be able to leave its tombstone. */
-        rc = brim_migrate_before_write(node, p, h, req->key, req->key_len);
+    if (rc == 0) {
+        rc = serve_run(node, req, &rep, h);
     }
     if (rc == BRIM_EMOVED || rc == BRIM_ERETRY) {
         rep.status = rc;
         rep.message = brim_strerror(rc);
         rep.message_len = strlen(rep.message);
         return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
-    }
-    rc = serve_data_op(node, req, &rep, h, unix_now());
-    if (node->mig != NULL) {
-        brim_migrate_hit(node, p, h, req->key, req->key_len,
-                         req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
-                             ? BRIM_MIG_READ
-                             : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
-                                                      : BRIM_MIG_WRITE,
-                         rc);
-        if (req->op == BRIM_OP_GAT && rc == 0) {
-            brim_migrate_hit(node, p, h, req->key, req->key_len, BRIM_MIG_WRITE,
-                             rc);
-        }
     }
     if (rc == BRIM_ETOOBIG) {
         return serve_toobig(node, c, req, h);
