@@ -1,0 +1,191 @@
+/*
+ * server/node/mcop.c - one brim op of a memcached command (mcport_int.h):
+ * served from the store when this node owns the key, else forwarded
+ * (mcfwd.h) with the connection deferred, so that replies keep request
+ * order and no later command on the connection overtakes it (DESIGN.md
+ * 10). A command that waits keeps a copy of its bytes: the read buffer
+ * its fields pointed into is reused meanwhile.
+ */
+#include "server/node/mcport_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/defs.h"
+#include "common/hash.h"
+#include "server/node/epoch.h"
+#include "server/node/mcfwd.h"
+#include "server/node/serve.h"
+
+/* Point P, when it lies in OLD[0 .. LEN), at the same byte of NEW. */
+static const char *
+op_rebase(const char *p, const char *old, size_t len, const char *new)
+{
+    if (p == NULL || p < old || p >= old + len) {
+        return p;
+    }
+    return new + (p - old);
+}
+
+/* Copy MC's command bytes (the line and its data block) so that its
+ * fields outlive the read buffer. */
+static int
+op_copy_cmd(struct mc_conn *mc)
+{
+    struct brim_mctext_cmd *cmd = &mc->cmd;
+    const char             *base = mc->raw;
+    size_t                  len = mc->raw_len;
+    const char             *nb;
+
+    if (mc->copied) {
+        return 0;
+    }
+    if (brim_buf_append(&mc->copy, base, len) != 0) {
+        return BRIM_ENOMEM;
+    }
+    nb = mc->copy.data;
+    cmd->key = op_rebase(cmd->key, base, len, nb);
+    cmd->keys = op_rebase(cmd->keys, base, len, nb);
+    cmd->data = op_rebase(cmd->data, base, len, nb);
+    cmd->args = op_rebase(cmd->args, base, len, nb);
+    cmd->meta.opaque = op_rebase(cmd->meta.opaque, base, len, nb);
+    mc->req.key = op_rebase(mc->req.key, base, len, nb);
+    mc->req.value = op_rebase(mc->req.value, base, len, nb);
+    mc->raw = nb;
+    mc->copied = 1;
+    return 0;
+}
+
+/* brim_mcfwd_cb: a forwarded op of SLOT's command was answered. */
+static void
+op_forward_done(void *arg, const struct brim_rep *rep)
+{
+    struct mc_slot *s = arg;
+    struct mc_conn *mc = s->mc;
+
+    mc->pending--;
+    mc->done(mc, s->i, rep);
+    brim_free(s);
+    if (mc->pending == 0) {
+        mc_end(mc);
+    }
+}
+
+/* Forward REQ (hash H) as op SLOT of MC's command, first to ADDR (NULL:
+ * routed), deferring the connection; MC->done hears of a failure now. */
+static void
+op_forward(struct mc_conn *mc, const struct brim_req *req, uint64_t h,
+           const char *addr, uint32_t slot)
+{
+    struct brim_node *node = mc->port->node;
+    struct brim_rep   rep;
+    struct mc_slot   *s;
+
+    s = brim_calloc(1, sizeof(*s));
+    if (s == NULL || op_copy_cmd(mc) != 0
+        || brim_mcfwd_start(node, req, h, addr, node->cfg.memcached_timeout_ms,
+                            op_forward_done, s)
+            != 0)
+    {
+        brim_free(s);
+        memset(&rep, 0, sizeof(rep));
+        rep.status = BRIM_ENOMEM;
+        rep.message = "out of memory forwarding to the key's owner";
+        rep.message_len = strlen(rep.message);
+        mc->done(mc, slot, &rep);
+        return;
+    }
+    s->mc = mc;
+    s->i = slot;
+    mc->port->st.forwarded++;
+    mc->pending++;
+    if (!mc->deferred) {
+        mc->deferred = 1;
+        brim_conn_defer(mc->c);
+    }
+}
+
+void
+mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot)
+{
+    struct brim_node *node = mc->port->node;
+    struct brim_rep   rep;
+    uint64_t          h;
+    int               rc;
+
+    h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
+    memset(&rep, 0, sizeof(rep));
+    rc = brim_node_serve_here(node, req, h, &rep);
+    if (rc != BRIM_EMOVED && rc != BRIM_ERETRY && rc != BRIM_EAGAIN) {
+        rep.status = rc;
+        mc->done(mc, slot, &rep);
+        return;
+    }
+    op_forward(mc, req, h,
+               rc == BRIM_EMOVED && rep.owner_len > 0 ? rep.owner : NULL, slot);
+}
+
+void
+mc_run_at(struct mc_conn *mc, const struct brim_req *req, const char *addr,
+          uint32_t slot)
+{
+    op_forward(mc, req, 0, addr, slot);
+}
+
+void
+mc_end(struct mc_conn *mc)
+{
+    struct brim_conn *c = mc->c;
+    int               deferred = mc->deferred;
+    uint32_t          i;
+
+    if (mc->finish != NULL) {
+        mc->finish(mc);
+    }
+    for (i = 0; mc->slots != NULL && i < mc->nslots; i++) {
+        brim_free(mc->slots[i].value);
+    }
+    brim_free(mc->slots);
+    mc->slots = NULL;
+    mc->nslots = 0;
+    mc->finish = NULL;
+    mc->stage = 0;
+    mc->deferred = 0;
+    if (mc->copied) {
+        brim_buf_destroy(&mc->copy);
+        brim_buf_init(&mc->copy);
+        mc->copied = 0;
+    }
+    mc->raw = NULL;
+    mc->raw_len = 0;
+    if (deferred) {
+        brim_conn_resume(c); /* may free MC */
+    }
+}
+
+uint32_t
+mc_ttl(int32_t exptime)
+{
+    if (exptime < 0) {
+        return BRIM_WIRE_TTL_RELATIVE_MAX + 1; /* 1970: long past */
+    }
+    return (uint32_t) exptime;
+}
+
+void
+mc_server_error(struct mc_conn *mc, const struct brim_rep *rep)
+{
+    char msg[300];
+
+    mc->port->st.server_errors++;
+    if (rep->status == BRIM_ENOMEM) {
+        snprintf(msg, sizeof(msg), "out of memory storing object");
+    } else if (rep->message_len > 0) {
+        snprintf(msg, sizeof(msg), "%.*s",
+                 (int) BRIM_MIN(rep->message_len, 280), rep->message);
+    } else {
+        snprintf(msg, sizeof(msg), "%s", brim_strerror(rep->status));
+    }
+    (void) brim_mctext_put_server_error(brim_conn_out(mc->c), msg);
+}

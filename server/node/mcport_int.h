@@ -1,0 +1,128 @@
+/*
+ * server/node/mcport_int.h - what the memcached port's files share
+ * (mcport.c: the listener, the connections and the text commands;
+ * mcmeta.c: the meta commands; mcop.c: running one brim op for a command,
+ * here or at its owner). Not for other modules: they use mcport.h.
+ */
+#ifndef BRIM_SERVER_NODE_MCPORT_INT_H
+#define BRIM_SERVER_NODE_MCPORT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "proto/mctext.h"
+#include "proto/wire.h"
+#include "server/conn.h"
+#include "server/node/mcport.h"
+#include "server/node/node.h"
+
+#define MC_VERSION "1.6.18-brim-0.1.0"
+
+struct mc_conn;
+
+/*
+ * The answer to op SLOT of MC's command: REP (borrowed for the call) as
+ * brim_node_serve_here() or a forward (mcfwd.h) gives it. Writes the
+ * reply, keeps it for later (a multi-key get), or runs the command's next
+ * op (mc_run()).
+ */
+typedef void (*mc_done_fn)(struct mc_conn *mc, uint32_t slot,
+                           const struct brim_rep *rep);
+
+/* Called once every op of MC's command is answered (a get's END). */
+typedef void (*mc_finish_fn)(struct mc_conn *mc);
+
+/* One key of a multi-key get answered out of order: kept until its turn. */
+struct mc_slot {
+    struct mc_conn *mc;        /* its command's connection */
+    uint32_t        i;         /* its key's index */
+    int             status;    /* 0 hit, else a miss or an error */
+    uint32_t        flags;     /* client flags */
+    uint64_t        cas;       /* the item's CAS */
+    char           *value;     /* brim_malloc'd copy, or NULL */
+    size_t          value_len; /* bytes */
+};
+
+/* One memcached connection (conn->data); one command runs at a time. */
+struct mc_conn {
+    struct brim_mcport    *port;       /* the listener's */
+    struct brim_conn      *c;          /* the connection */
+    size_t                 swallow;    /* bytes still to discard */
+    struct brim_mctext_cmd cmd;        /* the command running; its
+                                         pointers into the read buffer, or
+                                         into COPY once it waits */
+    const char            *raw;        /* the command's bytes as read
+                                         (borrowed from the read buffer
+                                         while the command is parsed) */
+    size_t                 raw_len;    /* bytes of RAW */
+    struct brim_buf        copy;       /* RAW copied when the command waits
+                                         for another node */
+    int                    copied;     /* CMD points into COPY */
+    int                    deferred;   /* brim_conn_defer() was called */
+    uint32_t               pending;    /* ops not answered yet */
+    mc_done_fn             done;       /* the command's answers */
+    mc_finish_fn           finish;     /* its end, or NULL */
+    uint32_t               stage;      /* a meta command's step */
+    struct mc_slot        *slots;      /* a multi-key get's, or NULL */
+    uint32_t               nslots;     /* entries of SLOTS */
+    uint32_t               first_slot; /* keys before it were written */
+    struct brim_req        req;        /* the op of a one-key command */
+    uint64_t               h;          /* its key's hash */
+    uint64_t               number;     /* a meta command's counter */
+};
+
+/* Counters under memcached's names (stats). */
+struct mc_counters {
+    uint64_t cmd_get, cmd_set, cmd_touch, cmd_flush;
+    uint64_t get_hits, get_misses;
+    uint64_t delete_hits, delete_misses;
+    uint64_t incr_hits, incr_misses, decr_hits, decr_misses;
+    uint64_t cas_hits, cas_misses, cas_badval;
+    uint64_t touch_hits, touch_misses;
+    uint64_t noreply_failed; /* noreply ops that failed */
+    uint64_t server_errors;  /* SERVER_ERROR answers */
+    uint64_t forwarded;      /* ops sent to another node */
+    uint64_t conns_refused;  /* refused while leaving */
+};
+
+/* The port: its listener and counters (node->mc). */
+struct brim_mcport {
+    struct brim_node         *node;    /* borrowed */
+    struct brim_server        srv;     /* the memcached listener */
+    struct brim_mctext_limits lim;     /* the parser's */
+    struct mc_counters        st;      /* counters */
+    int                       leaving; /* no longer accepting */
+};
+
+/*
+ * Run the keyed op REQ (borrowed) of MC's command as op SLOT: served here
+ * when this node owns the key (MC->done is called before this returns),
+ * else forwarded (MC->pending counts it, the connection is deferred and
+ * the command's bytes copied; MC->done follows). Loop thread only.
+ */
+void mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot);
+
+/* Send the op REQ without a key (FLUSH) to the node at ADDR (borrowed) as
+ * op SLOT of MC's command, as mc_run() forwards. */
+void mc_run_at(struct mc_conn *mc, const struct brim_req *req, const char *addr,
+               uint32_t slot);
+
+/*
+ * MC's command is answered (MC->pending is 0): its finish, then the
+ * command's memory is released and a deferred connection resumed (MC may
+ * be freed then). Loop thread only.
+ */
+void mc_end(struct mc_conn *mc);
+
+/* memcached's exptime (brim_mctext_expiry()) as a brim ttl_s: a negative
+ * one is a time long past, so the item is stored expired. */
+uint32_t mc_ttl(int32_t exptime);
+
+/* Append "SERVER_ERROR <why>" for REP (a failed op) to MC's output. */
+void mc_server_error(struct mc_conn *mc, const struct brim_rep *rep);
+
+/* Serve the meta command in MC->cmd (mg ms md ma me; mcmeta.c). */
+void mc_meta(struct mc_conn *mc);
+
+#endif /* BRIM_SERVER_NODE_MCPORT_INT_H */

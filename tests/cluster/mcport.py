@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""mcport.py - brim-node's memcached port (issue 14; DESIGN.md 10,
+docs/memcached.md) against real clients and raw sockets (CTest
+mcport.<case>).
+
+Cases start every process they need on free loopback ports (34000-34999,
+or ones the OS gives), stop them by PID in a finally block, and bound
+every loop in count and time. A cluster is deploy/brim-cluster's: one
+brim-coord and N brim-nodes, each with a memcached port (DIR/memcached).
+
+Usage: mcport.py --bin BUILD/bin --cluster deploy/brim-cluster CASE
+       mcport.py --list
+"""
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import brimtest as bt  # noqa: E402
+import brimwire as bw  # noqa: E402
+import migrate_basic as mb  # noqa: E402
+
+CASES = bt.Cases()
+case = CASES
+
+
+def check(cond, msg, *args):
+    if not cond:
+        raise AssertionError(msg % args if args else msg)
+
+
+def port_free(p):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_ports(n, lo=34000, hi=34999):
+    """N consecutive free ports in LO..HI."""
+    for _ in range(200):
+        base = random.randint(lo, hi - n)
+        if all(port_free(p) for p in range(base, base + n)):
+            return base
+    raise AssertionError("no %d free ports in %d..%d" % (n, lo, hi))
+
+
+class Standalone:
+    """brim-node --standalone with a memcached port, stopped by PID."""
+
+    def __init__(self, args, *extra):
+        self.port, self.mport = bw.free_port(), bw.free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="mcport-", suffix=".log",
+                                               delete=False)
+        cmd = [os.path.join(args.bin, "brim-node"), "--standalone",
+               "--listen", "127.0.0.1:%d" % self.port,
+               "--memcached-listen", "127.0.0.1:%d" % self.mport] + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        wait_listen(self.mport, self.proc)
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        rc = self.proc.returncode
+        out = self.output()
+        os.unlink(self.log.name)
+        check(rc == 0, "brim-node exited %r:\n%s", rc, out[-3000:])
+
+
+def wait_listen(port, proc=None, bound_s=15.0):
+    deadline = time.monotonic() + bound_s
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("process exited at start (%d)"
+                                 % proc.returncode)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            check(time.monotonic() < deadline, "port %d not listening in "
+                  "%.0f s", port, bound_s)
+            time.sleep(0.05)
+
+
+class MCluster(mb.Cluster):
+    """migrate_basic's cluster (brim-coord and brim-nodes on ports the OS
+    gives), every node with a memcached port (n.mport)."""
+
+    def __init__(self, args, node_args=()):
+        super().__init__(args.bin)
+        self.node_args = list(node_args)
+
+    def add(self, name):
+        port, mport = bw.free_port(), bw.free_port()
+        n = mb.Proc([os.path.join(self.bindir, "brim-node"), "--name", name,
+                     "--coordinator", "127.0.0.1:%d" % self.cport,
+                     "--listen", "127.0.0.1:%d" % port, "--partitions",
+                     str(mb.P), "--memcached-listen", "127.0.0.1:%d" % mport]
+                    + self.node_args,
+                    os.path.join(self.dir, name + ".log"), env=self.env)
+        n.port, n.mport = port, mport
+        self.nodes[name] = n
+        mb.wait_port(port, n)
+        mb.wait_port(mport, n)
+
+    def coord_addr(self):
+        return "127.0.0.1:%d" % self.cport
+
+    def libbrim_dump(self, keys):
+        """{key: (flags, value)} as libbrim reads them (None: a miss)."""
+        p = subprocess.run([self.tool, self.coord_addr(), "dump"],
+                           input="".join(k + "\n" for k in keys),
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "client_coord_tool dump exited %d: %s",
+              p.returncode, p.stderr[-2000:])
+        out = {}
+        for line in p.stdout.splitlines():
+            f = line.split(" ")
+            if len(f) == 2 and f[1] == "miss":
+                out[f[0]] = None
+            elif len(f) == 3:
+                out[f[0]] = (int(f[1]), bytes.fromhex(f[2]))
+        return out
+
+
+def cluster_up(args, n=3, node_args=()):
+    cl = MCluster(args, node_args)
+    cl.tool = args.tool
+    try:
+        for i in range(1, n + 1):
+            cl.add("node%d" % i)
+        cl.wait_members(n)
+    except BaseException:
+        cl.dump()
+        cl.close()
+        raise
+    return cl
+
+
+def brim_cluster(args, *cmd, env=None, timeout=120):
+    """deploy/brim-cluster CMD; its output."""
+    full = [args.cluster] + list(cmd)
+    print("$ " + " ".join(full), flush=True)
+    p = subprocess.run(full, env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    sys.stdout.write(p.stdout + p.stderr)
+    check(p.returncode == 0, "%s exited %d", " ".join(cmd), p.returncode)
+    return p.stdout
+
+
+def memccapable(port):
+    p = subprocess.run(["memccapable", "-h", "127.0.0.1", "-p", str(port),
+                        "-a"], capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    sys.stdout.write(out)
+    passed = out.count("[pass]")
+    failed = [ln for ln in out.splitlines()
+              if "[" in ln and "[pass]" not in ln and "[skip]" not in ln]
+    print("memccapable -a on port %d: %d passed, %d failed, exit %d"
+          % (port, passed, len(failed), p.returncode))
+    check(p.returncode == 0 and not failed and passed >= 20,
+          "memccapable failed: %r", failed)
+
+
+@case
+def memccapable_standalone(args):
+    n = Standalone(args, "--memcached-allow-flush")
+    try:
+        memccapable(n.mport)
+    finally:
+        n.stop()
+
+
+@case
+def memccapable_cluster(args):
+    """memccapable -a through one node's port of a 3-node cluster that
+    deploy/brim-cluster started (its memcached ports printed and listed)."""
+    d = tempfile.mkdtemp(prefix="mcport.")
+    env = dict(os.environ, BRIM_BIN=args.bin, BRIM_CLUSTER_MC_OFFSET="500",
+               BRIM_NODE_ARGS="--memcached-allow-flush")
+    try:
+        out = brim_cluster(args, "up", "--nodes", "3", "--base-port",
+                           str(free_ports(4, 34000, 34400)), "--dir", d,
+                           env=env)
+        with open(os.path.join(d, "memcached")) as f:
+            ports = {ln.split()[0]: int(ln.split()[1].rsplit(":", 1)[1])
+                     for ln in f}
+        check(len(ports) == 3 and "127.0.0.1:%d" % ports["node2"] in out,
+              "brim-cluster up did not print the memcached ports")
+        memccapable(ports["node2"])
+    finally:
+        subprocess.run([args.cluster, "down", "--dir", d], env=env,
+                       capture_output=True, timeout=60)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def need_pymemcache():
+    """pymemcache, Debian's python3-pymemcache (it belongs to
+    /usr/bin/python3: the case runs again under it when this Python lacks
+    it)."""
+    try:
+        import pymemcache  # noqa: F401
+    except ImportError:
+        if sys.executable != "/usr/bin/python3" \
+                and os.path.exists("/usr/bin/python3"):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+        raise bt.Skip("no pymemcache (apt-get install python3-pymemcache)")
+
+
+VALUE_MAX = 1048576  # brim-node's default --max-value-bytes
+
+
+@case
+def pymemcache_cluster(args):
+    """An existing client (pymemcache) through one node's port of a 3-node
+    cluster; what it wrote read back through libbrim, flags included."""
+    need_pymemcache()
+    from pymemcache.client.base import Client
+    from pymemcache.exceptions import MemcacheServerError
+    cl = cluster_up(args)
+    try:
+        t = cl.fetch()
+        c = Client(("127.0.0.1", cl.nodes["node2"].mport), connect_timeout=5,
+                   timeout=10)
+        keys = ["k%04d" % i for i in range(1000)]
+        owners = {mb.owner_name(t, k.encode()) for k in keys}
+        check(owners == {"node1", "node2", "node3"}, "keys not spread: %r",
+              owners)
+        data = {k: ("v-%s-" % k).encode() * (1 + int(k[1:]) % 7)
+                for k in keys}
+        failed = c.set_many(data, noreply=False)
+        check(failed == [], "set_many failed for %r", failed[:5])
+        got = c.get_many(keys)
+        check(got == data, "get_many: %d of %d keys differ",
+              sum(1 for k in keys if got.get(k) != data[k]), len(keys))
+        # flags travel as brim's client flags.
+        for i in range(20):
+            check(c.set("f%d" % i, b"x%d" % i, flags=1000 + i, noreply=False),
+                  "set with flags")
+        # gets / cas with a conflict.
+        c.set("casme", b"one", noreply=False)
+        v, cas1 = c.gets("casme")
+        check(v == b"one" and cas1, "gets: %r %r", v, cas1)
+        check(c.cas("casme", b"two", cas1, noreply=False) is True,
+              "cas with the current value refused")
+        check(c.cas("casme", b"three", cas1, noreply=False) is False,
+              "cas with a stale value accepted")
+        check(c.cas("nosuch", b"x", cas1, noreply=False) is None,
+              "cas on a missing key")
+        check(c.get("casme") == b"two", "cas result")
+        # incr / decr: memcached's wrap and floor.
+        c.set("n", b"10", noreply=False)
+        check(c.incr("n", 5, noreply=False) == 15, "incr")
+        check(c.decr("n", 100, noreply=False) == 0, "decr floors at 0")
+        c.set("n", b"18446744073709551615", noreply=False)
+        check(c.incr("n", 2, noreply=False) == 1, "incr wraps at 2^64")
+        check(c.incr("nosuch", 1, noreply=False) is None, "incr missing")
+        # touch.
+        check(c.touch("casme", 100, noreply=False) is True, "touch")
+        check(c.touch("nosuch", 100, noreply=False) is False,
+              "touch missing")
+        # noreply pipelines: 300 sets, deletes, then one read behind them.
+        for k in keys[:300]:
+            c.set(k, b"nr-" + k.encode(), noreply=True)
+        for k in keys[300:400]:
+            c.delete(k, noreply=True)
+        got = c.get_many(keys[:400])
+        check(all(got.get(k) == b"nr-" + k.encode() for k in keys[:300])
+              and not any(k in got for k in keys[300:400]),
+              "a read overtook noreply writes before it")
+        # the largest value and one byte over.
+        big = bytes(random.getrandbits(8) for _ in range(256)) * \
+            (VALUE_MAX // 256)
+        check(len(big) == VALUE_MAX and c.set("big", big, noreply=False),
+              "a value of %d bytes refused", VALUE_MAX)
+        check(c.get("big") == big, "the largest value read back")
+        try:
+            c.set("big2", big + b"x", noreply=False)
+            raise AssertionError("a value one byte over was stored")
+        except MemcacheServerError as e:
+            check("too large" in str(e), "one byte over: %r", e)
+        check(c.get("big2") is None, "a refused value is there")
+        c.close()
+        # libbrim reads what pymemcache wrote.
+        want = {k: (0, b"nr-" + k.encode()) for k in keys[:300]}
+        want.update({k: None for k in keys[300:400]})
+        want.update({k: (0, data[k]) for k in keys[400:]})
+        want.update({"f%d" % i: (1000 + i, b"x%d" % i) for i in range(20)})
+        want.update({"casme": (0, b"two"), "n": (0, b"1"),
+                     "big": (0, big), "big2": None})
+        got = cl.libbrim_dump(list(want))
+        bad = [k for k in want if got.get(k, "absent") != want[k]]
+        check(not bad, "libbrim reads %d keys otherwise, e.g. %r: %r, want "
+              "%r", len(bad), bad[:1], got.get(bad[0]) if bad else None,
+              want[bad[0]] if bad else None)
+        print("pymemcache: 1000 keys over %d nodes, cas, incr/decr, touch, "
+              "noreply, %d-byte value and one over; libbrim agrees on %d "
+              "keys" % (len(owners), VALUE_MAX, len(want)))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+def tools_present(args):
+    if "memccapable" in args.case and shutil.which("memccapable") is None:
+        raise bt.Skip("no memccapable (apt-get install libmemcached-tools)")
+
+
+def main():
+    return bt.main(CASES, options=[("--bin", {}), ("--cluster", {}),
+                                   ("--tool", {})],
+                   need=("bin",), before=tools_present)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
