@@ -165,6 +165,25 @@ mc_end(struct mc_conn *mc)
 }
 
 uint32_t
+mc_store_op(enum brim_mctext_kind kind)
+{
+    switch (kind) {
+    case BRIM_MCTEXT_ADD:
+        return BRIM_OP_ADD;
+    case BRIM_MCTEXT_REPLACE:
+        return BRIM_OP_REPLACE;
+    case BRIM_MCTEXT_APPEND:
+        return BRIM_OP_APPEND;
+    case BRIM_MCTEXT_PREPEND:
+        return BRIM_OP_PREPEND;
+    case BRIM_MCTEXT_CAS:
+        return BRIM_OP_CAS;
+    default:
+        return BRIM_OP_SET;
+    }
+}
+
+uint32_t
 mc_ttl(int32_t exptime)
 {
     if (exptime < 0) {
@@ -174,12 +193,20 @@ mc_ttl(int32_t exptime)
 }
 
 void
-mc_server_error(struct mc_conn *mc, const struct brim_rep *rep)
+mc_put_error(struct mc_conn *mc, const struct brim_rep *rep)
 {
-    char msg[300];
+    struct brim_buf *out = brim_conn_out(mc->c);
+    char             msg[300];
 
+    if (rep->status == BRIM_ENONUMERIC) {
+        (void) brim_mctext_put_client_error(
+            out, "cannot increment or decrement non-numeric value");
+        return;
+    }
     mc->port->st.server_errors++;
-    if (rep->status == BRIM_ENOMEM) {
+    if (rep->status == BRIM_ETOOBIG) {
+        snprintf(msg, sizeof(msg), "object too large for cache");
+    } else if (rep->status == BRIM_ENOMEM) {
         snprintf(msg, sizeof(msg), "out of memory storing object");
     } else if (rep->message_len > 0) {
         snprintf(msg, sizeof(msg), "%.*s",
@@ -187,5 +214,5 @@ mc_server_error(struct mc_conn *mc, const struct brim_rep *rep)
     } else {
         snprintf(msg, sizeof(msg), "%s", brim_strerror(rep->status));
     }
-    (void) brim_mctext_put_server_error(brim_conn_out(mc->c), msg);
+    (void) brim_mctext_put_server_error(out, msg);
 }

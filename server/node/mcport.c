@@ -221,33 +221,8 @@ text_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
         (void) brim_mctext_put_number(out, rep->number);
     } else if (r >= 0) {
         (void) brim_mctext_put_reply(out, (enum brim_mctext_reply) r);
-    } else if (rep->status == BRIM_ENONUMERIC) {
-        (void) brim_mctext_put_client_error(
-            out, "cannot increment or decrement non-numeric value");
-    } else if (rep->status == BRIM_ETOOBIG) {
-        mc->port->st.server_errors++;
-        (void) brim_mctext_put_server_error(out, "object too large for cache");
     } else {
-        mc_server_error(mc, rep);
-    }
-}
-
-static uint32_t
-text_store_op(enum brim_mctext_kind kind)
-{
-    switch (kind) {
-    case BRIM_MCTEXT_ADD:
-        return BRIM_OP_ADD;
-    case BRIM_MCTEXT_REPLACE:
-        return BRIM_OP_REPLACE;
-    case BRIM_MCTEXT_APPEND:
-        return BRIM_OP_APPEND;
-    case BRIM_MCTEXT_PREPEND:
-        return BRIM_OP_PREPEND;
-    case BRIM_MCTEXT_CAS:
-        return BRIM_OP_CAS;
-    default:
-        return BRIM_OP_SET;
+        mc_put_error(mc, rep);
     }
 }
 
@@ -277,7 +252,7 @@ cmd_keyed(struct mc_conn *mc)
         break;
     default:
         mc->port->st.cmd_set++;
-        req->op = text_store_op(cmd->kind);
+        req->op = mc_store_op(cmd->kind);
         req->value = cmd->data;
         req->value_len = cmd->data_len;
         req->flags = cmd->flags;

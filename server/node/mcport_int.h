@@ -115,12 +115,18 @@ void mc_run_at(struct mc_conn *mc, const struct brim_req *req, const char *addr,
  */
 void mc_end(struct mc_conn *mc);
 
+/* The brim op of a storage command KIND (set add replace append prepend
+ * cas, or an ms's store kind). */
+uint32_t mc_store_op(enum brim_mctext_kind kind);
+
 /* memcached's exptime (brim_mctext_expiry()) as a brim ttl_s: a negative
  * one is a time long past, so the item is stored expired. */
 uint32_t mc_ttl(int32_t exptime);
 
-/* Append "SERVER_ERROR <why>" for REP (a failed op) to MC's output. */
-void mc_server_error(struct mc_conn *mc, const struct brim_rep *rep);
+/* Append memcached's reply to REP, a failed op, to MC's output: the
+ * non-numeric CLIENT_ERROR, "SERVER_ERROR object too large for cache", or
+ * "SERVER_ERROR <why>". */
+void mc_put_error(struct mc_conn *mc, const struct brim_rep *rep);
 
 /* Serve the meta command in MC->cmd (mg ms md ma me; mcmeta.c). */
 void mc_meta(struct mc_conn *mc);

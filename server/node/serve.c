@@ -45,6 +45,17 @@ serve_exptime(uint32_t ttl_s, uint32_t now)
     return now + ttl_s;
 }
 
+/* The seconds IT has left at NOW, at least 1; 0 when it never expires
+ * (PROTOCOL.md 4.2, ttl_left_s). */
+static uint32_t
+serve_ttl_left(const struct brim_item *it, uint32_t now)
+{
+    if (it->exptime == 0) {
+        return 0;
+    }
+    return it->exptime > now ? it->exptime - now : 1;
+}
+
 /* MGET: one entry per key, in order; a hit that would push the frame past
  * the limit is answered TOOBIG for the client to fetch on its own. */
 static int
@@ -142,6 +153,7 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
             rep->value_len = it->val_len;
             rep->flags = it->flags;
             rep->cas = it->cas;
+            rep->ttl_s = serve_ttl_left(it, now);
         }
         return rc;
     case BRIM_OP_DEL:
@@ -151,9 +163,14 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
                                 serve_exptime(req->ttl_s, now), now);
     case BRIM_OP_INCR:
     case BRIM_OP_DECR:
-        return brim_store_incr(node->store, h, req->key, req->key_len,
-                               req->delta, req->op == BRIM_OP_DECR, now,
-                               &rep->number, &rep->cas);
+        rc = brim_store_incr(node->store, h, req->key, req->key_len, req->delta,
+                             req->op == BRIM_OP_DECR, now, &rep->number,
+                             &rep->cas);
+        if (rc == 0) {
+            it = brim_store_peek(node->store, h, req->key, req->key_len, now);
+            rep->ttl_s = it != NULL ? serve_ttl_left(it, now) : 0;
+        }
+        return rc;
     default:
         return brim_store_set(
             node->store, serve_store_mode(req->op), h, req->key, req->key_len,

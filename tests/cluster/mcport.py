@@ -50,11 +50,14 @@ def port_free(p):
         s.close()
 
 
-def free_ports(n, lo=34000, hi=34999):
-    """N consecutive free ports in LO..HI."""
+def free_ports(n, lo=34000, hi=34999, also=None):
+    """N consecutive free ports in LO..HI (and the N from BASE + ALSO)."""
     for _ in range(200):
         base = random.randint(lo, hi - n)
-        if all(port_free(p) for p in range(base, base + n)):
+        want = list(range(base, base + n))
+        if also is not None:
+            want += [p + also for p in want]
+        if all(port_free(p) for p in want):
             return base
     raise AssertionError("no %d free ports in %d..%d" % (n, lo, hi))
 
@@ -204,7 +207,7 @@ def memccapable_cluster(args):
                BRIM_NODE_ARGS="--memcached-allow-flush")
     try:
         out = brim_cluster(args, "up", "--nodes", "3", "--base-port",
-                           str(free_ports(4, 34000, 34400)), "--dir", d,
+                           str(free_ports(4, 34000, 34400, also=500)), "--dir", d,
                            env=env)
         with open(os.path.join(d, "memcached")) as f:
             ports = {ln.split()[0]: int(ln.split()[1].rsplit(":", 1)[1])
@@ -320,6 +323,159 @@ def pymemcache_cluster(args):
         print("pymemcache: 1000 keys over %d nodes, cas, incr/decr, touch, "
               "noreply, %d-byte value and one over; libbrim agrees on %d "
               "keys" % (len(owners), VALUE_MAX, len(want)))
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+class Raw:
+    """A raw memcached connection: send bytes, read an exact reply."""
+
+    def __init__(self, port, timeout=10.0):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.s.settimeout(timeout)
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def read_until(self, end, bound_s=10.0):
+        """The bytes up to and including END (after what was read)."""
+        deadline = time.monotonic() + bound_s
+        while end not in self.buf:
+            check(time.monotonic() < deadline, "no %r within %.0f s; have %r",
+                  end, bound_s, self.buf[-300:])
+            chunk = self.s.recv(65536)
+            check(chunk, "connection closed; have %r", self.buf[-300:])
+            self.buf += chunk
+        i = self.buf.index(end) + len(end)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def ask(self, data, end=b"\r\n"):
+        self.send(data)
+        return self.read_until(end)
+
+    def ask_va(self, data, bound_s=10.0):
+        """One meta reply, with its value block after a VA line."""
+        self.send(data)
+        line = self.read_until(b"\r\n")
+        if not line.startswith(b"VA "):
+            return line
+        n = int(line.split()[1]) + 2
+        deadline = time.monotonic() + bound_s
+        while len(self.buf) < n:
+            check(time.monotonic() < deadline, "value of %r short", line)
+            chunk = self.s.recv(65536)
+            check(chunk, "connection closed in a value")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return line + out
+
+    def close(self):
+        self.s.close()
+
+
+# Flags docs/memcached.md lists as not served, per command, and the line
+# memcached 1.6.18 answers a flag it does not know with.
+UNSUPPORTED = [(b"mg k h", b"CLIENT_ERROR invalid flag"),
+               (b"mg k l", b"CLIENT_ERROR invalid flag"),
+               (b"mg k R30", b"CLIENT_ERROR invalid flag"),
+               (b"ms k 1 I\r\nx", b"CLIENT_ERROR invalid flag"),
+               (b"md k I", b"CLIENT_ERROR invalid or duplicate flag"),
+               (b"md k C5", b"CLIENT_ERROR invalid or duplicate flag"),
+               (b"ma k C5", b"CLIENT_ERROR invalid or duplicate flag"),
+               (b"mg k E5", b"CLIENT_ERROR invalid flag"),
+               (b"ms k 1 E5\r\nx", b"CLIENT_ERROR invalid flag")]
+
+
+@case
+def meta_raw(args):
+    """The meta protocol over a raw socket through one node of 3: keys of
+    every node, quiet pipelines ended by mn, opaque tokens, mg's return
+    flags on hits and misses, ms modes, ma with auto-create, md, and the
+    unsupported flags answered as documented."""
+    cl = cluster_up(args)
+    try:
+        t = cl.fetch()
+        r = Raw(cl.nodes["node1"].mport)
+        # One key owned by each node.
+        keys = {}
+        for i in range(2000):
+            k = b"m%d" % i
+            keys.setdefault(mb.owner_name(t, k), k)
+            if len(keys) == 3:
+                break
+        check(len(keys) == 3, "no key for every node: %r", keys)
+        for owner, k in sorted(keys.items()):
+            what = "%s (owned by %s)" % (k.decode(), owner)
+            # A miss: EN echoes O and k; quiet hides it.
+            check(r.ask(b"mg %s v c f t s k Oo1\r\n" % k)
+                  == b"EN k%s Oo1\r\n" % k, "mg miss of %s", what)
+            # Quiet ms and mg pipelined, ended by mn: only the hits.
+            r.send(b"ms %s 3 T100 F7 q Oa\r\nabc\r\n"
+                   b"mg %s q v f t s k Ob\r\n"
+                   b"mg %sx q v Oc\r\nmn\r\n" % (k, k, k))
+            got = r.read_until(b"MN\r\n")
+            check(got.startswith(b"VA 3 f7 t") and got.endswith(
+                b" s3 k%s Ob\r\nabc\r\nMN\r\n" % k),
+                "quiet pipeline of %s: %r", what, got)
+            ttl = int(got.split(b" t")[1].split(b" ")[0])
+            check(95 <= ttl <= 100, "t of %s is %d, set 100", what, ttl)
+            # c on a hit and an ms with C: a conflict, then a match.
+            cas = int(r.ask(b"mg %s c\r\n" % k).split(b"c")[1])
+            check(r.ask(b"ms %s 1 C%d\r\nz\r\n" % (k, cas + 1))
+                  == b"EX\r\n", "ms C mismatch of %s", what)
+            got = r.ask(b"ms %s 1 C%d c Od\r\nz\r\n" % (k, cas))
+            check(got.startswith(b"HD c") and got.endswith(b" Od\r\n")
+                  and int(got[4:].split(b" ")[0]) != cas,
+                  "ms C match of %s: %r", what, got)
+            # ms modes.
+            check(r.ask(b"ms %s 1 ME\r\ny\r\n" % k) == b"NS\r\n",
+                  "add over %s", what)
+            check(r.ask(b"ms %s 2 MA\r\nyy\r\n" % k) == b"HD\r\n",
+                  "append %s", what)
+            check(r.ask(b"ms %s 1 MP\r\nx\r\n" % k) == b"HD\r\n",
+                  "prepend %s", what)
+            check(r.ask_va(b"mg %s v\r\n" % k)
+                  == b"VA 4\r\nxzyy\r\n", "after the modes of %s", what)
+            check(r.ask(b"ms %sn 1 MR\r\nx\r\n" % k) == b"NS\r\n",
+                  "replace missing %s", what)
+            check(r.ask(b"ms %sn 1 ME\r\nx\r\n" % k) == b"HD\r\n",
+                  "add missing %s", what)
+            check(r.ask(b"ms %sn 1 MS T0\r\nw\r\n" % k) == b"HD\r\n",
+                  "set %s", what)
+            check(r.ask_va(b"mg %sn t v\r\n" % k)
+                  == b"VA 1 t-1\r\nw\r\n", "t-1 of %s", what)
+            # ma: a miss, auto-create with J, incr, decr to the floor.
+            c = b"%sc" % k
+            check(r.ask(b"ma %s\r\n" % c) == b"NF\r\n", "ma miss %s", what)
+            check(r.ask_va(b"ma %s N0 J10 v\r\n" % c)
+                  == b"VA 2\r\n10\r\n", "ma auto-create %s", what)
+            check(r.ask_va(b"ma %s D5 v\r\n" % c)
+                  == b"VA 2\r\n15\r\n", "ma incr %s", what)
+            check(r.ask_va(b"ma %s MD D100 v t Oz\r\n" % c)
+                  == b"VA 1 t-1 Oz\r\n0\r\n", "ma decr %s", what)
+            check(r.ask(b"ma %s q\r\nmn\r\n" % c) == b"MN\r\n",
+                  "quiet ma %s", what)
+            # mg N: a miss creates the item and says W.
+            got = r.ask_va(b"mg %sv N30 v c t s\r\n" % k)
+            check(got.startswith(b"VA 0 c") and got.endswith(
+                b" t30 s0 W\r\n\r\n"), "mg N of %s: %r", what, got)
+            # md, quiet and not.
+            check(r.ask(b"md %s q\r\nmd %s Oe k\r\nmn\r\n" % (k, k),
+                        b"MN\r\n") == b"NF Oe k%s\r\nMN\r\n" % k,
+                  "md of %s", what)
+            # me: EN for a miss.
+            check(r.ask(b"me %s\r\n" % k) == b"EN\r\n", "me miss %s", what)
+        for line, want in UNSUPPORTED:
+            check(r.ask(line + b"\r\n") == want + b"\r\n",
+                  "%r: want %r", line, want)
+        # The text protocol on the same connection still answers.
+        check(r.ask(b"version\r\n").startswith(b"VERSION "), "version")
+        r.close()
     except BaseException:
         cl.dump()
         raise
