@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
+import bench_cluster  # noqa: E402
 import migrate_basic as mb  # noqa: E402
 
 CASES = bt.Cases()
@@ -476,6 +477,143 @@ def meta_raw(args):
         # The text protocol on the same connection still answers.
         check(r.ask(b"version\r\n").startswith(b"VERSION "), "version")
         r.close()
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+@case
+def insecure_refused(args):
+    """With a client secret on the brim port, --memcached-listen on a
+    non-loopback address is refused, saying why, unless
+    --memcached-insecure; loopback is always allowed."""
+    d = tempfile.mkdtemp(prefix="mcport.")
+    try:
+        for name in ("secret", "client-secret"):
+            fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT,
+                         0o600)
+            os.write(fd, os.urandom(32))
+            os.close(fd)
+        base = [os.path.join(args.bin, "brim-node"), "--standalone",
+                "--listen", "127.0.0.1:%d" % bw.free_port(), "--secret-file",
+                os.path.join(d, "secret"), "--client-secret-file",
+                os.path.join(d, "client-secret")]
+        p = subprocess.run(base + ["--memcached-listen",
+                                   "0.0.0.0:%d" % bw.free_port()],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1 and "no authentication" in p.stderr
+              and "--memcached-insecure" in p.stderr,
+              "a non-loopback port with a client secret: exit %d, %r",
+              p.returncode, p.stderr[-500:])
+        for extra in (["--memcached-listen", "0.0.0.0:%d" % bw.free_port(),
+                       "--memcached-insecure"],
+                      ["--memcached-listen", "127.0.0.1:%d" % bw.free_port()]):
+            n = subprocess.Popen(base + extra, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.STDOUT)
+            try:
+                port = int(extra[1].rsplit(":", 1)[1])
+                wait_listen(port, n)
+                r = Raw(port)
+                check(r.ask(b"set k 0 0 1\r\nv\r\n") == b"STORED\r\n",
+                      "the port serves with %r", extra)
+                r.close()
+            finally:
+                n.send_signal(signal.SIGTERM)
+                n.wait(15)
+            check(n.returncode == 0, "exit %d with %r", n.returncode, extra)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def bench_start(args, port, duration):
+    cmd = [os.path.join(args.bin, "brim-bench"), "--target", "memcached",
+           "--server", "127.0.0.1:%d" % port, "--verify", "--connections",
+           "8", "--keys", "20000", "--duration", str(duration), "--json",
+           "--quiet"]
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def refused(port, bound_s):
+    """True once a connection to PORT is refused, within BOUND_S."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@case
+def membership_bench(args):
+    """brim-bench --target memcached --verify through the port of a node
+    that stays while a node joins and the original node with the most
+    partitions leaves: lost=0 stale=0 errors=0. The leaving node's port
+    stops accepting at once, answers on a connection opened before (for
+    keys of every node) while it lingers, and closes when it exits."""
+    cl = cluster_up(args)
+    try:
+        t = cl.fetch()
+        count = {}
+        for o in t["owner"]:
+            name = t["members"][o][0]
+            count[name] = count.get(name, 0) + 1
+        leaver = max(sorted(count), key=lambda n: count[n])
+        stayer = min(n for n in sorted(count) if n != leaver)
+        print("partitions %r: %s leaves, the bench uses %s"
+              % (count, leaver, stayer))
+        held = Raw(cl.nodes[leaver].mport)
+        check(held.ask(b"set held 0 0 2\r\nhv\r\n") == b"STORED\r\n",
+              "set through the leaver's port")
+        t0 = time.monotonic()
+        p = bench_start(args, cl.nodes[stayer].mport, 16)
+        time.sleep(max(0, t0 + 3 - time.monotonic()))
+        cl.add("node4")
+        cl.wait_members(4, timeout=30)
+        print("node4 joined at %.1f s" % (time.monotonic() - t0))
+        time.sleep(max(0, t0 + 8 - time.monotonic()))
+        lv = cl.nodes[leaver]
+        lv.proc.send_signal(signal.SIGTERM)
+        print("%s asked to leave at %.1f s" % (leaver, time.monotonic() - t0))
+        check(refused(lv.mport, 3.0), "the leaving node's port still accepts")
+        # What it holds, and keys of every node, on the connection it had.
+        for i in range(30):
+            k = b"lv%d" % i
+            check(held.ask(b"set %s 0 0 3\r\nv%02d\r\n" % (k, i))
+                  == b"STORED\r\n", "set %s through the leaving port" % k)
+        got = held.ask(b"get held " + b" ".join(b"lv%d" % i for i in range(30))
+                       + b"\r\n", b"END\r\n")
+        check(got.count(b"VALUE ") == 31, "get through the leaving port: %r",
+              got[:200])
+        r, rc = bench_cluster.result(p, 120)
+        print("lost=%d stale=%d errors=%d ops/s %.0f"
+              % (r["lost"], r["stale"], r["errors"], r["ops_per_sec"]))
+        check(r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0
+              and rc == 0, "lost=%d stale=%d errors=%d exit %d", r["lost"],
+              r["stale"], r["errors"], rc)
+        lv.proc.wait(90)
+        print("%s exited %d at %.1f s" % (leaver, lv.proc.returncode,
+                                          time.monotonic() - t0))
+        check(lv.proc.returncode == 0, "the leaver exited %d",
+              lv.proc.returncode)
+        held.s.settimeout(5)
+        try:
+            rest = held.s.recv(100)
+        except OSError:
+            rest = b""
+        check(rest == b"", "the leaver's port did not close: %r", rest)
+        held.close()
+        # What was written through the leaving port is still there.
+        c = Raw(cl.nodes[stayer].mport)
+        got = c.ask(b"get held lv7\r\n", b"END\r\n")
+        check(got == b"VALUE held 0 2\r\nhv\r\nVALUE lv7 0 3\r\nv07\r\n"
+              b"END\r\n", "after the leave: %r", got)
+        c.close()
     except BaseException:
         cl.dump()
         raise
