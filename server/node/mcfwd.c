@@ -28,20 +28,23 @@
 
 /* One forward in flight. */
 struct mcfwd {
-    struct brim_node *node;
-    struct brim_req   req;         /* the op; key and value in BYTES */
-    uint64_t          h;           /* the key's hash */
-    uint64_t          deadline_ms; /* loop ms: answered TIMEDOUT after */
-    uint32_t          delay_ms;    /* the next backoff */
-    uint32_t          hops;        /* MOVED followed in a row */
-    uint32_t          timeout_ms;  /* as given, for the message */
-    int               fixed;       /* sent to ADDR only, never routed
+    struct brim_node  *node;
+    struct brim_req    req;         /* the op; key and value in BYTES */
+    uint64_t           h;           /* the key's hash */
+    uint64_t           deadline_ms; /* loop ms: answered TIMEDOUT after */
+    uint32_t           delay_ms;    /* the next backoff */
+    uint32_t           hops;        /* MOVED followed in a row */
+    uint32_t           timeout_ms;  /* as given, for the message */
+    int                fixed;       /* sent to ADDR only, never routed
                                       (FLUSH to each member) */
-    char              addr[128];   /* where to send next; "": route */
-    uv_timer_t        timer;       /* the next step */
-    brim_mcfwd_cb     cb;          /* told once */
-    void             *arg;         /* CB's */
-    char              bytes[];     /* key, then value */
+    char               addr[128];   /* where to send next; "": route */
+    struct brim_bytes *keys;        /* an MGET's keys (one allocation
+                                      with their bytes), or NULL */
+    uint32_t           nkeys;       /* entries of KEYS */
+    uv_timer_t         timer;       /* the next step */
+    brim_mcfwd_cb      cb;          /* told once */
+    void              *arg;         /* CB's */
+    char               bytes[];     /* key, then value */
 };
 
 static void fwd_step(struct mcfwd *f);
@@ -49,7 +52,10 @@ static void fwd_step(struct mcfwd *f);
 static void
 fwd_free_cb(uv_handle_t *h)
 {
-    brim_free(h->data);
+    struct mcfwd *f = h->data;
+
+    brim_free(f->keys);
+    brim_free(f);
 }
 
 /* Tell F's caller REP, then free F. */
@@ -189,7 +195,10 @@ fwd_send(struct mcfwd *f)
     f->req.request_id = ++l->next_id;
     f->req.epoch = node->topo.committed.map.epoch;
     brim_buf_init(&buf);
-    if (brim_wire_encode_req(&buf, &f->req) != 0
+    if ((f->nkeys > 0 ? brim_wire_encode_mget(&buf, f->req.request_id,
+                                              f->req.epoch, f->keys, f->nkeys)
+                      : brim_wire_encode_req(&buf, &f->req))
+            != 0
         || brim_peer_call(&l->peer, &buf, fwd_reply, f) != 0)
     {
         brim_buf_destroy(&buf);
@@ -255,21 +264,23 @@ fwd_step(struct mcfwd *f)
     fwd_send(f);
 }
 
-int
-brim_mcfwd_start(struct brim_node *node, const struct brim_req *req, uint64_t h,
-                 const char *addr, uint32_t timeout_ms, brim_mcfwd_cb cb,
-                 void *arg)
+/* A forward of REQ as brim_mcfwd_start() describes, not started yet. */
+static struct mcfwd *
+fwd_new(struct brim_node *node, const struct brim_req *req, uint64_t h,
+        const char *addr, uint32_t timeout_ms, brim_mcfwd_cb cb, void *arg)
 {
     struct mcfwd *f;
 
     f = brim_malloc(sizeof(*f) + req->key_len + req->value_len);
     if (f == NULL) {
-        return BRIM_ENOMEM;
+        return NULL;
     }
     memset(f, 0, sizeof(*f));
     f->node = node;
     f->req = *req;
-    memcpy(f->bytes, req->key, req->key_len);
+    if (req->key_len > 0) {
+        memcpy(f->bytes, req->key, req->key_len);
+    }
     if (req->value_len > 0) {
         memcpy(f->bytes + req->key_len, req->value, req->value_len);
     }
@@ -285,11 +296,70 @@ brim_mcfwd_start(struct brim_node *node, const struct brim_req *req, uint64_t h,
     }
     f->cb = cb;
     f->arg = arg;
-    uv_timer_init(node->loop, &f->timer);
+    return f;
+}
+
+/* Start F: its first step runs from the loop, never inside the call. */
+static void
+fwd_go(struct mcfwd *f)
+{
+    uv_timer_init(f->node->loop, &f->timer);
     uv_unref((uv_handle_t *) &f->timer); /* never keeps a stopping node */
     f->timer.data = f;
-    node->mcfwd_stats.inflight++;
+    f->node->mcfwd_stats.inflight++;
     uv_timer_start(&f->timer, fwd_timer_cb, 0, 0);
+}
+
+int
+brim_mcfwd_start(struct brim_node *node, const struct brim_req *req, uint64_t h,
+                 const char *addr, uint32_t timeout_ms, brim_mcfwd_cb cb,
+                 void *arg)
+{
+    struct mcfwd *f = fwd_new(node, req, h, addr, timeout_ms, cb, arg);
+
+    if (f == NULL) {
+        return BRIM_ENOMEM;
+    }
+    fwd_go(f);
+    return 0;
+}
+
+int
+brim_mcfwd_start_mget(struct brim_node *node, const struct brim_bytes *keys,
+                      uint32_t nkeys, const char *addr, uint32_t timeout_ms,
+                      brim_mcfwd_cb cb, void *arg)
+{
+    struct brim_req    req;
+    struct brim_bytes *copy;
+    struct mcfwd      *f;
+    size_t             total = 0;
+    char              *p;
+    uint32_t           i;
+
+    for (i = 0; i < nkeys; i++) {
+        total += keys[i].len;
+    }
+    copy = brim_malloc(nkeys * sizeof(*copy) + total);
+    if (copy == NULL) {
+        return BRIM_ENOMEM;
+    }
+    p = (char *) (copy + nkeys);
+    for (i = 0; i < nkeys; i++) {
+        memcpy(p, keys[i].ptr, keys[i].len);
+        copy[i].ptr = p;
+        copy[i].len = keys[i].len;
+        p += keys[i].len;
+    }
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_MGET;
+    f = fwd_new(node, &req, 0, addr, timeout_ms, cb, arg);
+    if (f == NULL) {
+        brim_free(copy);
+        return BRIM_ENOMEM;
+    }
+    f->keys = copy;
+    f->nkeys = nkeys;
+    fwd_go(f);
     return 0;
 }
 

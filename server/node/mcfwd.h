@@ -42,6 +42,18 @@ int brim_mcfwd_start(struct brim_node *node, const struct brim_req *req,
                      uint64_t h, const char *addr, uint32_t timeout_ms,
                      brim_mcfwd_cb cb, void *arg);
 
+/*
+ * Forward an MGET of the NKEYS (1 .. the owner's max_mget_keys) keys KEYS
+ * (borrowed: copied) to the node at ADDR (borrowed), as
+ * brim_mcfwd_start() does an op without a key: CB gets the MGET's reply,
+ * its entries in KEYS' order (brim_wire_rep_entry(); an entry MOVED,
+ * RETRY or TOOBIG is the caller's to ask again on its own). Returns 0 or
+ * BRIM_ENOMEM (CB is not called).
+ */
+int brim_mcfwd_start_mget(struct brim_node *node, const struct brim_bytes *keys,
+                          uint32_t nkeys, const char *addr, uint32_t timeout_ms,
+                          brim_mcfwd_cb cb, void *arg);
+
 /* Copy the counters into *OUT. */
 void brim_mcfwd_get_stats(const struct brim_node  *node,
                           struct brim_mcfwd_stats *out);

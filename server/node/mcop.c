@@ -106,8 +106,13 @@ op_forward(struct mc_conn *mc, const struct brim_req *req, uint64_t h,
     }
 }
 
-void
-mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot)
+/*
+ * mc_run(), and with OWNER not NULL mc_get_here(): a key another node owns
+ * is then left to the caller (0, *OWNER set) instead of sent.
+ */
+static int
+op_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
+       const char **owner)
 {
     struct brim_node *node = mc->port->node;
     struct brim_rep   rep;
@@ -120,10 +125,142 @@ mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot)
     if (rc != BRIM_EMOVED && rc != BRIM_ERETRY && rc != BRIM_EAGAIN) {
         rep.status = rc;
         mc->done(mc, slot, &rep);
-        return;
+        return 1;
+    }
+    if (rc == BRIM_EMOVED && rep.owner_len > 0 && owner != NULL) {
+        *owner = rep.owner;
+        return 0;
     }
     op_forward(mc, req, h,
                rc == BRIM_EMOVED && rep.owner_len > 0 ? rep.owner : NULL, slot);
+    return 1;
+}
+
+void
+mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot)
+{
+    (void) op_run(mc, req, slot, NULL);
+}
+
+int
+mc_get_here(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
+            const char **owner)
+{
+    return op_run(mc, req, slot, owner);
+}
+
+/* The keys of one MGET sent for a multi-key get, and their slots. */
+struct op_mget {
+    struct mc_conn    *mc;   /* the command's connection */
+    uint32_t           n;    /* keys */
+    uint32_t          *idx;  /* each key's index in the get */
+    struct brim_bytes *keys; /* copies, for asking one again */
+};
+
+/* Ask key J of G again on its own (its entry was not an answer). */
+static void
+op_mget_again(struct op_mget *g, uint32_t j)
+{
+    struct brim_req req;
+
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_GET;
+    req.key = g->keys[j].ptr;
+    req.key_len = g->keys[j].len;
+    mc_run(g->mc, &req, g->idx[j]);
+}
+
+/* brim_mcfwd_cb of an MGET: each entry to its slot. */
+static void
+op_mget_done(void *arg, const struct brim_rep *rep)
+{
+    struct op_mget *g = arg;
+    struct mc_conn *mc = g->mc;
+    struct brim_rep r;
+    uint32_t        j;
+    int             whole = rep->status == 0 && rep->nentries == g->n;
+
+    mc->pending--;
+    for (j = 0; j < g->n; j++) {
+        memset(&r, 0, sizeof(r));
+        if (whole) {
+            r.status = brim_wire_rep_entry(rep, j, &r.value, &r.value_len,
+                                           &r.flags, &r.cas);
+        } else {
+            r.status = rep->status == 0 ? BRIM_ERETRY : rep->status;
+        }
+        if (r.status == 0 || r.status == BRIM_ENOTFOUND
+            || rep->status == BRIM_ETIMEDOUT)
+        {
+            r.message = rep->message;
+            r.message_len = rep->message_len;
+            mc->done(mc, g->idx[j], &r);
+        } else {
+            op_mget_again(g, j); /* MOVED, RETRY, TOOBIG, a lost link */
+        }
+    }
+    brim_free(g);
+    if (mc->pending == 0) {
+        mc_end(mc);
+    }
+}
+
+void
+mc_mget_at(struct mc_conn *mc, const char *owner, const uint32_t *idx,
+           const struct brim_bytes *keys, uint32_t n)
+{
+    struct brim_node *node = mc->port->node;
+    struct op_mget   *g;
+    size_t            total = 0;
+    char             *p;
+    uint32_t          j;
+
+    for (j = 0; j < n; j++) {
+        total += keys[j].len;
+    }
+    g = brim_malloc(sizeof(*g) + n * (sizeof(*g->idx) + sizeof(*g->keys))
+                    + total);
+    if (g == NULL || op_copy_cmd(mc) != 0) {
+        brim_free(g);
+        for (j = 0; j < n; j++) { /* one by one, then */
+            struct brim_req req;
+
+            memset(&req, 0, sizeof(req));
+            req.op = BRIM_OP_GET;
+            req.key = keys[j].ptr;
+            req.key_len = keys[j].len;
+            mc_run(mc, &req, idx[j]);
+        }
+        return;
+    }
+    g->mc = mc;
+    g->n = n;
+    g->keys = (struct brim_bytes *) (g + 1);
+    g->idx = (uint32_t *) (g->keys + n);
+    p = (char *) (g->idx + n);
+    for (j = 0; j < n; j++) {
+        g->idx[j] = idx[j];
+        memcpy(p, keys[j].ptr, keys[j].len);
+        g->keys[j].ptr = p;
+        g->keys[j].len = keys[j].len;
+        p += keys[j].len;
+    }
+    if (brim_mcfwd_start_mget(node, g->keys, n, owner,
+                              node->cfg.memcached_timeout_ms, op_mget_done, g)
+        != 0)
+    {
+        for (j = 0; j < n; j++) {
+            op_mget_again(g, j);
+        }
+        brim_free(g);
+        return;
+    }
+    mc->port->st.forwarded += n;
+    mc->pending++;
+    if (!mc->deferred) {
+        mc->deferred = 1;
+        brim_conn_defer(mc->c);
+    }
 }
 
 void

@@ -87,7 +87,7 @@ get_finish(struct mc_conn *mc)
         if (i < mc->first_slot) {
             continue; /* written already */
         }
-        if (mc->slots[i].status == 0) {
+        if (mc->slots[i].status == 0 && mc->slots[i].value != NULL) {
             get_put_hit(mc, key, key_len, mc->slots[i].value,
                         mc->slots[i].value_len, mc->slots[i].flags,
                         mc->slots[i].cas);
@@ -98,12 +98,58 @@ get_finish(struct mc_conn *mc)
     (void) brim_mctext_put_reply(brim_conn_out(mc->c), BRIM_MCTEXT_REPLY_END);
 }
 
+/*
+ * Send the keys of MC's get that other nodes own (OWNER[i], NULL for the
+ * keys answered already) in one MGET per owner, at most max_mget_keys a
+ * frame; KEYS[i] is key I.
+ */
+static void
+get_send_grouped(struct mc_conn *mc, const char **owner,
+                 const struct brim_bytes *keys, uint32_t nkeys)
+{
+    uint32_t           lim = mc->port->node->cfg.limits.max_mget_keys;
+    uint32_t          *idx = brim_malloc(nkeys * sizeof(*idx));
+    struct brim_bytes *ks = brim_malloc(nkeys * sizeof(*ks));
+    const char        *o;
+    uint32_t           i, j, n;
+
+    for (i = 0; i < nkeys; i++) {
+        if (owner[i] != NULL && (idx == NULL || ks == NULL)) {
+            mc_mget_at(mc, owner[i], &i, &keys[i], 1); /* out of memory */
+            owner[i] = NULL;
+        }
+        if (owner[i] == NULL) {
+            continue;
+        }
+        o = owner[i];
+        n = 0;
+        for (j = i; j < nkeys; j++) {
+            if (owner[j] != NULL && strcmp(owner[j], o) == 0) {
+                idx[n] = j;
+                ks[n] = keys[j];
+                n++;
+                owner[j] = NULL;
+                if (n == lim) {
+                    mc_mget_at(mc, o, idx, ks, n);
+                    n = 0;
+                }
+            }
+        }
+        if (n > 0) {
+            mc_mget_at(mc, o, idx, ks, n);
+        }
+    }
+    brim_free(idx);
+    brim_free(ks);
+}
+
 static void
 cmd_get(struct mc_conn *mc)
 {
     const struct brim_mctext_cmd *cmd = &mc->cmd;
     struct brim_req               req;
-    const char                   *key;
+    const char                   *key, **owner = NULL;
+    struct brim_bytes            *keys = NULL;
     size_t                        key_len, pos = 0;
     uint32_t                      i = 0;
     int gat = cmd->kind == BRIM_MCTEXT_GAT || cmd->kind == BRIM_MCTEXT_GATS;
@@ -113,6 +159,17 @@ cmd_get(struct mc_conn *mc)
     req.ttl_s = mc_ttl(cmd->exptime);
     mc->done = get_done;
     mc->finish = get_finish;
+    if (!mc->port->node->cfg.standalone && cmd->nkeys > 1) {
+        /* Keys of several owners: each answer waits for its turn, and the
+         * keys of one owner go in one MGET (GAT has no such form). */
+        mc->slots = brim_calloc(cmd->nkeys, sizeof(*mc->slots));
+        mc->nslots = mc->slots != NULL ? cmd->nkeys : 0;
+        mc->first_slot = 0;
+        if (!gat && mc->slots != NULL) {
+            owner = brim_calloc(cmd->nkeys, sizeof(*owner));
+            keys = brim_calloc(cmd->nkeys, sizeof(*keys));
+        }
+    }
     while (brim_mctext_next_key(cmd, &pos, &key, &key_len)) {
         mc->port->st.cmd_get++;
         if (gat) {
@@ -131,9 +188,20 @@ cmd_get(struct mc_conn *mc)
         req.key_len = key_len;
         mc->req.key = key; /* for a hit written at once */
         mc->req.key_len = key_len;
-        mc_run(mc, &req, i);
+        if (owner != NULL && keys != NULL) {
+            keys[i].ptr = key;
+            keys[i].len = key_len;
+            (void) mc_get_here(mc, &req, i, &owner[i]);
+        } else {
+            mc_run(mc, &req, i);
+        }
         i++;
     }
+    if (owner != NULL && keys != NULL) {
+        get_send_grouped(mc, owner, keys, i);
+    }
+    brim_free(owner);
+    brim_free(keys);
     if (mc->pending > 0 && mc->slots == NULL && i > 0) {
         /* Only the last key went elsewhere. */
         mc->slots = brim_calloc(cmd->nkeys, sizeof(*mc->slots));

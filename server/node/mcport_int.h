@@ -103,6 +103,25 @@ struct brim_mcport {
  */
 void mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot);
 
+/*
+ * As mc_run() for a GET REQ of a multi-key get's key SLOT, except that a
+ * key another node owns is not sent: returns 0 with *OWNER its owner's
+ * address (borrowed from the map: valid until the loop runs again), for
+ * the caller to ask with the other keys of that owner (mc_mget_at()).
+ * Returns 1 when the key was answered or sent on its own.
+ */
+int mc_get_here(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
+                const char **owner);
+
+/*
+ * MGET the N keys KEYS (borrowed; copied), keys IDX[0 .. N) of MC's get,
+ * at the node at OWNER, as mc_run() forwards: MC->done hears each key; an
+ * entry that is not an answer (MOVED, RETRY, TOOBIG) is asked again on its
+ * own (routed afresh), before the get's END.
+ */
+void mc_mget_at(struct mc_conn *mc, const char *owner, const uint32_t *idx,
+                const struct brim_bytes *keys, uint32_t n);
+
 /* Send the op REQ without a key (FLUSH) to the node at ADDR (borrowed) as
  * op SLOT of MC's command, as mc_run() forwards. */
 void mc_run_at(struct mc_conn *mc, const struct brim_req *req, const char *addr,
