@@ -24,7 +24,10 @@ passes=${1:-7}
 secs=${2:-5}
 out=$(mktemp -d)
 pids=()
+cl_pids=()
 cleanup() {   # stop the servers by PID and wait, so their ports are free
+    # The cluster's nodes at once (SIGQUIT): SIGTERM would be a leave.
+    for p in "${cl_pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do
         for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -46,7 +49,6 @@ mkdir -p "$out/coord"
 taskset -c 0 "$bin/brim-coord" --listen "127.0.0.1:$((b + 20))" \
     --data-dir "$out/coord" --log-level warn & pids+=($!)
 sleep 0.5
-cl_pids=()
 for i in 1 2 3; do
     taskset -c 0 "$bin/brim-node" --name "n$i" \
         --coordinator "127.0.0.1:$((b + 20))" \
