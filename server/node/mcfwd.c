@@ -37,6 +37,10 @@ struct mcfwd {
     uint32_t           timeout_ms;  /* as given, for the message */
     int                fixed;       /* sent to ADDR only, never routed
                                       (FLUSH to each member) */
+    int                in_call;     /* a request is on the link: its
+                                       reply callback will come */
+    int                abandoned;   /* answered TIMEDOUT while IN_CALL:
+                                       freed when the reply comes */
     char               addr[128];   /* where to send next; "": route */
     struct brim_bytes *keys;        /* an MGET's keys (one allocation
                                       with their bytes), or NULL */
@@ -58,12 +62,18 @@ fwd_free_cb(uv_handle_t *h)
     brim_free(f);
 }
 
-/* Tell F's caller REP, then free F. */
+/* Tell F's caller REP, then free F (or, with its request still on the
+ * link, once the reply comes: the link's call keeps F as its argument). */
 static void
 fwd_finish(struct mcfwd *f, struct brim_rep *rep)
 {
     f->node->mcfwd_stats.inflight--;
     f->cb(f->arg, rep);
+    if (f->in_call) {
+        f->abandoned = 1;
+        uv_timer_stop(&f->timer);
+        return;
+    }
     uv_close((uv_handle_t *) &f->timer, fwd_free_cb);
 }
 
@@ -108,6 +118,12 @@ fwd_reply(struct brim_peer *p, int status, const char *body, size_t len,
     char              errbuf[BRIM_ERRBUF_LEN];
 
     (void) p;
+    f->in_call = 0;
+    if (f->abandoned) {
+        uv_close((uv_handle_t *) &f->timer, fwd_free_cb);
+        return; /* answered TIMEDOUT already */
+    }
+    uv_timer_stop(&f->timer);
     memset(&rep, 0, sizeof(rep));
     if (status == 0
         && brim_wire_parse_rep(body, len, f->req.op, &node->cfg.limits,
@@ -171,6 +187,7 @@ fwd_send(struct mcfwd *f)
     struct brim_node      *node = f->node;
     struct brim_node_link *l = brim_link_get(&node->mc_links, f->addr);
     struct brim_buf        buf;
+    uint64_t               now;
     uint32_t               vmax;
 
     if (l == NULL) {
@@ -207,6 +224,12 @@ fwd_send(struct mcfwd *f)
     }
     brim_buf_destroy(&buf);
     node->mcfwd_stats.sent++;
+    /* An owner that never answers (stopped, cut off) must not hold the
+     * client past the deadline: the step then finds it passed. */
+    f->in_call = 1;
+    now = uv_now(node->loop);
+    uv_timer_start(&f->timer, fwd_timer_cb,
+                   f->deadline_ms > now ? f->deadline_ms - now : 0, 0);
 }
 
 /* The address other nodes know this node by (for a key arriving here). */

@@ -288,6 +288,8 @@ mc_end(struct mc_conn *mc)
     mc->nslots = 0;
     mc->finish = NULL;
     mc->stage = 0;
+    mc->failed = 0;
+    mc->why[0] = '\0';
     mc->deferred = 0;
     if (mc->copied) {
         brim_buf_destroy(&mc->copy);

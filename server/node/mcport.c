@@ -46,6 +46,12 @@ get_done(struct mc_conn *mc, uint32_t i, const struct brim_rep *rep)
         mc->port->st.get_hits++;
     } else if (rep->status == BRIM_ENOTFOUND) {
         mc->port->st.get_misses++;
+    } else if (mc->failed++ == 0 && rep->message_len > 0) {
+        snprintf(mc->why, sizeof(mc->why), "%.*s",
+                 (int) BRIM_MIN(rep->message_len, sizeof(mc->why) - 1),
+                 rep->message);
+    } else if (mc->failed == 1) {
+        snprintf(mc->why, sizeof(mc->why), "%s", brim_strerror(rep->status));
     }
     if (mc->slots == NULL) {
         if (rep->status == 0) {
@@ -70,9 +76,10 @@ get_done(struct mc_conn *mc, uint32_t i, const struct brim_rep *rep)
     memcpy(s->value, rep->value, rep->value_len);
 }
 
-/* mc_finish_fn of the get family: the kept keys in order, then END. A
- * key that failed (past the deadline) is a miss, as memcached's own
- * proxy answers a key its backend did not. */
+/* mc_finish_fn of the get family: the kept keys in order, then END; or,
+ * when a key could not be read (its owner did not answer in time), the
+ * reason as SERVER_ERROR for the whole get, as a client that sees no
+ * answer from memcached at all would fail it. */
 static void
 get_finish(struct mc_conn *mc)
 {
@@ -80,6 +87,13 @@ get_finish(struct mc_conn *mc)
     size_t      key_len, pos = 0;
     uint32_t    i = 0;
 
+    if (mc->failed > 0) {
+        mc->port->st.server_errors++;
+        (void) brim_mctext_put_server_error(
+            brim_conn_out(mc->c), mc->why[0] != '\0' ? mc->why : "get failed");
+        mc->failed = 0;
+        return;
+    }
     for (; mc->slots != NULL && i < mc->nslots
          && brim_mctext_next_key(&mc->cmd, &pos, &key, &key_len);
          i++)
@@ -91,8 +105,6 @@ get_finish(struct mc_conn *mc)
             get_put_hit(mc, key, key_len, mc->slots[i].value,
                         mc->slots[i].value_len, mc->slots[i].flags,
                         mc->slots[i].cas);
-        } else if (mc->slots[i].status != BRIM_ENOTFOUND) {
-            mc->port->st.server_errors++;
         }
     }
     (void) brim_mctext_put_reply(brim_conn_out(mc->c), BRIM_MCTEXT_REPLY_END);

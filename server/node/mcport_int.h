@@ -70,6 +70,8 @@ struct mc_conn {
     struct brim_req        req;        /* the op of a one-key command */
     uint64_t               h;          /* its key's hash */
     uint64_t               number;     /* a meta command's counter */
+    uint32_t               failed;     /* a get's keys that failed */
+    char                   why[160];   /* the first one's reason */
 };
 
 /* Counters under memcached's names (stats). */

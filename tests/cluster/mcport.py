@@ -531,6 +531,58 @@ def insecure_refused(args):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@case
+def owner_silent(args):
+    """An owner that does not answer (SIGSTOP): within the request timeout
+    (--memcached-timeout-ms 800 here) the client gets SERVER_ERROR with the
+    reason, for a get, a set and a multi-key get; a failed noreply set is
+    counted (noreply_failed); a later command on the connection is not
+    held past it; the keys of the other nodes are served throughout."""
+    cl = cluster_up(args, node_args=["--memcached-timeout-ms", "800"])
+    stopped = None
+    try:
+        t = cl.fetch()
+        key = {}
+        for i in range(3000):
+            k = b"s%d" % i
+            key.setdefault(mb.owner_name(t, k), k)
+        r = Raw(cl.nodes["node1"].mport)
+        for k in key.values():
+            check(r.ask(b"set %s 0 0 1\r\nx\r\n" % k) == b"STORED\r\n",
+                  "set %s", k)
+        stopped = cl.nodes["node3"]
+        os.kill(stopped.pid, signal.SIGSTOP)
+        k3 = key["node3"]
+        t0 = time.monotonic()
+        got = r.ask(b"get %s\r\n" % k3)
+        dt = time.monotonic() - t0
+        check(got.startswith(b"SERVER_ERROR no answer from the key's owner")
+              and b"800 ms" in got, "get of a silent owner's key: %r", got)
+        check(0.7 <= dt <= 3.0, "answered after %.2f s, timeout 0.8 s", dt)
+        got = r.ask(b"set %s 0 0 1\r\ny\r\n" % k3)
+        check(got.startswith(b"SERVER_ERROR "), "set: %r", got)
+        r.send(b"set %s 0 0 1 noreply\r\nz\r\n" % k3)
+        got = r.ask(b"get %s %s\r\n" % (key["node1"], k3))
+        check(got.startswith(b"SERVER_ERROR "), "multi-key get: %r", got)
+        got = r.ask(b"stats\r\n", b"END\r\n")
+        check(b"STAT noreply_failed 1\r\n" in got, "noreply_failed: %r",
+              [ln for ln in got.split(b"\r\n") if b"noreply" in ln])
+        # The other owners answer at once, on the same connection.
+        t0 = time.monotonic()
+        got = r.ask(b"get %s %s\r\n" % (key["node1"], key["node2"]),
+                    b"END\r\n")
+        check(got.count(b"VALUE ") == 2 and time.monotonic() - t0 < 0.7,
+              "the other owners: %r", got)
+        r.close()
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        if stopped is not None:
+            os.kill(stopped.pid, signal.SIGCONT)
+        cl.close()
+
+
 def bench_start(args, port, duration):
     cmd = [os.path.join(args.bin, "brim-bench"), "--target", "memcached",
            "--server", "127.0.0.1:%d" % port, "--verify", "--connections",
