@@ -125,12 +125,15 @@ fail() {
     exit 1
 }
 
-# Show a command as it is run, binaries by their short names.
+# Show a command as it is run, binaries by their short names; an
+# argument that starts with ">" is shell syntax (a redirect, "&"), shown
+# unquoted so the line can be pasted.
 show() {
     local a out=""
     for a in "$@"; do
         a=${a#"$BIN"/}
         case "$a" in
+        ">"*) out+=" $a" ;;
         *[[:space:]]*) out+=" '$a'" ;;
         *) out+=" $a" ;;
         esac
@@ -328,7 +331,11 @@ if [ -z "$BIN" ]; then
     brim_install_packages "$ROOT" || fail "packages missing (see above)"
     build_dir=${BRIM_BUILD_DIR:-build}
     case "$build_dir" in /*) ;; *) build_dir=$ROOT/$build_dir ;; esac
-    echo "building $build_dir (incremental)"
+    if [ -f "$build_dir/CMakeCache.txt" ]; then
+        echo "building $build_dir (incremental)"
+    else
+        echo "building $build_dir (the first build: a minute or two on 2 cores)"
+    fi
     brim_build "$ROOT" "$build_dir" brim-coord brim-node brimctl brim-bench \
         >"${TMPDIR:-/tmp}/brim-demo-build.$$.log" 2>&1 \
         || { tail -n 30 "${TMPDIR:-/tmp}/brim-demo-build.$$.log" >&2

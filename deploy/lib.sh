@@ -110,3 +110,41 @@ for _ in range(200):
 sys.exit(1)
 EOF
 }
+
+# brim_bench_args SCRIPT MAX ARG...
+#                             the arguments of a deploy/bench script, before
+#                             it starts anything: -h or --help prints the
+#                             script's header comment (its usage) and exits
+#                             0; an option, an argument that is not a whole
+#                             number, or more than MAX of them is one line on
+#                             stderr and exit 2. Pure bash: runs no command.
+brim_bench_args() {
+    local script=$1 max=$2 line n=0 arg
+    shift 2
+    for arg in "$@"; do
+        case $arg in
+        -h|--help)
+            { read -r line   # the #! line
+              while IFS= read -r line && [ "${line:0:1}" = "#" ]; do
+                  line=${line#\#}
+                  printf '%s\n' "${line# }"
+              done; } < "$script"
+            exit 0 ;;
+        esac
+    done
+    for arg in "$@"; do
+        n=$((n + 1))
+        if [ "${arg:0:1}" = "-" ]; then
+            echo "${script##*/}: unknown option \"$arg\"; see --help" >&2
+            exit 2
+        fi
+        if ! [[ $arg =~ ^[0-9]+$ ]]; then
+            echo "${script##*/}: argument $n \"$arg\" is not a whole number; see --help" >&2
+            exit 2
+        fi
+    done
+    if [ "$n" -gt "$max" ]; then
+        echo "${script##*/}: $n arguments, at most $max; see --help" >&2
+        exit 2
+    fi
+}

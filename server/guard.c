@@ -45,7 +45,8 @@ int
 brim_guard_load(struct brim_guard *g, const char *secret_file,
                 const char *client_file, char errbuf[BRIM_ERRBUF_LEN])
 {
-    int rc;
+    char why[BRIM_ERRBUF_LEN];
+    int  rc;
 
     if (client_file[0] != '\0' && secret_file[0] == '\0') {
         brim_errfmt(errbuf,
@@ -56,9 +57,17 @@ brim_guard_load(struct brim_guard *g, const char *secret_file,
     if (secret_file[0] == '\0') {
         return 0;
     }
-    rc = brim_auth_file_read(secret_file, &g->keys[0], errbuf);
-    if (rc == 0 && client_file[0] != '\0') {
-        rc = brim_auth_file_read(client_file, &g->keys[1], errbuf);
+    /* The reason names the option, as the user typed it: which of the
+     * two files is wrong is not in the path. */
+    why[0] = '\0';
+    rc = brim_auth_file_read(secret_file, &g->keys[0], why);
+    if (rc != 0) {
+        brim_errfmt(errbuf, "--secret-file: %s", why);
+    } else if (client_file[0] != '\0') {
+        rc = brim_auth_file_read(client_file, &g->keys[1], why);
+        if (rc != 0) {
+            brim_errfmt(errbuf, "--client-secret-file: %s", why);
+        }
     }
     if (rc != 0) {
         brim_guard_destroy(g);
@@ -293,7 +302,7 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
 {
     const struct brim_op_info *info = brim_op_info(req->op);
     const char                *msg;
-    char                       what[192];
+    char                       what[320];
     int                        proven;
 
     switch (req->op) {
@@ -321,8 +330,9 @@ brim_guard_request(struct brim_guard *g, struct brim_conn *c, uint32_t role,
               "after HELLO; --secret-file)";
     } else if (g->client_secret != NULL && !proven) {
         msg = "this server requires AUTH first: a client proves the "
-              "clients' secret (--client-secret-file), an admin the "
-              "cluster's (--secret-file)";
+              "clients' secret, an admin the cluster's (the files this "
+              "node was given with --client-secret-file and --secret-file; "
+              "each client tool's option is in its --help)";
     } else {
         return 0;
     }

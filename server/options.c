@@ -44,6 +44,27 @@ brim_option_u32(void *cfg, const struct brim_option *o, const char *arg,
 }
 
 const char *
+brim_option_pow2_u32(void *cfg, const struct brim_option *o, const char *arg,
+                     char errbuf[BRIM_ERRBUF_LEN])
+{
+    uint32_t v;
+
+    BRIM_ASSERT(o->max <= UINT32_MAX);
+    /* "7" is a whole number: saying so would mislead, so every refusal
+     * names the one rule. */
+    if (brim_parse_u32(arg, (uint32_t) o->min, (uint32_t) o->max, &v) != 0
+        || (v & (v - 1)) != 0)
+    {
+        brim_errfmt(errbuf,
+                    "%.64s is not a power of two from %" PRIu64 " to %" PRIu64,
+                    arg, o->min, o->max);
+        return errbuf;
+    }
+    *(uint32_t *) brim_option_field(cfg, o) = v;
+    return NULL;
+}
+
+const char *
 brim_option_u64(void *cfg, const struct brim_option *o, const char *arg,
                 char errbuf[BRIM_ERRBUF_LEN])
 {

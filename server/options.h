@@ -53,6 +53,11 @@ const char *brim_option_u64(void *cfg, const struct brim_option *o,
 const char *brim_option_str(void *cfg, const struct brim_option *o,
                             const char *arg, char errbuf[BRIM_ERRBUF_LEN]);
 
+/* A uint32_t that is a power of two in [MIN, MAX] (--partitions); the
+ * refusal names the value as given and the range. */
+const char *brim_option_pow2_u32(void *cfg, const struct brim_option *o,
+                                 const char *arg, char errbuf[BRIM_ERRBUF_LEN]);
+
 /* The log level named by ARG ("error", "warn", "info", "debug") into the
  * int field of O (an enum brim_log_level); a message for any other. */
 const char *brim_option_log_level(void *cfg, const struct brim_option *o,

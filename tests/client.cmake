@@ -46,6 +46,12 @@ brim_unit_test(client_link LIBS brim_client_net)
 
 if(TARGET brim-node)
   brim_client_test(ops BRIM_NODE_BIN=$<TARGET_FILE:brim-node>)
+  # --help names what the suite reads (tests/support/check_main.c).
+  string(CONCAT ops_env
+    "BRIM_NODE_BIN=PATH     the brim-node to start (CTest sets it)|"
+    "BRIM_TEST_NODE_LOG=F   append its output to F (default /dev/null)")
+  target_compile_definitions(test_client_ops
+    PRIVATE "BRIM_TEST_ENV_HELP=\"${ops_env}\"")
 
   foreach(tc basics binary ttl stats flush limits unreachable usage)
     add_test(NAME client.brimctl.${tc}

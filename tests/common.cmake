@@ -8,7 +8,10 @@ brim_unit_test(hash)
 target_link_libraries(test_hash PRIVATE PkgConfig::XXHASH)
 brim_unit_test(rng)
 brim_unit_test(ring)
-brim_unit_test(placement)
+string(CONCAT placement_env
+  "BRIM_TEST_SEED=N       base seed of the property cases|"
+  "BRIM_TEST_CASE_SEED=N  run one property case: the seed a failure printed")
+brim_unit_test(placement ENV_HELP "${placement_env}")
 brim_unit_test(map)
 brim_unit_test(parse)
 brim_unit_test(units)

@@ -10,6 +10,9 @@
 #                             one; no test script keeps its own copy
 #   lint.docs_stats           every statistic sent is in docs/operations.md
 #   lint.docs_help            the docs' quoted --help texts are the output
+#   lint.help_bin             every program of bin/ answers --help (exit 0)
+#   lint.help_scripts         deploy/*.sh and deploy/bench/*.sh answer
+#                             --help and start nothing (stub PATH)
 # Each one also runs by hand: see the usage line of tests/lint/<check>.py.
 if(NOT Python3_Interpreter_FOUND)
   message(WARNING "python3 not found: the lint.* tests are not registered")
@@ -79,3 +82,13 @@ if(TARGET brimctl)
   brim_lint_test(docs_help_selftest docs_help.py
     --bin $<TARGET_FILE_DIR:brimctl> --selftest)
 endif()
+
+# Every program of bin/ answers --help with exit 0 and a usage; every
+# deploy script answers --help, and a bench script refuses a bad argument
+# with exit 2, without running any command (help_all.py's stub PATH).
+if(TARGET brim-node)
+  brim_lint_test(help_bin help_all.py --bin $<TARGET_FILE_DIR:brim-node>)
+  brim_lint_test(help_selftest help_all.py
+    --selftest $<TARGET_FILE_DIR:brim-node> ${PROJECT_SOURCE_DIR})
+endif()
+brim_lint_test(help_scripts help_all.py --scripts ${PROJECT_SOURCE_DIR})

@@ -62,4 +62,5 @@ brim_unit_test(topo LIBS brim_proto)
 
 # AUTH's proofs and the secret file (PROTOCOL.md section 12): vectors from
 # Python's hmac module, refusals, and AUTH's wire shape.
-brim_unit_test(auth LIBS brim_auth brim_proto)
+brim_unit_test(auth LIBS brim_auth brim_proto
+  ENV_HELP "TMPDIR=DIR             where the test secret files go (default /tmp)")

@@ -381,6 +381,14 @@ brim_ctl_leave(struct brim_ctl *ctl)
     }
     snprintf(what, sizeof(what), "leave %.64s", ctl->argv[0]);
     rc = brim_leave(ctl->client, ctl->argv[0], ctl->force, &epoch);
+    if (rc == BRIM_EDENIED
+        && strstr(brim_errmsg(ctl->client), "last member") != NULL)
+    {
+        /* Not an access problem: the coordinator refuses to lose the
+         * last node's keys. Its message names --force. */
+        fprintf(stderr, "brimctl: %s\n", brim_errmsg(ctl->client));
+        return BRIM_CTL_EXIT_NO;
+    }
     if (rc != 0) {
         return brim_ctl_fail(ctl, what, rc);
     }
@@ -467,6 +475,33 @@ brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact)
         return brim_ctl_fail(ctl, "stats", rc);
     }
     rep = cluster_stats_json(st);
+    if (rep != NULL && st->migration.active) {
+        /* The streams in flight, from the nodes themselves (issue 13):
+         * asked only while a migration runs, so an idle cluster's stats
+         * cost one request. */
+        json_t *errs = json_array(), *streams = NULL;
+
+        if (errs != NULL) {
+            streams = brim_ctl_streams_json(ctl, st, errs);
+        }
+        if (streams != NULL && !ctl->json) {
+            size_t  i;
+            json_t *row;
+
+            json_array_foreach(streams, i, row)
+            { /* the table has the names; --json keeps both */
+                json_object_del(row, "source_addr");
+                json_object_del(row, "destination_addr");
+            }
+        }
+        if (streams != NULL) {
+            json_object_set_new(rep, "streams", streams);
+        }
+        if (json_array_size(errs) > 0) {
+            json_object_set(rep, "streams_unreachable", errs);
+        }
+        json_decref(errs);
+    }
     if (rep != NULL && !ctl->json) {
         /* The migration as one line, in its place in the table, and a
          * join or leave held back: why, and for how long. */

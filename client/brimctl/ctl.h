@@ -180,6 +180,19 @@ int brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact);
  * status. */
 int brim_ctl_migrations(struct brim_ctl *ctl);
 
+struct brim_cluster_stats;
+
+/*
+ * The streams of every live member of ST (the coordinator's view), asked
+ * of each node directly with ctl's secret and role: a new JSON array of
+ * one object per sender and receiver (the rows of `brimctl migrations`),
+ * the caller's to free. A node that cannot be asked adds {"node", "error"}
+ * to ERRS (borrowed) and is skipped. NULL when out of memory.
+ */
+json_t *brim_ctl_streams_json(struct brim_ctl                 *ctl,
+                              const struct brim_cluster_stats *st,
+                              json_t                          *errs);
+
 /* ---- out.c: printing ---- */
 
 /* Non-zero when the statistic NAME ("store.bytes", "memory_used") counts

@@ -8,10 +8,12 @@
  */
 #include "client/brimctl/ctl.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <brim.h>
 
@@ -508,6 +510,18 @@ main(int argc, char **argv)
     opts.admin = ctl.admin;
     opts.secret_file =
         ctl.secret_file != NULL ? ctl.secret_file : ctl.client_secret_file;
+    if (opts.secret_file != NULL && access(opts.secret_file, R_OK) != 0) {
+        /* A local file, not the server: say so, as bad usage. */
+        fprintf(stderr, "brimctl: %s %s: %s\n",
+                ctl.secret_file != NULL
+                    ? "the cluster secret's file (--secret-file or "
+                      "$BRIM_SECRET_FILE)"
+                    : "the clients' secret's file (--client-secret-file "
+                      "or $BRIM_CLIENT_SECRET_FILE)",
+                opts.secret_file, strerror(errno));
+        free(ctl.argv);
+        return BRIM_CTL_EXIT_USAGE;
+    }
     rc = brim_connect(&opts, &ctl.client, err);
     if (rc != 0) {
         /* ERRBUF names the address and the reason. A bad setting (an

@@ -194,28 +194,19 @@ mig_print(const json_t *doc)
     }
 }
 
-int
-brim_ctl_migrations(struct brim_ctl *ctl)
+json_t *
+brim_ctl_streams_json(struct brim_ctl *ctl, const struct brim_cluster_stats *st,
+                      json_t *errs)
 {
-    struct brim_cluster_stats *st;
-    struct mig_node           *mn;
-    json_t                    *doc, *streams, *errs;
-    char                       err[BRIM_ERRBUF_LEN];
-    size_t                     i, k;
-    int                        rc, oom = 0;
+    struct mig_node *mn;
+    json_t          *streams;
+    char             err[BRIM_ERRBUF_LEN];
+    size_t           i, k;
+    int              rc, oom;
 
-    rc = brim_ctl_need_coord(ctl, "migrations");
-    if (rc != 0) {
-        return rc;
-    }
-    rc = brim_cluster_stats(ctl->client, &st);
-    if (rc != 0) {
-        return brim_ctl_fail(ctl, "migrations", rc);
-    }
     mn = malloc(sizeof(*mn));
     streams = json_array();
-    errs = json_array();
-    oom = mn == NULL || streams == NULL || errs == NULL;
+    oom = mn == NULL || streams == NULL;
     for (i = 0; !oom && i < st->nnodes; i++) {
         if (st->nodes[i].state == BRIM_NODE_DEAD) {
             continue;
@@ -237,19 +228,42 @@ brim_ctl_migrations(struct brim_ctl *ctl)
                 != 0;
         }
     }
-    doc = oom ? NULL
-              : json_pack("{s:I, s:b, s:I, s:I, s:s, s:I, s:O, s:O}", "epoch",
-                          (json_int_t) st->migration.epoch, "active",
-                          st->migration.active, "partitions_done",
-                          (json_int_t) st->migration.partitions_done,
-                          "partitions_total",
-                          (json_int_t) st->migration.partitions_total,
-                          "waiting", st->migration.waiting, "waiting_ms",
-                          (json_int_t) st->migration.waiting_ms, "streams",
-                          streams, "errors", errs);
-    brim_cluster_stats_free(st);
     free(mn);
-    json_decref(streams);
+    if (oom) {
+        json_decref(streams);
+        return NULL;
+    }
+    return streams;
+}
+
+int
+brim_ctl_migrations(struct brim_ctl *ctl)
+{
+    struct brim_cluster_stats *st;
+    json_t                    *doc = NULL, *streams, *errs;
+    int                        rc;
+
+    rc = brim_ctl_need_coord(ctl, "migrations");
+    if (rc != 0) {
+        return rc;
+    }
+    rc = brim_cluster_stats(ctl->client, &st);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, "migrations", rc);
+    }
+    errs = json_array();
+    streams = errs != NULL ? brim_ctl_streams_json(ctl, st, errs) : NULL;
+    if (streams != NULL) {
+        doc = json_pack(
+            "{s:I, s:b, s:I, s:I, s:s, s:I, s:o, s:O}", "epoch",
+            (json_int_t) st->migration.epoch, "active", st->migration.active,
+            "partitions_done", (json_int_t) st->migration.partitions_done,
+            "partitions_total", (json_int_t) st->migration.partitions_total,
+            "waiting", st->migration.waiting, "waiting_ms",
+            (json_int_t) st->migration.waiting_ms, "streams", streams, "errors",
+            errs);
+    }
+    brim_cluster_stats_free(st);
     if (doc == NULL) {
         json_decref(errs);
         fprintf(stderr, "brimctl: migrations: out of memory\n");

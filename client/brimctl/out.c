@@ -78,8 +78,14 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
         return BRIM_CTL_EXIT_NO;
     }
     case BRIM_ENONODES:
-        fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
-                detail);
+        /* libbrim's detail begins with the same words: say them once. */
+        if (strncmp(detail, brim_strerror(rc), strlen(brim_strerror(rc))) == 0)
+        {
+            fprintf(stderr, "brimctl: %s: %s\n", what, detail);
+        } else {
+            fprintf(stderr, "brimctl: %s: %s (%s)\n", what, brim_strerror(rc),
+                    detail);
+        }
         return BRIM_CTL_EXIT_NONODES;
     default:
         if (brim_ctl_conn_error(rc)) {

@@ -12,6 +12,8 @@
 # Usage: deploy/bench/big-partition.sh [KEYS] [RATE]  (from a built tree)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-case "${1:-}" in -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0;; esac
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 2 "$@"   # --help; exit 2 on bad usage
 exec /usr/bin/python3 "$root/tests/cluster/big_partition.py" \
     --bin "$root/build/bin" --report --keys "${1:-100000}" --rate "${2:-10000}"

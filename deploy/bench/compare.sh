@@ -19,6 +19,9 @@
 # 21300) to 40 above it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 2 "$@"   # --help; exit 2 on bad usage
 bin=$root/build/bin
 passes=${1:-7}
 secs=${2:-5}

@@ -16,6 +16,9 @@
 # committed moves.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 2 "$@"   # --help; exit 2 on bad usage
 bin=$root/build/bin
 keys=${1:-100000}
 port=${2:-32600}

@@ -11,6 +11,9 @@
 # (defaults 100000, 20000, 3, 32700; from a built tree).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"
+brim_bench_args "${BASH_SOURCE[0]}" 4 "$@"   # --help; exit 2 on bad usage
 bin=$root/build/bin
 keys=${1:-100000}
 rate=${2:-20000}

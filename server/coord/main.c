@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include "common/defs.h"
+#include "common/hash.h"
 #include "common/parse.h"
 #include "common/placement.h"
 #include "common/ring.h"
@@ -53,8 +55,12 @@ coord_set_setting(void *cfg, const struct brim_option *o, const char *arg,
 {
     struct brim_coord_config *c = cfg;
 
-    c->given |= strcmp(o->name, "tokens") == 0 ? GIVEN_V : GIVEN_P;
-    return brim_option_u32(cfg, o, arg, errbuf);
+    if (strcmp(o->name, "tokens") == 0) {
+        c->given |= GIVEN_V;
+        return brim_option_u32(cfg, o, arg, errbuf);
+    }
+    c->given |= GIVEN_P;
+    return brim_option_pow2_u32(cfg, o, arg, errbuf);
 }
 
 static const char *
@@ -76,10 +82,11 @@ static const struct brim_option coord_options[] = {
      "where the cluster's state file lives (required)"},
     {"eps", "E", coord_set_eps, 0, 0, 0, "0.05",
      "cap slack, a decimal or none"},
-    {"tokens", "V", coord_set_setting, COORD_OFF(set.tokens_per_node), 0,
-     UINT32_MAX, "160", "ring tokens per node, 1 to 10000"},
-    {"partitions", "P", coord_set_setting, COORD_OFF(set.partitions), 0,
-     UINT32_MAX, "65536", "partitions, a power of two 256 to 1048576"},
+    {"tokens", "V", coord_set_setting, COORD_OFF(set.tokens_per_node), 1,
+     BRIM_TOKENS_PER_NODE_MAX, "160", "ring tokens per node, 1 to 10000"},
+    {"partitions", "P", coord_set_setting, COORD_OFF(set.partitions),
+     BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX, "65536",
+     "partitions, a power of two 256 to 1048576"},
     {"heartbeat-ms", "MS", brim_option_u32, COORD_OFF(set.heartbeat_ms), 1,
      UINT32_MAX, "500", "node heartbeat interval"},
     {"dead-after-ms", "MS", brim_option_u32, COORD_OFF(set.dead_after_ms), 1,
@@ -123,6 +130,39 @@ static const char coord_notes[] =
     "Exit status: 0 after a clean stop; 1 when it cannot start; 2 on a "
     "usage error.\n";
 
+/*
+ * The values that are wrong together, or name what is not there: a usage
+ * error (exit 2) said with the options as typed, before any file is
+ * opened or socket bound. Each value alone was checked by its setter.
+ */
+static int
+check_args(const struct brim_coord_config *cfg)
+{
+    struct stat st;
+    const char *why;
+
+    /* A node heartbeating on time must never look dead. */
+    if (cfg->set.dead_after_ms <= cfg->set.heartbeat_ms) {
+        fprintf(stderr,
+                "brim-coord: --dead-after-ms %" PRIu32
+                " must be above --heartbeat-ms %" PRIu32 "\n",
+                cfg->set.dead_after_ms, cfg->set.heartbeat_ms);
+        return -1;
+    }
+    why = NULL;
+    if (stat(cfg->data_dir, &st) != 0) {
+        why = errno == ENOENT ? "the data directory does not exist"
+                              : strerror(errno);
+    } else if (!S_ISDIR(st.st_mode)) {
+        why = "not a directory";
+    }
+    if (why != NULL) {
+        fprintf(stderr, "brim-coord: --data-dir %s: %s\n", cfg->data_dir, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Options into CFG. Returns 0, 1 (--help printed) or -1 (usage error,
  * said why). */
 static int
@@ -150,6 +190,9 @@ parse_args(struct brim_coord_config *cfg, int argc, char **argv)
         fprintf(stderr,
                 "brim-coord: --listen and --data-dir are required; "
                 "see brim-coord --help\n");
+        return -1;
+    }
+    if (check_args(cfg) != 0) {
         return -1;
     }
     cfg->set.cluster_id = brim_random_u64() | 1;

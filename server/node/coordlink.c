@@ -626,11 +626,18 @@ leave_timer_cb(uv_timer_t *t)
         leave_linger(node, why);
         return;
     }
-    if (log_now) {
-        brim_log_info("leave: %s for %" PRIu64 " s; still serving",
-                      node->coordlink.leave == BRIM_LEAVE_WANTED
-                          ? "cannot reach the coordinator"
-                          : "waiting for an epoch without this node",
+    if (log_now && node->coordlink.leave == BRIM_LEAVE_WANTED) {
+        /* Nothing bounds the wait (a leave waits as long as it must);
+         * the person who asked for it should know how to end it. */
+        brim_log_warn("leave: cannot reach the coordinator %s for %" PRIu64
+                      " s; still serving and retrying (a second SIGINT or "
+                      "SIGTERM exits at once: this node's keys are then "
+                      "lost)",
+                      node->cfg.coordinator,
+                      (now - node->coordlink.leave_since_ms) / 1000);
+    } else if (log_now) {
+        brim_log_info("leave: waiting for an epoch without this node for "
+                      "%" PRIu64 " s; still serving",
                       (now - node->coordlink.leave_since_ms) / 1000);
     }
 }
@@ -659,10 +666,10 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body, size_t len,
         return;
     }
     if (rep.status == BRIM_EDENIED) {
-        brim_log_warn("leave refused: %s; this is the last node and its "
-                      "keys would be lost: still serving; SIGTERM again to "
-                      "exit anyway",
-                      coord_why(&rep, why, sizeof(why)));
+        /* The coordinator's reason says why (the last member). */
+        brim_log_warn("coordinator %s: %s; still serving (a second SIGINT "
+                      "or SIGTERM exits at once, and the keys are lost)",
+                      node->cfg.coordinator, coord_why(&rep, why, sizeof(why)));
         node->coordlink.leave = BRIM_LEAVE_DENIED;
         return;
     }

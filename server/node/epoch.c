@@ -40,6 +40,12 @@ brim_node_seed(const struct brim_node *node)
     return node->topo.committed.seed;
 }
 
+uint64_t
+brim_node_key_hash(const void *key, size_t key_len, void *node)
+{
+    return brim_hash_key(brim_node_seed(node), key, key_len);
+}
+
 uint32_t
 brim_node_owned(const struct brim_node *node)
 {

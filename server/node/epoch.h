@@ -8,6 +8,7 @@
 #ifndef BRIM_SERVER_NODE_EPOCH_H
 #define BRIM_SERVER_NODE_EPOCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <msgpack.h>
@@ -30,6 +31,16 @@ int brim_node_route(struct brim_node *node, uint64_t req_epoch,
 
 /* The key hash seed: the cluster's once a topology is known. */
 uint64_t brim_node_seed(const struct brim_node *node);
+
+/*
+ * The store's key hash (brim_store_hash_fn; NODE is the struct brim_node
+ * *): XXH3 of KEY (KEY_LEN bytes, borrowed) under brim_node_seed(), the
+ * hash every caller of the store passes. The seed never changes while
+ * the store holds items: before its first commit a cluster node serves
+ * no data op and receives no stream, and after it the seed is fixed
+ * (brim_node_topo_decode() refuses another).
+ */
+uint64_t brim_node_key_hash(const void *key, size_t key_len, void *node);
 
 /* Partitions the committed map gives this node (all when standalone). */
 uint32_t brim_node_owned(const struct brim_node *node);

@@ -185,7 +185,7 @@ main(int argc, char **argv)
     }
     /* Size the limit in items: the allocated size of one item of the
      * longest key, times the cache's share of the key space. */
-    item = sizeof(struct brim_item) + 24 + o.value_bytes;
+    item = brim_item_alloc_bytes(24, o.value_bytes, 0, 0);
     item = (item + 8 + 15) & ~(size_t) 15; /* glibc chunk rounding */
     limit = (size_t) ((double) o.keys * o.cache_fraction) * item;
 

@@ -135,15 +135,9 @@ node_set_partitions(void *cfg, const struct brim_option *o, const char *arg,
                     char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_node_config *c = cfg;
-    const char              *why;
 
     c->partitions_set = 1;
-    why = brim_option_u32(cfg, o, arg, errbuf);
-    if (why == NULL && (c->partitions & (c->partitions - 1)) != 0) {
-        brim_errfmt(errbuf, "%u is not a power of two", c->partitions);
-        return errbuf;
-    }
-    return why;
+    return brim_option_pow2_u32(cfg, o, arg, errbuf);
 }
 
 static const char *
@@ -176,7 +170,8 @@ node_set_weight(void *cfg, const struct brim_option *o, const char *arg,
         return errbuf;
     }
     if (v < 1000) {
-        return "below the least weight, 0.001";
+        brim_errfmt(errbuf, "%.64s is below the least weight, 0.001", arg);
+        return errbuf;
     }
     c->weight_ppm = (uint32_t) v;
     c->weight_set = 1;
@@ -348,7 +343,8 @@ node_check_mode(const struct brim_node_config *cfg, int name_set)
 static int
 node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
 {
-    int rc;
+    char errbuf[BRIM_ERRBUF_LEN];
+    int  rc;
 
     brim_node_config_default(cfg);
     rc = brim_options_parse(node_options, cfg, argc, argv, "brim-node",
@@ -357,6 +353,10 @@ node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
         return rc;
     }
     if (node_check_memory(cfg) != 0) {
+        return -1;
+    }
+    if (brim_mcport_check(cfg, errbuf) != 0) {
+        fprintf(stderr, "brim-node: %s\n", errbuf);
         return -1;
     }
     return node_check_mode(cfg, cfg->name_set);
@@ -450,6 +450,8 @@ node_start(struct brim_node *node)
      * buffers, which have --buffer-mb (issue 12: reply buffers once
      * evicted stored values). */
     sc.data_only = 1;
+    sc.key_hash = brim_node_key_hash;
+    sc.key_hash_arg = node;
     node->store_cfg = sc;
     node->store = brim_store_new(&sc);
     if (node->store == NULL) {

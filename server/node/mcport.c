@@ -726,6 +726,32 @@ mc_loopback(const char *addr)
 }
 
 int
+brim_mcport_check(const struct brim_node_config *cfg,
+                  char                           errbuf[BRIM_ERRBUF_LEN])
+{
+    if (cfg->memcached_listen[0] == '\0') {
+        if (cfg->memcached_insecure || cfg->memcached_allow_flush) {
+            brim_errfmt(errbuf, "--memcached-%s needs --memcached-listen",
+                        cfg->memcached_insecure ? "insecure" : "allow-flush");
+            return BRIM_EINVAL;
+        }
+        return 0;
+    }
+    if (cfg->client_secret_file[0] != '\0' && !cfg->memcached_insecure
+        && !mc_loopback(cfg->memcached_listen))
+    {
+        brim_errfmt(errbuf,
+                    "--memcached-listen %s: memcached's protocol has no "
+                    "authentication, and this node's brim port requires a "
+                    "client secret; listen on a loopback address, or give "
+                    "--memcached-insecure to expose the data on the network",
+                    cfg->memcached_listen);
+        return BRIM_EINVAL;
+    }
+    return 0;
+}
+
+int
 brim_mcport_start(struct brim_node *node, const struct brim_server_config *cfg,
                   char errbuf[BRIM_ERRBUF_LEN])
 {
@@ -735,15 +761,7 @@ brim_mcport_start(struct brim_node *node, const struct brim_server_config *cfg,
     if (node->cfg.memcached_listen[0] == '\0') {
         return 0;
     }
-    if (node->guard.client_secret != NULL && !node->cfg.memcached_insecure
-        && !mc_loopback(node->cfg.memcached_listen))
-    {
-        brim_errfmt(errbuf,
-                    "--memcached-listen %s: memcached's protocol has no "
-                    "authentication, and this node's brim port requires a "
-                    "client secret; listen on a loopback address, or give "
-                    "--memcached-insecure to expose the data on the network",
-                    node->cfg.memcached_listen);
+    if (brim_mcport_check(&node->cfg, errbuf) != 0) {
         return BRIM_EINVAL;
     }
     port = brim_calloc(1, sizeof(*port));

@@ -14,7 +14,18 @@
 #include "server/conn.h"
 
 struct brim_node;
+struct brim_node_config;
 struct brim_mcport;
+
+/*
+ * Check the memcached port's options in CFG (borrowed) before anything
+ * opens: a non-loopback --memcached-listen while the brim port requires a
+ * client secret needs --memcached-insecure; --memcached-insecure and
+ * --memcached-allow-flush need --memcached-listen. Returns 0, or
+ * BRIM_EINVAL with ERRBUF saying why (a usage error).
+ */
+int brim_mcport_check(const struct brim_node_config *cfg,
+                      char                           errbuf[BRIM_ERRBUF_LEN]);
 
 /*
  * Open the port on NODE->cfg.memcached_listen (nothing when it is empty)

@@ -274,7 +274,7 @@ mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
     const struct brim_item *it;
     struct brim_wire_entry  e;
     struct brim_rep         rep;
-    uint32_t                now = (uint32_t) time(NULL), ttl = 0;
+    uint32_t                now = (uint32_t) time(NULL), ttl = 0, exptime;
     uint64_t                h;
 
     h = brim_hash_key(brim_node_seed(node), req->key, req->key_len);
@@ -296,8 +296,9 @@ mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
         return mig_reply(c, req->request_id, BRIM_ENOTFOUND, "not found");
     }
     if (req->op == BRIM_OP_PULL) {
-        if (it->exptime != 0) {
-            ttl = it->exptime > now ? it->exptime - now : 1;
+        exptime = brim_item_exptime(it);
+        if (exptime != 0) {
+            ttl = exptime > now ? exptime - now : 1;
         }
         mig_item_entry(it, ttl, &e);
         return brim_wire_encode_entry_rep(brim_conn_out(c), req->request_id,
@@ -306,8 +307,8 @@ mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
     memset(&rep, 0, sizeof(rep));
     rep.request_id = req->request_id;
     rep.value = brim_item_value(it);
-    rep.value_len = it->val_len;
-    rep.flags = it->flags;
-    rep.cas = it->cas;
+    rep.value_len = brim_item_val_len(it);
+    rep.flags = brim_item_flags(it);
+    rep.cas = brim_item_cas(it);
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_FORWARD_GET, &rep);
 }

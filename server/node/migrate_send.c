@@ -286,22 +286,25 @@ scan_entry(const struct brim_item *it, void *arg)
     struct brim_migrate   *m = arg;
     struct brim_wire_entry e;
     size_t                 mark, need;
-    uint32_t               ttl = 0;
+    uint32_t               ttl = 0, exptime;
 
-    if (it->exptime != 0) {
-        if (it->exptime <= m->now) {
+    exptime = brim_item_exptime(it);
+    if (exptime != 0) {
+        if (exptime <= m->now) {
             return BRIM_SCAN_NEXT; /* expired: skipped */
         }
-        ttl = it->exptime - m->now;
+        ttl = exptime - m->now;
     }
-    need = (size_t) it->key_len + it->val_len + MIG_ENTRY_SLACK;
+    need = (size_t) brim_item_key_len(it) + brim_item_val_len(it)
+        + MIG_ENTRY_SLACK;
     if (need > m->frame_room) {
         m->stats.entries_refused++;
         if (m->stats.entries_refused % 100 == 1) {
-            brim_log_warn("migrate: a %u-byte value cannot be sent: the "
+            brim_log_warn("migrate: a %zu-byte value cannot be sent: the "
                           "receiver's frames take %zu bytes (%" PRIu64
                           " such entries so far)",
-                          it->val_len, m->frame_room, m->stats.entries_refused);
+                          brim_item_val_len(it), m->frame_room,
+                          m->stats.entries_refused);
         }
         return BRIM_SCAN_NEXT;
     }
@@ -317,7 +320,8 @@ scan_entry(const struct brim_item *it, void *arg)
     }
     m->scratch_n++;
     m->stats.keys_out++;
-    m->stats.bytes_out += (uint64_t) it->key_len + it->val_len;
+    m->stats.bytes_out +=
+        (uint64_t) brim_item_key_len(it) + brim_item_val_len(it);
     return m->scratch_n >= MIG_BATCH_ENTRIES || m->scratch.len >= m->batch_bytes
         ? BRIM_SCAN_STOP
         : BRIM_SCAN_NEXT;

@@ -411,10 +411,10 @@ mig_item_entry(const struct brim_item *it, uint32_t ttl,
                struct brim_wire_entry *e)
 {
     e->key = brim_item_key(it);
-    e->key_len = it->key_len;
+    e->key_len = brim_item_key_len(it);
     e->value = brim_item_value(it);
-    e->value_len = it->val_len;
-    e->flags = it->flags;
-    e->cas = it->cas;
+    e->value_len = brim_item_val_len(it);
+    e->flags = brim_item_flags(it);
+    e->cas = brim_item_cas(it);
     e->ttl_s = ttl;
 }

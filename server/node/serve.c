@@ -50,10 +50,12 @@ serve_exptime(uint32_t ttl_s, uint32_t now)
 static uint32_t
 serve_ttl_left(const struct brim_item *it, uint32_t now)
 {
-    if (it->exptime == 0) {
+    uint32_t exptime = brim_item_exptime(it);
+
+    if (exptime == 0) {
         return 0;
     }
-    return it->exptime > now ? it->exptime - now : 1;
+    return exptime > now ? exptime - now : 1;
 }
 
 /* MGET: one entry per key, in order; a hit that would push the frame past
@@ -93,13 +95,14 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
                 out,
                 brim_migrate_unsettled(node, h, key, key_len) ? BRIM_ERETRY
                                                               : BRIM_ENOTFOUND);
-        } else if (out->len - mark + it->val_len + 64
+        } else if (out->len - mark + brim_item_val_len(it) + 64
                    > node->cfg.limits.max_frame_bytes)
         {
             rc = brim_wire_mget_miss(out, BRIM_ETOOBIG);
         } else {
-            rc = brim_wire_mget_hit(out, brim_item_value(it), it->val_len,
-                                    it->flags, it->cas);
+            rc = brim_wire_mget_hit(out, brim_item_value(it),
+                                    brim_item_val_len(it), brim_item_flags(it),
+                                    brim_item_cas(it));
         }
     }
     if (rc == 0) {
@@ -150,9 +153,9 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
         rc = brim_store_get(node->store, h, req->key, req->key_len, now, &it);
         if (rc == 0) {
             rep->value = brim_item_value(it);
-            rep->value_len = it->val_len;
-            rep->flags = it->flags;
-            rep->cas = it->cas;
+            rep->value_len = brim_item_val_len(it);
+            rep->flags = brim_item_flags(it);
+            rep->cas = brim_item_cas(it);
             rep->ttl_s = serve_ttl_left(it, now);
         }
         return rc;
@@ -214,7 +217,7 @@ serve_toobig(struct brim_node *node, struct brim_conn *c,
     if (req->op == BRIM_OP_APPEND || req->op == BRIM_OP_PREPEND) {
         old =
             brim_store_peek(node->store, h, req->key, req->key_len, unix_now());
-        len += old != NULL ? old->val_len : 0;
+        len += old != NULL ? brim_item_val_len(old) : 0;
     }
     if (len > node->cfg.limits.max_value_bytes) {
         snprintf(msg, sizeof(msg),

@@ -2,6 +2,8 @@
  * server/node/store.c - the partitioned key-value store of a node. Each
  * partition owns a chained hash table indexed by the key hash's high 32
  * bits (its low bits are the partition itself, shared by every key in it).
+ * Items do not keep the hash: it is recomputed from the key where a table
+ * grows or an evicted item is unlinked, which costs one XXH3 of the key.
  * One eviction queue spans the store: SIEVE (Zhang et al., NSDI 2024) keeps
  * a FIFO with a "visited" bit and a hand that sweeps from the oldest item,
  * sparing and clearing visited items and evicting the first unvisited one;
@@ -14,10 +16,22 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/hash.h"
 
 #define STORE_KEY_MAX 250
 #define STORE_BUCKETS_MIN 4u
+/* Items per bucket before a table doubles. 2, not 1: a table then costs
+ * 4 to 8 bytes per item instead of 8 to 16, and a partition's growth
+ * frees fewer small bucket arrays, which glibc cannot hand to the larger
+ * items that follow (docs/performance.md, "Memory per item"). */
+#define STORE_LOAD_MAX 2u
 #define STORE_CAS_BITS 40 /* counter bits under cas_prefix */
+
+/* The header budget of docs/design.md ("The item"): three links, the CAS
+ * value and one 32-bit word, so 32-byte keys with 100-byte values fit a
+ * 176-byte glibc chunk. */
+_Static_assert(sizeof(void *) != 8 || BRIM_ITEM_HDR == 36,
+               "struct brim_item grew past 36 bytes on LP64");
 
 /* One partition: its table, allocated when the first item arrives. */
 struct store_part {
@@ -65,13 +79,20 @@ store_bucket_of(uint64_t hash, uint32_t nbuckets)
 static inline int
 item_expired(const struct brim_item *it, uint32_t now)
 {
-    return it->exptime != 0 && it->exptime <= now;
+    uint32_t exptime = brim_item_exptime(it);
+
+    return exptime != 0 && exptime <= now;
 }
 
-static inline size_t
-item_size(size_t key_len, size_t val_len)
+/* The cluster key hash of IT, recomputed from its key. */
+static inline uint64_t
+item_hash(const struct brim_store *s, const struct brim_item *it)
 {
-    return sizeof(struct brim_item) + key_len + val_len;
+    if (s->cfg.key_hash != NULL) {
+        return s->cfg.key_hash(brim_item_key(it), it->key_len,
+                               s->cfg.key_hash_arg);
+    }
+    return brim_hash_key(0, brim_item_key(it), it->key_len);
 }
 
 struct brim_store *
@@ -149,14 +170,18 @@ table_slot(struct brim_store *s, uint64_t hash, const void *key, size_t key_len)
 {
     struct store_part *part = &s->parts[store_part_of(s, hash)];
     struct brim_item **slot;
+    unsigned           tag = BRIM_ITEM_TAG(hash);
 
     if (part->nbuckets == 0) {
         return NULL;
     }
     slot = &part->buckets[store_bucket_of(hash, part->nbuckets)];
+    /* Chains hold 1 to 2 items (load factor at most 2). The 4-bit tag
+     * passes over 15 in 16 other keys without reading their bytes, which
+     * for keys longer than 28 bytes reach into a second cache line. */
     while (*slot != NULL) {
-        if ((*slot)->hash == hash && (*slot)->key_len == key_len
-            && memcmp((*slot)->data, key, key_len) == 0)
+        if (((*slot)->len_tag >> 12) == tag && (*slot)->key_len == key_len
+            && memcmp(brim_item_key(*slot), key, key_len) == 0)
         {
             return slot;
         }
@@ -181,7 +206,7 @@ table_grow(struct brim_store *s, struct store_part *part)
     for (i = 0; i < part->nbuckets; i++) {
         for (it = part->buckets[i]; it != NULL; it = next) {
             next = it->hnext;
-            b = store_bucket_of(it->hash, n);
+            b = store_bucket_of(item_hash(s, it), n);
             it->hnext = nb[b];
             nb[b] = it;
         }
@@ -197,12 +222,13 @@ table_grow(struct brim_store *s, struct store_part *part)
     part->nbuckets = n;
 }
 
-/* Remove the item at *SLOT from its table and the queue, and free it. */
+/* Remove the item at *SLOT, in PART's table, from the table and the
+ * queue, and free it. */
 static void
-item_remove(struct brim_store *s, struct brim_item **slot)
+item_remove(struct brim_store *s, struct store_part *part,
+            struct brim_item **slot)
 {
     struct brim_item         *it = *slot;
-    struct store_part        *part = &s->parts[store_part_of(s, it->hash)];
     struct brim_store_cursor *cur;
 
     /* A scan that stopped at this item resumes at its successor (or, at
@@ -223,15 +249,24 @@ item_remove(struct brim_store *s, struct brim_item **slot)
     brim_free(it);
 }
 
-/* Remove IT wherever it is (evictions start from the queue, not a slot). */
+/* Remove IT wherever it is (evictions start from the queue, not a slot):
+ * its bucket comes from its recomputed hash, then the chain is searched
+ * for IT itself, without comparing keys. */
 static void
 item_remove_any(struct brim_store *s, struct brim_item *it)
 {
+    struct store_part *part;
     struct brim_item **slot;
+    uint64_t           hash = item_hash(s, it);
 
-    slot = table_slot(s, it->hash, it->data, it->key_len);
-    BRIM_ASSERT(slot != NULL && *slot == it); /* every item is indexed */
-    item_remove(s, slot);
+    part = &s->parts[store_part_of(s, hash)];
+    BRIM_ASSERT(part->nbuckets != 0); /* every item is indexed */
+    slot = &part->buckets[store_bucket_of(hash, part->nbuckets)];
+    while (*slot != it) {
+        BRIM_ASSERT(*slot != NULL); /* key_hash is what callers pass */
+        slot = &(*slot)->hnext;
+    }
+    item_remove(s, part, slot);
 }
 
 /* Choose and evict one item, sparing PROTECT. Returns 0, or -1 when
@@ -250,8 +285,8 @@ store_evict_one(struct brim_store *s, const struct brim_item *protect)
         /* The hand sweeps from the tail towards the head, wrapping, and
          * clears visited bits; it stops at the first unvisited item. */
         o = s->hand != NULL ? s->hand : s->tail;
-        while (o->visited || o == protect) {
-            o->visited = 0;
+        while ((o->bits & BRIM_ITEM_VISITED) != 0 || o == protect) {
+            o->bits &= (uint8_t) ~BRIM_ITEM_VISITED;
             o = o->prev != NULL ? o->prev : s->tail;
         }
         s->hand = o->prev;
@@ -286,7 +321,7 @@ store_find_live(struct brim_store *s, uint64_t hash, const void *key,
 
     slot = table_slot(s, hash, key, key_len);
     if (slot != NULL && item_expired(*slot, now)) {
-        item_remove(s, slot);
+        item_remove(s, &s->parts[store_part_of(s, hash)], slot);
         s->stats.expirations++;
         return NULL;
     }
@@ -310,7 +345,7 @@ brim_store_get(struct brim_store *s, uint64_t hash, const void *key,
         queue_unlink(s, it);
         queue_push_head(s, it);
     } else {
-        it->visited = 1;
+        it->bits |= BRIM_ITEM_VISITED;
     }
     s->stats.hits++;
     *out = it;
@@ -363,23 +398,65 @@ store_next_cas(struct brim_store *s)
     return (s->cfg.cas_prefix << STORE_CAS_BITS) | s->cas_next;
 }
 
-/* Link the new item IT into its partition at the head of the queue. */
+/* Link the new item IT, whose key hashes to HASH, into its partition at
+ * the head of the queue. */
 static void
-store_link(struct brim_store *s, struct brim_item *it)
+store_link(struct brim_store *s, struct brim_item *it, uint64_t hash)
 {
-    struct store_part *part = &s->parts[store_part_of(s, it->hash)];
+    struct store_part *part = &s->parts[store_part_of(s, hash)];
     uint32_t           b;
 
-    if (part->nitems >= part->nbuckets) {
-        table_grow(s, part); /* keeps the load factor at most 1 */
+    BRIM_DASSERT(item_hash(s, it) == hash); /* O(key): debug builds */
+    if (part->nitems >= STORE_LOAD_MAX * part->nbuckets) {
+        table_grow(s, part); /* keeps the load factor at most 2 */
     }
-    b = store_bucket_of(it->hash, part->nbuckets);
+    b = store_bucket_of(hash, part->nbuckets);
     it->hnext = part->buckets[b];
     part->buckets[b] = it;
     part->nitems++;
     queue_push_head(s, it);
     s->stats.items++;
     s->stats.item_bytes += malloc_usable_size(it);
+}
+
+/* Put WORD in IT's word for BIT, which IT->bits already names. */
+static inline void
+item_set_word(struct brim_item *it, unsigned bit, uint32_t word)
+{
+    memcpy(it->data + brim_item_word_off(it, bit), &word, sizeof(word));
+}
+
+/*
+ * Fill the header of IT, an allocation of brim_item_alloc_bytes(KEY_LEN,
+ * VAL_LEN, FLAGS, EXPTIME) bytes, for KEY hashed to HASH, and copy KEY
+ * in: the words for FLAGS and EXPTIME only when they are not 0, the value
+ * length's only above BRIM_ITEM_SHORT_MAX. Returns where the VAL_LEN
+ * value bytes go.
+ */
+static char *
+item_init(struct brim_item *it, uint64_t hash, const void *key, size_t key_len,
+          size_t val_len, uint32_t flags, uint32_t exptime)
+{
+    memset(it, 0, BRIM_ITEM_HDR);
+    it->key_len = (uint8_t) key_len;
+    it->bits =
+        (uint8_t) ((flags != 0 ? BRIM_ITEM_FLAGS : 0)
+                   | (exptime != 0 ? BRIM_ITEM_EXPTIME : 0)
+                   | (val_len > BRIM_ITEM_SHORT_MAX ? BRIM_ITEM_LONG : 0));
+    if (flags != 0) {
+        item_set_word(it, BRIM_ITEM_FLAGS, flags);
+    }
+    if (exptime != 0) {
+        item_set_word(it, BRIM_ITEM_EXPTIME, exptime);
+    }
+    it->len_tag = (uint16_t) (BRIM_ITEM_TAG(hash) << 12);
+    if (val_len > BRIM_ITEM_SHORT_MAX) {
+        item_set_word(it, BRIM_ITEM_LONG, (uint32_t) val_len);
+    } else {
+        it->len_tag |= (uint16_t) val_len;
+    }
+    memcpy((char *) brim_item_key(it), key, key_len);
+    return (char *) brim_item_value(it);
 }
 
 /*
@@ -409,7 +486,7 @@ store_item_alloc(struct brim_store *s, uint64_t hash, const void *key,
     {
         return BRIM_ETOOBIG;
     }
-    size = item_size(key_len, val_len);
+    size = brim_item_alloc_bytes(key_len, val_len, flags, exptime);
     /* An item larger than the whole limit can never fit: refuse it before
      * evicting anything for it. */
     if (s->cfg.mem_limit_bytes != 0 && size > s->cfg.mem_limit_bytes) {
@@ -434,13 +511,7 @@ store_item_alloc(struct brim_store *s, uint64_t hash, const void *key,
     if (it == NULL) {
         return BRIM_ENOMEM;
     }
-    memset(it, 0, sizeof(*it));
-    it->hash = hash;
-    it->exptime = exptime;
-    it->flags = flags;
-    it->key_len = (uint8_t) key_len;
-    it->val_len = (uint32_t) val_len;
-    memcpy(it->data, key, key_len);
+    (void) item_init(it, hash, key, key_len, val_len, flags, exptime);
     *out = it;
     return 0;
 }
@@ -452,7 +523,7 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode, uint64_t hash,
                uint64_t *cas_out)
 {
     struct brim_item **slot, *old, *it;
-    size_t             total_val;
+    size_t             total_val, old_len = 0;
     char              *dst;
     int                rc;
 
@@ -467,31 +538,33 @@ brim_store_set(struct brim_store *s, enum brim_store_mode mode, uint64_t hash,
     }
     total_val = val_len;
     if (mode == BRIM_STORE_APPEND || mode == BRIM_STORE_PREPEND) {
-        total_val += old->val_len;
-        flags = old->flags;
-        exptime = old->exptime;
+        old_len = brim_item_val_len(old);
+        total_val += old_len;
+        flags = brim_item_flags(old);
+        exptime = brim_item_exptime(old);
     }
     rc = store_item_alloc(s, hash, key, key_len, total_val, flags, exptime, old,
                           &it);
     if (rc != 0) {
         return rc;
     }
-    dst = it->data + key_len;
+    dst = (char *) brim_item_value(it);
     if (mode == BRIM_STORE_APPEND) {
-        memcpy(dst, brim_item_value(old), old->val_len);
-        memcpy(dst + old->val_len, val, val_len);
+        memcpy(dst, brim_item_value(old), old_len);
+        memcpy(dst + old_len, val, val_len);
     } else if (mode == BRIM_STORE_PREPEND) {
         memcpy(dst, val, val_len);
-        memcpy(dst + val_len, brim_item_value(old), old->val_len);
+        memcpy(dst + val_len, brim_item_value(old), old_len);
     } else if (val_len > 0) {
         memcpy(dst, val, val_len);
     }
     it->cas = store_next_cas(s);
     if (old != NULL) {
         /* Evictions above may have changed the chain: find it again. */
-        item_remove(s, table_slot(s, hash, key, key_len));
+        item_remove(s, &s->parts[store_part_of(s, hash)],
+                    table_slot(s, hash, key, key_len));
     }
-    store_link(s, it);
+    store_link(s, it, hash);
     /* The room made above was for the requested size; the allocator's
      * rounding and a table that doubled in store_link() can take a few
      * bytes more. Trim back under the limit, sparing the new item. */
@@ -513,8 +586,86 @@ brim_store_del(struct brim_store *s, uint64_t hash, const void *key,
     if (slot == NULL) {
         return BRIM_ENOTFOUND;
     }
-    item_remove(s, slot);
+    item_remove(s, &s->parts[store_part_of(s, hash)], slot);
     s->stats.deletes++;
+    return 0;
+}
+
+/* Put NEW, a copy of the item at *SLOT, in the old one's place: in its
+ * chain, in the eviction order (the hand included) and under any cursor
+ * marking it; then free the old one. */
+static void
+item_replace(struct brim_store *s, struct brim_item **slot,
+             struct brim_item *new)
+{
+    struct brim_item         *old = *slot;
+    struct brim_store_cursor *cur;
+
+    new->hnext = old->hnext;
+    *slot = new;
+    new->prev = old->prev;
+    new->next = old->next;
+    if (old->prev != NULL) {
+        old->prev->next = new;
+    } else {
+        s->head = new;
+    }
+    if (old->next != NULL) {
+        old->next->prev = new;
+    } else {
+        s->tail = new;
+    }
+    if (s->hand == old) {
+        s->hand = new;
+    }
+    for (cur = s->cursors; cur != NULL; cur = cur->next) {
+        if (cur->mark == old) {
+            cur->mark = new;
+        }
+    }
+    s->stats.item_bytes -= malloc_usable_size(old);
+    s->stats.item_bytes += malloc_usable_size(new);
+    brim_free(old);
+}
+
+/* Give the live item of KEY, which has no expiry word, one holding
+ * EXPTIME (not 0): a new allocation in its place, after making room for
+ * the bytes it adds. Returns 0, BRIM_ETOOBIG or BRIM_ENOMEM. */
+static int
+store_add_exptime(struct brim_store *s, uint64_t hash, const void *key,
+                  size_t key_len, uint32_t exptime)
+{
+    struct brim_item **slot, *old, *it;
+    size_t             val_len, size, have;
+    int                rc;
+
+    old = *table_slot(s, hash, key, key_len);
+    val_len = brim_item_val_len(old);
+    size =
+        brim_item_alloc_bytes(key_len, val_len, brim_item_flags(old), exptime);
+    if (s->cfg.mem_limit_bytes != 0 && size > s->cfg.mem_limit_bytes) {
+        return BRIM_ETOOBIG;
+    }
+    /* Room for the growth only: the old copy goes as soon as the new one
+     * is filled, so TOUCH evicts nothing for a transient copy. */
+    have = malloc_usable_size(old);
+    rc = store_make_room(s, size > have ? size - have : 0, old);
+    if (rc != 0) {
+        return rc;
+    }
+    it = brim_malloc(size);
+    if (it == NULL) {
+        return BRIM_ENOMEM;
+    }
+    memcpy(item_init(it, hash, key, key_len, val_len, brim_item_flags(old),
+                     exptime),
+           brim_item_value(old), val_len);
+    it->cas = old->cas;
+    it->bits |= old->bits & ~BRIM_ITEM_WORDS; /* SIEVE's bit, any other */
+    /* Evictions above may have changed the chain: find the slot again. */
+    slot = table_slot(s, hash, key, key_len);
+    item_replace(s, slot, it);
+    (void) store_make_room(s, 0, it); /* the allocator's rounding */
     return 0;
 }
 
@@ -528,8 +679,14 @@ brim_store_touch(struct brim_store *s, uint64_t hash, const void *key,
     if (slot == NULL) {
         return BRIM_ENOTFOUND;
     }
-    (*slot)->exptime = exptime;
-    return 0;
+    if (((*slot)->bits & BRIM_ITEM_EXPTIME) != 0) {
+        item_set_word(*slot, BRIM_ITEM_EXPTIME, exptime); /* 0: never */
+        return 0;
+    }
+    if (exptime == 0) {
+        return 0; /* no word, no expiry: nothing to change */
+    }
+    return store_add_exptime(s, hash, key, key_len, exptime);
 }
 
 /* Parse a memcached counter: 1..20 decimal digits fitting 64 bits. */
@@ -570,7 +727,7 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
     if (slot == NULL) {
         return BRIM_ENOTFOUND;
     }
-    rc = parse_counter(brim_item_value(*slot), (*slot)->val_len, &v);
+    rc = parse_counter(brim_item_value(*slot), brim_item_val_len(*slot), &v);
     if (rc != 0) {
         return rc;
     }
@@ -581,7 +738,8 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
     }
     n = snprintf(text, sizeof(text), "%llu", (unsigned long long) v);
     rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, text, (size_t) n,
-                        (*slot)->flags, (*slot)->exptime, 0, now, cas_out);
+                        brim_item_flags(*slot), brim_item_exptime(*slot), 0,
+                        now, cas_out);
     if (rc == 0 && result != NULL) {
         *result = v;
     }
@@ -610,7 +768,7 @@ brim_store_drop_partition(struct brim_store *s, uint32_t partition)
     }
     for (b = 0; b < part->nbuckets; b++) {
         while (part->buckets[b] != NULL) {
-            item_remove(s, &part->buckets[b]);
+            item_remove(s, part, &part->buckets[b]);
             n++;
         }
     }
@@ -649,7 +807,7 @@ brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
         while (*slot != NULL) {
             looked++;
             if (item_expired(*slot, now)) {
-                item_remove(s, slot);
+                item_remove(s, part, slot);
                 s->stats.expirations++;
             } else {
                 slot = &(*slot)->hnext;
@@ -683,9 +841,9 @@ brim_store_insert_cold(struct brim_store *s, uint64_t hash, const void *key,
     }
     it->cas = cas;
     if (val_len > 0) {
-        memcpy(it->data + key_len, val, val_len);
+        memcpy((char *) brim_item_value(it), val, val_len);
     }
-    store_link(s, it);
+    store_link(s, it, hash);
     /* Move it from the head to the cold end: evicted first. */
     queue_unlink(s, it);
     it->prev = s->tail;

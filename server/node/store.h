@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <brim/status.h>
 
@@ -34,35 +35,139 @@ enum brim_store_mode {
 };
 
 /*
- * One stored item: one allocation holding this header, the key and the
- * value, like a memcached item. Read-only outside store.c.
+ * One stored item: one allocation holding this 36-byte header, the
+ * optional 32-bit words its BITS name, the key and the value, like a
+ * memcached item. Nothing that can be recomputed is kept: the key hash
+ * is recomputed from the key (brim_store_config.key_hash) when a table
+ * grows or an item is evicted, and client flags and an expiry take a
+ * word only when they are not 0 (docs/design.md, "The item"). Read-only
+ * outside store.c: read it through the brim_item_* accessors below.
  */
 struct brim_item {
     struct brim_item *hnext;   /* next in the partition's bucket */
     struct brim_item *prev;    /* eviction queue, towards the head */
     struct brim_item *next;    /* eviction queue, towards the tail */
-    uint64_t          hash;    /* the cluster key hash */
     uint64_t          cas;     /* changes on every write */
-    uint32_t          exptime; /* Unix seconds; 0 never expires */
-    uint32_t          flags;   /* client flags, opaque */
-    uint32_t          val_len; /* value bytes */
     uint8_t           key_len; /* key bytes, 1..250 */
-    uint8_t           visited; /* SIEVE: read since the hand passed */
-    uint8_t           pad[2];  /* keeps data 8-aligned */
-    char              data[];  /* key, then value */
+    uint8_t           bits;    /* BRIM_ITEM_* */
+    uint16_t          len_tag; /* low 12 bits: value bytes, unless
+                                    BRIM_ITEM_LONG; high 4: the key
+                                    hash's BRIM_ITEM_TAG() */
+    char              data[];  /* words, key, value; 4-aligned */
 };
+
+/* Bits of brim_item.bits. The words follow the header in this order,
+ * each present only when its bit is set. */
+#define BRIM_ITEM_VISITED 0x01u /* SIEVE: read since the hand passed */
+#define BRIM_ITEM_FLAGS 0x02u   /* word: client flags (absent: 0) */
+#define BRIM_ITEM_EXPTIME 0x04u /* word: Unix seconds (absent: never) */
+#define BRIM_ITEM_LONG 0x08u    /* word: value bytes, above 4,095 */
+#define BRIM_ITEM_WORDS 0x0eu   /* the bits that add a word */
+/* 0xf0 is free: per-item state (the memcached port's meta flags) fits
+ * there without growing the header. */
+
+/* The longest value whose length len_tag holds. */
+#define BRIM_ITEM_SHORT_MAX 4095u
+
+/* The 4 bits of a key hash kept in len_tag, so that a lookup passes over
+ * most other keys of its chain without reading them: the top bits, which
+ * a bucket index (the high 32 bits, below 2^28 buckets) never uses. */
+#define BRIM_ITEM_TAG(hash) ((unsigned) ((uint64_t) (hash) >> 60))
+
+/* Bytes of the header before data[]: 36 on LP64. */
+#define BRIM_ITEM_HDR offsetof(struct brim_item, data)
+
+/* Byte offset in IT->data of the word of BIT (one of BRIM_ITEM_WORDS),
+ * or, with BIT 0x10, of the key: 4 bytes per word set below BIT. */
+static inline size_t
+brim_item_word_off(const struct brim_item *it, unsigned bit)
+{
+    unsigned below = it->bits & BRIM_ITEM_WORDS & (bit - 1u);
+
+    return 4u
+        * (size_t) (((below >> 1) & 1u) + ((below >> 2) & 1u)
+                    + ((below >> 3) & 1u));
+}
+
+/* The word of BIT in IT, or 0 when IT has none. */
+static inline uint32_t
+brim_item_word(const struct brim_item *it, unsigned bit)
+{
+    uint32_t w = 0;
+
+    if ((it->bits & bit) != 0) {
+        memcpy(&w, it->data + brim_item_word_off(it, bit), sizeof(w));
+    }
+    return w;
+}
+
+/* Key bytes of IT, 1..250. */
+static inline size_t
+brim_item_key_len(const struct brim_item *it)
+{
+    return it->key_len;
+}
+
+/* Value bytes of IT. */
+static inline size_t
+brim_item_val_len(const struct brim_item *it)
+{
+    if ((it->bits & BRIM_ITEM_LONG) != 0) {
+        return brim_item_word(it, BRIM_ITEM_LONG);
+    }
+    return it->len_tag & BRIM_ITEM_SHORT_MAX;
+}
+
+/* Client flags of IT (opaque to brim; 0 when none were given). */
+static inline uint32_t
+brim_item_flags(const struct brim_item *it)
+{
+    return brim_item_word(it, BRIM_ITEM_FLAGS);
+}
+
+/* Expiry of IT in absolute Unix seconds; 0 never expires. */
+static inline uint32_t
+brim_item_exptime(const struct brim_item *it)
+{
+    return brim_item_word(it, BRIM_ITEM_EXPTIME);
+}
+
+/* CAS value of IT: changes on every write, carried by migration. */
+static inline uint64_t
+brim_item_cas(const struct brim_item *it)
+{
+    return it->cas;
+}
 
 /* Key and value bytes of ITEM (borrowed from the store). */
 static inline const char *
 brim_item_key(const struct brim_item *it)
 {
-    return it->data;
+    return it->data + brim_item_word_off(it, 0x10u);
 }
 
 static inline const char *
 brim_item_value(const struct brim_item *it)
 {
-    return it->data + it->key_len;
+    return brim_item_key(it) + it->key_len;
+}
+
+/*
+ * Bytes asked of the allocator for an item of KEY_LEN key and VAL_LEN
+ * value bytes with client FLAGS and EXPTIME (0: no word for it): the
+ * header, its words, the key and the value. The allocator rounds it up
+ * (glibc: plus 8, to a multiple of 16, at least 32); the memory limit
+ * counts the rounded size.
+ */
+static inline size_t
+brim_item_alloc_bytes(size_t key_len, size_t val_len, uint32_t flags,
+                      uint32_t exptime)
+{
+    return BRIM_ITEM_HDR
+        + 4u
+        * (size_t) ((flags != 0) + (exptime != 0)
+                    + (val_len > BRIM_ITEM_SHORT_MAX))
+        + key_len + val_len;
 }
 
 /* Counters a node reports in STATS; all counts, bytes where named. */
@@ -80,6 +185,15 @@ struct brim_store_stats {
     uint64_t reclaimed_scans; /* items looked at by the reaper */
 };
 
+/*
+ * The cluster key hash of KEY (KEY_LEN bytes, borrowed): the function
+ * whose value callers pass as HASH to every brim_store_* call, so the
+ * store can recompute it for an item instead of keeping it. ARG is
+ * brim_store_config.key_hash_arg. Must not change the store.
+ */
+typedef uint64_t (*brim_store_hash_fn)(const void *key, size_t key_len,
+                                       void *arg);
+
 /* Settings fixed at creation. */
 struct brim_store_config {
     uint32_t               npartitions;     /* P, a power of two */
@@ -92,11 +206,14 @@ struct brim_store_config {
     uint64_t               cas_prefix;      /* incarnation bits, high 24 */
     size_t (*mem_used)(void);               /* bytes held; NULL: the
                                               thread's brim_alloc_bytes */
-    int data_only;                          /* the limit counts the store's
+    int                data_only;           /* the limit counts the store's
                                               own bytes only (items, tables,
                                               the partition array), not
                                               MEM_USED: a node's buffers
                                               have their own bound */
+    brim_store_hash_fn key_hash;            /* the HASH callers pass; NULL:
+                                              brim_hash_key(0, ...) */
+    void              *key_hash_arg;        /* KEY_HASH's ARG */
 };
 
 struct brim_store;
@@ -117,6 +234,10 @@ size_t brim_store_fixed_bytes(uint32_t npartitions);
 void brim_store_free(struct brim_store *store);
 
 /*
+ * Every call below that takes KEY and HASH requires HASH to be
+ * config.key_hash of KEY (checked in debug builds): the store finds an
+ * item's partition and bucket again from its key alone.
+ *
  * Look up KEY (KEY_LEN bytes, borrowed) whose cluster hash is HASH, at Unix
  * time NOW (seconds). On a hit *OUT points at the item, valid until the
  * next call that changes STORE; reading marks it visited (SIEVE) or moves
@@ -161,8 +282,13 @@ int brim_store_del(struct brim_store *store, uint64_t hash, const void *key,
                    size_t key_len, uint32_t now);
 
 /*
- * Set KEY's expiry to EXPTIME (absolute Unix seconds, 0 never). Returns 0
- * or BRIM_ENOTFOUND.
+ * Set KEY's expiry to EXPTIME (absolute Unix seconds, 0 never). An item
+ * stored without an expiry has no word for one: it is copied into a new
+ * allocation 4 bytes larger, in the same place in its chain and in the
+ * eviction order (evicting others to make room if needed). Returns 0,
+ * BRIM_ENOTFOUND, or, only when a word must be added, BRIM_ETOOBIG (no
+ * room under the memory limit) or BRIM_ENOMEM; on error nothing changes
+ * but items evicted to make room.
  */
 int brim_store_touch(struct brim_store *store, uint64_t hash, const void *key,
                      size_t key_len, uint32_t exptime, uint32_t now);

@@ -542,6 +542,16 @@ main(int argc, char **argv)
     int64_t             worst;
     int                 rc, n;
 
+    if (argc == 2
+        && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: client_coord_tool COORD MODE [N]\n"
+               "libbrim in cluster mode against the coordinator COORD "
+               "(HOST:PORT), driven by\ntests/cluster/client_coord.py "
+               "(CTest client.coord.*); the MODEs are listed at\nthe top "
+               "of tests/cluster/client_coord_tool.c. No environment "
+               "variable; no\noption but --help (-h).\n");
+        return 0;
+    }
     if (argc < 3) {
         fprintf(stderr, "usage: client_coord_tool COORD MODE [N]\n");
         return 2;

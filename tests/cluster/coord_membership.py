@@ -331,15 +331,41 @@ def case_restart(binary):
 
 
 def case_bad_settings(binary):
-    for args, word in ((["--tokens", "0"], b"V"),
-                       (["--partitions", "1000"], b"power of two"),
-                       (["--eps", "-1"], b"eps")):
+    """Every bad value or combination is a usage error: exit 2, a message
+    naming the options as typed, and nothing written to the data dir (it
+    is checked before anything is opened or bound)."""
+    missing = os.path.join(tempfile.gettempdir(), "brim-coord-no-such-dir")
+    cases = (
+        (["--tokens", "0"], [b"--tokens", b"0", b"1 to 10000"]),
+        (["--partitions", "1000"],
+         [b"--partitions: 1000 is not a power of two from 256 to 1048576"]),
+        (["--partitions", "7"], [b"--partitions: 7 is not a power of two"]),
+        (["--eps", "-1"], [b"--eps"]),
+        (["--heartbeat-ms", "5000", "--dead-after-ms", "100"],
+         [b"--dead-after-ms 100 must be above --heartbeat-ms 5000"]),
+        (["--heartbeat-ms", "5000"],
+         [b"--dead-after-ms 3000 must be above --heartbeat-ms 5000"]),
+        (["--data-dir", missing],
+         [b"--data-dir " + missing.encode() +
+          b": the data directory does not exist"]),
+        (["--data-dir", "/etc/hostname"], [b"--data-dir /etc/hostname: not "
+                                           b"a directory"]),
+        (["--secret-file", "/nonexistent/secret"],
+         [b"--secret-file", b"/nonexistent/secret"]),
+    )
+    for args, words in cases:
         d = tempfile.mkdtemp(prefix="brim-coord-")
         p = subprocess.run([binary, "--listen", "127.0.0.1:1",
                             "--data-dir", d] + args, capture_output=True,
                            timeout=10)
+        left = os.listdir(d)
         shutil.rmtree(d, ignore_errors=True)
-        assert p.returncode != 0 and word in p.stderr, (args, p.stderr)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        for w in words:
+            assert w in p.stderr, (args, w, p.stderr)
+        internal = (b"brim-coord: coord:", b"placement:")   # old names
+        assert not any(w in p.stderr for w in internal), (args, p.stderr)
+        assert left == [], (args, left)
 
 
 def _text(v):

@@ -12,6 +12,7 @@ Usage: mcport.py --bin BUILD/bin --cluster deploy/brim-cluster CASE
        mcport.py --list
 """
 
+import contextlib
 import os
 import random
 import shutil
@@ -165,6 +166,20 @@ def cluster_up(args, n=3, node_args=()):
     return cl
 
 
+@contextlib.contextmanager
+def cluster(args, n=3, node_args=()):
+    """cluster_up() for a with block: the logs shown if it fails, every
+    process stopped at its end."""
+    cl = cluster_up(args, n, node_args)
+    try:
+        yield cl
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
 def brim_cluster(args, *cmd, env=None, timeout=120):
     """deploy/brim-cluster CMD; its output."""
     full = [args.cluster] + list(cmd)
@@ -245,8 +260,7 @@ def pymemcache_cluster(args):
     need_pymemcache()
     from pymemcache.client.base import Client
     from pymemcache.exceptions import MemcacheServerError
-    cl = cluster_up(args)
-    try:
+    with cluster(args) as cl:
         t = cl.fetch()
         c = Client(("127.0.0.1", cl.nodes["node2"].mport), connect_timeout=5,
                    timeout=10)
@@ -328,11 +342,6 @@ def pymemcache_cluster(args):
         print("pymemcache: 1000 keys over %d nodes, cas, incr/decr, touch, "
               "noreply, %d-byte value and one over; libbrim agrees on %d "
               "keys" % (len(owners), VALUE_MAX, len(want)))
-    except BaseException:
-        cl.dump()
-        raise
-    finally:
-        cl.close()
 
 
 class Raw:
@@ -402,8 +411,7 @@ def meta_raw(args):
     every node, quiet pipelines ended by mn, opaque tokens, mg's return
     flags on hits and misses, ms modes, ma with auto-create, md, and the
     unsupported flags answered as documented."""
-    cl = cluster_up(args)
-    try:
+    with cluster(args) as cl:
         t = cl.fetch()
         r = Raw(cl.nodes["node1"].mport)
         # One key owned by each node.
@@ -481,18 +489,14 @@ def meta_raw(args):
         # The text protocol on the same connection still answers.
         check(r.ask(b"version\r\n").startswith(b"VERSION "), "version")
         r.close()
-    except BaseException:
-        cl.dump()
-        raise
-    finally:
-        cl.close()
 
 
 @case
 def insecure_refused(args):
     """With a client secret on the brim port, --memcached-listen on a
-    non-loopback address is refused, saying why, unless
-    --memcached-insecure; loopback is always allowed."""
+    non-loopback address is a usage error (exit 2, before anything opens),
+    saying why, unless --memcached-insecure; loopback is always allowed;
+    --memcached-insecure alone is a usage error too."""
     d = tempfile.mkdtemp(prefix="mcport.")
     try:
         for name in ("secret", "client-secret"):
@@ -507,10 +511,15 @@ def insecure_refused(args):
         p = subprocess.run(base + ["--memcached-listen",
                                    "0.0.0.0:%d" % bw.free_port()],
                            capture_output=True, text=True, timeout=30)
-        check(p.returncode == 1 and "no authentication" in p.stderr
+        check(p.returncode == 2 and "no authentication" in p.stderr
               and "--memcached-insecure" in p.stderr,
               "a non-loopback port with a client secret: exit %d, %r",
               p.returncode, p.stderr[-500:])
+        p = subprocess.run(base + ["--memcached-insecure"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "needs --memcached-listen" in p.stderr,
+              "--memcached-insecure alone: exit %d, %r", p.returncode,
+              p.stderr[-300:])
         for extra in (["--memcached-listen", "0.0.0.0:%d" % bw.free_port(),
                        "--memcached-insecure"],
                       ["--memcached-listen", "127.0.0.1:%d" % bw.free_port()]):
@@ -612,8 +621,7 @@ def membership_bench(args):
     partitions leaves: lost=0 stale=0 errors=0. The leaving node's port
     stops accepting at once, answers on a connection opened before (for
     keys of every node) while it lingers, and closes when it exits."""
-    cl = cluster_up(args)
-    try:
+    with cluster(args) as cl:
         t = cl.fetch()
         count = {}
         for o in t["owner"]:
@@ -685,11 +693,6 @@ def membership_bench(args):
         check(got == b"VALUE held 0 2\r\nhv\r\nVALUE lv7 0 3\r\nv07\r\n"
               b"END\r\n", "after the leave: %r", got)
         c.close()
-    except BaseException:
-        cl.dump()
-        raise
-    finally:
-        cl.close()
 
 
 def tools_present(args):

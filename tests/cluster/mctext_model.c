@@ -62,6 +62,15 @@ main(int argc, char **argv)
     size_t                    len, off;
     FILE                     *fp;
 
+    if (argc == 2
+        && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: mctext_model FILE\n"
+               "Prints what proto/mctext.c makes of the bytes of FILE, one "
+               "line per answer, for\ntests/cluster/mctext_vs_memcached.py "
+               "(CTest) to compare with a real memcached.\nNo environment "
+               "variable; no option but --help (-h).\n");
+        return 0;
+    }
     fp = argc == 2 ? fopen(argv[1], "rb") : NULL;
     if (fp == NULL) {
         fprintf(stderr, "usage: mctext_model FILE\n");

@@ -86,6 +86,11 @@ def streams_listed(bindir):
                 0.01 + 0.01 * r["eta_s"], r
         text = brimctl(bindir, cl.cport, "migrations")
         assert "source" in text and "node4" in text and "eta_s" in text, text
+        # The cluster's stats carry the same rows while a migration runs.
+        st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
+        if st["migration"]["active"]:
+            assert any(r["destination"] == "node4"
+                       for r in st.get("streams", [])), st
 
         # A second join while the first streams waits, and says why.
         cl.add("node5")
@@ -115,6 +120,7 @@ def streams_listed(bindir):
         assert {r["source"] for r in to5} == set(old + ("node4",)), to5
         sent = sum(r["keys_sent"] for r in m["streams"])
         st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
+        assert "streams" not in st, st     # idle: the nodes are not asked
         moved = st["migration"]["keys_moved"]
         assert sent >= moved > 0, (sent, moved, m["streams"])
     except BaseException:

@@ -1010,11 +1010,21 @@ def bad_settings(args):
         (["--standalone", "--listen", "nosuch.invalid:%d" % port],
          "not resolved"),
         (["--standalone", "--config", "/tmp"] + listen, "/tmp"),
+        # The value as typed and the rule, never "not a whole number".
+        (["--standalone", "--partitions", "7"] + listen,
+         "--partitions: 7 is not a power of two from 256 to 1048576"),
+        (["--standalone", "--partitions", "300"] + listen,
+         "--partitions: 300 is not a power of two from 256 to 1048576"),
+        (["--name", "a", "--coordinator", "127.0.0.1:1", "--weight",
+          "0.0001"] + listen, "--weight: 0.0001 is below"),
+        (["--standalone", "--secret-file", "/nonexistent/secret"] + listen,
+         "--secret-file: secret file /nonexistent/secret"),
     ]
     for argv, word in cases:
         rc, out, err = run_node(args, argv)
-        check(rc in (1, 2), "%r: exit %d, want 1 or 2 (stderr %r)", argv, rc,
-              err)
+        # A setting that cannot be is a usage error (exit 2), said before
+        # anything is bound.
+        check(rc == 2, "%r: exit %d, want 2 (stderr %r)", argv, rc, err)
         check(word in err, "%r: stderr does not name %r: %r", argv, word, err)
     for value, want in (("false", "--standalone"), ("maybe", "maybe")):
         with tempfile.NamedTemporaryFile("w", suffix=".conf",

@@ -24,6 +24,9 @@ numbers_readable         brimctl prints no exponent, byte counts with
                          binary units beside the exact figure (--json
                          keeps exact integers), and a join's keys moved
                          are the sum of their arc and cap parts
+secret_file_missing      brimctl with a secret file that does not exist
+                         says which file and role, as bad usage (64),
+                         not "cannot reach" the server
 stats_sections           an unknown STATS section is refused with the
                          list of known ones, and each listed one works
                          (migration was left out of the list once)
@@ -310,6 +313,22 @@ def bt_text(v):
 
 def main():
     return mb.main(CASES)
+
+
+
+@case
+def secret_file_missing(bindir):
+    port = bw.free_port()             # nothing listens: never asked
+    for opt, role in (("--secret-file", "cluster secret"),
+                      ("--client-secret-file", "clients' secret")):
+        r = subprocess.run([os.path.join(bindir, "brimctl"), opt,
+                            "/nonexistent/brim.secret", "--coordinator",
+                            "127.0.0.1:%d" % port, "get", "k"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 64, (opt, r.returncode, r.stderr)
+        assert role in r.stderr and "/nonexistent/brim.secret" in r.stderr \
+            and "No such file" in r.stderr, r.stderr
+        assert "cannot reach" not in r.stderr, r.stderr
 
 
 if __name__ == "__main__":

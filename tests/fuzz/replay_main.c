@@ -3,7 +3,8 @@
  * file named on the command line, or found in a directory named there, to
  * LLVMFuzzerTestOneInput() once. It lets the seed corpus run as the CTest
  * test fuzz.wire_corpus under gcc and ASan, where libFuzzer is absent.
- * Exits 1 when no input was found or a file cannot be read.
+ * Exits 1 when no input was found or a file cannot be read; --help prints
+ * the usage, and any other argument starting with - exits 2.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -80,12 +81,39 @@ replay_dir(const char *dir, int *count)
     return rc;
 }
 
+static void
+replay_usage(const char *prog)
+{
+    printf("usage: %s [FILE | DIR]...\n"
+           "Feeds each FILE, and every regular file in each DIR, once to "
+           "this fuzz target\n(a stand-in for libFuzzer's main(), for gcc "
+           "and ASan builds). Exits 0 when\nevery input ran, 1 when none "
+           "was found or one cannot be read; a crash is a\nfailure. CTest "
+           "runs it on the seed corpus of tests/fuzz/corpus/ (label fuzz).\n"
+           "It reads no environment variable and takes no option but --help "
+           "(-h);\nname a file that starts with - as ./NAME.\n",
+           prog);
+}
+
 int
 main(int argc, char **argv)
 {
     struct stat st;
+    const char *prog;
     int         i, count;
 
+    prog = strrchr(argv[0], '/') != NULL ? strrchr(argv[0], '/') + 1 : argv[0];
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            replay_usage(prog);
+            return 0;
+        }
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "%s: unknown option \"%s\"; see %s --help\n", prog,
+                    argv[i], prog);
+            return 2;
+        }
+    }
     count = 0;
     for (i = 1; i < argc; i++) {
         if (stat(argv[i], &st) != 0) {

@@ -24,13 +24,28 @@ _Static_assert(sizeof(dump_roles) / sizeof(dump_roles[0]) == BRIM_ROLE_MAX + 1,
                "a role is missing from dump_roles");
 
 int
-main(void)
+main(int argc, char **argv)
 {
     const struct brim_op_info *info;
     const char                *name;
     unsigned                   code;
     int                        role;
 
+    if (argc > 1) {
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+            printf("usage: op_table_dump\n"
+                   "Prints the op table compiled into proto/ops.c, the roles "
+                   "and the statuses,\none a line, for lint.py_support "
+                   "(CTest) to compare with the Python tests'\ntable. No "
+                   "environment variable; no option but --help (-h).\n");
+            return 0;
+        }
+        fprintf(stderr,
+                "op_table_dump: unexpected argument \"%s\"; see "
+                "op_table_dump --help\n",
+                argv[1]);
+        return 2;
+    }
     for (code = 0; code < BRIM_OP_CODE_LIMIT; code++) {
         info = brim_op_info(code);
         if (info != NULL) {

@@ -45,6 +45,30 @@ mem_by_items(void)
     return (size_t) st.items * T_UNIT;
 }
 
+/*
+ * The stores' key hash: XXH3 with seed 0 (kh()), except that a key
+ * "pP-I" of fill_partition() keeps the high 32 bits of that and puts
+ * partition P below, so one partition can be filled by construction.
+ */
+static uint64_t
+test_key_hash(const void *key, size_t key_len, void *arg)
+{
+    char     text[32];
+    uint64_t h = brim_hash_key(0, key, key_len);
+    unsigned p, i;
+
+    (void) arg;
+    if (key_len >= sizeof(text)) {
+        return h;
+    }
+    memcpy(text, key, key_len);
+    text[key_len] = '\0';
+    if (sscanf(text, "p%u-%u", &p, &i) != 2) {
+        return h;
+    }
+    return (h & ~(uint64_t) UINT32_MAX) | p;
+}
+
 static struct brim_store *
 mk_store(uint32_t parts, size_t limit, enum brim_evict_policy policy,
          size_t (*mem_used)(void))
@@ -58,6 +82,7 @@ mk_store(uint32_t parts, size_t limit, enum brim_evict_policy policy,
     cfg.policy = policy;
     cfg.cas_prefix = 0x123;
     cfg.mem_used = mem_used;
+    cfg.key_hash = test_key_hash;
     g_base = brim_alloc_bytes();
     g_store = brim_store_new(&cfg);
     ck_assert_ptr_nonnull(g_store);
@@ -95,9 +120,9 @@ expect_val(struct brim_store *s, const char *key, const char *val, uint32_t now)
 
     rc = brim_store_get(s, kh(key), key, strlen(key), now, &it);
     ck_assert_msg(rc == 0, "get %s: rc=%s", key, brim_err_name(rc));
-    ck_assert_uint_eq(it->val_len, strlen(val));
+    ck_assert_uint_eq(brim_item_val_len(it), strlen(val));
     ck_assert_mem_eq(brim_item_value(it), val, strlen(val));
-    ck_assert_uint_eq(it->key_len, strlen(key));
+    ck_assert_uint_eq(brim_item_key_len(it), strlen(key));
     ck_assert_mem_eq(brim_item_key(it), key, strlen(key));
     return it;
 }
@@ -139,35 +164,35 @@ START_TEST(store_set_get)
 
     CK_RC(put(s, BRIM_STORE_SET, "alpha", "one", 7, 0, 0, T_NOW, &cas1), 0);
     it = expect_val(s, "alpha", "one", T_NOW);
-    ck_assert_uint_eq(it->flags, 7);
-    ck_assert_uint_eq(it->exptime, 0);
-    ck_assert_uint_eq(it->cas, cas1);
+    ck_assert_uint_eq(brim_item_flags(it), 7);
+    ck_assert_uint_eq(brim_item_exptime(it), 0);
+    ck_assert_uint_eq(brim_item_cas(it), cas1);
     ck_assert_uint_ne(cas1, 0);
     ck_assert_uint_eq(cas1 >> 40, 0x123); /* the incarnation prefix */
 
     /* Overwrite: new value and flags, a new CAS value. */
     CK_RC(put(s, BRIM_STORE_SET, "alpha", "two!", 9, 0, 0, T_NOW, &cas2), 0);
     it = expect_val(s, "alpha", "two!", T_NOW);
-    ck_assert_uint_eq(it->flags, 9);
+    ck_assert_uint_eq(brim_item_flags(it), 9);
     ck_assert_uint_ne(cas2, cas1);
 
     /* Binary-safe keys and values; an empty value. */
     for (i = 0; i < sizeof(bin); i++) {
         bin[i] = (char) (i * 7);
     }
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, 42, bin, 10, bin, sizeof(bin), 0, 0,
-                         0, T_NOW, NULL),
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, brim_hash_key(0, bin, 10), bin, 10,
+                         bin, sizeof(bin), 0, 0, 0, T_NOW, NULL),
           0);
-    CK_RC(brim_store_get(s, 42, bin, 10, T_NOW, &it), 0);
-    ck_assert_uint_eq(it->val_len, sizeof(bin));
+    CK_RC(brim_store_get(s, brim_hash_key(0, bin, 10), bin, 10, T_NOW, &it), 0);
+    ck_assert_uint_eq(brim_item_val_len(it), sizeof(bin));
     ck_assert_mem_eq(brim_item_value(it), bin, sizeof(bin));
     CK_RC(set(s, "empty", ""), 0);
     expect_val(s, "empty", "", T_NOW);
 
     /* Key length 1..250. */
     memset(key, 'k', sizeof(key));
-    CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 250, "v", 1, 0, 0, 0, T_NOW,
-                         NULL),
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, brim_hash_key(0, key, 250), key,
+                         250, "v", 1, 0, 0, 0, T_NOW, NULL),
           0);
     CK_RC(brim_store_set(s, BRIM_STORE_SET, 1, key, 251, "v", 1, 0, 0, 0, T_NOW,
                          NULL),
@@ -218,7 +243,7 @@ START_TEST(store_mode_add)
     CK_RC(put(s, BRIM_STORE_ADD, "k", "first", 1, 0, 0, T_NOW, NULL), 0);
     CK_RC(put(s, BRIM_STORE_ADD, "k", "second", 2, 0, 0, T_NOW, NULL),
           BRIM_ENOTSTORED);
-    ck_assert_uint_eq(expect_val(s, "k", "first", T_NOW)->flags, 1);
+    ck_assert_uint_eq(brim_item_flags(expect_val(s, "k", "first", T_NOW)), 1);
 
     /* An expired item counts as absent. */
     CK_RC(put(s, BRIM_STORE_SET, "e", "old", 0, T_NOW + 5, 0, T_NOW, NULL), 0);
@@ -237,7 +262,7 @@ START_TEST(store_mode_replace)
     expect_absent(s, "k", T_NOW);
     CK_RC(set(s, "k", "v1"), 0);
     CK_RC(put(s, BRIM_STORE_REPLACE, "k", "v2", 5, 0, 0, T_NOW, NULL), 0);
-    ck_assert_uint_eq(expect_val(s, "k", "v2", T_NOW)->flags, 5);
+    ck_assert_uint_eq(brim_item_flags(expect_val(s, "k", "v2", T_NOW)), 5);
     brim_store_free(s);
 }
 END_TEST
@@ -262,8 +287,8 @@ START_TEST(store_mode_append_prepend)
     ck_assert_uint_ne(cas1, cas0);
     CK_RC(put(s, BRIM_STORE_PREPEND, "k", "start-", 2, 0, 0, T_NOW, NULL), 0);
     it = expect_val(s, "k", "start-mid-end", T_NOW);
-    ck_assert_uint_eq(it->flags, 77);
-    ck_assert_uint_eq(it->exptime, T_NOW + 100);
+    ck_assert_uint_eq(brim_item_flags(it), 77);
+    ck_assert_uint_eq(brim_item_exptime(it), T_NOW + 100);
     /* Still alive after the expiry APPEND was given, gone after its own. */
     expect_val(s, "k", "start-mid-end", T_NOW + 99);
     expect_absent(s, "k", T_NOW + 100);
@@ -296,7 +321,7 @@ START_TEST(store_mode_cas)
     /* Match: stored, a new CAS value; the old one no longer matches. */
     CK_RC(put(s, BRIM_STORE_CAS, "k", "v2", 3, 0, cas, T_NOW, &cas2), 0);
     ck_assert_uint_ne(cas2, cas);
-    ck_assert_uint_eq(expect_val(s, "k", "v2", T_NOW)->flags, 3);
+    ck_assert_uint_eq(brim_item_flags(expect_val(s, "k", "v2", T_NOW)), 3);
     CK_RC(put(s, BRIM_STORE_CAS, "k", "v3", 0, 0, cas, T_NOW, NULL),
           BRIM_EEXISTS);
     CK_RC(put(s, BRIM_STORE_CAS, "k", "v3", 0, 0, cas2, T_NOW, &cas3), 0);
@@ -331,8 +356,8 @@ START_TEST(store_incr_decr)
     CK_RC(incr(s, "n", 1, 0, &r), 0);
     ck_assert_uint_eq(r, 42);
     it = expect_val(s, "n", "42", T_NOW);
-    ck_assert_uint_eq(it->flags, 5);            /* kept */
-    ck_assert_uint_eq(it->exptime, T_NOW + 50); /* kept */
+    ck_assert_uint_eq(brim_item_flags(it), 5);            /* kept */
+    ck_assert_uint_eq(brim_item_exptime(it), T_NOW + 50); /* kept */
 
     /* The CAS value changes and is reported. */
     CK_RC(brim_store_incr(s, kh("n"), "n", 1, 0, 0, T_NOW, &r, &cas), 0);
@@ -577,13 +602,13 @@ START_TEST(store_too_big)
         CK_RC(brim_store_set(s2, BRIM_STORE_SET, kh("k"), "k", 1, val, 100, 0,
                              0, 0, T_NOW, NULL),
               BRIM_ETOOBIG);
-        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)->val_len,
-                          99);
+        ck_assert_uint_eq(
+            brim_item_val_len(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)), 99);
         /* APPEND past the limit: TOOBIG, unchanged. */
         CK_RC(put(s2, BRIM_STORE_APPEND, "k", "x", 0, 0, 0, T_NOW, NULL),
               BRIM_ETOOBIG);
-        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)->val_len,
-                          99);
+        ck_assert_uint_eq(
+            brim_item_val_len(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)), 99);
         brim_store_free(s2);
 
         /* max_value_bytes bounds the value alone, APPEND's and PREPEND's
@@ -602,8 +627,8 @@ START_TEST(store_too_big)
               BRIM_ETOOBIG);
         CK_RC(put(s2, BRIM_STORE_PREPEND, "k", "x", 0, 0, 0, T_NOW, NULL),
               BRIM_ETOOBIG);
-        ck_assert_uint_eq(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)->val_len,
-                          50);
+        ck_assert_uint_eq(
+            brim_item_val_len(brim_store_peek(s2, kh("k"), "k", 1, T_NOW)), 50);
         brim_store_free(s2);
     }
     expect_val(s, "small-0", "old", T_NOW);
@@ -726,17 +751,18 @@ END_TEST
 
 /* ---- partitions ---- */
 
-/* Store N items in partition P with constructed hashes; keys "pP-i". */
+/* Store N items in partition P with constructed hashes (test_key_hash());
+ * keys "pP-i". */
 static void
-fill_partition(struct brim_store *s, uint32_t p, uint32_t n, uint64_t seed)
+fill_partition(struct brim_store *s, uint32_t p, uint32_t n)
 {
     char     key[32];
-    uint64_t h, st = seed;
+    uint64_t h;
     uint32_t i;
 
     for (i = 0; i < n; i++) {
         snprintf(key, sizeof(key), "p%" PRIu32 "-%" PRIu32, p, i);
-        h = (brim_splitmix64(&st) << 32) | p;
+        h = test_key_hash(key, strlen(key), NULL);
         CK_RC(brim_store_set(s, BRIM_STORE_SET, h, key, strlen(key), "v", 1, 0,
                              0, 0, T_NOW, NULL),
               0);
@@ -752,9 +778,9 @@ START_TEST(store_drop_partition)
 
     brim_store_get_stats(s, &st0);
     base = brim_alloc_bytes();
-    fill_partition(s, 3, 100, 1);
-    fill_partition(s, 5, 200, 2);
-    fill_partition(s, 7, 50, 3);
+    fill_partition(s, 3, 100);
+    fill_partition(s, 5, 200);
+    fill_partition(s, 7, 50);
     ck_assert_uint_eq(brim_store_partition_items(s, 3), 100);
     ck_assert_uint_eq(brim_store_partition_items(s, 5), 200);
     ck_assert_uint_eq(brim_store_partition_items(s, 7), 50);
@@ -778,25 +804,25 @@ START_TEST(store_drop_partition)
     }
     /* Every remaining item is still readable, by its constructed hash. */
     {
-        uint64_t st3 = 1, st7 = 3, h;
+        uint64_t h;
         char     key[32];
         uint32_t i;
 
         for (i = 0; i < 100; i++) {
             snprintf(key, sizeof(key), "p3-%" PRIu32, i);
-            h = (brim_splitmix64(&st3) << 32) | 3;
+            h = test_key_hash(key, strlen(key), NULL);
             ck_assert_ptr_nonnull(
                 brim_store_peek(s, h, key, strlen(key), T_NOW));
         }
         for (i = 0; i < 50; i++) {
             snprintf(key, sizeof(key), "p7-%" PRIu32, i);
-            h = (brim_splitmix64(&st7) << 32) | 7;
+            h = test_key_hash(key, strlen(key), NULL);
             ck_assert_ptr_nonnull(
                 brim_store_peek(s, h, key, strlen(key), T_NOW));
         }
     }
     /* The partition can be used again; then everything is given back. */
-    fill_partition(s, 5, 10, 9);
+    fill_partition(s, 5, 10);
     ck_assert_uint_eq(brim_store_partition_items(s, 5), 10);
     ck_assert_uint_eq(brim_store_drop_partition(s, 3), 100);
     ck_assert_uint_eq(brim_store_drop_partition(s, 5), 10);
@@ -864,9 +890,9 @@ START_TEST(store_insert_cold)
                                  T_NOW + 50, 0xabcdef, T_NOW),
           0);
     it = expect_val(s, "cold", "c", T_NOW);
-    ck_assert_uint_eq(it->cas, 0xabcdef);
-    ck_assert_uint_eq(it->flags, 7);
-    ck_assert_uint_eq(it->exptime, T_NOW + 50);
+    ck_assert_uint_eq(brim_item_cas(it), 0xabcdef);
+    ck_assert_uint_eq(brim_item_flags(it), 7);
+    ck_assert_uint_eq(brim_item_exptime(it), T_NOW + 50);
     /* Present: the local item wins. */
     CK_RC(brim_store_insert_cold(s, kh("hot1"), "hot1", 4, "z", 1, 0, 0, 1,
                                  T_NOW),
@@ -1012,7 +1038,7 @@ START_TEST(store_chain_length)
                   brim_store_max_chain(s, target));
 
     /* Constructed hashes: random high 32 bits, the partition below. */
-    fill_partition(s, 0x21, n, 12345);
+    fill_partition(s, 0x21, n);
     ck_assert_uint_eq(brim_store_partition_items(s, 0x21), n);
     ck_assert_msg(brim_store_max_chain(s, 0x21) <= 12,
                   "longest chain %zu in one full partition",
@@ -1042,8 +1068,8 @@ START_TEST(store_alloc_fail)
     brim_alloc_fail_after(0, 0);
     ck_assert_msg(rc == BRIM_ENOMEM, "rc=%s", brim_err_name(rc));
     it = expect_val(s, "k", "old", T_NOW);
-    ck_assert_uint_eq(it->flags, 4);
-    ck_assert_uint_eq(it->cas, cas);
+    ck_assert_uint_eq(brim_item_flags(it), 4);
+    ck_assert_uint_eq(brim_item_cas(it), cas);
 
     /* The same for APPEND, PREPEND, CAS and INCR. */
     brim_alloc_fail_after(1, 1);
@@ -1080,6 +1106,144 @@ START_TEST(store_alloc_fail)
     brim_store_get_stats(s, &st);
     ck_assert_uint_ge(st.items, 2);
     brim_store_flush(s);
+    brim_store_free(s);
+    ck_assert_uint_eq(brim_alloc_bytes(), g_base);
+}
+END_TEST
+
+/*
+ * The item layout (docs/design.md, "The item"): client flags and an
+ * expiry take a word only when not 0, a value above 4,095 bytes one for
+ * its length; TOUCH gives an item without an expiry word a new
+ * allocation in the old one's place, with its CAS value, its place in
+ * the eviction order and its SIEVE bit.
+ */
+static int
+scan_stop_each(const struct brim_item *it, void *arg)
+{
+    (void) it;
+    (*(uint32_t *) arg)++;
+    return BRIM_SCAN_STOP;
+}
+
+START_TEST(store_item_words)
+{
+    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    const struct brim_item  *it;
+    struct brim_store_cursor cur;
+    struct brim_store_stats  st;
+    static char              big[70000];
+    uint64_t                 cas, cas2;
+    uint32_t                 seen = 0, i;
+    char                     key[32];
+
+    /* No words: the header, the key and the value, nothing else. */
+    CK_RC(put(s, BRIM_STORE_SET, "w", "value", 0, 0, 0, T_NOW, &cas), 0);
+    it = expect_val(s, "w", "value", T_NOW);
+    ck_assert_uint_eq(it->bits & BRIM_ITEM_WORDS, 0);
+    ck_assert_ptr_eq(brim_item_key(it), it->data);
+    ck_assert_uint_eq(brim_item_alloc_bytes(1, 5, 0, 0), BRIM_ITEM_HDR + 6);
+    ck_assert_uint_eq(brim_item_alloc_bytes(1, 5, 7, 9), BRIM_ITEM_HDR + 14);
+    ck_assert_uint_eq(brim_item_alloc_bytes(1, 4095, 0, 0),
+                      BRIM_ITEM_HDR + 4096);
+    ck_assert_uint_eq(brim_item_alloc_bytes(1, 4096, 0, 0),
+                      BRIM_ITEM_HDR + 4 + 4097);
+    /* The tag is the key hash's top 4 bits. */
+    ck_assert_uint_eq(it->len_tag >> 12, BRIM_ITEM_TAG(kh("w")));
+
+    /* TOUCH adds the expiry word: same value, flags and CAS value. */
+    CK_RC(brim_store_touch(s, kh("w"), "w", 1, T_NOW + 10, T_NOW), 0);
+    it = expect_val(s, "w", "value", T_NOW + 9);
+    ck_assert_uint_eq(brim_item_exptime(it), T_NOW + 10);
+    ck_assert_uint_eq(brim_item_flags(it), 0);
+    ck_assert_uint_eq(brim_item_cas(it), cas);
+    ck_assert(!present(s, "w", T_NOW + 10));
+
+    /* At 4,095 bytes the length is in the header, at 4,096 in a word. */
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("b1"), "b1", 2, big, 4095, 0, 0,
+                         0, T_NOW, NULL),
+          0);
+    CK_RC(brim_store_get(s, kh("b1"), "b1", 2, T_NOW, &it), 0);
+    ck_assert_uint_eq(it->bits & BRIM_ITEM_LONG, 0);
+    ck_assert_uint_eq(brim_item_val_len(it), 4095);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("b1"), "b1", 2, big, 4096, 0, 0,
+                         0, T_NOW, NULL),
+          0);
+    CK_RC(brim_store_get(s, kh("b1"), "b1", 2, T_NOW, &it), 0);
+    ck_assert_uint_eq(it->bits & BRIM_ITEM_LONG, BRIM_ITEM_LONG);
+    ck_assert_uint_eq(brim_item_val_len(it), 4096);
+    ck_assert_mem_eq(brim_item_value(it), big, 4096);
+
+    /* Flags and expiry together; a long value keeps its length word. */
+    for (i = 0; i < sizeof(big); i++) {
+        big[i] = (char) ('a' + i % 26);
+    }
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("big"), "big", 3, big,
+                         sizeof(big), 7, T_NOW + 50, 0, T_NOW, NULL),
+          0);
+    CK_RC(brim_store_get(s, kh("big"), "big", 3, T_NOW, &it), 0);
+    ck_assert_uint_eq(it->bits & BRIM_ITEM_WORDS, BRIM_ITEM_WORDS);
+    ck_assert_uint_eq(brim_item_val_len(it), sizeof(big));
+    ck_assert_mem_eq(brim_item_value(it), big, sizeof(big));
+    ck_assert_mem_eq(brim_item_key(it), "big", 3);
+    ck_assert_uint_eq(brim_item_flags(it), 7);
+    ck_assert_uint_eq(brim_item_exptime(it), T_NOW + 50);
+    CK_RC(brim_store_set(s, BRIM_STORE_APPEND, kh("big"), "big", 3, "xyz", 3, 0,
+                         0, 0, T_NOW, &cas2),
+          0);
+    CK_RC(brim_store_get(s, kh("big"), "big", 3, T_NOW, &it), 0);
+    ck_assert_uint_eq(brim_item_val_len(it), sizeof(big) + 3);
+    ck_assert_mem_eq(brim_item_value(it) + sizeof(big), "xyz", 3);
+    ck_assert_uint_eq(brim_item_flags(it), 7);            /* kept */
+    ck_assert_uint_eq(brim_item_exptime(it), T_NOW + 50); /* kept */
+
+    /* A scan stopped at an item follows it into its new allocation:
+     * every item of the partition is visited exactly once. */
+    fill_partition(s, 9, 20);
+    brim_store_cursor_init(&cur, 9);
+    while (brim_store_scan(s, &cur, 1, scan_stop_each, &seen) == 0) {
+        if (cur.mark != NULL) {
+            memcpy(key, brim_item_key(cur.mark), cur.mark->key_len);
+            key[cur.mark->key_len] = '\0';
+            CK_RC(brim_store_touch(s, test_key_hash(key, strlen(key), NULL),
+                                   key, strlen(key), T_NOW + 99, T_NOW),
+                  0);
+            ck_assert_uint_eq(brim_item_exptime(cur.mark), T_NOW + 99);
+        }
+    }
+    ck_assert_uint_eq(seen, 20);
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.items, 23);
+    brim_store_free(s);
+    ck_assert_uint_eq(brim_alloc_bytes(), g_base);
+}
+END_TEST
+
+/* TOUCH's new allocation keeps the item's place in the eviction order
+ * (LRU) and its visited bit (SIEVE). */
+START_TEST(store_touch_keeps_order)
+{
+    struct brim_store      *s;
+    const struct brim_item *it;
+
+    /* Room for 3 items and the few bytes a TOUCH adds: the 4th evicts. */
+    s = mk_store(T_PARTS, 3 * T_UNIT + T_UNIT / 2, BRIM_EVICT_LRU,
+                 mem_by_items);
+    fill(s, "a", 3); /* a0 oldest */
+    CK_RC(brim_store_touch(s, kh("a0"), "a0", 2, T_NOW + 100, T_NOW), 0);
+    CK_RC(set(s, "b0", "v"), 0);
+    ck_assert(!present_n(s, "a", 0)); /* still the oldest */
+    ck_assert(present_n(s, "a", 1));
+    brim_store_free(s);
+
+    s = mk_store(T_PARTS, 3 * T_UNIT + T_UNIT / 2, BRIM_EVICT_SIEVE,
+                 mem_by_items);
+    fill(s, "a", 3);
+    CK_RC(brim_store_get(s, kh("a0"), "a0", 2, T_NOW, &it), 0);
+    CK_RC(brim_store_touch(s, kh("a0"), "a0", 2, T_NOW + 100, T_NOW), 0);
+    CK_RC(set(s, "b0", "v"), 0);
+    ck_assert(present_n(s, "a", 0)); /* visited: spared */
+    ck_assert(!present_n(s, "a", 1));
     brim_store_free(s);
     ck_assert_uint_eq(brim_alloc_bytes(), g_base);
 }
@@ -1163,6 +1327,14 @@ brim_test_suite(void)
 
     tc = tcase_create("chain_length");
     tcase_add_test(tc, store_chain_length);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("item_words");
+    tcase_add_test(tc, store_item_words);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("touch_keeps_order");
+    tcase_add_test(tc, store_touch_keeps_order);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("alloc_fail");
