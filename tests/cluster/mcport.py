@@ -222,9 +222,9 @@ def memccapable_cluster(args):
     env = dict(os.environ, BRIM_BIN=args.bin, BRIM_CLUSTER_MC_OFFSET="500",
                BRIM_NODE_ARGS="--memcached-allow-flush")
     try:
+        base = free_ports(4, 34000, 34400, also=500)
         out = brim_cluster(args, "up", "--nodes", "3", "--base-port",
-                           str(free_ports(4, 34000, 34400, also=500)), "--dir", d,
-                           env=env)
+                           str(base), "--dir", d, env=env)
         with open(os.path.join(d, "memcached")) as f:
             ports = {ln.split()[0]: int(ln.split()[1].rsplit(":", 1)[1])
                      for ln in f}
@@ -590,6 +590,76 @@ def owner_silent(args):
         if stopped is not None:
             os.kill(stopped.pid, signal.SIGCONT)
         cl.close()
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+@case
+def hostile_input(args):
+    """Bad input on the port, as memcached answers it, and the brim
+    port's backpressure: a client that pipelines 2,000 gets of a 512 KiB
+    value (1 GiB of replies) and never reads is paused, the node's RSS
+    stays bounded, and another client is served meanwhile; a line of
+    garbage past 2048 bytes closes its connection; a data block of the
+    wrong length is CLIENT_ERROR bad data chunk; a value over the limit is
+    refused before its bytes are read, the connection kept."""
+    n = Standalone(args, "--memory-mb", "64", "--buffer-mb", "16",
+                   "--output-limit-kb", "1024")
+    try:
+        r = Raw(n.mport)
+        big = os.urandom(512 << 10)
+        check(r.ask(b"set big 0 0 %d\r\n%s\r\n" % (len(big), big))
+              == b"STORED\r\n", "set big")
+        rss0 = rss_kib(n.proc.pid)
+        slow = socket.create_connection(("127.0.0.1", n.mport))
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.settimeout(0.5)
+        sent = 0
+        try:
+            for _ in range(2000):
+                slow.sendall(b"get big\r\n")
+                sent += 1
+        except socket.timeout:
+            pass  # the node stopped reading it: backpressure
+        time.sleep(1.0)
+        grew = rss_kib(n.proc.pid) - rss0
+        print("a reader that never reads: %d gets sent, RSS grew %d KiB"
+              % (sent, grew))
+        check(grew < 64 << 10, "RSS grew %d KiB for a reader that never "
+              "reads", grew)
+        got = r.ask(b"get big\r\n", b"END\r\n")
+        check(got.endswith(big + b"\r\nEND\r\n"),
+              "another client is not served beside the slow reader")
+        slow.close()
+        # A value of the wrong length, then a too-large one, then a line
+        # of garbage with no newline.
+        check(r.ask(b"set k 0 0 3\r\nabcd\r\n") ==
+              b"CLIENT_ERROR bad data chunk\r\n", "bad data chunk")
+        check(r.read_until(b"\r\n") == b"ERROR\r\n", "the byte left over")
+        check(r.ask(b"set k 0 0 2000000\r\n")
+              == b"SERVER_ERROR object too large for cache\r\n",
+              "too large, answered before the data")
+        r.send(b"x" * 2000000 + b"\r\n")  # swallowed
+        check(r.ask(b"version\r\n").startswith(b"VERSION "),
+              "the connection is kept after a refused value")
+        g = socket.create_connection(("127.0.0.1", n.mport), timeout=5)
+        g.sendall(b"\x01" * 5000)
+        try:
+            rest = g.recv(100)
+        except OSError:
+            rest = b""
+        check(rest == b"", "a long garbage line got %r, not a close", rest)
+        g.close()
+        check(r.ask(b"version\r\n").startswith(b"VERSION "), "still up")
+        r.close()
+    finally:
+        n.stop()
 
 
 def bench_start(args, port, duration):
