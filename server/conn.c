@@ -217,6 +217,20 @@ brim_conn_defer(struct brim_conn *c)
     }
 }
 
+void
+brim_conn_ref(struct brim_conn *c)
+{
+    c->refs++;
+}
+
+void
+brim_conn_unref(struct brim_conn *c)
+{
+    BRIM_ASSERT(c->refs > 0);
+    c->refs--;
+    conn_maybe_free(c);
+}
+
 int
 brim_conn_closing(const struct brim_conn *c)
 {

@@ -216,6 +216,17 @@ void brim_conn_defer(struct brim_conn *c);
  */
 void brim_conn_resume(struct brim_conn *c);
 
+/*
+ * Keep C's memory (and its user data) while work for it is in flight
+ * outside a deferral (the memcached port's pipelined forwards): it is not
+ * freed, even once closed, until the matching brim_conn_unref(). Unlike
+ * brim_conn_defer(), reading and dispatching go on.
+ */
+void brim_conn_ref(struct brim_conn *c);
+
+/* Drop a brim_conn_ref(): C may be freed here when it has closed. */
+void brim_conn_unref(struct brim_conn *c);
+
 /* True once C is closing or draining: a deferred reply is not wanted. */
 int brim_conn_closing(const struct brim_conn *c);
 

@@ -48,14 +48,14 @@ meta_new_ttl(int32_t exptime)
 }
 
 static void
-meta_put(struct mc_conn *mc, const struct brim_mctext_meta_item *item)
+meta_put(struct mc_cmd *mc, const struct brim_mctext_meta_item *item)
 {
-    (void) brim_mctext_put_meta(brim_conn_out(mc->c), &mc->cmd, item);
+    (void) brim_mctext_put_meta(mc_out(mc), &mc->cmd, item);
 }
 
 /* Set MC->req to the op OP on the command's key. */
 static struct brim_req *
-meta_req(struct mc_conn *mc, uint32_t op)
+meta_req(struct mc_cmd *mc, uint32_t op)
 {
     struct brim_req *req = &mc->req;
 
@@ -67,12 +67,12 @@ meta_req(struct mc_conn *mc, uint32_t op)
 
 /* ---- mg ---- */
 
-static void mg_done(struct mc_conn *mc, uint32_t slot,
+static void mg_done(struct mc_cmd *mc, uint32_t slot,
                     const struct brim_rep *rep);
 
 /* The ADD of mg N on a miss was answered. */
 static void
-mg_vivified(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+mg_vivified(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     struct brim_mctext_meta_item item;
     struct brim_req             *req;
@@ -99,7 +99,7 @@ mg_vivified(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 }
 
 static void
-mg_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+mg_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     struct brim_mctext_meta_item item;
     struct brim_req             *req;
@@ -135,7 +135,7 @@ mg_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 }
 
 static void
-meta_mg(struct mc_conn *mc)
+meta_mg(struct mc_cmd *mc)
 {
     struct brim_req *req;
 
@@ -152,7 +152,7 @@ meta_mg(struct mc_conn *mc)
 /* ---- ms, md ---- */
 
 static void
-ms_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+ms_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     struct brim_mctext_meta_item item;
 
@@ -180,7 +180,7 @@ ms_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 }
 
 static void
-meta_ms(struct mc_conn *mc)
+meta_ms(struct mc_cmd *mc)
 {
     const struct brim_mctext_meta *m = &mc->cmd.meta;
     struct brim_req               *req = meta_req(mc, mc_store_op(m->store));
@@ -196,7 +196,7 @@ meta_ms(struct mc_conn *mc)
 }
 
 static void
-md_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+md_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     struct brim_mctext_meta_item item;
 
@@ -214,12 +214,12 @@ md_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 
 /* ---- ma ---- */
 
-static void ma_done(struct mc_conn *mc, uint32_t slot,
+static void ma_done(struct mc_cmd *mc, uint32_t slot,
                     const struct brim_rep *rep);
 
 /* INCR or DECR by the command's delta. */
 static void
-ma_run(struct mc_conn *mc, uint32_t slot)
+ma_run(struct mc_cmd *mc, uint32_t slot)
 {
     struct brim_req *req =
         meta_req(mc, mc->cmd.meta.incr ? BRIM_OP_INCR : BRIM_OP_DECR);
@@ -231,7 +231,7 @@ ma_run(struct mc_conn *mc, uint32_t slot)
 
 /* The ADD of ma N on a miss (the initial value J) was answered. */
 static void
-ma_vivified(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+ma_vivified(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     struct brim_mctext_meta_item item;
 
@@ -253,7 +253,7 @@ ma_vivified(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 }
 
 static void
-ma_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+ma_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     struct brim_mctext_meta_item item;
     struct brim_req             *req;
@@ -296,14 +296,13 @@ ma_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 /* ---- me ---- */
 
 static void
-me_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+me_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     char text[160];
 
     (void) slot;
     if (rep->status == BRIM_ENOTFOUND) {
-        (void) brim_mctext_put_reply(brim_conn_out(mc->c),
-                                     BRIM_MCTEXT_REPLY_EN);
+        (void) brim_mctext_put_reply(mc_out(mc), BRIM_MCTEXT_REPLY_EN);
         return;
     }
     if (rep->status != 0) {
@@ -314,11 +313,11 @@ me_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
     snprintf(text, sizeof(text),
              "exp=%" PRId64 " la=0 cas=%" PRIu64 " fetch=no cls=1 size=%zu",
              meta_ttl(rep), rep->cas, rep->value_len);
-    (void) brim_mctext_put_me(brim_conn_out(mc->c), &mc->cmd, text);
+    (void) brim_mctext_put_me(mc_out(mc), &mc->cmd, text);
 }
 
 void
-mc_meta(struct mc_conn *mc)
+mc_meta(struct mc_cmd *mc)
 {
     enum brim_mctext_kind kind = mc->cmd.kind;
     uint64_t              refused = kind == BRIM_MCTEXT_MG ? MG_UNSUPPORTED
@@ -335,7 +334,7 @@ mc_meta(struct mc_conn *mc)
                                          ? BRIM_MCTEXT_ERR_META_FLAG
                                          : BRIM_MCTEXT_ERR_META_BAD,
                                      &len);
-        (void) brim_buf_append(brim_conn_out(mc->c), line, len);
+        (void) brim_buf_append(mc_out(mc), line, len);
         return;
     }
     mc->stage = 0;

@@ -8,6 +8,7 @@
  */
 #include "server/node/mcport_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ op_rebase(const char *p, const char *old, size_t len, const char *new)
 /* Copy MC's command bytes (the line and its data block) so that its
  * fields outlive the read buffer. */
 static int
-op_copy_cmd(struct mc_conn *mc)
+op_copy_cmd(struct mc_cmd *mc)
 {
     struct brim_mctext_cmd *cmd = &mc->cmd;
     const char             *base = mc->raw;
@@ -62,7 +63,7 @@ static void
 op_forward_done(void *arg, const struct brim_rep *rep)
 {
     struct mc_slot *s = arg;
-    struct mc_conn *mc = s->mc;
+    struct mc_cmd  *mc = s->mc;
 
     mc->pending--;
     mc->done(mc, s->i, rep);
@@ -72,10 +73,21 @@ op_forward_done(void *arg, const struct brim_rep *rep)
     }
 }
 
+/* MC has an op at another node: the connection's memory must outlive it
+ * (the client may close meanwhile). */
+static void
+op_went_async(struct mc_cmd *mc)
+{
+    if (!mc->async) {
+        mc->async = 1;
+        brim_conn_ref(mc->c);
+    }
+}
+
 /* Forward REQ (hash H) as op SLOT of MC's command, first to ADDR (NULL:
  * routed), deferring the connection; MC->done hears of a failure now. */
 static void
-op_forward(struct mc_conn *mc, const struct brim_req *req, uint64_t h,
+op_forward(struct mc_cmd *mc, const struct brim_req *req, uint64_t h,
            const char *addr, uint32_t slot)
 {
     struct brim_node *node = mc->port->node;
@@ -100,10 +112,7 @@ op_forward(struct mc_conn *mc, const struct brim_req *req, uint64_t h,
     s->i = slot;
     mc->port->st.forwarded++;
     mc->pending++;
-    if (!mc->deferred) {
-        mc->deferred = 1;
-        brim_conn_defer(mc->c);
-    }
+    op_went_async(mc);
 }
 
 /*
@@ -111,7 +120,7 @@ op_forward(struct mc_conn *mc, const struct brim_req *req, uint64_t h,
  * is then left to the caller (0, *OWNER set) instead of sent.
  */
 static int
-op_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
+op_run(struct mc_cmd *mc, const struct brim_req *req, uint32_t slot,
        const char **owner)
 {
     struct brim_node *node = mc->port->node;
@@ -137,13 +146,13 @@ op_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
 }
 
 void
-mc_run(struct mc_conn *mc, const struct brim_req *req, uint32_t slot)
+mc_run(struct mc_cmd *mc, const struct brim_req *req, uint32_t slot)
 {
     (void) op_run(mc, req, slot, NULL);
 }
 
 int
-mc_get_here(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
+mc_get_here(struct mc_cmd *mc, const struct brim_req *req, uint32_t slot,
             const char **owner)
 {
     return op_run(mc, req, slot, owner);
@@ -151,7 +160,7 @@ mc_get_here(struct mc_conn *mc, const struct brim_req *req, uint32_t slot,
 
 /* The keys of one MGET sent for a multi-key get, and their slots. */
 struct op_mget {
-    struct mc_conn    *mc;   /* the command's connection */
+    struct mc_cmd     *mc;   /* the command's connection */
     uint32_t           n;    /* keys */
     uint32_t          *idx;  /* each key's index in the get */
     struct brim_bytes *keys; /* copies, for asking one again */
@@ -175,7 +184,7 @@ static void
 op_mget_done(void *arg, const struct brim_rep *rep)
 {
     struct op_mget *g = arg;
-    struct mc_conn *mc = g->mc;
+    struct mc_cmd  *mc = g->mc;
     struct brim_rep r;
     uint32_t        j;
     int             whole = rep->status == 0 && rep->nentries == g->n;
@@ -206,7 +215,7 @@ op_mget_done(void *arg, const struct brim_rep *rep)
 }
 
 void
-mc_mget_at(struct mc_conn *mc, const char *owner, const uint32_t *idx,
+mc_mget_at(struct mc_cmd *mc, const char *owner, const uint32_t *idx,
            const struct brim_bytes *keys, uint32_t n)
 {
     struct brim_node *node = mc->port->node;
@@ -257,49 +266,139 @@ mc_mget_at(struct mc_conn *mc, const char *owner, const uint32_t *idx,
     }
     mc->port->st.forwarded += n;
     mc->pending++;
-    if (!mc->deferred) {
-        mc->deferred = 1;
-        brim_conn_defer(mc->c);
-    }
+    op_went_async(mc);
 }
 
 void
-mc_run_at(struct mc_conn *mc, const struct brim_req *req, const char *addr,
+mc_run_at(struct mc_cmd *mc, const struct brim_req *req, const char *addr,
           uint32_t slot)
 {
     op_forward(mc, req, 0, addr, slot);
 }
 
-void
-mc_end(struct mc_conn *mc)
+struct brim_buf *
+mc_out(struct mc_cmd *mc)
 {
-    struct brim_conn *c = mc->c;
-    int               deferred = mc->deferred;
-    uint32_t          i;
+    return mc->direct ? brim_conn_out(mc->c) : &mc->out;
+}
 
-    if (mc->finish != NULL) {
-        mc->finish(mc);
+struct mc_cmd *
+mc_cmd_new(struct mc_client *cl)
+{
+    struct mc_cmd *mc = cl->head == NULL ? &cl->first : NULL;
+
+    if (mc == NULL) {
+        mc = brim_malloc(sizeof(*mc));
+        if (mc == NULL) {
+            return NULL;
+        }
     }
+    memset(mc, 0, offsetof(struct mc_cmd, cmd));
+    mc->port = cl->port;
+    mc->c = cl->c;
+    mc->cl = cl;
+    brim_buf_init(&mc->out);
+    brim_buf_init(&mc->copy);
+    mc->raw = NULL;
+    mc->raw_len = 0;
+    mc->copied = 0;
+    mc->pending = 0;
+    mc->done = NULL;
+    mc->finish = NULL;
+    mc->stage = 0;
+    mc->slots = NULL;
+    mc->nslots = 0;
+    mc->first_slot = 0;
+    mc->failed = 0;
+    mc->why[0] = '\0';
+    if (cl->tail != NULL) {
+        cl->tail->next = mc;
+    } else {
+        cl->head = mc;
+    }
+    cl->tail = mc;
+    cl->n++;
+    mc->direct = cl->head == mc;
+    return mc;
+}
+
+/* Release MC's memory (it left the FIFO). */
+static void
+op_cmd_free(struct mc_cmd *mc)
+{
+    uint32_t i;
+
     for (i = 0; mc->slots != NULL && i < mc->nslots; i++) {
         brim_free(mc->slots[i].value);
     }
     brim_free(mc->slots);
-    mc->slots = NULL;
-    mc->nslots = 0;
-    mc->finish = NULL;
-    mc->stage = 0;
-    mc->failed = 0;
-    mc->why[0] = '\0';
-    mc->deferred = 0;
-    if (mc->copied) {
-        brim_buf_destroy(&mc->copy);
-        brim_buf_init(&mc->copy);
-        mc->copied = 0;
+    brim_buf_destroy(&mc->copy);
+    brim_buf_destroy(&mc->out);
+    if (mc != &mc->cl->first) {
+        brim_free(mc);
     }
-    mc->raw = NULL;
-    mc->raw_len = 0;
-    if (deferred) {
-        brim_conn_resume(c); /* may free MC */
+}
+
+/*
+ * Move the replies whose turn came to CL's connection: every complete
+ * command at the head leaves the FIFO; the first incomplete one becomes
+ * the head and writes straight from now on.
+ */
+static void
+op_advance(struct mc_client *cl)
+{
+    struct brim_buf *out = brim_conn_out(cl->c);
+    struct mc_cmd   *mc;
+
+    while ((mc = cl->head) != NULL) {
+        if (!mc->direct && mc->out.len > 0) {
+            (void) brim_buf_append(out, mc->out.data, mc->out.len);
+            mc->out.len = 0;
+        }
+        mc->direct = 1;
+        if (!mc->complete) {
+            return;
+        }
+        cl->head = mc->next;
+        if (cl->head == NULL) {
+            cl->tail = NULL;
+        }
+        cl->n--;
+        op_cmd_free(mc);
+    }
+}
+
+void
+mc_end(struct mc_cmd *mc)
+{
+    struct mc_client *cl = mc->cl;
+    struct brim_conn *c = mc->c;
+    int               async = mc->async;
+    int               held = cl->held;
+    int               in_stream = cl->in_stream;
+
+    if (mc->finish != NULL) {
+        mc->finish(mc);
+    }
+    mc->complete = 1;
+    if (mc->copied) {
+        brim_buf_destroy(&mc->copy); /* its bytes are no longer needed */
+        brim_buf_init(&mc->copy);
+    }
+    if (cl->head == mc) {
+        op_advance(cl); /* may free MC */
+    }
+    if (!in_stream) {
+        /* From another node's answer: send what is ready now (in the
+         * stream callback the connection layer sends it). */
+        cl->held = 0;
+        brim_conn_flush(c);
+    }
+    if (async) {
+        brim_conn_unref(c); /* may free C and CL if closed and not held */
+    }
+    if (held && !in_stream) {
+        brim_conn_resume(c); /* reads the commands that waited */
     }
 }
 
@@ -332,9 +431,9 @@ mc_ttl(int32_t exptime)
 }
 
 void
-mc_put_error(struct mc_conn *mc, const struct brim_rep *rep)
+mc_put_error(struct mc_cmd *mc, const struct brim_rep *rep)
 {
-    struct brim_buf *out = brim_conn_out(mc->c);
+    struct brim_buf *out = mc_out(mc);
     char             msg[300];
 
     if (rep->status == BRIM_ENONUMERIC) {

@@ -25,20 +25,20 @@
 
 /* Append a hit of MC's get for KEY (VALUE line and data). */
 static void
-get_put_hit(struct mc_conn *mc, const char *key, size_t key_len,
+get_put_hit(struct mc_cmd *mc, const char *key, size_t key_len,
             const char *value, size_t len, uint32_t flags, uint64_t cas)
 {
     int with_cas =
         mc->cmd.kind == BRIM_MCTEXT_GETS || mc->cmd.kind == BRIM_MCTEXT_GATS;
 
-    (void) brim_mctext_put_value(brim_conn_out(mc->c), key, key_len, flags,
-                                 value, len, with_cas, cas);
+    (void) brim_mctext_put_value(mc_out(mc), key, key_len, flags, value, len,
+                                 with_cas, cas);
 }
 
 /* mc_done_fn of the get family: write it now when every key before it
  * was written, else keep it for its turn. */
 static void
-get_done(struct mc_conn *mc, uint32_t i, const struct brim_rep *rep)
+get_done(struct mc_cmd *mc, uint32_t i, const struct brim_rep *rep)
 {
     struct mc_slot *s;
 
@@ -81,7 +81,7 @@ get_done(struct mc_conn *mc, uint32_t i, const struct brim_rep *rep)
  * reason as SERVER_ERROR for the whole get, as a client that sees no
  * answer from memcached at all would fail it. */
 static void
-get_finish(struct mc_conn *mc)
+get_finish(struct mc_cmd *mc)
 {
     const char *key;
     size_t      key_len, pos = 0;
@@ -90,7 +90,7 @@ get_finish(struct mc_conn *mc)
     if (mc->failed > 0) {
         mc->port->st.server_errors++;
         (void) brim_mctext_put_server_error(
-            brim_conn_out(mc->c), mc->why[0] != '\0' ? mc->why : "get failed");
+            mc_out(mc), mc->why[0] != '\0' ? mc->why : "get failed");
         mc->failed = 0;
         return;
     }
@@ -107,7 +107,7 @@ get_finish(struct mc_conn *mc)
                         mc->slots[i].cas);
         }
     }
-    (void) brim_mctext_put_reply(brim_conn_out(mc->c), BRIM_MCTEXT_REPLY_END);
+    (void) brim_mctext_put_reply(mc_out(mc), BRIM_MCTEXT_REPLY_END);
 }
 
 /*
@@ -116,7 +116,7 @@ get_finish(struct mc_conn *mc)
  * frame; KEYS[i] is key I.
  */
 static void
-get_send_grouped(struct mc_conn *mc, const char **owner,
+get_send_grouped(struct mc_cmd *mc, const char **owner,
                  const struct brim_bytes *keys, uint32_t nkeys)
 {
     uint32_t           lim = mc->port->node->cfg.limits.max_mget_keys;
@@ -156,7 +156,7 @@ get_send_grouped(struct mc_conn *mc, const char **owner,
 }
 
 static void
-cmd_get(struct mc_conn *mc)
+cmd_get(struct mc_cmd *mc)
 {
     const struct brim_mctext_cmd *cmd = &mc->cmd;
     struct brim_req               req;
@@ -226,7 +226,7 @@ cmd_get(struct mc_conn *mc)
 
 /* Count REP's outcome of MC's command in memcached's counters. */
 static void
-text_count(struct mc_conn *mc, int status)
+text_count(struct mc_cmd *mc, int status)
 {
     struct mc_counters *st = &mc->port->st;
     int                 hit = status == 0;
@@ -281,9 +281,9 @@ text_reply_of(enum brim_mctext_kind kind, int status)
 
 /* mc_done_fn of a one-key text command. */
 static void
-text_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+text_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
-    struct brim_buf      *out = brim_conn_out(mc->c);
+    struct brim_buf      *out = mc_out(mc);
     enum brim_mctext_kind kind = mc->cmd.kind;
     int                   r = text_reply_of(kind, rep->status);
     int                   failed = r < 0 && !(rep->status == 0);
@@ -308,7 +308,7 @@ text_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 
 /* set add replace append prepend cas delete incr decr touch. */
 static void
-cmd_keyed(struct mc_conn *mc)
+cmd_keyed(struct mc_cmd *mc)
 {
     const struct brim_mctext_cmd *cmd = &mc->cmd;
     struct brim_req              *req = &mc->req;
@@ -350,11 +350,11 @@ cmd_keyed(struct mc_conn *mc)
 
 /* "stats": this node's counters under memcached's names. */
 static void
-stats_general(struct mc_conn *mc)
+stats_general(struct mc_cmd *mc)
 {
     struct brim_mcport       *port = mc->port;
     struct brim_node         *node = port->node;
-    struct brim_buf          *out = brim_conn_out(mc->c);
+    struct brim_buf          *out = mc_out(mc);
     const struct mc_counters *st = &port->st;
     struct brim_store_stats   ss;
     uint64_t                  now = (uint64_t) time(NULL);
@@ -402,10 +402,10 @@ stats_general(struct mc_conn *mc)
 
 /* "stats cluster": where this node stands and its forwards. */
 static void
-stats_cluster(struct mc_conn *mc)
+stats_cluster(struct mc_cmd *mc)
 {
     struct brim_node       *node = mc->port->node;
-    struct brim_buf        *out = brim_conn_out(mc->c);
+    struct brim_buf        *out = mc_out(mc);
     const struct brim_topo *t = &node->topo.committed;
     struct brim_mcfwd_stats fs;
     char                    name[48];
@@ -434,10 +434,10 @@ stats_cluster(struct mc_conn *mc)
 #undef STAT
 
 static void
-cmd_stats(struct mc_conn *mc)
+cmd_stats(struct mc_cmd *mc)
 {
     const struct brim_mctext_cmd *cmd = &mc->cmd;
-    struct brim_buf              *out = brim_conn_out(mc->c);
+    struct brim_buf              *out = mc_out(mc);
     const char                   *a = cmd->args;
     size_t                        n = cmd->args_len;
 
@@ -477,7 +477,7 @@ node_flush_cb(uv_timer_t *t)
 
 /* mc_done_fn of flush_all's FLUSH to one member: count a failure. */
 static void
-flush_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+flush_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     (void) slot;
     if (rep->status != 0) {
@@ -489,9 +489,9 @@ flush_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
 
 /* mc_finish_fn of flush_all: OK once every member flushed. */
 static void
-flush_finish(struct mc_conn *mc)
+flush_finish(struct mc_cmd *mc)
 {
-    struct brim_buf *out = brim_conn_out(mc->c);
+    struct brim_buf *out = mc_out(mc);
     char             msg[128];
 
     if (mc->stage > 0) {
@@ -518,7 +518,7 @@ flush_finish(struct mc_conn *mc)
  * reply waits for them all.
  */
 static void
-cmd_flush(struct mc_conn *mc)
+cmd_flush(struct mc_cmd *mc)
 {
     struct brim_node       *node = mc->port->node;
     const struct brim_topo *t = &node->topo.committed;
@@ -527,7 +527,7 @@ cmd_flush(struct mc_conn *mc)
     uint32_t                i;
 
     if (!node->cfg.memcached_allow_flush) {
-        (void) brim_mctext_put_client_error(brim_conn_out(mc->c),
+        (void) brim_mctext_put_client_error(mc_out(mc),
                                             "flush_all not allowed");
         return;
     }
@@ -563,9 +563,9 @@ cmd_flush(struct mc_conn *mc)
 
 /* Run the command in MC->cmd (parsed, no error). */
 static void
-mc_exec(struct mc_conn *mc)
+mc_exec(struct mc_cmd *mc)
 {
-    struct brim_buf *out = brim_conn_out(mc->c);
+    struct brim_buf *out = mc_out(mc);
 
     switch (mc->cmd.kind) {
     case BRIM_MCTEXT_GET:
@@ -609,7 +609,7 @@ mc_exec(struct mc_conn *mc)
 
 /* mc_done_fn of the delete after a too-large set: nothing to answer. */
 static void
-quiet_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
+quiet_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
     (void) mc;
     (void) slot;
@@ -622,12 +622,12 @@ quiet_done(struct mc_conn *mc, uint32_t slot, const struct brim_rep *rep)
  * outlive a failed write (docs/memcached.md, "Notes for the node").
  */
 static void
-mc_too_large(struct mc_conn *mc)
+mc_too_large(struct mc_cmd *mc)
 {
     struct brim_req *req = &mc->req;
 
     mc->port->st.server_errors++;
-    (void) brim_mctext_put_err(brim_conn_out(mc->c), &mc->cmd);
+    (void) brim_mctext_put_err(mc_out(mc), &mc->cmd);
     if ((mc->cmd.kind != BRIM_MCTEXT_SET && mc->cmd.kind != BRIM_MCTEXT_MS)
         || mc->cmd.key == NULL)
     {
@@ -640,70 +640,168 @@ mc_too_large(struct mc_conn *mc)
     mc_run(mc, req, 0);
 }
 
-/* brim_stream_fn of the port's connections: one command at a time. */
+/* The key CMD works on, in *KEY: 1, or 0 for a command of no key or of
+ * several (a multi-key get runs alone instead). */
+static int
+mc_key_of(const struct brim_mctext_cmd *cmd, const char **key, size_t *len)
+{
+    size_t pos = 0;
+
+    switch (cmd->kind) {
+    case BRIM_MCTEXT_GET:
+    case BRIM_MCTEXT_GETS:
+    case BRIM_MCTEXT_GAT:
+    case BRIM_MCTEXT_GATS:
+        return cmd->nkeys == 1 && brim_mctext_next_key(cmd, &pos, key, len);
+    default:
+        if (cmd->key == NULL) {
+            return 0;
+        }
+        brim_mctext_cmd_key(cmd, key, len);
+        return 1;
+    }
+}
+
+/* True for a command that runs with nothing else in flight. */
+static int
+mc_alone(const struct brim_mctext_cmd *cmd)
+{
+    switch (cmd->kind) {
+    case BRIM_MCTEXT_QUIT:
+    case BRIM_MCTEXT_FLUSH_ALL:
+        return 1;
+    case BRIM_MCTEXT_GET:
+    case BRIM_MCTEXT_GETS:
+    case BRIM_MCTEXT_GAT:
+    case BRIM_MCTEXT_GATS:
+        return cmd->nkeys > 1;
+    default:
+        return cmd->close;
+    }
+}
+
+/*
+ * True when the command CMD just parsed must wait for the commands before
+ * it on CL (struct mc_client says when).
+ */
+static int
+mc_must_wait(const struct mc_client *cl, const struct brim_mctext_cmd *cmd)
+{
+    const struct mc_cmd *m;
+    const char          *key, *k;
+    size_t               key_len, k_len, held = 0;
+    int                  keyed;
+
+    if (cl->head == NULL) {
+        return 0;
+    }
+    if (cl->n >= MC_PIPELINE_MAX || mc_alone(cmd)) {
+        return 1;
+    }
+    keyed = mc_key_of(cmd, &key, &key_len);
+    for (m = cl->head; m != NULL; m = m->next) {
+        held += m->out.len;
+        if (m->complete) {
+            continue;
+        }
+        if (mc_alone(&m->cmd)) {
+            return 1;
+        }
+        if (keyed && mc_key_of(&m->cmd, &k, &k_len) && k_len == key_len
+            && memcmp(k, key, key_len) == 0)
+        {
+            return 1; /* an earlier command on this key still runs */
+        }
+    }
+    return held > cl->port->srv.cfg.out_high_water;
+}
+
+/* brim_stream_fn of the port's connections: one command per call. */
 static int
 mc_stream(struct brim_conn *c, const char *data, size_t len, size_t *used)
 {
-    struct mc_conn *mc = c->data;
-    int             rc;
+    struct mc_client      *cl = c->data;
+    struct brim_mctext_cmd cmd;
+    struct mc_cmd         *mc;
+    int                    rc;
 
-    if (mc == NULL) {
-        mc = brim_calloc(1, sizeof(*mc));
-        if (mc == NULL) {
+    if (cl == NULL) {
+        cl = brim_calloc(1, sizeof(*cl));
+        if (cl == NULL) {
             return BRIM_ENOMEM;
         }
-        mc->port = c->srv->data;
-        mc->c = c;
-        brim_buf_init(&mc->copy);
-        c->data = mc;
+        cl->port = c->srv->data;
+        cl->c = c;
+        c->data = cl;
     }
-    if (mc->swallow > 0) {
+    if (cl->swallow > 0) {
         /* The rest of a refused data block. */
-        *used = BRIM_MIN(len, mc->swallow);
-        mc->swallow -= *used;
+        *used = BRIM_MIN(len, cl->swallow);
+        cl->swallow -= *used;
         return *used > 0 ? 0 : BRIM_EAGAIN;
     }
     if (len == 0) {
         return BRIM_EAGAIN;
     }
-    rc = brim_mctext_parse(data, len, &mc->port->lim, &mc->cmd);
+    rc = brim_mctext_parse(data, len, &cl->port->lim, &cmd);
     if (rc == BRIM_EAGAIN) {
         return rc;
     }
-    *used = mc->cmd.consumed;
-    if (mc->cmd.close) {
-        brim_conn_drain(c);
+    mc = mc_must_wait(cl, &cmd) ? NULL : mc_cmd_new(cl);
+    if (mc == NULL) {
+        if (cl->head == NULL) {
+            return BRIM_ENOMEM; /* nothing to wait for */
+        }
+        /* Parsed again once an earlier command ends (the parse is pure). */
+        if (!cl->held) {
+            cl->held = 1;
+            brim_conn_defer(c);
+        }
         return 0;
     }
+    *used = cmd.consumed;
+    mc->cmd = cmd;
     mc->raw = data;
-    mc->raw_len = mc->cmd.consumed;
-    mc->pending = 0;
-    if (mc->cmd.err == BRIM_MCTEXT_ERR_TOO_LARGE) {
-        mc->swallow = mc->cmd.swallow;
+    mc->raw_len = cmd.consumed;
+    cl->in_stream = 1;
+    if (cmd.close) {
+        brim_conn_drain(c); /* after the replies before it */
+    } else if (cmd.err == BRIM_MCTEXT_ERR_TOO_LARGE) {
+        cl->swallow = cmd.swallow;
         mc_too_large(mc);
-    } else if (mc->cmd.err != BRIM_MCTEXT_ERR_NONE) {
-        mc->swallow = mc->cmd.swallow;
-        (void) brim_mctext_put_err(brim_conn_out(c), &mc->cmd);
-        return 0;
+    } else if (cmd.err != BRIM_MCTEXT_ERR_NONE) {
+        cl->swallow = cmd.swallow;
+        (void) brim_mctext_put_err(mc_out(mc), &mc->cmd);
     } else {
         mc_exec(mc);
     }
     if (mc->pending == 0) {
         mc_end(mc);
     }
+    cl->in_stream = 0;
     return 0;
 }
 
 static void
 mc_conn_close(struct brim_conn *c)
 {
-    struct mc_conn *mc = c->data;
+    struct mc_client *cl = c->data;
+    struct mc_cmd    *mc, *next;
 
-    if (mc == NULL) {
+    if (cl == NULL) {
         return;
     }
-    brim_buf_destroy(&mc->copy);
-    brim_free(mc);
+    /* Every command has ended (a running one holds a reference). */
+    for (mc = cl->head; mc != NULL; mc = next) {
+        next = mc->next;
+        brim_buf_destroy(&mc->copy);
+        brim_buf_destroy(&mc->out);
+        brim_free(mc->slots);
+        if (mc != &cl->first) {
+            brim_free(mc);
+        }
+    }
+    brim_free(cl);
     c->data = NULL;
 }
 
