@@ -12,7 +12,8 @@
 # generator in its memcached text mode: brim-mc, the standalone node's port
 # (every key local), and brim-mc3, one node's port of a 3-node cluster on
 # CPU 0 (two thirds of the keys forwarded to the other two), whose server
-# us/op is the CPU of all three nodes over the run divided by its ops.
+# us/op is the CPU of all three nodes over the run (preload included)
+# divided by its ops (the preload's SETs included).
 # Usage: deploy/bench/compare.sh [PASSES] [SECONDS]  (from the repo root,
 # after a build; needs memcached, redis-server and taskset; as root,
 # memcached runs with -u root). Ports from $BRIM_COMPARE_BASE (default
@@ -92,7 +93,9 @@ f = sys.argv[1]
 t0, hz = map(int, sys.argv[2].split())
 t1 = int(sys.argv[3].split()[0])
 r = json.load(open(f))
-r["server_cpu_us_per_op"] = (t1 - t0) / hz * 1e6 / max(1, r["ops"])
+# The CPU was read around the whole run, preload included: its SETs
+# (one per key) count as ops too.
+r["server_cpu_us_per_op"] = (t1 - t0) / hz * 1e6 / max(1, r["ops"] + r["keys"])
 json.dump(r, open(f, "w"))
 PY
 }
