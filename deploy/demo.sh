@@ -11,7 +11,8 @@
 # Steps (each prints a header; a failure names its step and the logs):
 #   1 install missing packages (deploy/packages.txt), build, get the data
 #   2 start brim-coord and three brim-nodes (deploy/brim-cluster)
-#   3 import every record (brimctl import)     4 verify them (brimctl verify)
+#   3 import every record (brimctl import)     4 verify them (brimctl verify;
+#     pymemcache reads some through a memcached port, as brimctl does)
 #   5 stats   6 load + a fourth node joins     7 the fullest node leaves
 #   8 stop the load, report it, verify again   9 stop everything (or --keep)
 # Exit status: 0 every step passed, 1 a step failed, 64 bad usage.
@@ -442,6 +443,29 @@ verify_all() {
 
 step 4 "read every key back and compare it byte for byte with the source"
 verify_all "$DIR/verify1.out"
+# An existing client, unchanged: pymemcache (python3-pymemcache) reads
+# records through one node's memcached port (docs/memcached.md), which
+# fetches each from its owner; they must be what brimctl reads.
+MCADDR=$(awk 'NR == 1 { print $2 }' "$DIR/memcached")
+echo "pymemcache through node1's memcached port $MCADDR:"
+/usr/bin/python3 - "$MCADDR" "$DATA" "$CTL" "$COORD" <<'PY' \
+    || fail "pymemcache through the memcached port disagreed with brimctl"
+import subprocess, sys
+from pymemcache.client.base import Client
+host, port = sys.argv[1].rsplit(":", 1)
+names = [ln.split(":", 1)[1].strip() for ln in open(sys.argv[2])
+         if ln.startswith("Package:")][:200:40]
+c = Client((host, int(port)), connect_timeout=5, timeout=10)
+got = c.get_many(["pkg:" + n for n in names])
+for n in names:
+    want = subprocess.run([sys.argv[3], "--coordinator", sys.argv[4], "get",
+                           "pkg:" + n], capture_output=True).stdout
+    v = got.get("pkg:" + n)
+    print("    get pkg:%-28s %6s bytes  %s" % (n, len(v or b""),
+          "same as brimctl get" if v == want else "DIFFERENT"))
+    if v != want:
+        sys.exit(1)
+PY
 step_done
 
 # ---- 5. stats ------------------------------------------------------------

@@ -184,6 +184,11 @@ struct brim_rep {
     uint32_t                flags;       /* VALUE: client flags */
     uint64_t                cas;         /* VALUE, CAS, NUMBER: CAS value */
     uint64_t                number;      /* NUMBER: counter after the op */
+    uint32_t                ttl_s;       /* VALUE, NUMBER: seconds the item
+                                            has left (at least 1); 0: it
+                                            never expires, or an older
+                                            node did not say (PROTOCOL.md
+                                            4.1) */
     uint64_t                epoch;       /* HELLO, MOVED, RETRY: epoch */
     const char             *owner;       /* MOVED: owner's "host:port" */
     size_t                  owner_len;   /* MOVED: bytes */

@@ -249,6 +249,12 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
         return 0;
     case BRIM_REP_VALUE:
         if (n >= 5) {
+            /* A sixth element, the TTL left, came later (issue 14): an
+             * older node leaves it out, a receiver that does not know it
+             * ignores it. */
+            if (n >= 6 && !wire_get_u32(&a[5], &rep->ttl_s)) {
+                break;
+            }
             return rep_item(&a[2], lim, &rep->value, &rep->value_len,
                             &rep->flags, &rep->cas, errbuf);
         }
@@ -260,7 +266,8 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
         break;
     case BRIM_REP_NUMBER:
         if (n >= 4 && wire_get_u64(&a[2], &rep->number)
-            && wire_get_u64(&a[3], &rep->cas))
+            && wire_get_u64(&a[3], &rep->cas)
+            && (n < 5 || wire_get_u32(&a[4], &rep->ttl_s)))
         {
             return 0;
         }
@@ -467,6 +474,10 @@ rep_ok_len(int shape, const struct brim_rep *rep)
     if (shape == BRIM_REP_AUTH && rep->auth_nonce == NULL) {
         return 2; /* a proof accepted */
     }
+    if ((shape == BRIM_REP_VALUE || shape == BRIM_REP_NUMBER)
+        && rep->ttl_s != 0) {
+        return len[shape] + 1u; /* the TTL left, trailing */
+    }
     return len[shape];
 }
 
@@ -485,12 +496,16 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
     case BRIM_REP_VALUE:
         err |= wire_pack_bytes(pk, rep->value, rep->value_len);
         err |= msgpack_pack_uint32(pk, rep->flags);
-        return err | msgpack_pack_uint64(pk, rep->cas);
+        err |= msgpack_pack_uint64(pk, rep->cas);
+        return err
+            | (rep->ttl_s != 0 ? msgpack_pack_uint32(pk, rep->ttl_s) : 0);
     case BRIM_REP_CAS:
         return err | msgpack_pack_uint64(pk, rep->cas);
     case BRIM_REP_NUMBER:
         err |= msgpack_pack_uint64(pk, rep->number);
-        return err | msgpack_pack_uint64(pk, rep->cas);
+        err |= msgpack_pack_uint64(pk, rep->cas);
+        return err
+            | (rep->ttl_s != 0 ? msgpack_pack_uint32(pk, rep->ttl_s) : 0);
     case BRIM_REP_ENTRIES:
         return err | rep_pack_entries(pk, rep);
     case BRIM_REP_STATS:

@@ -217,6 +217,20 @@ brim_conn_defer(struct brim_conn *c)
     }
 }
 
+void
+brim_conn_ref(struct brim_conn *c)
+{
+    c->refs++;
+}
+
+void
+brim_conn_unref(struct brim_conn *c)
+{
+    BRIM_ASSERT(c->refs > 0);
+    c->refs--;
+    conn_maybe_free(c);
+}
+
 int
 brim_conn_closing(const struct brim_conn *c)
 {
@@ -284,6 +298,23 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
             srv->total_paused++;
             srv->stats.out_total_pauses++;
             break;
+        }
+        if (srv->cfg.stream != NULL) {
+            size_t used = 0;
+
+            rc = srv->cfg.stream(c, data + off, len - off, &used);
+            BRIM_ASSERT(used <= len - off);
+            off += used;
+            if (rc == BRIM_EAGAIN) {
+                break;
+            }
+            srv->stats.frames_in++;
+            if (rc != 0) {
+                srv->stats.bad_frames++;
+                conn_close(c);
+                break;
+            }
+            continue;
         }
         rc = brim_frame_peek(data + off, len - off, srv->cfg.max_frame_bytes,
                              &body);
@@ -685,6 +716,16 @@ brim_server_port(const struct brim_server *srv)
 }
 
 void
+brim_server_stop_accepting(struct brim_server *srv)
+{
+    if (srv->listen_closed) {
+        return;
+    }
+    srv->listen_closed = 1;
+    uv_close((uv_handle_t *) &srv->listen, NULL);
+}
+
+void
 brim_server_close(struct brim_server *srv)
 {
     struct brim_conn *c, *next;
@@ -693,7 +734,7 @@ brim_server_close(struct brim_server *srv)
         return;
     }
     srv->closing = 1;
-    uv_close((uv_handle_t *) &srv->listen, NULL);
+    brim_server_stop_accepting(srv);
     uv_close((uv_handle_t *) &srv->idle_timer, NULL);
     for (c = srv->conns; c != NULL; c = next) {
         next = c->next;

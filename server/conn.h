@@ -33,6 +33,21 @@ struct brim_server;
 typedef int (*brim_dispatch_fn)(struct brim_conn *c, const char *body,
                                 size_t len);
 
+/*
+ * A byte-stream connection (a listener whose config sets STREAM, e.g. the
+ * node's memcached port): handle the next command at DATA[0 .. LEN)
+ * (borrowed; valid for the call) from C, appending any reply to
+ * brim_conn_out(C), and store in *USED the bytes it covered (<= LEN; the
+ * connection drops them). Returns 0 (handled; called again for what is
+ * left), BRIM_EAGAIN (the command is incomplete: more bytes are read,
+ * bounded by the handler, which must answer once it holds its own
+ * maximum; *USED may still be above 0) or a negative code (close C at
+ * once). Called once per command so that backpressure is checked between
+ * commands, as between frames.
+ */
+typedef int (*brim_stream_fn)(struct brim_conn *c, const char *data, size_t len,
+                              size_t *used);
+
 /* Called once when C is about to be freed, to release its user data. */
 typedef void (*brim_conn_close_fn)(struct brim_conn *c);
 
@@ -66,6 +81,10 @@ struct brim_server_config {
                                        brim_guard_conn_gone); NULL: none */
     void             *gone_arg;        /* its first argument; borrowed:
                                        outlives the listener */
+    brim_stream_fn    stream;          /* NULL: brim frames to DISPATCH;
+                                       else bytes to STREAM (frames are
+                                       not parsed, max_frame_bytes
+                                       unused, DISPATCH may be NULL) */
 };
 
 /* Counters of one listener. */
@@ -100,6 +119,8 @@ struct brim_server {
     int                       read_buf_busy; /* lent to a read in progress */
     struct brim_server_stats  stats;         /* counters */
     int                       closing;       /* brim_server_close() called */
+    int                       listen_closed; /* the listening socket is
+                                               closed (stop accepting) */
     uint32_t                  total_paused;  /* connections paused for
                                                out_total_limit */
 };
@@ -148,6 +169,13 @@ int brim_server_listen(struct brim_server *srv, uv_loop_t *loop,
                        brim_dispatch_fn dispatch, brim_conn_close_fn on_close,
                        void *data, char errbuf[BRIM_ERRBUF_LEN]);
 
+/*
+ * Stop accepting connections on SRV (the listening socket closes; the
+ * connections it accepted are served on until brim_server_close()).
+ * Idempotent.
+ */
+void brim_server_stop_accepting(struct brim_server *srv);
+
 /* The port SRV listens on (useful after binding port 0), or 0. */
 int brim_server_port(const struct brim_server *srv);
 
@@ -187,6 +215,17 @@ void brim_conn_defer(struct brim_conn *c);
  * frames held meanwhile, resumes reading and sends the replies.
  */
 void brim_conn_resume(struct brim_conn *c);
+
+/*
+ * Keep C's memory (and its user data) while work for it is in flight
+ * outside a deferral (the memcached port's pipelined forwards): it is not
+ * freed, even once closed, until the matching brim_conn_unref(). Unlike
+ * brim_conn_defer(), reading and dispatching go on.
+ */
+void brim_conn_ref(struct brim_conn *c);
+
+/* Drop a brim_conn_ref(): C may be freed here when it has closed. */
+void brim_conn_unref(struct brim_conn *c);
 
 /* True once C is closing or draining: a deferred reply is not wanted. */
 int brim_conn_closing(const struct brim_conn *c);

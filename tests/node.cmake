@@ -57,3 +57,11 @@ brim_script_tests(PREFIX migrations. SCRIPT cluster/migrations_view.py
 # tests/cluster/big_partition.py.
 brim_script_tests(PREFIX bigpart. SCRIPT cluster/big_partition.py
   TIMEOUT 240 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
+# The memcached port (issue 14): tests/cluster/mcport.py, one test per
+# case, mcport.<case>; memccapable (libmemcached-tools) and pymemcache
+# (python3-pymemcache) against a standalone node and a 3-node cluster.
+brim_script_tests(PREFIX mcport. SCRIPT cluster/mcport.py TIMEOUT 240
+  SKIP_CODE 77 ARGS --bin $<TARGET_FILE_DIR:brim-node>
+  --cluster ${CMAKE_SOURCE_DIR}/deploy/brim-cluster
+  --tool $<TARGET_FILE:client_coord_tool>)

@@ -8,9 +8,16 @@
 # pass gives one brim/peer ratio measured under the same noise. Prints every
 # pass, the medians, and each ratio as its median with the min and max over
 # the passes (the spread this shared machine's noise puts on it).
+# Two more rows measure brim-node's memcached port (issue 14) with the same
+# generator in its memcached text mode: brim-mc, the standalone node's port
+# (every key local), and brim-mc3, one node's port of a 3-node cluster on
+# CPU 0 (two thirds of the keys forwarded to the other two), whose server
+# us/op is the CPU of all three nodes over the run (preload included)
+# divided by its ops (the preload's SETs included).
 # Usage: deploy/bench/compare.sh [PASSES] [SECONDS]  (from the repo root,
 # after a build; needs memcached, redis-server and taskset; as root,
-# memcached runs with -u root).
+# memcached runs with -u root). Ports from $BRIM_COMPARE_BASE (default
+# 21300) to 40 above it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=deploy/lib.sh
@@ -21,7 +28,10 @@ passes=${1:-7}
 secs=${2:-5}
 out=$(mktemp -d)
 pids=()
+cl_pids=()
 cleanup() {   # stop the servers by PID and wait, so their ports are free
+    # The cluster's nodes at once (SIGQUIT): SIGTERM would be a leave.
+    for p in "${cl_pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do
         for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -29,32 +39,80 @@ cleanup() {   # stop the servers by PID and wait, so their ports are free
 }
 trap cleanup EXIT
 
-taskset -c 0 "$bin/brim-node" --standalone --listen 127.0.0.1:21311 \
+b=${BRIM_COMPARE_BASE:-21300}
+taskset -c 0 "$bin/brim-node" --standalone --listen "127.0.0.1:$((b + 11))" \
+    --memcached-listen "127.0.0.1:$((b + 12))" \
     --memory-mb 1024 --log-level warn & pids+=($!); brim_pid=$!
-taskset -c 0 memcached -u root -t 1 -m 1024 -p 21211 -U 0 -l 127.0.0.1 & \
+taskset -c 0 memcached -u root -t 1 -m 1024 -p $((b + 1)) -U 0 -l 127.0.0.1 & \
     pids+=($!); mc_pid=$!
-taskset -c 0 redis-server --port 21379 --bind 127.0.0.1 --save '' \
+taskset -c 0 redis-server --port $((b + 2)) --bind 127.0.0.1 --save '' \
     --appendonly no --loglevel warning & pids+=($!); rd_pid=$!
-sleep 1
+# The 3-node cluster behind brim-mc3: a coordinator, nodes on b+21..23
+# with memcached ports b+31..33; the generator talks to the first.
+mkdir -p "$out/coord"
+taskset -c 0 "$bin/brim-coord" --listen "127.0.0.1:$((b + 20))" \
+    --data-dir "$out/coord" --log-level warn & pids+=($!)
+sleep 0.5
+for i in 1 2 3; do
+    taskset -c 0 "$bin/brim-node" --name "n$i" \
+        --coordinator "127.0.0.1:$((b + 20))" \
+        --listen "127.0.0.1:$((b + 20 + i))" \
+        --memcached-listen "127.0.0.1:$((b + 30 + i))" \
+        --memory-mb 1024 --log-level warn & pids+=($!); cl_pids+=($!)
+done
+for _ in $(seq 1 300); do   # until the first node's port sees 3 members
+    st=$( (exec 3<>"/dev/tcp/127.0.0.1/$((b + 31))" \
+           && printf 'stats cluster\r\nquit\r\n' >&3 && cat <&3) 2>/dev/null \
+          || true)
+    case $st in *"cluster_members 3"*) break ;; esac
+    sleep 0.1
+done
 
-run() {   # target port pid depth pass
-    taskset -c 1 "$bin/brim-bench" --target "$1" --server "127.0.0.1:$2" \
-        --server-pid "$3" --connections 50 --pipeline "$4" --keys 100000 \
+cpu_s() {   # the CPU seconds (utime + stime) of the PIDs, summed
+    local t=0 p f
+    for p in "$@"; do
+        f=($(sed 's/^.*) //' "/proc/$p/stat"))
+        t=$((t + f[11] + f[12]))
+    done
+    echo "$t $(getconf CLK_TCK)"
+}
+run() {   # label target port pid depth pass
+    taskset -c 1 "$bin/brim-bench" --target "$2" --server "127.0.0.1:$3" \
+        --server-pid "$4" --connections 50 --pipeline "$5" --keys 100000 \
         --key-size 32 --value-size 100 --get-ratio 0.9 --duration "$secs" \
-        --quiet --json | tail -n 1 > "$out/$1.$4.$5.json"
+        --quiet --json | tail -n 1 > "$out/$1.$5.$6.json"
+}
+run_cluster() {   # depth pass: the bench's own figure replaced by 3 nodes'
+    local before after
+    before=$(cpu_s "${cl_pids[@]}")
+    run brim-mc3 memcached $((b + 31)) "${cl_pids[0]}" "$1" "$2"
+    after=$(cpu_s "${cl_pids[@]}")
+    python3 - "$out/brim-mc3.$1.$2.json" "$before" "$after" <<'PY'
+import json, sys
+f = sys.argv[1]
+t0, hz = map(int, sys.argv[2].split())
+t1 = int(sys.argv[3].split()[0])
+r = json.load(open(f))
+# The CPU was read around the whole run, preload included: its SETs
+# (one per key) count as ops too.
+r["server_cpu_us_per_op"] = (t1 - t0) / hz * 1e6 / max(1, r["ops"] + r["keys"])
+json.dump(r, open(f, "w"))
+PY
 }
 for pass in $(seq 1 "$passes"); do
     for depth in 1 16; do
-        run brim 21311 "$brim_pid" "$depth" "$pass"
-        run memcached 21211 "$mc_pid" "$depth" "$pass"
-        run redis 21379 "$rd_pid" "$depth" "$pass"
+        run brim brim $((b + 11)) "$brim_pid" "$depth" "$pass"
+        run memcached memcached $((b + 1)) "$mc_pid" "$depth" "$pass"
+        run redis redis $((b + 2)) "$rd_pid" "$depth" "$pass"
+        run brim-mc memcached $((b + 12)) "$brim_pid" "$depth" "$pass"
+        run_cluster "$depth" "$pass"
     done
 done
 python3 - "$out" "$passes" <<'PY'
 import json, sys, statistics as st
 out, passes = sys.argv[1], int(sys.argv[2])
 rows = {}
-for t in ("brim", "memcached", "redis"):
+for t in ("brim", "memcached", "redis", "brim-mc", "brim-mc3"):
     for d in (1, 16):
         runs = [json.load(open("%s/%s.%d.%d.json" % (out, t, d, p)))
                 for p in range(1, passes + 1)]
@@ -76,15 +134,16 @@ for (t, d), m in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
 print()
 print("brim/peer ratios: median of the %d per-pass ratios [min, max]" % passes)
 for d in (1, 16):
-    for peer in ("memcached", "redis"):
+    for mine, peer in (("brim", "memcached"), ("brim", "redis"),
+                       ("brim-mc", "memcached"), ("brim-mc3", "memcached")):
         tput, p99 = [], []
         for p in range(1, passes + 1):
-            b = json.load(open("%s/brim.%d.%d.json" % (out, d, p)))
+            b = json.load(open("%s/%s.%d.%d.json" % (out, mine, d, p)))
             q = json.load(open("%s/%s.%d.%d.json" % (out, peer, d, p)))
             tput.append(b["ops_per_sec"] / q["ops_per_sec"])
             p99.append(b["p99_us"] / q["p99_us"])
-        print("depth %2d: brim/%-9s throughput %.2fx [%.2f, %.2f], "
+        print("depth %2d: %s/%-9s throughput %.2fx [%.2f, %.2f], "
               "p99 %.2fx [%.2f, %.2f]" %
-              (d, peer, st.median(tput), min(tput), max(tput),
+              (d, mine, peer, st.median(tput), min(tput), max(tput),
                st.median(p99), min(p99), max(p99)))
 PY

@@ -30,6 +30,8 @@
 #include "server/node/epoch.h"
 #include "server/node/lease.h"
 #include "server/node/links.h"
+#include "server/node/mcfwd.h"
+#include "server/node/mcport.h"
 #include "server/node/migrate.h"
 #include "server/options.h"
 #include "server/random.h"
@@ -53,6 +55,7 @@ brim_node_config_default(struct brim_node_config *cfg)
     cfg->log_level = BRIM_LOG_INFO;
     cfg->weight_ppm = 1000000;
     cfg->migrate_mb_per_s = 48;
+    cfg->memcached_timeout_ms = 5000;
     brim_wire_limits_default(&cfg->limits);
 }
 
@@ -85,8 +88,10 @@ static const char *
 node_set_addr(void *cfg, const struct brim_option *o, const char *arg,
               char errbuf[BRIM_ERRBUF_LEN])
 {
-    if (brim_addr_check(arg, strcmp(o->name, "listen") == 0 ? 0 : 1, errbuf)
-        != 0) {
+    if (brim_addr_check(arg, strcmp(o->name, "coordinator") != 0 ? 0 : 1,
+                        errbuf)
+        != 0)
+    {
         return errbuf;
     }
     return brim_option_str(cfg, o, arg, errbuf);
@@ -234,6 +239,22 @@ static const struct brim_option node_options[] = {
      sizeof(((struct brim_node_config *) 0)->client_secret_file), "none",
      "with --secret-file: clients must prove this secret (or the "
      "cluster's) before any op"},
+    {"memcached-listen", "HOST:PORT", node_set_addr, NODE_OFF(memcached_listen),
+     0, sizeof(((struct brim_node_config *) 0)->memcached_listen), "none",
+     "also serve memcached's text and meta protocols here, for the whole "
+     "cluster (docs/memcached.md); loopback unless --memcached-insecure "
+     "when clients need a secret"},
+    {"memcached-insecure", NULL, brim_option_flag, NODE_OFF(memcached_insecure),
+     0, 0, NULL,
+     "allow --memcached-listen on a non-loopback address although the brim "
+     "port requires a client secret (memcached's protocol has none)"},
+    {"memcached-allow-flush", NULL, brim_option_flag,
+     NODE_OFF(memcached_allow_flush), 0, 0, NULL,
+     "serve flush_all on the memcached port (it empties the whole cluster)"},
+    {"memcached-timeout-ms", "MS", brim_option_u32,
+     NODE_OFF(memcached_timeout_ms), 1, 3600000, "5000",
+     "memcached port: how long a forwarded op may follow MOVED and RETRY "
+     "before it is answered SERVER_ERROR"},
     {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
@@ -322,7 +343,8 @@ node_check_mode(const struct brim_node_config *cfg, int name_set)
 static int
 node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
 {
-    int rc;
+    char errbuf[BRIM_ERRBUF_LEN];
+    int  rc;
 
     brim_node_config_default(cfg);
     rc = brim_options_parse(node_options, cfg, argc, argv, "brim-node",
@@ -331,6 +353,10 @@ node_parse_args(struct brim_node_config *cfg, int argc, char **argv)
         return rc;
     }
     if (node_check_memory(cfg) != 0) {
+        return -1;
+    }
+    if (brim_mcport_check(cfg, errbuf) != 0) {
+        fprintf(stderr, "brim-node: %s\n", errbuf);
         return -1;
     }
     return node_check_mode(cfg, cfg->name_set);
@@ -365,7 +391,9 @@ node_stop(struct brim_node *node)
         brim_node_lease_stop(node);
     }
     brim_links_stop(&node->links);
+    brim_mcfwd_stop(node);
     brim_migrate_stop(node);
+    brim_mcport_stop(node);
     brim_server_close(&node->srv);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
     uv_close((uv_handle_t *) &node->flush_timer, NULL);
@@ -389,7 +417,8 @@ node_signal_cb(uv_signal_t *s, int signum)
     if ((signum == SIGTERM || signum == SIGINT) && !node->cfg.standalone) {
         rc = brim_node_coord_leave(node);
         if (rc > 0) {
-            return; /* leaving: the drain stops the node */
+            brim_mcport_leave(node); /* its open connections go on */
+            return;                  /* leaving: the drain stops the node */
         }
         if (rc < 0) {
             brim_log_info("signal %d again: exiting at once, without "
@@ -466,6 +495,10 @@ node_start(struct brim_node *node)
         fprintf(stderr, "brim-node: %s\n", errbuf);
         return -1;
     }
+    if (brim_mcport_start(node, &cc, errbuf) != 0) {
+        fprintf(stderr, "brim-node: %s\n", errbuf);
+        return -1;
+    }
     uv_timer_init(node->loop, &node->tick_timer);
     uv_timer_start(&node->tick_timer, node_tick_cb, NODE_TICK_MS, NODE_TICK_MS);
     uv_timer_init(node->loop, &node->flush_timer);
@@ -508,6 +541,7 @@ main(int argc, char **argv)
     node.stop = node_stop;
     brim_links_init(&node.links, &node);
     brim_links_listen(&node.links, brim_migrate_link_open);
+    brim_links_init(&node.mc_links, &node);
     node.start_unix = (uint64_t) time(NULL);
     node.stats.last_tick_ms = uv_now(node.loop);
     /* The secret files are read once; their bytes are never logged. */
@@ -529,6 +563,10 @@ main(int argc, char **argv)
                   node.cfg.standalone ? "" : node.cfg.coordinator,
                   node.cfg.partitions, node.cfg.memory_mb,
                   node.cfg.policy == BRIM_EVICT_SIEVE ? "sieve" : "lru");
+    if (node.mc != NULL) {
+        brim_log_info("memcached port on %s (port %d)",
+                      node.cfg.memcached_listen, brim_mcport_port(&node));
+    }
     uv_run(node.loop, UV_RUN_DEFAULT);
     brim_server_destroy(&node.srv);
     brim_store_free(node.store);
@@ -536,6 +574,8 @@ main(int argc, char **argv)
     brim_guard_destroy(&node.guard);
     brim_migrate_free(&node);
     brim_links_destroy(&node.links);
+    brim_mcfwd_destroy(&node);
+    brim_mcport_destroy(&node);
     if (!node.cfg.standalone) {
         brim_peer_destroy(&node.coordlink.peer);
         brim_node_topo_destroy(&node);

@@ -25,6 +25,18 @@
 #include "server/node/links.h"
 #include "server/node/migrate.h"
 
+/* Counters of the memcached port's forwards (mcfwd.h). */
+struct brim_mcfwd_stats {
+    uint64_t sent;     /* requests sent to another node */
+    uint64_t moved;    /* MOVED answers followed */
+    uint64_t retries;  /* waits: RETRY, a link being made */
+    uint64_t timeouts; /* forwards past their deadline */
+    uint64_t lost;     /* writes whose link closed under them */
+    uint64_t inflight; /* forwards not answered yet */
+};
+
+struct brim_mcport; /* server/node/mcport_int.h */
+
 /* brim-node's settings: defaults in brim_node_config_default(). */
 struct brim_node_config {
     char                    listen[128];       /* "host:port" */
@@ -55,6 +67,13 @@ struct brim_node_config {
                                                  (PROTOCOL.md 12) */
     char                    client_secret_file[1024]; /* clients' secret;
                                                  "": clients need none */
+    char                    memcached_listen[128];    /* "host:port" of the
+                                                 memcached port; "": none */
+    int                     memcached_insecure;       /* allow it off loopback
+                                                 with a client secret */
+    int                     memcached_allow_flush;    /* serve flush_all */
+    uint32_t                memcached_timeout_ms;     /* a forwarded op's
+                                                 deadline, ms */
 };
 
 /* Per-op and request counters the node reports. */
@@ -174,6 +193,11 @@ struct brim_node {
     struct brim_node_lease     lease;        /* cluster mode: the lease */
     struct brim_node_coordlink coordlink;    /* cluster mode: coordinator */
     struct brim_node_links     links;        /* connections to other nodes */
+    struct brim_node_links     mc_links;     /* the memcached port's own
+                                            links, for its forwards */
+    struct brim_mcfwd_stats    mcfwd_stats;  /* its forwards (mcfwd.c) */
+    struct brim_mcport        *mc;           /* the memcached port, or NULL
+                                            (mcport.c) */
     struct brim_migrate       *mig;          /* migration state (migrate*.c);
                                             NULL until first used */
     void (*stop)(struct brim_node *node);    /* main.c's:

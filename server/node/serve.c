@@ -45,6 +45,19 @@ serve_exptime(uint32_t ttl_s, uint32_t now)
     return now + ttl_s;
 }
 
+/* The seconds IT has left at NOW, at least 1; 0 when it never expires
+ * (PROTOCOL.md 4.2, ttl_left_s). */
+static uint32_t
+serve_ttl_left(const struct brim_item *it, uint32_t now)
+{
+    uint32_t exptime = brim_item_exptime(it);
+
+    if (exptime == 0) {
+        return 0;
+    }
+    return exptime > now ? exptime - now : 1;
+}
+
 /* MGET: one entry per key, in order; a hit that would push the frame past
  * the limit is answered TOOBIG for the client to fetch on its own. */
 static int
@@ -143,6 +156,7 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
             rep->value_len = brim_item_val_len(it);
             rep->flags = brim_item_flags(it);
             rep->cas = brim_item_cas(it);
+            rep->ttl_s = serve_ttl_left(it, now);
         }
         return rc;
     case BRIM_OP_DEL:
@@ -152,9 +166,14 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
                                 serve_exptime(req->ttl_s, now), now);
     case BRIM_OP_INCR:
     case BRIM_OP_DECR:
-        return brim_store_incr(node->store, h, req->key, req->key_len,
-                               req->delta, req->op == BRIM_OP_DECR, now,
-                               &rep->number, &rep->cas);
+        rc = brim_store_incr(node->store, h, req->key, req->key_len, req->delta,
+                             req->op == BRIM_OP_DECR, now, &rep->number,
+                             &rep->cas);
+        if (rc == 0) {
+            it = brim_store_peek(node->store, h, req->key, req->key_len, now);
+            rep->ttl_s = it != NULL ? serve_ttl_left(it, now) : 0;
+        }
+        return rc;
     default:
         return brim_store_set(
             node->store, serve_store_mode(req->op), h, req->key, req->key_len,
@@ -215,6 +234,61 @@ serve_toobig(struct brim_node *node, struct brim_conn *c,
     return brim_node_reply_error(c, req->request_id, BRIM_ETOOBIG, msg);
 }
 
+/*
+ * Run the keyed data op REQ on the key hashed to H, routed here: room for
+ * a write's tombstone while its partition is in flight, the op, and the
+ * migration's record of it (a stream resends what changed). Returns 0,
+ * the store's error, or BRIM_EMOVED / BRIM_ERETRY (REP filled).
+ */
+static int
+serve_run(struct brim_node *node, const struct brim_req *req,
+          struct brim_rep *rep, uint64_t h)
+{
+    uint32_t p = brim_partition_of(h, node->cfg.partitions);
+    int      rc;
+
+    if (node->mig != NULL
+        && (brim_op_info(req->op)->flags & BRIM_OPF_WRITE) != 0) {
+        /* A write in flight must be able to leave its tombstone. */
+        rc = brim_migrate_before_write(node, p, h, req->key, req->key_len);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    rc = serve_data_op(node, req, rep, h, unix_now());
+    if (node->mig != NULL) {
+        brim_migrate_hit(node, p, h, req->key, req->key_len,
+                         req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
+                             ? BRIM_MIG_READ
+                             : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
+                                                      : BRIM_MIG_WRITE,
+                         rc);
+        if (req->op == BRIM_OP_GAT && rc == 0) {
+            brim_migrate_hit(node, p, h, req->key, req->key_len, BRIM_MIG_WRITE,
+                             rc);
+        }
+    }
+    return rc;
+}
+
+int
+brim_node_serve_here(struct brim_node *node, const struct brim_req *req,
+                     uint64_t h, struct brim_rep *rep)
+{
+    int rc, newer;
+
+    rc = brim_node_route(node, 0, h, rep, &newer);
+    if (rc != 0) {
+        return rc;
+    }
+    if (req->op != BRIM_OP_SET
+        && brim_migrate_unsettled(node, h, req->key, req->key_len))
+    {
+        return BRIM_EAGAIN; /* the old owner may hold it: serve_keyed's */
+    }
+    return serve_run(node, req, rep, h);
+}
+
 static void serve_continue(struct brim_node *node, struct brim_conn *c,
                            const struct brim_req *req, uint64_t h);
 
@@ -228,7 +302,6 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
             const struct brim_req *req, uint64_t h, int fetched)
 {
     struct brim_rep rep;
-    uint32_t        p = brim_partition_of(h, node->cfg.partitions);
     int             rc, newer;
 
     memset(&rep, 0, sizeof(rep));
@@ -244,30 +317,14 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
             return 0; /* the reply comes with its answer */
         }
     }
-    if (rc == 0 && node->mig != NULL
-        && (brim_op_info(req->op)->flags & BRIM_OPF_WRITE) != 0)
-    {
-        /* A write in flight must be able to leave its tombstone. */
-        rc = brim_migrate_before_write(node, p, h, req->key, req->key_len);
+    if (rc == 0) {
+        rc = serve_run(node, req, &rep, h);
     }
     if (rc == BRIM_EMOVED || rc == BRIM_ERETRY) {
         rep.status = rc;
         rep.message = brim_strerror(rc);
         rep.message_len = strlen(rep.message);
         return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
-    }
-    rc = serve_data_op(node, req, &rep, h, unix_now());
-    if (node->mig != NULL) {
-        brim_migrate_hit(node, p, h, req->key, req->key_len,
-                         req->op == BRIM_OP_GET || req->op == BRIM_OP_GAT
-                             ? BRIM_MIG_READ
-                             : req->op == BRIM_OP_DEL ? BRIM_MIG_DELETE
-                                                      : BRIM_MIG_WRITE,
-                         rc);
-        if (req->op == BRIM_OP_GAT && rc == 0) {
-            brim_migrate_hit(node, p, h, req->key, req->key_len, BRIM_MIG_WRITE,
-                             rc);
-        }
     }
     if (rc == BRIM_ETOOBIG) {
         return serve_toobig(node, c, req, h);

@@ -22,6 +22,20 @@ int brim_node_serve_data(struct brim_node *node, struct brim_conn *c,
                          const struct brim_req *req);
 
 /*
+ * Serve the keyed data op REQ (borrowed; its request_id and epoch unused)
+ * on the key hashed to H from this node's store, with no connection and
+ * no reply (the memcached port's local path). Returns 0 (REP filled as
+ * the op's OK reply; a value borrowed from the store until its next
+ * change), the store's error (NOTFOUND, NOTSTORED, EXISTS, TOOBIG,
+ * NONUMERIC, NOMEM), BRIM_EMOVED (REP->owner: the committed owner's
+ * address, borrowed from the topology), BRIM_ERETRY, or BRIM_EAGAIN: the
+ * key's partition is arriving here and the key may still be at its old
+ * owner, so only brim_node_serve_data()'s path (which asks it) may answer.
+ */
+int brim_node_serve_here(struct brim_node *node, const struct brim_req *req,
+                         uint64_t h, struct brim_rep *rep);
+
+/*
  * Append the error reply [STATUS, ID, MSG] to C's output; a local code
  * (AGAIN, SYS, ...) travels as NOMEM. MSG may be NULL. Returns 0 or
  * BRIM_ENOMEM.

@@ -13,6 +13,10 @@
  *                                      (the subscription is off, so the
  *                                      map can only move by MOVED)
  *   client_coord_tool COORD nonodes    SET and GET must fail BRIM_ENONODES
+ *   client_coord_tool COORD dump       for each key on stdin (a line each)
+ *                                      print "KEY FLAGS HEX" (the value in
+ *                                      hex) or "KEY miss": what libbrim
+ *                                      reads (tests/cluster/mcport.py)
  *   client_coord_tool COORD push       print "ready epoch=E", then poll
  *                                      brim_epoch() (no data call at all)
  *                                      until the coordinator pushes a newer
@@ -494,6 +498,40 @@ admin(struct brim_client *c)
     return print_stats(c, &epoch);
 }
 
+/* dump: each key of stdin read through libbrim, with its flags. */
+static int
+dump(struct brim_client *c)
+{
+    char     key[300];
+    void    *val;
+    size_t   len, i, n;
+    uint32_t flags;
+    int      rc;
+
+    while (fgets(key, sizeof(key), stdin) != NULL) {
+        n = strcspn(key, "\r\n");
+        key[n] = '\0';
+        if (n == 0) {
+            continue;
+        }
+        rc = brim_get_ex(c, key, n, &val, &len, &flags, NULL);
+        if (rc == BRIM_ENOTFOUND) {
+            printf("%s miss\n", key);
+            continue;
+        }
+        if (rc != 0) {
+            return fail("dump: get", rc, c);
+        }
+        printf("%s %" PRIu32 " ", key, flags);
+        for (i = 0; i < len; i++) {
+            printf("%02x", ((const unsigned char *) val)[i]);
+        }
+        printf("\n");
+        brim_free(val);
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -568,6 +606,8 @@ main(int argc, char **argv)
                     worst);
             rc = 1;
         }
+    } else if (strcmp(argv[2], "dump") == 0) {
+        rc = dump(c);
     } else if (strcmp(argv[2], "nonodes") == 0) {
         void  *val;
         size_t len;

@@ -726,6 +726,51 @@ START_TEST(wire_rep_malformed)
 }
 END_TEST
 
+/* GET's and INCR's trailing TTL left (issue 14): sent only when the item
+ * expires, read when present, an older five- or four-element reply still
+ * whole (TTL 0), and a bad one refused. */
+START_TEST(wire_rep_ttl_left)
+{
+    struct brim_rep rep, got;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = 9;
+    rep.value = "abc";
+    rep.value_len = 3;
+    rep.flags = 7;
+    rep.cas = 42;
+    rep.ttl_s = 300;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_GET, &rep), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_GET, &got), 0);
+    ck_assert_uint_eq(got.ttl_s, 300);
+    ck_assert_uint_eq(got.cas, 42);
+    rep.ttl_s = 0; /* never expires: the old shape, byte for byte */
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_GET, &rep), 0);
+    ck_assert_uint_eq((uint8_t) out.data[BRIM_FRAME_HDR], 0x95);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_GET, &got), 0);
+    ck_assert_uint_eq(got.ttl_s, 0);
+    memset(&rep, 0, sizeof(rep));
+    rep.number = 11;
+    rep.cas = 5;
+    rep.ttl_s = 9;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_INCR, &rep), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_INCR, &got), 0);
+    ck_assert_uint_eq(got.number, 11);
+    ck_assert_uint_eq(got.ttl_s, 9);
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x94\x00\x01\x0b\x05"),
+                                         BRIM_OP_INCR, &lim, &zone, &got, NULL),
+                     0);
+    ck_assert_uint_eq(got.ttl_s, 0);
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x96\x00\x01\xa1v\x00\x00"
+                                              "\xa1x"),
+                                         BRIM_OP_GET, &lim, &zone, &got, NULL),
+                     BRIM_EBADREQ);
+}
+END_TEST
+
 /* ---- limits ---- */
 
 /* Encode a request into OUT (emptied first) and parse it back. */
@@ -1684,6 +1729,7 @@ brim_test_suite(void)
     add_case(s, tcase_create("rep_stats_map"), wire_rep_stats_map);
     add_case(s, tcase_create("rep_errors"), wire_rep_errors);
     add_case(s, tcase_create("rep_malformed"), wire_rep_malformed);
+    add_case(s, tcase_create("rep_ttl_left"), wire_rep_ttl_left);
     add_case(s, tcase_create("key_limit"), wire_key_limit);
     add_case(s, tcase_create("value_limit"), wire_value_limit);
     add_case(s, tcase_create("mget_limit"), wire_mget_limit);

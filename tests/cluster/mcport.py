@@ -1,0 +1,798 @@
+#!/usr/bin/env python3
+"""mcport.py - brim-node's memcached port (issue 14; DESIGN.md 10,
+docs/memcached.md) against real clients and raw sockets (CTest
+mcport.<case>).
+
+Cases start every process they need on free loopback ports (34000-34999,
+or ones the OS gives), stop them by PID in a finally block, and bound
+every loop in count and time. A cluster is deploy/brim-cluster's: one
+brim-coord and N brim-nodes, each with a memcached port (DIR/memcached).
+
+Usage: mcport.py --bin BUILD/bin --cluster deploy/brim-cluster CASE
+       mcport.py --list
+"""
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "support"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import brimtest as bt  # noqa: E402
+import brimwire as bw  # noqa: E402
+import bench_cluster  # noqa: E402
+import migrate_basic as mb  # noqa: E402
+
+CASES = bt.Cases()
+case = CASES
+
+
+def check(cond, msg, *args):
+    if not cond:
+        raise AssertionError(msg % args if args else msg)
+
+
+def port_free(p):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_ports(n, lo=34000, hi=34999, also=None):
+    """N consecutive free ports in LO..HI (and the N from BASE + ALSO)."""
+    for _ in range(200):
+        base = random.randint(lo, hi - n)
+        want = list(range(base, base + n))
+        if also is not None:
+            want += [p + also for p in want]
+        if all(port_free(p) for p in want):
+            return base
+    raise AssertionError("no %d free ports in %d..%d" % (n, lo, hi))
+
+
+class Standalone:
+    """brim-node --standalone with a memcached port, stopped by PID."""
+
+    def __init__(self, args, *extra):
+        self.port, self.mport = bw.free_port(), bw.free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="mcport-", suffix=".log",
+                                               delete=False)
+        cmd = [os.path.join(args.bin, "brim-node"), "--standalone",
+               "--listen", "127.0.0.1:%d" % self.port,
+               "--memcached-listen", "127.0.0.1:%d" % self.mport] + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        wait_listen(self.mport, self.proc)
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        rc = self.proc.returncode
+        out = self.output()
+        os.unlink(self.log.name)
+        check(rc == 0, "brim-node exited %r:\n%s", rc, out[-3000:])
+
+
+def wait_listen(port, proc=None, bound_s=15.0):
+    deadline = time.monotonic() + bound_s
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("process exited at start (%d)"
+                                 % proc.returncode)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            check(time.monotonic() < deadline, "port %d not listening in "
+                  "%.0f s", port, bound_s)
+            time.sleep(0.05)
+
+
+class MCluster(mb.Cluster):
+    """migrate_basic's cluster (brim-coord and brim-nodes on ports the OS
+    gives), every node with a memcached port (n.mport)."""
+
+    def __init__(self, args, node_args=()):
+        super().__init__(args.bin)
+        self.node_args = list(node_args)
+
+    def add(self, name):
+        port, mport = bw.free_port(), bw.free_port()
+        n = mb.Proc([os.path.join(self.bindir, "brim-node"), "--name", name,
+                     "--coordinator", "127.0.0.1:%d" % self.cport,
+                     "--listen", "127.0.0.1:%d" % port, "--partitions",
+                     str(mb.P), "--memcached-listen", "127.0.0.1:%d" % mport]
+                    + self.node_args,
+                    os.path.join(self.dir, name + ".log"), env=self.env)
+        n.port, n.mport = port, mport
+        self.nodes[name] = n
+        mb.wait_port(port, n)
+        mb.wait_port(mport, n)
+
+    def coord_addr(self):
+        return "127.0.0.1:%d" % self.cport
+
+    def libbrim_dump(self, keys):
+        """{key: (flags, value)} as libbrim reads them (None: a miss)."""
+        p = subprocess.run([self.tool, self.coord_addr(), "dump"],
+                           input="".join(k + "\n" for k in keys),
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "client_coord_tool dump exited %d: %s",
+              p.returncode, p.stderr[-2000:])
+        out = {}
+        for line in p.stdout.splitlines():
+            f = line.split(" ")
+            if len(f) == 2 and f[1] == "miss":
+                out[f[0]] = None
+            elif len(f) == 3:
+                out[f[0]] = (int(f[1]), bytes.fromhex(f[2]))
+        return out
+
+
+def cluster_up(args, n=3, node_args=()):
+    cl = MCluster(args, node_args)
+    cl.tool = args.tool
+    try:
+        for i in range(1, n + 1):
+            cl.add("node%d" % i)
+        cl.wait_members(n)
+    except BaseException:
+        cl.dump()
+        cl.close()
+        raise
+    return cl
+
+
+@contextlib.contextmanager
+def cluster(args, n=3, node_args=()):
+    """cluster_up() for a with block: the logs shown if it fails, every
+    process stopped at its end."""
+    cl = cluster_up(args, n, node_args)
+    try:
+        yield cl
+    except BaseException:
+        cl.dump()
+        raise
+    finally:
+        cl.close()
+
+
+def brim_cluster(args, *cmd, env=None, timeout=120):
+    """deploy/brim-cluster CMD; its output."""
+    full = [args.cluster] + list(cmd)
+    print("$ " + " ".join(full), flush=True)
+    p = subprocess.run(full, env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    sys.stdout.write(p.stdout + p.stderr)
+    check(p.returncode == 0, "%s exited %d", " ".join(cmd), p.returncode)
+    return p.stdout
+
+
+def memccapable(port):
+    p = subprocess.run(["memccapable", "-h", "127.0.0.1", "-p", str(port),
+                        "-a"], capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    sys.stdout.write(out)
+    passed = out.count("[pass]")
+    failed = [ln for ln in out.splitlines()
+              if "[" in ln and "[pass]" not in ln and "[skip]" not in ln]
+    print("memccapable -a on port %d: %d passed, %d failed, exit %d"
+          % (port, passed, len(failed), p.returncode))
+    check(p.returncode == 0 and not failed and passed >= 20,
+          "memccapable failed: %r", failed)
+
+
+@case
+def memccapable_standalone(args):
+    n = Standalone(args, "--memcached-allow-flush")
+    try:
+        memccapable(n.mport)
+    finally:
+        n.stop()
+
+
+@case
+def memccapable_cluster(args):
+    """memccapable -a through one node's port of a 3-node cluster that
+    deploy/brim-cluster started (its memcached ports printed and listed)."""
+    d = tempfile.mkdtemp(prefix="mcport.")
+    env = dict(os.environ, BRIM_BIN=args.bin, BRIM_CLUSTER_MC_OFFSET="500",
+               BRIM_NODE_ARGS="--memcached-allow-flush")
+    try:
+        base = free_ports(4, 34000, 34400, also=500)
+        out = brim_cluster(args, "up", "--nodes", "3", "--base-port",
+                           str(base), "--dir", d, env=env)
+        with open(os.path.join(d, "memcached")) as f:
+            ports = {ln.split()[0]: int(ln.split()[1].rsplit(":", 1)[1])
+                     for ln in f}
+        check(len(ports) == 3 and "127.0.0.1:%d" % ports["node2"] in out,
+              "brim-cluster up did not print the memcached ports")
+        memccapable(ports["node2"])
+    finally:
+        subprocess.run([args.cluster, "down", "--dir", d], env=env,
+                       capture_output=True, timeout=60)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def need_pymemcache():
+    """pymemcache, Debian's python3-pymemcache (it belongs to
+    /usr/bin/python3: the case runs again under it when this Python lacks
+    it)."""
+    try:
+        import pymemcache  # noqa: F401
+    except ImportError:
+        if sys.executable != "/usr/bin/python3" \
+                and os.path.exists("/usr/bin/python3"):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+        raise bt.Skip("no pymemcache (apt-get install python3-pymemcache)")
+
+
+VALUE_MAX = 1048576  # brim-node's default --max-value-bytes
+
+
+@case
+def pymemcache_cluster(args):
+    """An existing client (pymemcache) through one node's port of a 3-node
+    cluster; what it wrote read back through libbrim, flags included."""
+    need_pymemcache()
+    from pymemcache.client.base import Client
+    from pymemcache.exceptions import MemcacheServerError
+    with cluster(args) as cl:
+        t = cl.fetch()
+        c = Client(("127.0.0.1", cl.nodes["node2"].mport), connect_timeout=5,
+                   timeout=10)
+        keys = ["k%04d" % i for i in range(1000)]
+        owners = {mb.owner_name(t, k.encode()) for k in keys}
+        check(owners == {"node1", "node2", "node3"}, "keys not spread: %r",
+              owners)
+        data = {k: ("v-%s-" % k).encode() * (1 + int(k[1:]) % 7)
+                for k in keys}
+        failed = c.set_many(data, noreply=False)
+        check(failed == [], "set_many failed for %r", failed[:5])
+        sent0 = int(c.stats("cluster")[b"forward_sent"])
+        got = c.get_many(keys)
+        check(got == data, "get_many: %d of %d keys differ",
+              sum(1 for k in keys if got.get(k) != data[k]), len(keys))
+        sent = int(c.stats("cluster")[b"forward_sent"]) - sent0
+        check(sent <= 4, "get_many of 1000 keys sent %d forwards, not one "
+              "MGET per other owner", sent)
+        # flags travel as brim's client flags.
+        for i in range(20):
+            check(c.set("f%d" % i, b"x%d" % i, flags=1000 + i, noreply=False),
+                  "set with flags")
+        # gets / cas with a conflict.
+        c.set("casme", b"one", noreply=False)
+        v, cas1 = c.gets("casme")
+        check(v == b"one" and cas1, "gets: %r %r", v, cas1)
+        check(c.cas("casme", b"two", cas1, noreply=False) is True,
+              "cas with the current value refused")
+        check(c.cas("casme", b"three", cas1, noreply=False) is False,
+              "cas with a stale value accepted")
+        check(c.cas("nosuch", b"x", cas1, noreply=False) is None,
+              "cas on a missing key")
+        check(c.get("casme") == b"two", "cas result")
+        # incr / decr: memcached's wrap and floor.
+        c.set("n", b"10", noreply=False)
+        check(c.incr("n", 5, noreply=False) == 15, "incr")
+        check(c.decr("n", 100, noreply=False) == 0, "decr floors at 0")
+        c.set("n", b"18446744073709551615", noreply=False)
+        check(c.incr("n", 2, noreply=False) == 1, "incr wraps at 2^64")
+        check(c.incr("nosuch", 1, noreply=False) is None, "incr missing")
+        # touch.
+        check(c.touch("casme", 100, noreply=False) is True, "touch")
+        check(c.touch("nosuch", 100, noreply=False) is False,
+              "touch missing")
+        # noreply pipelines: 300 sets, deletes, then one read behind them.
+        for k in keys[:300]:
+            c.set(k, b"nr-" + k.encode(), noreply=True)
+        for k in keys[300:400]:
+            c.delete(k, noreply=True)
+        got = c.get_many(keys[:400])
+        check(all(got.get(k) == b"nr-" + k.encode() for k in keys[:300])
+              and not any(k in got for k in keys[300:400]),
+              "a read overtook noreply writes before it")
+        # the largest value and one byte over.
+        big = bytes(random.getrandbits(8) for _ in range(256)) * \
+            (VALUE_MAX // 256)
+        check(len(big) == VALUE_MAX and c.set("big", big, noreply=False),
+              "a value of %d bytes refused", VALUE_MAX)
+        check(c.get("big") == big, "the largest value read back")
+        try:
+            c.set("big2", big + b"x", noreply=False)
+            raise AssertionError("a value one byte over was stored")
+        except MemcacheServerError as e:
+            check("too large" in str(e), "one byte over: %r", e)
+        check(c.get("big2") is None, "a refused value is there")
+        c.close()
+        # libbrim reads what pymemcache wrote.
+        want = {k: (0, b"nr-" + k.encode()) for k in keys[:300]}
+        want.update({k: None for k in keys[300:400]})
+        want.update({k: (0, data[k]) for k in keys[400:]})
+        want.update({"f%d" % i: (1000 + i, b"x%d" % i) for i in range(20)})
+        want.update({"casme": (0, b"two"), "n": (0, b"1"),
+                     "big": (0, big), "big2": None})
+        got = cl.libbrim_dump(list(want))
+        bad = [k for k in want if got.get(k, "absent") != want[k]]
+        check(not bad, "libbrim reads %d keys otherwise, e.g. %r: %r, want "
+              "%r", len(bad), bad[:1], got.get(bad[0]) if bad else None,
+              want[bad[0]] if bad else None)
+        print("pymemcache: 1000 keys over %d nodes, cas, incr/decr, touch, "
+              "noreply, %d-byte value and one over; libbrim agrees on %d "
+              "keys" % (len(owners), VALUE_MAX, len(want)))
+
+
+class Raw:
+    """A raw memcached connection: send bytes, read an exact reply."""
+
+    def __init__(self, port, timeout=10.0):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.s.settimeout(timeout)
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def read_until(self, end, bound_s=10.0):
+        """The bytes up to and including END (after what was read)."""
+        deadline = time.monotonic() + bound_s
+        while end not in self.buf:
+            check(time.monotonic() < deadline, "no %r within %.0f s; have %r",
+                  end, bound_s, self.buf[-300:])
+            chunk = self.s.recv(65536)
+            check(chunk, "connection closed; have %r", self.buf[-300:])
+            self.buf += chunk
+        i = self.buf.index(end) + len(end)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def ask(self, data, end=b"\r\n"):
+        self.send(data)
+        return self.read_until(end)
+
+    def ask_va(self, data, bound_s=10.0):
+        """One meta reply, with its value block after a VA line."""
+        self.send(data)
+        line = self.read_until(b"\r\n")
+        if not line.startswith(b"VA "):
+            return line
+        n = int(line.split()[1]) + 2
+        deadline = time.monotonic() + bound_s
+        while len(self.buf) < n:
+            check(time.monotonic() < deadline, "value of %r short", line)
+            chunk = self.s.recv(65536)
+            check(chunk, "connection closed in a value")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return line + out
+
+    def close(self):
+        self.s.close()
+
+
+# Flags docs/memcached.md lists as not served, per command, and the line
+# memcached 1.6.18 answers a flag it does not know with.
+UNSUPPORTED = [(b"mg k h", b"CLIENT_ERROR invalid flag"),
+               (b"mg k l", b"CLIENT_ERROR invalid flag"),
+               (b"mg k R30", b"CLIENT_ERROR invalid flag"),
+               (b"ms k 1 I\r\nx", b"CLIENT_ERROR invalid flag"),
+               (b"md k I", b"CLIENT_ERROR invalid or duplicate flag"),
+               (b"md k C5", b"CLIENT_ERROR invalid or duplicate flag"),
+               (b"ma k C5", b"CLIENT_ERROR invalid or duplicate flag"),
+               (b"mg k E5", b"CLIENT_ERROR invalid flag"),
+               (b"ms k 1 E5\r\nx", b"CLIENT_ERROR invalid flag")]
+
+
+@case
+def meta_raw(args):
+    """The meta protocol over a raw socket through one node of 3: keys of
+    every node, quiet pipelines ended by mn, opaque tokens, mg's return
+    flags on hits and misses, ms modes, ma with auto-create, md, and the
+    unsupported flags answered as documented."""
+    with cluster(args) as cl:
+        t = cl.fetch()
+        r = Raw(cl.nodes["node1"].mport)
+        # One key owned by each node.
+        keys = {}
+        for i in range(2000):
+            k = b"m%d" % i
+            keys.setdefault(mb.owner_name(t, k), k)
+            if len(keys) == 3:
+                break
+        check(len(keys) == 3, "no key for every node: %r", keys)
+        for owner, k in sorted(keys.items()):
+            what = "%s (owned by %s)" % (k.decode(), owner)
+            # A miss: EN echoes O and k; quiet hides it.
+            check(r.ask(b"mg %s v c f t s k Oo1\r\n" % k)
+                  == b"EN k%s Oo1\r\n" % k, "mg miss of %s", what)
+            # Quiet ms and mg pipelined, ended by mn: only the hits.
+            r.send(b"ms %s 3 T100 F7 q Oa\r\nabc\r\n"
+                   b"mg %s q v f t s k Ob\r\n"
+                   b"mg %sx q v Oc\r\nmn\r\n" % (k, k, k))
+            got = r.read_until(b"MN\r\n")
+            check(got.startswith(b"VA 3 f7 t") and got.endswith(
+                b" s3 k%s Ob\r\nabc\r\nMN\r\n" % k),
+                "quiet pipeline of %s: %r", what, got)
+            ttl = int(got.split(b" t")[1].split(b" ")[0])
+            check(95 <= ttl <= 100, "t of %s is %d, set 100", what, ttl)
+            # c on a hit and an ms with C: a conflict, then a match.
+            cas = int(r.ask(b"mg %s c\r\n" % k).split(b"c")[1])
+            check(r.ask(b"ms %s 1 C%d\r\nz\r\n" % (k, cas + 1))
+                  == b"EX\r\n", "ms C mismatch of %s", what)
+            got = r.ask(b"ms %s 1 C%d c Od\r\nz\r\n" % (k, cas))
+            check(got.startswith(b"HD c") and got.endswith(b" Od\r\n")
+                  and int(got[4:].split(b" ")[0]) != cas,
+                  "ms C match of %s: %r", what, got)
+            # ms modes.
+            check(r.ask(b"ms %s 1 ME\r\ny\r\n" % k) == b"NS\r\n",
+                  "add over %s", what)
+            check(r.ask(b"ms %s 2 MA\r\nyy\r\n" % k) == b"HD\r\n",
+                  "append %s", what)
+            check(r.ask(b"ms %s 1 MP\r\nx\r\n" % k) == b"HD\r\n",
+                  "prepend %s", what)
+            check(r.ask_va(b"mg %s v\r\n" % k)
+                  == b"VA 4\r\nxzyy\r\n", "after the modes of %s", what)
+            check(r.ask(b"ms %sn 1 MR\r\nx\r\n" % k) == b"NS\r\n",
+                  "replace missing %s", what)
+            check(r.ask(b"ms %sn 1 ME\r\nx\r\n" % k) == b"HD\r\n",
+                  "add missing %s", what)
+            check(r.ask(b"ms %sn 1 MS T0\r\nw\r\n" % k) == b"HD\r\n",
+                  "set %s", what)
+            check(r.ask_va(b"mg %sn t v\r\n" % k)
+                  == b"VA 1 t-1\r\nw\r\n", "t-1 of %s", what)
+            # ma: a miss, auto-create with J, incr, decr to the floor.
+            c = b"%sc" % k
+            check(r.ask(b"ma %s\r\n" % c) == b"NF\r\n", "ma miss %s", what)
+            check(r.ask_va(b"ma %s N0 J10 v\r\n" % c)
+                  == b"VA 2\r\n10\r\n", "ma auto-create %s", what)
+            check(r.ask_va(b"ma %s D5 v\r\n" % c)
+                  == b"VA 2\r\n15\r\n", "ma incr %s", what)
+            check(r.ask_va(b"ma %s MD D100 v t Oz\r\n" % c)
+                  == b"VA 1 t-1 Oz\r\n0\r\n", "ma decr %s", what)
+            check(r.ask(b"ma %s q\r\nmn\r\n" % c) == b"MN\r\n",
+                  "quiet ma %s", what)
+            # mg N: a miss creates the item and says W.
+            got = r.ask_va(b"mg %sv N30 v c t s\r\n" % k)
+            check(got.startswith(b"VA 0 c") and got.endswith(
+                b" t30 s0 W\r\n\r\n"), "mg N of %s: %r", what, got)
+            # md, quiet and not.
+            check(r.ask(b"md %s q\r\nmd %s Oe k\r\nmn\r\n" % (k, k),
+                        b"MN\r\n") == b"NF Oe k%s\r\nMN\r\n" % k,
+                  "md of %s", what)
+            # me: EN for a miss.
+            check(r.ask(b"me %s\r\n" % k) == b"EN\r\n", "me miss %s", what)
+        for line, want in UNSUPPORTED:
+            check(r.ask(line + b"\r\n") == want + b"\r\n",
+                  "%r: want %r", line, want)
+        # The text protocol on the same connection still answers.
+        check(r.ask(b"version\r\n").startswith(b"VERSION "), "version")
+        r.close()
+
+
+@case
+def insecure_refused(args):
+    """With a client secret on the brim port, --memcached-listen on a
+    non-loopback address is a usage error (exit 2, before anything opens),
+    saying why, unless --memcached-insecure; loopback is always allowed;
+    --memcached-insecure alone is a usage error too."""
+    d = tempfile.mkdtemp(prefix="mcport.")
+    try:
+        for name in ("secret", "client-secret"):
+            fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT,
+                         0o600)
+            os.write(fd, os.urandom(32))
+            os.close(fd)
+        base = [os.path.join(args.bin, "brim-node"), "--standalone",
+                "--listen", "127.0.0.1:%d" % bw.free_port(), "--secret-file",
+                os.path.join(d, "secret"), "--client-secret-file",
+                os.path.join(d, "client-secret")]
+        p = subprocess.run(base + ["--memcached-listen",
+                                   "0.0.0.0:%d" % bw.free_port()],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "no authentication" in p.stderr
+              and "--memcached-insecure" in p.stderr,
+              "a non-loopback port with a client secret: exit %d, %r",
+              p.returncode, p.stderr[-500:])
+        p = subprocess.run(base + ["--memcached-insecure"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "needs --memcached-listen" in p.stderr,
+              "--memcached-insecure alone: exit %d, %r", p.returncode,
+              p.stderr[-300:])
+        for extra in (["--memcached-listen", "0.0.0.0:%d" % bw.free_port(),
+                       "--memcached-insecure"],
+                      ["--memcached-listen", "127.0.0.1:%d" % bw.free_port()]):
+            n = subprocess.Popen(base + extra, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.STDOUT)
+            try:
+                port = int(extra[1].rsplit(":", 1)[1])
+                wait_listen(port, n)
+                r = Raw(port)
+                check(r.ask(b"set k 0 0 1\r\nv\r\n") == b"STORED\r\n",
+                      "the port serves with %r", extra)
+                r.close()
+            finally:
+                n.send_signal(signal.SIGTERM)
+                n.wait(15)
+            check(n.returncode == 0, "exit %d with %r", n.returncode, extra)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@case
+def owner_silent(args):
+    """An owner that does not answer (SIGSTOP, each time shorter than the
+    coordinator's 3 s dead-after): within the request timeout
+    (--memcached-timeout-ms 400 here) the client gets SERVER_ERROR with the
+    reason, for a get, a set and a multi-key get; a failed noreply set is
+    counted (noreply_failed). Pipelined, commands on other keys run while
+    the silent owner's get waits, a second get of that key waits for the
+    first, and the replies come in request order."""
+    with cluster(args, node_args=["--memcached-timeout-ms", "400"]) as cl:
+        t = cl.fetch()
+        key = {}
+        for i in range(3000):
+            k = b"s%d" % i
+            key.setdefault(mb.owner_name(t, k), k)
+        r = Raw(cl.nodes["node1"].mport)
+        for k in key.values():
+            check(r.ask(b"set %s 0 0 1\r\nx\r\n" % k) == b"STORED\r\n",
+                  "set %s", k)
+        k1, k2, k3 = key["node1"], key["node2"], key["node3"]
+        silent = cl.nodes["node3"]
+        os.kill(silent.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            r.send(b"get %s\r\nget %s\r\nset %s 0 0 3\r\nnew\r\n"
+                   b"get %s\r\nmn\r\n" % (k3, k1, k2, k3))
+            other = Raw(cl.nodes["node2"].mport)
+            seen, deadline = b"", time.monotonic() + 0.3
+            while b"new" not in seen and time.monotonic() < deadline:
+                seen = other.ask(b"get %s\r\n" % k2, b"END\r\n")
+            check(b"new" in seen, "the set behind a waiting get did not "
+                  "run at once: %r", seen)
+            other.close()
+            got = r.read_until(b"MN\r\n", bound_s=10)
+            dt = time.monotonic() - t0
+        finally:
+            os.kill(silent.pid, signal.SIGCONT)
+        parts = got.split(b"\r\n")
+        check(len(parts) == 8 and parts[0].startswith(
+                  b"SERVER_ERROR no answer from the key's owner")
+              and b"400 ms" in parts[0]
+              and parts[1:5] == [b"VALUE %s 0 1" % k1, b"x", b"END",
+                                 b"STORED"]
+              and parts[5].startswith(b"SERVER_ERROR ") and parts[6] == b"MN",
+              "pipelined replies: %r", parts)
+        check(0.75 <= dt <= 4.0, "the second get of a waiting key did not "
+              "wait for the first, or took long: %.2f s", dt)
+        time.sleep(1.0)  # heartbeats again
+        os.kill(silent.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            got = r.ask(b"get %s\r\n" % k3)
+            dt = time.monotonic() - t0
+            check(got.startswith(b"SERVER_ERROR no answer"),
+                  "get of a silent owner's key: %r", got)
+            check(0.35 <= dt <= 2.0, "answered after %.2f s, timeout 0.4 s",
+                  dt)
+            got = r.ask(b"set %s 0 0 1\r\ny\r\n" % k3)
+            check(got.startswith(b"SERVER_ERROR "), "set: %r", got)
+            r.send(b"set %s 0 0 1 noreply\r\nz\r\n" % k3)
+            got = r.ask(b"get %s %s\r\n" % (k1, k3))
+            check(got.startswith(b"SERVER_ERROR "), "multi-key get: %r", got)
+        finally:
+            os.kill(silent.pid, signal.SIGCONT)
+        got = r.ask(b"stats\r\n", b"END\r\n")
+        check(b"STAT noreply_failed 1\r\n" in got, "noreply_failed: %r",
+              [ln for ln in got.split(b"\r\n") if b"noreply" in ln])
+        r.close()
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+@case
+def hostile_input(args):
+    """Bad input on the port, as memcached answers it, and the brim
+    port's backpressure: a client that pipelines 2,000 gets of a 512 KiB
+    value (1 GiB of replies) and never reads is paused, the node's RSS
+    stays bounded, and another client is served meanwhile; a line of
+    garbage past 2048 bytes closes its connection; a data block of the
+    wrong length is CLIENT_ERROR bad data chunk; a value over the limit is
+    refused before its bytes are read, the connection kept."""
+    n = Standalone(args, "--memory-mb", "64", "--buffer-mb", "16",
+                   "--output-limit-kb", "1024")
+    try:
+        r = Raw(n.mport)
+        big = os.urandom(512 << 10)
+        check(r.ask(b"set big 0 0 %d\r\n%s\r\n" % (len(big), big))
+              == b"STORED\r\n", "set big")
+        rss0 = rss_kib(n.proc.pid)
+        slow = socket.create_connection(("127.0.0.1", n.mport))
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.settimeout(0.5)
+        sent = 0
+        try:
+            for _ in range(2000):
+                slow.sendall(b"get big\r\n")
+                sent += 1
+        except socket.timeout:
+            pass  # the node stopped reading it: backpressure
+        time.sleep(1.0)
+        grew = rss_kib(n.proc.pid) - rss0
+        print("a reader that never reads: %d gets sent, RSS grew %d KiB"
+              % (sent, grew))
+        check(grew < 64 << 10, "RSS grew %d KiB for a reader that never "
+              "reads", grew)
+        got = r.ask(b"get big\r\n", b"END\r\n")
+        check(got.endswith(big + b"\r\nEND\r\n"),
+              "another client is not served beside the slow reader")
+        slow.close()
+        # A value of the wrong length, then a too-large one, then a line
+        # of garbage with no newline.
+        check(r.ask(b"set k 0 0 3\r\nabcd\r\n") ==
+              b"CLIENT_ERROR bad data chunk\r\n", "bad data chunk")
+        check(r.read_until(b"\r\n") == b"ERROR\r\n", "the byte left over")
+        check(r.ask(b"set k 0 0 2000000\r\n")
+              == b"SERVER_ERROR object too large for cache\r\n",
+              "too large, answered before the data")
+        r.send(b"x" * 2000000 + b"\r\n")  # swallowed
+        check(r.ask(b"version\r\n").startswith(b"VERSION "),
+              "the connection is kept after a refused value")
+        g = socket.create_connection(("127.0.0.1", n.mport), timeout=5)
+        g.sendall(b"\x01" * 5000)
+        try:
+            rest = g.recv(100)
+        except OSError:
+            rest = b""
+        check(rest == b"", "a long garbage line got %r, not a close", rest)
+        g.close()
+        check(r.ask(b"version\r\n").startswith(b"VERSION "), "still up")
+        r.close()
+    finally:
+        n.stop()
+
+
+def bench_start(args, port, duration):
+    cmd = [os.path.join(args.bin, "brim-bench"), "--target", "memcached",
+           "--server", "127.0.0.1:%d" % port, "--verify", "--connections",
+           "8", "--pipeline", "4", "--keys", "20000", "--duration",
+           str(duration), "--json", "--quiet"]
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def refused(port, bound_s):
+    """True once a connection to PORT is refused, within BOUND_S."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@case
+def membership_bench(args):
+    """brim-bench --target memcached --verify through the port of a node
+    that stays while a node joins and the original node with the most
+    partitions leaves: lost=0 stale=0 errors=0. The leaving node's port
+    stops accepting at once, answers on a connection opened before (for
+    keys of every node) while it lingers, and closes when it exits."""
+    with cluster(args) as cl:
+        t = cl.fetch()
+        count = {}
+        for o in t["owner"]:
+            name = t["members"][o][0]
+            count[name] = count.get(name, 0) + 1
+        leaver = max(sorted(count), key=lambda n: count[n])
+        stayer = min(n for n in sorted(count) if n != leaver)
+        print("partitions %r: %s leaves, the bench uses %s"
+              % (count, leaver, stayer))
+        held = Raw(cl.nodes[leaver].mport)
+        check(held.ask(b"set held 0 0 2\r\nhv\r\n") == b"STORED\r\n",
+              "set through the leaver's port")
+        mk = [b"mk%d" % i for i in range(200)]
+        mg = Raw(cl.nodes[stayer].mport)
+        for k in mk:
+            mg.send(b"set %s 0 0 %d noreply\r\n%s\r\n" % (k, len(k), k))
+        want = b"".join(b"VALUE %s 0 %d\r\n%s\r\n" % (k, len(k), k)
+                        for k in mk) + b"END\r\n"
+        t0 = time.monotonic()
+        p = bench_start(args, cl.nodes[stayer].mport, 16)
+        time.sleep(max(0, t0 + 3 - time.monotonic()))
+        cl.add("node4")
+        # Multi-key gets while node4's partitions stream: every key, in
+        # order, however its owner answers (MGET entries RETRY or MOVED
+        # are asked again one by one).
+        for _ in range(20):
+            got = mg.ask(b"get " + b" ".join(mk) + b"\r\n", b"END\r\n")
+            check(got == want, "a multi-key get during the join: %d of %d "
+                  "values", got.count(b"VALUE "), len(mk))
+            time.sleep(0.05)
+        mg.close()
+        cl.wait_members(4, timeout=30)
+        print("node4 joined at %.1f s" % (time.monotonic() - t0))
+        time.sleep(max(0, t0 + 8 - time.monotonic()))
+        lv = cl.nodes[leaver]
+        lv.proc.send_signal(signal.SIGTERM)
+        print("%s asked to leave at %.1f s" % (leaver, time.monotonic() - t0))
+        check(refused(lv.mport, 3.0), "the leaving node's port still accepts")
+        # What it holds, and keys of every node, on the connection it had.
+        for i in range(30):
+            k = b"lv%d" % i
+            check(held.ask(b"set %s 0 0 3\r\nv%02d\r\n" % (k, i))
+                  == b"STORED\r\n", "set %s through the leaving port" % k)
+        got = held.ask(b"get held " + b" ".join(b"lv%d" % i for i in range(30))
+                       + b"\r\n", b"END\r\n")
+        check(got.count(b"VALUE ") == 31, "get through the leaving port: %r",
+              got[:200])
+        r, rc = bench_cluster.result(p, 120)
+        print("lost=%d stale=%d errors=%d ops/s %.0f"
+              % (r["lost"], r["stale"], r["errors"], r["ops_per_sec"]))
+        check(r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0
+              and rc == 0, "lost=%d stale=%d errors=%d exit %d", r["lost"],
+              r["stale"], r["errors"], rc)
+        lv.proc.wait(90)
+        print("%s exited %d at %.1f s" % (leaver, lv.proc.returncode,
+                                          time.monotonic() - t0))
+        check(lv.proc.returncode == 0, "the leaver exited %d",
+              lv.proc.returncode)
+        held.s.settimeout(5)
+        try:
+            rest = held.s.recv(100)
+        except OSError:
+            rest = b""
+        check(rest == b"", "the leaver's port did not close: %r", rest)
+        held.close()
+        # What was written through the leaving port is still there.
+        c = Raw(cl.nodes[stayer].mport)
+        got = c.ask(b"get held lv7\r\n", b"END\r\n")
+        check(got == b"VALUE held 0 2\r\nhv\r\nVALUE lv7 0 3\r\nv07\r\n"
+              b"END\r\n", "after the leave: %r", got)
+        c.close()
+
+
+def tools_present(args):
+    if "memccapable" in args.case and shutil.which("memccapable") is None:
+        raise bt.Skip("no memccapable (apt-get install libmemcached-tools)")
+
+
+def main():
+    return bt.main(CASES, options=[("--bin", {}), ("--cluster", {}),
+                                   ("--tool", {})],
+                   need=("bin",), before=tools_present)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
