@@ -673,6 +673,8 @@ brim_bench_thread_destroy(struct brim_bench_thread *t)
     brim_free(t->nroom);
     brim_free(t->rr);
     brim_free(t->value);
+    brim_free(t->lat);
+    t->lat = NULL;
     if (t->o != NULL && t->o->verify) {
         brim_bench_verify_destroy(&t->ver);
     }
