@@ -202,6 +202,14 @@ int brim_bench_thread_init(struct brim_bench_thread *t,
 void brim_bench_thread_destroy(struct brim_bench_thread *t);
 
 /*
+ * Ask every thread's measured part to end now, as when --duration is
+ * reached: no new requests, the ones out are waited for, and the run is
+ * reported as usual. Async-signal-safe (one lock-free atomic store):
+ * brim-bench calls it on SIGINT and SIGTERM.
+ */
+void brim_bench_request_stop(void);
+
+/*
  * Run PHASE on T until it is done: every key loaded (PRELOAD), or the
  * duration or the op count reached and every reply in or timed out
  * (MEASURE). Returns 0, or -1 when T->fatal was set (T->err says why).

@@ -277,6 +277,29 @@ main_latlog_end(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
     sh->latlog = NULL;
 }
 
+static void
+main_stop_cb(int sig)
+{
+    (void) sig;
+    brim_bench_request_stop();
+}
+
+/* SIGINT and SIGTERM end the measured part early, reported as usual (a
+ * script can end a run when the change it measures is over); a second one
+ * kills (SA_RESETHAND). */
+static void
+main_catch_stop(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = main_stop_cb;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Run the threads from start to end and fill R (all but evictions). */
 static void
 main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
@@ -468,6 +491,7 @@ main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    main_catch_stop();
     memset(&sh, 0, sizeof(sh));
     sh.o = &o;
     atomic_init(&sh.route, NULL);
