@@ -28,6 +28,7 @@ struct brim_bench_opts {
     char        coord_host[BRIM_BENCH_ADDR_MAX + 1]; /* its host part */
     char        coord_port[8];                       /* its port part */
     const char *secret_file; /* --secret-file (borrowed from argv), NULL */
+    const char *latency_log; /* --latency-log (borrowed from argv), NULL */
     uint32_t    connections; /* --connections, over all threads */
     uint32_t    pipeline;    /* --pipeline: requests out per conn */
     uint32_t    threads;     /* --threads: event loops */

@@ -22,6 +22,7 @@
 
 #include "client/bench/cluster.h"
 #include "client/net/sock.h"
+#include "common/alloc.h"
 #include "common/defs.h"
 #include "proto/ops.h"
 
@@ -405,6 +406,32 @@ brim_bench_conn_resend(struct brim_bench_conn      *c,
     conn_encode(c, req, key, key_len, value, value_len);
 }
 
+/* --latency-log: keep one measured reply (intended send START_NS, latency
+ * LAT_NS). The array doubles up to BRIM_BENCH_LAT_MAX entries a thread;
+ * past that, or out of memory, a reply is only counted as dropped. */
+static void
+conn_lat_add(struct brim_bench_thread *t, uint64_t start_ns, uint64_t lat_ns)
+{
+    struct brim_bench_lat *grown;
+    uint64_t               cap;
+
+    if (t->nlat == t->lat_cap) {
+        cap = t->lat_cap == 0 ? 65536 : t->lat_cap * 2;
+        grown = cap <= BRIM_BENCH_LAT_MAX
+            ? brim_realloc(t->lat, cap * sizeof(*t->lat))
+            : NULL;
+        if (grown == NULL) {
+            t->lat_dropped++;
+            return;
+        }
+        t->lat = grown;
+        t->lat_cap = cap;
+    }
+    t->lat[t->nlat].start_ns = start_ns;
+    t->lat[t->nlat].lat_ns = lat_ns;
+    t->nlat++;
+}
+
 /* Judge the GET REQ's reply REP under --verify; report each key's first
  * finding of each kind. */
 static void
@@ -500,6 +527,10 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
         brim_bench_hist_record(&t->hist,
                                now > req.start_ns ? now - req.start_ns : 0);
         t->last_reply_ns = now;
+        if (t->o->latency_log != NULL) {
+            conn_lat_add(t, req.start_ns,
+                         now > req.start_ns ? now - req.start_ns : 0);
+        }
     }
     switch (req.kind) {
     case BRIM_BENCH_GET:

@@ -26,6 +26,10 @@
 
 /* epoll events taken per wait. */
 #define ENGINE_EVENTS 128
+
+/* Set by brim_bench_request_stop() (a signal handler): every measuring
+ * loop stops issuing at its next pass, as at the end of --duration. */
+static atomic_int engine_stop_asked;
 /* How long a resend waits for the map of the epoch a node reported
  * before it goes with the map it has, ns. */
 #define ENGINE_EPOCH_WAIT_NS 50000000ull
@@ -474,6 +478,12 @@ engine_begin(struct brim_bench_thread *t, int phase, uint64_t now)
     brim_bench_conn_recount_room(t);
 }
 
+void
+brim_bench_request_stop(void)
+{
+    atomic_store(&engine_stop_asked, 1);
+}
+
 int
 brim_bench_engine_run(struct brim_bench_thread *t, int phase)
 {
@@ -519,7 +529,9 @@ brim_bench_engine_run(struct brim_bench_thread *t, int phase)
         }
         if (!t->stopping
             && ((t->deadline_ns != 0 && now >= t->deadline_ns)
-                || (t->limit != 0 && t->issued >= t->limit && !t->has_blocked)))
+                || (t->limit != 0 && t->issued >= t->limit && !t->has_blocked)
+                || (phase == BRIM_BENCH_MEASURE
+                    && atomic_load(&engine_stop_asked) != 0)))
         {
             engine_stop(t, now);
         }
@@ -673,6 +685,8 @@ brim_bench_thread_destroy(struct brim_bench_thread *t)
     brim_free(t->nroom);
     brim_free(t->rr);
     brim_free(t->value);
+    brim_free(t->lat);
+    t->lat = NULL;
     if (t->o != NULL && t->o->verify) {
         brim_bench_verify_destroy(&t->ver);
     }

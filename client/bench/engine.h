@@ -99,11 +99,22 @@ struct brim_bench_shared {
     pthread_barrier_t                  go;       /* threads + main: start */
     uint64_t                           start_ns; /* measuring starts; set
                                              * by main before "go" */
+    FILE                              *latlog;   /* --latency-log, NULL */
     int                                abort;    /* set by main before "go" */
 };
 
 struct brim_bench_conn;
 struct brim_bench_cluster;
+
+/* --latency-log: at most this many replies kept per thread (16 bytes
+ * each: 256 MiB), about 28 minutes at 10,000 ops/s. */
+#define BRIM_BENCH_LAT_MAX (1ull << 24)
+
+/* --latency-log: one measured reply. */
+struct brim_bench_lat {
+    uint64_t start_ns; /* its intended send time, CLOCK_MONOTONIC */
+    uint64_t lat_ns;   /* its latency, as the histogram has it */
+};
 
 /* --coordinator: a request answered MOVED or RETRY (or a GET whose
  * connection was lost), waiting to be sent again. */
@@ -164,6 +175,11 @@ struct brim_bench_thread {
     uint32_t                 nrq;
     uint32_t                 rq_cap;
 
+    struct brim_bench_lat *lat;         /* --latency-log: replies, else NULL */
+    uint64_t               nlat;        /* in LAT */
+    uint64_t               lat_cap;     /* LAT's room */
+    uint64_t               lat_dropped; /* past BRIM_BENCH_LAT_MAX */
+
     struct brim_bench_counts cnt[2];               /* per phase */
     atomic_uint_fast64_t     progress;             /* preload ops done */
     atomic_int               setup_done;           /* preload finished */
@@ -184,6 +200,14 @@ int brim_bench_thread_init(struct brim_bench_thread *t,
 
 /* Close T's connections and free what it holds; zeroed T allowed. */
 void brim_bench_thread_destroy(struct brim_bench_thread *t);
+
+/*
+ * Ask every thread's measured part to end now, as when --duration is
+ * reached: no new requests, the ones out are waited for, and the run is
+ * reported as usual. Async-signal-safe (one lock-free atomic store):
+ * brim-bench calls it on SIGINT and SIGTERM.
+ */
+void brim_bench_request_stop(void);
 
 /*
  * Run PHASE on T until it is done: every key loaded (PRELOAD), or the

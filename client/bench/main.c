@@ -7,6 +7,7 @@
  * directory; docs/bench.md is the user's guide.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -222,6 +223,83 @@ main_server_cpu(const struct brim_bench_opts *o, double *cpu_s)
     return 0;
 }
 
+/*
+ * --latency-log: write the header line, flushed at once so that a script
+ * polling the file knows the measured part has begun; return what turns
+ * CLOCK_MONOTONIC into CLOCK_REALTIME nanoseconds (0 without the log).
+ */
+static uint64_t
+main_latlog_begin(struct brim_bench_shared *sh)
+{
+    struct timespec ts;
+    uint64_t        rt;
+
+    if (sh->latlog == NULL) {
+        return 0;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    rt = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+    fprintf(sh->latlog,
+            "# brim-bench latency log: measuring from %" PRIu64
+            " (CLOCK_REALTIME ns); then one line per measured reply: its "
+            "intended send time (ns) and its latency (ns)\n",
+            rt);
+    fflush(sh->latlog);
+    return rt - sh->start_ns;
+}
+
+/* --latency-log: every thread's replies (in each thread's order), then a
+ * last line with the counts; closes the file. */
+static void
+main_latlog_end(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
+                uint64_t rt_off)
+{
+    uint64_t i, n, dropped;
+    uint32_t k;
+
+    if (sh->latlog == NULL) {
+        return;
+    }
+    n = dropped = 0;
+    for (k = 0; k < sh->o->threads; k++) {
+        for (i = 0; i < ts[k].nlat; i++) {
+            fprintf(sh->latlog, "%" PRIu64 " %" PRIu64 "\n",
+                    ts[k].lat[i].start_ns + rt_off, ts[k].lat[i].lat_ns);
+        }
+        n += ts[k].nlat;
+        dropped += ts[k].lat_dropped;
+    }
+    fprintf(sh->latlog, "# end: %" PRIu64 " replies, %" PRIu64 " dropped\n", n,
+            dropped);
+    if (fclose(sh->latlog) != 0) {
+        fprintf(stderr, "brim-bench: --latency-log: write failed\n");
+    }
+    sh->latlog = NULL;
+}
+
+static void
+main_stop_cb(int sig)
+{
+    (void) sig;
+    brim_bench_request_stop();
+}
+
+/* SIGINT and SIGTERM end the measured part early, reported as usual (a
+ * script can end a run when the change it measures is over); a second one
+ * kills (SA_RESETHAND). */
+static void
+main_catch_stop(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = main_stop_cb;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Run the threads from start to end and fill R (all but evictions). */
 static void
 main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
@@ -229,7 +307,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
 {
     const struct brim_bench_opts *o = sh->o;
     double                        cpu0, cpu1, self0;
-    uint64_t                      t0, end;
+    uint64_t                      t0, end, rt_off;
     uint32_t                      i, started;
     int                           have0;
 
@@ -253,6 +331,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
     have0 = main_server_cpu(o, &cpu0) == 0;
     self0 = main_self_cpu();
     sh->start_ns = brim_sock_now_ns();
+    rt_off = main_latlog_begin(sh);
     pthread_barrier_wait(&sh->go);
     for (i = 0; i < o->threads; i++) {
         pthread_join(ts[i].tid, NULL);
@@ -269,6 +348,7 @@ main_run(struct brim_bench_shared *sh, struct brim_bench_thread *ts,
     for (i = 0; i < o->threads; i++) {
         main_merge(r, h, &ts[i]);
     }
+    main_latlog_end(sh, ts, rt_off);
 }
 
 /*
@@ -411,6 +491,7 @@ main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    main_catch_stop();
     memset(&sh, 0, sizeof(sh));
     sh.o = &o;
     atomic_init(&sh.route, NULL);
@@ -454,6 +535,15 @@ main(int argc, char **argv)
     seed = brim_sock_now_ns() ^ ((uint64_t) getpid() << 32);
     sh.run_id = (uint32_t) brim_splitmix64(&seed);
 
+    if (o.latency_log != NULL) {
+        sh.latlog = fopen(o.latency_log, "w");
+        if (sh.latlog == NULL) {
+            fprintf(stderr, "brim-bench: --latency-log %s: %s\n", o.latency_log,
+                    strerror(errno));
+            main_cluster_close(&sh);
+            return 2;
+        }
+    }
     have_ev0 = o.verify && main_evictions(&sh, ev0) == 0;
     ts = brim_calloc(o.threads, sizeof(*ts));
     if (ts == NULL) {

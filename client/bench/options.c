@@ -58,6 +58,7 @@ enum {
     O_TIMEOUT,
     O_SLACK,
     O_SECRET,
+    O_LATLOG,
     O_QUIET,
     O_HELP
 };
@@ -89,6 +90,7 @@ static const struct opts_flag opts_flags[] = {
     {"timeout", OPTS_VALUE, O_TIMEOUT},
     {"ttl-slack", OPTS_VALUE, O_SLACK},
     {"secret-file", OPTS_VALUE, O_SECRET},
+    {"latency-log", OPTS_VALUE, O_LATLOG},
     {"quiet", OPTS_FLAG, O_QUIET},
     {"help", OPTS_FLAG, O_HELP},
 };
@@ -149,6 +151,10 @@ brim_bench_usage(FILE *f)
           "  --ttl-slack MS     --verify: a TTL this near its end is\n"
           "                     uncertain (default 1000)\n"
           "  --seed N           random seed (default 1)\n"
+          "  --latency-log FILE write every measured reply's intended send\n"
+          "                     time (CLOCK_REALTIME ns) and latency (ns)\n"
+          "                     to FILE, for percentiles over any window\n"
+          "                     (docs/bench.md)\n"
           "  --json             end with one line of JSON\n"
           "  --quiet            no progress lines\n"
           "  --help             this text\n"
@@ -300,6 +306,9 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
                          o->coord_port, errbuf);
     case O_SECRET:
         o->secret_file = value; /* read by main(): brim_auth_file_read */
+        return 0;
+    case O_LATLOG:
+        o->latency_log = value; /* opened by main() */
         return 0;
     case O_CONNS:
         return opts_u32("connections", value, 1, 65536, &o->connections,

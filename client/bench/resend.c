@@ -105,6 +105,14 @@ brim_bench_resend_add(struct brim_bench_thread    *t,
         cnt->moved++;
     } else if (status == BRIM_ERETRY || status == BRIM_EBUSY) {
         cnt->retry++;
+        if (t->slot_owner != NULL) {
+            /* redis-cluster TRYAGAIN or CLUSTERDOWN: read the map again.
+             * A master that del-node has reset (CLUSTER RESET SOFT)
+             * answers CLUSTERDOWN, not MOVED, for the slots it gave
+             * away, so a map read before the last of them moved would
+             * keep sending there until the request times out. */
+            brim_bench_cluster_want(t->sh, t->route->epoch + 1);
+        }
     } else {
         cnt->resent++;
     }

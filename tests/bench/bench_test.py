@@ -14,7 +14,8 @@ Each SCENARIO.TARGET is a case (tests/bench.cmake registers one CTest test
 cluster.bench.SCENARIO.TARGET per name of --list); "usage" has no target.
 
 Scenarios:
-  smoke     closed loop with --json, --ops with two threads, --rate
+  smoke     closed loop with --json, --ops with two threads, --rate,
+            --latency-log, SIGINT ending a run early
   verify    --verify on a healthy server: lost=0 stale=0 errors=0, exit 0
   stale     --verify while another process writes back values the bench
             wrote earlier: stale > 0, exit 1
@@ -35,10 +36,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -308,6 +311,46 @@ def scenario_smoke(args, server):
     j = last_json(p)
     if not 1000 <= j["ops"] <= 3000:
         fail("--rate 2000 for 1 s ran %d ops" % j["ops"])
+    # --latency-log: a header, one line per measured reply, the count.
+    fd, log = tempfile.mkstemp(prefix="bench-latlog.")
+    os.close(fd)
+    p = run_bench(args, server, ["--ops", "500", "--connections", "2",
+                                 "--keys", "100", "--latency-log", log,
+                                 "--json"])
+    expect_exit(p, 0)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    os.unlink(log)
+    t0 = int(lines[0].split("measuring from ")[1].split()[0])
+    recs = [tuple(map(int, x.split())) for x in lines[1:-1]]
+    if lines[-1] != "# end: 500 replies, 0 dropped" or len(recs) != 500:
+        fail("--latency-log: expected 500 replies, got %r" % lines[-1])
+    if min(r[0] for r in recs) < t0 or min(r[1] for r in recs) <= 0:
+        fail("--latency-log: a send before the start, or a zero latency")
+    # SIGINT ends the measured part early and reports it as usual; the
+    # log's header line says the measured part has begun.
+    fd, log = tempfile.mkstemp(prefix="bench-latlog.")
+    os.close(fd)
+    cmd = [args.bench, "--target", server.target, "--server", server.addr,
+           "--quiet", "--rate", "1000", "--duration", "60", "--keys", "100",
+           "--connections", "2", "--latency-log", log, "--json"]
+    b = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while os.path.getsize(log) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        b.send_signal(signal.SIGINT)
+        out, _ = b.communicate(timeout=10)
+    finally:
+        if b.poll() is None:
+            b.kill()
+            b.wait()
+        os.unlink(log)
+    j = json.loads(out.strip().splitlines()[-1])
+    if b.returncode != 0 or not 0.3 <= j["duration_s"] <= 5 or j["ops"] == 0:
+        fail("SIGINT: exit %d after %.1f s, %d ops (expected 0, about 0.5 s)"
+             % (b.returncode, j["duration_s"], j["ops"]))
 
 
 def scenario_verify(args, server):

@@ -24,6 +24,12 @@ Cases:
              master no longer holds the key for comes back ASK and goes
              to the other, ASKING first: lost=0 stale=0 errors=0, ask > 0,
              moved = 0
+  del_node   every key in one slot; the bench is stopped (SIGSTOP) while
+             its master gives all its slots away (`--cluster reshard`) and
+             is removed (`--cluster del-node`, which resets it), so the
+             bench's map still names it: the reset master answers
+             CLUSTERDOWN, the bench reads the map again and goes to the
+             new master: lost=0 stale=0 errors=0, tryagain > 0
   usage      a redis-server not in cluster mode: one line naming the
              problem, exit 1; --coordinator refused with redis-cluster
 """
@@ -33,6 +39,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -318,6 +325,55 @@ def case_ask(args):
                  (j["ask"], j["moved"]))
         if int(c.redis(src, "DBSIZE")) != 0:
             fail("keys written to the migrating master, not the importing")
+
+
+@CASES
+def case_del_node(args):
+    with cluster_of(3) as (c, ports):
+        slot = int(c.redis(ports[0], "CLUSTER", "KEYSLOT", "{rc}"))
+        src_id, src = slot_master(c, ports[0], slot)
+        rest = [p for p in ports if p != src]
+        seed, dst = "127.0.0.1:%d" % rest[0], rest[1]
+        dst_id = c.redis(dst, "CLUSTER", "MYID")
+        nslots = 0
+        # The bench's seed is not SRC: a reset master's CLUSTER SLOTS is
+        # empty.
+        bench = subprocess.Popen(
+            bench_cmd(args, rest[0], "--verify", "--rate", "200",
+                      "--duration", "120", "--keys", "200", "--key-prefix",
+                      "{rc}", "--connections", "3", "--timeout", "30000"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(2)
+            bench.send_signal(signal.SIGSTOP)
+            try:
+                for line in c.redis(src, "CLUSTER", "NODES").splitlines():
+                    f = line.split()
+                    if "myself" in f[2]:
+                        nslots = sum(int(r.partition("-")[2] or r) -
+                                     int(r.partition("-")[0]) + 1
+                                     for r in f[8:] if r[0].isdigit())
+                c.tool("reshard", seed, "--cluster-from", src_id,
+                       "--cluster-to", dst_id, "--cluster-slots",
+                       str(nslots), "--cluster-yes", timeout=240)
+                c.tool("del-node", seed, src_id)
+            finally:
+                bench.send_signal(signal.SIGCONT)
+            time.sleep(3)
+            bench.send_signal(signal.SIGINT)
+            out, err = bench.communicate(timeout=60)
+        finally:
+            if bench.poll() is None:
+                bench.kill()
+                bench.communicate(timeout=10)
+        j = verdict(out, err, bench.returncode)
+        print("del_node: %d slots of %d moved to %d, %d deleted: "
+              "tryagain=%d moved=%d refresh=%d" %
+              (nslots, src, dst, src, j["tryagain"], j["moved"],
+               j["refresh"]))
+        if j["tryagain"] <= 0:
+            fail("the reset master never answered CLUSTERDOWN: the case "
+                 "did not happen")
 
 
 @CASES
