@@ -53,12 +53,12 @@ Binaries come from build/bin of this tree; redis-server and redis-cli
 (Debian's redis 7.0) from PATH. BRIM_NODE_ARGS is passed to every
 brim-node (deploy/brim-cluster). Every wait is bounded; every process
 started is stopped by its PID on exit. Exit 1 when a step fails or a
-load reports errors, lost or stale reads.
+load reports errors, lost or stale reads; 2 on bad usage.
 EOF
 }
 
 die() { echo "vs-redis-cluster: $*" >&2; exit 1; }
-usage_err() { echo "vs-redis-cluster: $*" >&2; echo "try: $0 --help" >&2; exit 64; }
+usage_err() { echo "vs-redis-cluster: $* (see --help)" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=$root/build/bin
