@@ -558,3 +558,12 @@ brim_peer_destroy(struct brim_peer *p)
     p->calls = NULL;
     p->calls_cap = p->ncalls = p->calls_head = 0;
 }
+
+size_t
+brim_peer_write_queued(const struct brim_peer *p)
+{
+    if (p->state != BRIM_PEER_OPEN) {
+        return 0;
+    }
+    return uv_stream_get_write_queue_size((const uv_stream_t *) &p->tcp);
+}

@@ -151,6 +151,13 @@ int brim_peer_call(struct brim_peer *p, struct brim_buf *frame,
 /* Close P (idempotent): waiting calls get BRIM_ECLOSED, then ON_CLOSE. */
 void brim_peer_close(struct brim_peer *p);
 
+/*
+ * Bytes of P's sent requests that libuv still holds, not yet written to the
+ * kernel (0 when P is not open): a sender that wants the link drained
+ * before its next frame waits for 0.
+ */
+size_t brim_peer_write_queued(const struct brim_peer *p);
+
 /* Free what an IDLE P holds (after its close callback, or never opened). */
 void brim_peer_destroy(struct brim_peer *p);
 

@@ -53,6 +53,10 @@ brim_script_tests(PREFIX papercuts. SCRIPT cluster/papercuts.py
 brim_script_tests(PREFIX migrations. SCRIPT cluster/migrations_view.py
   TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
 
+# The migration pace adapts (issue 13 item 1): tests/cluster/pace.py.
+brim_script_tests(PREFIX pace. SCRIPT cluster/pace.py
+  TIMEOUT 180 SKIP_CODE 77 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
 # A join that streams big partitions (issue 13 item 2):
 # tests/cluster/big_partition.py.
 brim_script_tests(PREFIX bigpart. SCRIPT cluster/big_partition.py

@@ -1,67 +1,84 @@
 #!/usr/bin/env bash
 # deploy/bench/migration.sh - how fast a join's migration streams, and what
-# it costs the clients (issue 4, acceptance point 4): three nodes hold
-# KEYS keys of 1 KiB; brim-bench runs open loop at RATE ops/s over 8
-# connections (GET:SET 9:1 on 20,000 of those keys); a RUN_S run gives the
-# p99 before the join; in a second RUN_S run node4 joins 0.5 s in. The
-# receiver logs its migration's keys, bytes and time ("every incoming
-# partition is complete"); the script prints that line, both p99 and their
-# ratio.
-# Usage: deploy/bench/migration.sh [KEYS] [RATE] [RUN_S] [BASE_PORT]
-# (defaults 100000, 20000, 3, 32700; from a built tree).
+# it costs the clients (issue 13, acceptance point 1). Per run: three nodes
+# hold KEYS keys of 1 KiB (the default, 4,000,000, is about 4 GB); an
+# open-loop brim-bench load of RATE ops/s (GET:SET 9:1 over all the keys,
+# 64 connections, every reply's latency logged) runs 12 s, then node4 joins
+# and takes about a quarter of the data. The window is node4's migration:
+# from its commit to its last incoming partition complete (node4's log line
+# "every incoming partition is complete: ... in T ms"). Printed per run:
+# MB moved, MB/s over the window, and client p50/p99 over the window
+# against a window of the same length just before the join; then the
+# median run.
+#
+# Usage: deploy/bench/migration.sh [KEYS] [RATE] [CEILING] [RUNS] [BASE_PORT]
+#   KEYS       keys of 1 KiB preloaded on three nodes (default 4000000)
+#   RATE       the load's ops/s (default 10000)
+#   CEILING    every node's --migrate-mb-per-s; 0 none, the default
+#   RUNS       runs, each on a fresh cluster (default 3)
+#   BASE_PORT  the coordinator's port, nodes above it (default 21700)
+# From a built tree (build/bin); about 40 s a run at the defaults on 2
+# cores, with 4 GB of RSS in all.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$root/deploy/lib.sh"
-brim_bench_args "${BASH_SOURCE[0]}" 4 "$@"   # --help; exit 2 on bad usage
+brim_bench_args "${BASH_SOURCE[0]}" 5 "$@"   # --help; exit 2 on bad usage
 bin=$root/build/bin
-keys=${1:-100000}
-rate=${2:-20000}
-run_s=${3:-3}
-port=${4:-32700}
+keys=${1:-4000000}
+rate=${2:-10000}
+ceiling=${3:-0}
+runs=${4:-3}
+port=${5:-21700}
 coord=127.0.0.1:$port
-dir=$(mktemp -d /tmp/brim-migration.XXXXXX)
 cluster=$root/deploy/brim-cluster
-trap '"$cluster" down --dir "$dir" >/dev/null 2>&1 || true' EXIT
-
-bench() {   # OUT
-    "$bin/brim-bench" --coordinator "$coord" --connections 8 --rate "$rate" \
-        --keys 20000 --key-size 24 --value-size 1024 --get-ratio 0.9 \
-        --no-preload --duration "$run_s" --json --quiet | tail -n 1 >"$1"
+before_s=12
+# Each node's memory limit: a third of the data with room (1,200 bytes an
+# item with the store's own), and 256 MB more.
+memory_mb=$((keys * 1200 / 3 / 1000000 * 5 / 4 + 256))
+top=$(mktemp -d /tmp/brim-migration.XXXXXX)
+dir=
+bpid=
+cleanup() {
+    [ -z "$bpid" ] || kill "$bpid" 2>/dev/null || true
+    [ -z "$dir" ] || "$cluster" down --dir "$dir" >/dev/null 2>&1 || true
 }
-p99() {
-    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["p99_us"])' "$1"
-}
+trap cleanup EXIT
 
-echo "== up: 3 nodes, eps 0.05, in $dir"
-"$cluster" up --nodes 3 --dir "$dir" --base-port "$port" --memory-mb 512 \
-    >/dev/null
-echo "== load $keys keys of 1 KiB"
-"$bin/brim-bench" --coordinator "$coord" --keys "$keys" --key-size 24 \
-    --value-size 1024 --ops 1 --quiet | grep -E '^preload' || true
-echo "== before: open loop $rate ops/s, 8 connections, $run_s s"
-bench "$dir/before.json"
-echo "== during: the same, node4 joins 0.5 s in"
-bench "$dir/during.json" &
-bpid=$!
-sleep 0.5
-"$cluster" add-node node4 --dir "$dir"
-wait "$bpid"
-deadline=$((SECONDS + 60))
-until grep -q "every incoming partition is complete" "$dir/node4.log"; do
-    [ $SECONDS -lt $deadline ] || { echo "migration did not end"; exit 1; }
-    sleep 0.2
+echo "== $runs runs: $keys keys of 1 KiB on 3 nodes, node4 joins under" \
+    "$rate ops/s; --migrate-mb-per-s $ceiling; in $top"
+for run in $(seq 1 "$runs"); do
+    dir=$top/run$run
+    mkdir -p "$dir"
+    BRIM_NODE_ARGS="--migrate-mb-per-s $ceiling" "$cluster" up --nodes 3 \
+        --dir "$dir" --base-port "$port" --memory-mb "$memory_mb" >/dev/null
+    "$bin/brim-bench" --coordinator "$coord" --keys "$keys" --key-size 24 \
+        --value-size 1024 --ops 1 --quiet >/dev/null
+    "$bin/brim-bench" --coordinator "$coord" --connections 64 --rate "$rate" \
+        --keys "$keys" --key-size 24 --value-size 1024 --get-ratio 0.9 \
+        --no-preload --duration 600 --json --quiet \
+        --latency-log "$dir/latency.log" >"$dir/bench.json" 2>"$dir/bench.err" &
+    bpid=$!
+    sleep "$before_s"
+    date +%s%N >"$dir/join_ns"
+    BRIM_NODE_ARGS="--migrate-mb-per-s $ceiling" \
+        "$cluster" add-node node4 --dir "$dir" >/dev/null
+    deadline=$((SECONDS + 600))
+    until grep -q "every incoming partition is complete" "$dir/node4.log"; do
+        if [ $SECONDS -ge $deadline ]; then
+            echo "run $run: node4's migration did not end in 600 s" >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+    sleep 1
+    kill -INT "$bpid"
+    wait "$bpid" || { echo "run $run: brim-bench failed:" >&2; cat "$dir/bench.err" >&2; exit 1; }
+    bpid=
+    "$cluster" down --dir "$dir" >/dev/null 2>&1 || true
+    python3 "$root/deploy/bench/migration_window.py" "$dir" "$run" \
+        | tee -a "$top/runs.txt"
+    dir=
 done
-grep -o "migrate: every incoming partition is complete.*" "$dir/node4.log" | head -n 1
-before=$(p99 "$dir/before.json")
-during=$(p99 "$dir/during.json")
-python3 - "$before" "$during" "$dir/before.json" "$dir/during.json" <<'EOF'
-import json, sys
-b, d = float(sys.argv[1]), float(sys.argv[2])
-for name, f in (("before", sys.argv[3]), ("during", sys.argv[4])):
-    r = json.load(open(f))
-    print("%s: %.0f ops/s, p50 %.0f us, p99 %.0f us, errors %d"
-          % (name, r["ops_per_sec"], r["p50_us"], r["p99_us"], r["errors"]))
-print("p99 during / before: %.2fx" % (d / b if b > 0 else float("nan")))
-EOF
-echo "logs: $dir"
+python3 "$root/deploy/bench/migration_window.py" --summary "$top/runs.txt"
+echo "logs: $top"

@@ -54,7 +54,7 @@ brim_node_config_default(struct brim_node_config *cfg)
     cfg->policy = BRIM_EVICT_SIEVE;
     cfg->log_level = BRIM_LOG_INFO;
     cfg->weight_ppm = 1000000;
-    cfg->migrate_mb_per_s = 48;
+    cfg->migrate_mb_per_s = 0; /* no ceiling: the pace adapts */
     cfg->memcached_timeout_ms = 5000;
     brim_wire_limits_default(&cfg->limits);
 }
@@ -215,10 +215,9 @@ static const struct brim_option node_options[] = {
     {"output-limit-kb", "K", node_set_output_kb, 0, 64, 1u << 20, "4096",
      "stop reading from a connection whose unsent replies pass K KiB"},
     {"migrate-mb-per-s", "R", brim_option_u32, NODE_OFF(migrate_mb_per_s), 0,
-     100000, "48",
-     "cluster: stream partitions to their new owners at "
-     "most R MB/s (10^6 bytes) in all, so clients keep their latency; 0 no "
-     "limit"},
+     100000, "0",
+     "cluster: a ceiling on the streams to new owners, R MB/s (10^6 "
+     "bytes) in all; 0 none: the pace adapts to the loop and the link"},
     {"partitions", "P", node_set_partitions, NODE_OFF(partitions),
      BRIM_PARTITIONS_MIN, BRIM_PARTITIONS_MAX, "65536",
      "partitions, a power of two 256..1048576; a cluster node not given it "
@@ -395,6 +394,7 @@ node_stop(struct brim_node *node)
     brim_migrate_stop(node);
     brim_mcport_stop(node);
     brim_server_close(&node->srv);
+    brim_migrate_release_links(node);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
     uv_close((uv_handle_t *) &node->flush_timer, NULL);
     uv_close((uv_handle_t *) &node->sig_term, NULL);

@@ -241,6 +241,15 @@ brim_migrate_stop(struct brim_node *node)
     if (m != NULL) {
         uv_close((uv_handle_t *) &m->pump, NULL);
         uv_close((uv_handle_t *) &m->probe, NULL);
+        uv_close((uv_handle_t *) &m->in_resume, NULL);
+    }
+}
+
+void
+brim_migrate_release_links(struct brim_node *node)
+{
+    if (node->mig != NULL) {
+        mig_in_unpause(node->mig);
     }
 }
 

@@ -50,11 +50,18 @@ struct brim_migrate_stats {
     uint64_t tomb_refusals;                 /* writes refused RETRY: no memory
                                          for their tombstone */
     uint64_t probes;                        /* STREAM_QUERYs sent */
-    uint64_t probes_source_gone;            /* partitions completed because
+    uint64_t send_yields;        /* pump turns that found the loop behind
+                               (DESIGN.md 13): one batch, then a wait */
+    uint64_t send_slices;        /* pump turns cut short by their slice */
+    uint64_t link_waits;         /* batches held: the link had unsent bytes */
+    uint64_t insert_pauses;      /* links paused: the inserts' slice spent */
+    uint64_t pace_backoffs;      /* slice halvings: the loop waited for a CPU */
+    uint64_t pace_slice_us;      /* the slice now, us per 2 ms window */
+    uint64_t probes_source_gone; /* partitions completed because
                                          their source held no copy */
-    uint32_t partitions_in_flight;          /* incoming, BEGIN .. END */
-    uint32_t partitions_out_pending;        /* outgoing, queued or streaming */
-    uint32_t delay_ms;                      /* BRIM_TEST_STREAM_DELAY_MS */
+    uint32_t partitions_in_flight;   /* incoming, BEGIN .. END */
+    uint32_t partitions_out_pending; /* outgoing, queued or streaming */
+    uint32_t delay_ms;               /* BRIM_TEST_STREAM_DELAY_MS */
 };
 
 /*
@@ -139,6 +146,12 @@ void brim_migrate_link_open(struct brim_node      *node,
 
 /* Close migration's timers (the node is stopping). */
 void brim_migrate_stop(struct brim_node *node);
+
+/*
+ * After the node's listener closed its connections (node stop): let go of
+ * the senders' links the pace paused (DESIGN.md 13), so they are freed.
+ */
+void brim_migrate_release_links(struct brim_node *node);
 
 /* Free the migration state (after the loop has stopped). */
 void brim_migrate_free(struct brim_node *node);

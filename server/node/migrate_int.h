@@ -45,6 +45,65 @@
 #define MIG_ERROR_MAX_MS 10000 /* doubling up to this */
 #define MIG_COMPLETE_WAIT_MS 10000
 #define MIG_LOG_MS 5000 /* a migration's progress line */
+/*
+ * The pace (DESIGN.md 13). Migration work on the loop is bounded in time
+ * at each end: in every MIG_WINDOW_NS window of the loop's clock, the
+ * sender's pump (scanning, packing, sending batches) and the receiver's
+ * inserts each spend at most MIG_SLICE_NS; past it the pump waits for the
+ * next window, and the receiver stops reading the link that pushed it over
+ * (brim_conn_defer) until then. Client events run between the slices, so
+ * one waits at most about a slice for migration work, and migration takes
+ * at most half of a loop's time at either end while clients have the
+ * rest. The slice is the most; what is used adapts to the machine: every
+ * MIG_PACE_TICK_NS the node reads how long its loop thread waited for a
+ * CPU while runnable (/proc/thread-self/schedstat), and when that is more
+ * than MIG_PACE_WAIT_HIGH of the time the slice halves (down to
+ * MIG_SLICE_MIN_NS), else it grows by MIG_SLICE_STEP_NS (additive
+ * increase, multiplicative decrease, as TCP's congestion window; after a
+ * quiet spell it starts at the least and doubles until a wait): a
+ * machine with CPU to spare streams at full speed, one whose processes
+ * queue for the CPU (the clients' among them) gets its CPU back within a
+ * few ticks. A pump that fires more than MIG_LAG_NS after it was due
+ * found its loop behind (clients, or no CPU): it sends one batch at most
+ * and runs again MIG_YIELD_MS later. A batch goes only to a link whose
+ * earlier writes have left for the kernel.
+ */
+#define MIG_WINDOW_NS 2000000ull
+#define MIG_SLICE_NS 1000000ull    /* the most: half of each window */
+#define MIG_SLICE_MIN_NS 50000ull  /* the least: 2.5% */
+#define MIG_SLICE_STEP_NS 50000ull /* growth per tick */
+#define MIG_PACE_TICK_NS 10000000ull
+#define MIG_PACE_WAIT_HIGH 0.05 /* of a tick spent waiting for a CPU */
+#define MIG_LAG_NS 3000000ull
+#define MIG_YIELD_MS 2
+
+/* The time migration work at one end spent in the current window. */
+struct mig_budget {
+    uint64_t start_ns;  /* uv_hrtime() the window began */
+    uint64_t spent_ns;  /* migration work in it */
+    uint64_t slice_ns;  /* MIG_SLICE_NS */
+    uint64_t window_ns; /* MIG_WINDOW_NS */
+};
+
+/* True when B has time left at NOW_NS (a window past its end restarts). */
+static inline int
+mig_budget_open(struct mig_budget *b, uint64_t now_ns)
+{
+    if (now_ns - b->start_ns >= b->window_ns) {
+        b->start_ns = now_ns;
+        b->spent_ns = 0;
+    }
+    return b->spent_ns < b->slice_ns;
+}
+
+/* Milliseconds from NOW_NS until B's window ends, at least 1. */
+static inline uint64_t
+mig_budget_wait_ms(const struct mig_budget *b, uint64_t now_ns)
+{
+    uint64_t end = b->start_ns + b->window_ns;
+
+    return end > now_ns + 1000000 ? (end - now_ns + 999999) / 1000000 : 1;
+}
 /* Receiver: an in-flight partition with no batch for MIG_PROBE_IDLE_MS
  * is asked about (STREAM_QUERY); the probe timer looks every
  * MIG_PROBE_TICK_MS at most MIG_PROBE_SLICE partitions, with at most
@@ -168,34 +227,48 @@ struct brim_migrate {
                                         kept so a write's is never lost to
                                         an allocation failure */
     /* COMPLETEs and stream queries (migrate_recv.c). */
-    struct mig_cpend *cpend; /* COMPLETEs waiting for their link */
-    uint32_t          ncpend, cap_cpend;
-    uint32_t          probes_out; /* queries unanswered */
-    uint32_t          probe_next; /* next partition the probe looks at */
-    uv_timer_t        probe;      /* every MIG_PROBE_TICK_MS */
-    int               probe_armed;
+    struct mig_cpend  *cpend; /* COMPLETEs waiting for their link */
+    uint32_t           ncpend, cap_cpend;
+    uint32_t           probes_out; /* queries unanswered */
+    uint32_t           probe_next; /* next partition the probe looks at */
+    uv_timer_t         probe;      /* every MIG_PROBE_TICK_MS */
+    int                probe_armed;
+    struct mig_budget  in_budget; /* the inserts' time (MIG_SLICE_NS) */
+    struct brim_conn **in_paused; /* links deferred until the next
+                                     window, NIN_PAUSED of them */
+    uint32_t           nin_paused, cap_in_paused;
+    uv_timer_t         in_resume; /* resumes them */
+    int                in_resume_armed;
     /* Sending side (migrate_send.c). */
-    struct mig_job **jobs;
-    uint32_t         njobs, cap_jobs;
-    struct mig_dest  dests[BRIM_MIGRATE_DESTS_MAX]; /* receivers of the
+    struct mig_job  **jobs;
+    uint32_t          njobs, cap_jobs;
+    struct mig_dest   dests[BRIM_MIGRATE_DESTS_MAX]; /* receivers of the
                                         last migration out; ndests in use,
                                         reset when the next one begins */
-    uint32_t         ndests;
-    uv_timer_t       pump; /* runs the jobs */
-    int              pump_armed;
-    uint64_t         pump_due_ms; /* loop ms the armed pump fires */
-    struct brim_buf  scratch;     /* entries of the batch being built */
-    uint32_t         scratch_n;
-    uint32_t         now;          /* Unix seconds while scanning */
-    size_t           frame_room;   /* while scanning: most entry bytes
+    uint32_t          ndests;
+    uv_timer_t        pump; /* runs the jobs */
+    int               pump_armed;
+    uint64_t          pump_due_ms;     /* loop ms the armed pump fires */
+    uint64_t          pump_due_ns;     /* uv_hrtime() it is due (its lag) */
+    struct mig_budget out_budget;      /* the pump's time (MIG_SLICE_NS) */
+    uint64_t          lag_ns;          /* MIG_LAG_NS */
+    uint64_t          slice_max_ns;    /* MIG_SLICE_NS */
+    int               sched_fd;        /* /proc/thread-self/schedstat, or -1 */
+    uint64_t          pace_at_ns;      /* uv_hrtime() of the last tick */
+    uint64_t          pace_wait_ns;    /* the thread's run-queue wait then */
+    int               pace_slow_start; /* doubling, no wait seen yet */
+    struct brim_buf   scratch;         /* entries of the batch being built */
+    uint32_t          scratch_n;
+    uint32_t          now;          /* Unix seconds while scanning */
+    size_t            frame_room;   /* while scanning: most entry bytes
                                         one frame to the receiver holds */
-    size_t           batch_bytes;  /* while scanning: the batch bound */
-    int              scan_nomem;   /* while scanning: packing failed */
-    double           pace_next_ms; /* loop ms before which no batch
+    size_t            batch_bytes;  /* while scanning: the batch bound */
+    int               scan_nomem;   /* while scanning: packing failed */
+    double            pace_next_ms; /* loop ms before which no batch
                                         goes (--migrate-mb-per-s) */
-    int              out_running;  /* a migration out is being logged */
-    uint64_t         out_since_ms, out_logged_ms; /* its start, last line */
-    uint64_t         out_since_bytes, out_since_keys, out_since_done;
+    int               out_running;  /* a migration out is being logged */
+    uint64_t          out_since_ms, out_logged_ms; /* its start, last line */
+    uint64_t          out_since_bytes, out_since_keys, out_since_done;
     /* bytes_out, keys_out and partitions
                                         ended when it started */
     uint64_t                  in_logged_ms; /* loop ms of the last line in */
@@ -205,6 +278,15 @@ struct brim_migrate {
 };
 
 /* ---- migrate_state.c ---- */
+
+/*
+ * The pace's control (DESIGN.md 13, MIG_PACE_TICK_NS): at most once a
+ * tick, read the loop thread's wait for a CPU and set both budgets' slice
+ * (halved when the wait passed MIG_PACE_WAIT_HIGH of the tick, else grown
+ * by a step, within MIG_SLICE_MIN_NS .. the most). NOW_NS is uv_hrtime().
+ * Without schedstat (not Linux, or not readable) the slice stays the most.
+ */
+void mig_pace_tick(struct brim_migrate *m, uint64_t now_ns);
 
 /* The node's migration state, made on first use; NULL when out of
  * memory. */
@@ -265,6 +347,10 @@ void mig_tomb_clear(struct brim_migrate *m, uint32_t p);
 /* Append a status reply [STATUS, ID, MSG] to C's output; 0 or
  * BRIM_ENOMEM. */
 int mig_reply(struct brim_conn *c, uint64_t id, int status, const char *msg);
+
+/* Resume every link the pace paused (migrate_recv.c), now: the node
+ * stops. */
+void mig_in_unpause(struct brim_migrate *m);
 
 /* The stream entry of item IT with TTL seconds left (borrows IT). */
 void mig_item_entry(const struct brim_item *it, uint32_t ttl,

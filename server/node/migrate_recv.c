@@ -139,6 +139,71 @@ mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
     return 0;
 }
 
+/* The pace's window began again: the links paused for it read again. */
+static void
+in_resume_cb(uv_timer_t *t)
+{
+    struct brim_migrate *m = t->data;
+    struct brim_conn   **paused = m->in_paused;
+    uint32_t             i, n = m->nin_paused;
+
+    m->in_resume_armed = 0;
+    /* Resuming dispatches what each link holds, which may pause it (and
+     * others) again: into a fresh list. */
+    m->in_paused = NULL;
+    m->nin_paused = 0;
+    m->cap_in_paused = 0;
+    for (i = 0; i < n; i++) {
+        brim_conn_resume(paused[i]);
+    }
+    brim_free(paused);
+}
+
+/*
+ * The inserts spent this window's slice (DESIGN.md 13): C, the sender's
+ * link, reads and dispatches nothing more until the next window. The
+ * reply to its batch is already queued, so the sender may send the next
+ * one; it waits in the socket. Without memory for the list C is not
+ * paused (the slice is a bound on latency, not on correctness).
+ */
+static void
+in_pause(struct brim_migrate *m, struct brim_conn *c, uint64_t now_ns)
+{
+    struct brim_conn **np;
+    uint32_t           cap;
+
+    if (m->nin_paused == m->cap_in_paused) {
+        cap = m->cap_in_paused == 0 ? 8 : 2 * m->cap_in_paused;
+        np = brim_calloc(cap, sizeof(*np));
+        if (np == NULL) {
+            return;
+        }
+        if (m->nin_paused > 0) {
+            memcpy(np, m->in_paused, m->nin_paused * sizeof(*np));
+        }
+        brim_free(m->in_paused);
+        m->in_paused = np;
+        m->cap_in_paused = cap;
+    }
+    brim_conn_defer(c);
+    m->in_paused[m->nin_paused++] = c;
+    m->stats.insert_pauses++;
+    if (!m->in_resume_armed) {
+        uv_timer_start(&m->in_resume, in_resume_cb,
+                       mig_budget_wait_ms(&m->in_budget, now_ns), 0);
+        m->in_resume_armed = 1;
+    }
+}
+
+void
+mig_in_unpause(struct brim_migrate *m)
+{
+    if (m->in_resume_armed) {
+        uv_timer_stop(&m->in_resume);
+    }
+    in_resume_cb(&m->in_resume);
+}
+
 int
 brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                    const struct brim_req *req)
@@ -148,6 +213,7 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
     uint32_t             p = req->partition;
     int32_t              self;
     int                  rc;
+    uint64_t             t0, t1;
 
     if ((uint32_t) (uintptr_t) c->data != BRIM_ROLE_NODE
         || node->cfg.standalone) {
@@ -210,7 +276,12 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
     }
     if (req->op == BRIM_OP_STREAM_BATCH) {
         m->stats.batches_in++;
+        t0 = uv_hrtime();
+        mig_pace_tick(m, t0);
+        (void) mig_budget_open(&m->in_budget, t0); /* a new window? */
         rc = mig_batch(m, p, req);
+        t1 = uv_hrtime();
+        m->in_budget.spent_ns += t1 - t0;
         if (rc != 0) {
             return mig_reply(c, id, rc,
                              rc == BRIM_EBADREQ
@@ -218,7 +289,13 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                                  : "stream: out of memory inserting the batch; "
                                    "send it again");
         }
-        return mig_reply(c, id, 0, NULL);
+        rc = mig_reply(c, id, 0, NULL);
+        if (rc == 0 && !node->stopping && !brim_conn_closing(c)
+            && !mig_budget_open(&m->in_budget, t1))
+        {
+            in_pause(m, c, t1);
+        }
+        return rc;
     }
     in_end(m, p);
     brim_log_debug("migrate: received partition %u of epoch %" PRIu64

@@ -339,9 +339,17 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
         return;
     }
     if (m->pace_next_ms > (double) now_ms) {
-        /* --migrate-mb-per-s: this node's streams wait their turn. */
+        /* --migrate-mb-per-s, a ceiling: this node's streams wait. */
         j->not_before = (uint64_t) m->pace_next_ms + 1;
         mig_pump_soon(m, j->not_before - now_ms);
+        return;
+    }
+    if (brim_peer_write_queued(&j->dest->peer) > 0) {
+        /* The link has not drained: the receiver or the network is
+         * slower than we are; this batch waits for it. */
+        m->stats.link_waits++;
+        j->not_before = now_ms + 1;
+        mig_pump_soon(m, 1);
         return;
     }
     brim_buf_truncate(&m->scratch, 0);
@@ -656,19 +664,31 @@ mig_out_progress(struct brim_migrate *m, uint64_t now_ms)
     }
 }
 
+/*
+ * The pump: steps the jobs, within the pace of DESIGN.md 13 (see
+ * MIG_SLICE_NS): while the window's slice lasts, or for one batch when
+ * the pump fired late (its loop is behind), then it runs again when the
+ * next window begins, or MIG_YIELD_MS later.
+ */
 static void
 mig_pump_cb(uv_timer_t *t)
 {
     struct brim_migrate *m = t->data;
     uint64_t             now_ms = uv_now(m->node->loop), next = UINT64_MAX;
+    uint64_t             t0 = uv_hrtime(), t1, sent0;
     uint32_t             i, active = 0;
     struct mig_job      *j;
+    int                  lagging, cut = 0;
 
     m->pump_armed = 0;
     if (m->node->stopping) {
         return;
     }
+    mig_pace_tick(m, t0);
+    lagging = t0 > m->pump_due_ns + m->lag_ns;
+    m->stats.send_yields += (uint64_t) lagging;
     mig_out_progress(m, now_ms);
+    sent0 = m->stats.batches_out;
     for (i = 0; i < m->njobs; i++) {
         active += m->jobs[i]->state != OUT_QUEUED
             && m->jobs[i]->state != OUT_DONE
@@ -684,13 +704,32 @@ mig_pump_cb(uv_timer_t *t)
             }
             active++;
         }
-        if (j->state != OUT_DONE) {
+        if (j->state == OUT_READY && !j->busy && now_ms >= j->not_before) {
+            /* It would build a batch: only within the pace. */
+            t1 = uv_hrtime();
+            if (!mig_budget_open(&m->out_budget, t1)
+                || (lagging && m->stats.batches_out > sent0))
+            {
+                cut = 1;
+                break;
+            }
+            job_step(m, j, now_ms);
+            m->out_budget.spent_ns += uv_hrtime() - t1;
+        } else if (j->state != OUT_DONE) {
             job_step(m, j, now_ms);
         }
         if (i < m->njobs && m->jobs[i] == j && j->state != OUT_DONE && !j->busy
             && j->not_before > now_ms && j->not_before < next)
         {
             next = j->not_before;
+        }
+    }
+    if (cut) {
+        if (lagging) {
+            mig_pump_soon(m, MIG_YIELD_MS);
+        } else {
+            m->stats.send_slices++;
+            mig_pump_soon(m, mig_budget_wait_ms(&m->out_budget, uv_hrtime()));
         }
     }
     if (next != UINT64_MAX) {
@@ -712,4 +751,5 @@ mig_pump_soon(struct brim_migrate *m, uint64_t delay_ms)
     uv_timer_start(&m->pump, mig_pump_cb, delay_ms, 0);
     m->pump_armed = 1;
     m->pump_due_ms = due;
+    m->pump_due_ns = uv_hrtime() + delay_ms * 1000000;
 }

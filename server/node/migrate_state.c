@@ -7,10 +7,12 @@
  */
 #include "server/node/migrate_int.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -118,6 +120,9 @@ mig_get(struct brim_node *node)
     uv_timer_init(node->loop, &m->probe);
     uv_unref((uv_handle_t *) &m->probe);
     m->probe.data = m;
+    uv_timer_init(node->loop, &m->in_resume);
+    uv_unref((uv_handle_t *) &m->in_resume);
+    m->in_resume.data = m;
     env = getenv("BRIM_TEST_STREAM_DELAY_MS");
     if (env != NULL && *env != '\0'
         && brim_parse_u32(env, 0, 3600000, &m->stats.delay_ms) == 0)
@@ -126,9 +131,74 @@ mig_get(struct brim_node *node)
                       "streaming is slowed per batch",
                       m->stats.delay_ms);
     }
+    m->slice_max_ns = MIG_SLICE_NS;
+    m->in_budget.slice_ns = m->out_budget.slice_ns = MIG_SLICE_NS;
+    m->in_budget.window_ns = m->out_budget.window_ns = MIG_WINDOW_NS;
+    m->lag_ns = MIG_LAG_NS;
+    m->stats.pace_slice_us = MIG_SLICE_NS / 1000;
+    m->sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     mig_fail_parse(m, getenv("BRIM_TEST_ALLOC_FAIL"));
     node->mig = m;
     return m;
+}
+
+/* The loop thread's run-queue wait so far, ns (schedstat's second
+ * field), or -1 when it cannot be read. */
+static int64_t
+pace_wait_ns(int fd)
+{
+    char               buf[96];
+    ssize_t            n;
+    unsigned long long run, wait;
+
+    if (fd < 0) {
+        return -1;
+    }
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0) {
+        return -1;
+    }
+    buf[n] = '\0';
+    if (sscanf(buf, "%llu %llu", &run, &wait) != 2) {
+        return -1;
+    }
+    return (int64_t) wait;
+}
+
+void
+mig_pace_tick(struct brim_migrate *m, uint64_t now_ns)
+{
+    uint64_t slice = m->out_budget.slice_ns, tick = now_ns - m->pace_at_ns;
+    int64_t  wait;
+
+    if (tick < MIG_PACE_TICK_NS || m->sched_fd < 0) {
+        return;
+    }
+    wait = pace_wait_ns(m->sched_fd);
+    if (wait < 0) {
+        return;
+    }
+    if (m->pace_at_ns == 0 || tick >= 4 * MIG_PACE_TICK_NS) {
+        /* The first work after a quiet spell: what the machine could
+         * spare then says nothing of now. Start small and double each
+         * tick until the first wait (TCP's slow start). */
+        slice = MIG_SLICE_MIN_NS;
+        m->pace_slow_start = 1;
+    } else if ((double) ((uint64_t) wait - m->pace_wait_ns)
+               > MIG_PACE_WAIT_HIGH * (double) tick)
+    {
+        slice = BRIM_MAX(slice / 2, MIG_SLICE_MIN_NS);
+        m->pace_slow_start = 0;
+        m->stats.pace_backoffs++;
+    } else if (m->pace_slow_start) {
+        slice = BRIM_MIN(slice * 2, m->slice_max_ns);
+    } else {
+        slice = BRIM_MIN(slice + MIG_SLICE_STEP_NS, m->slice_max_ns);
+    }
+    m->pace_at_ns = now_ns;
+    m->pace_wait_ns = (uint64_t) wait;
+    m->in_budget.slice_ns = m->out_budget.slice_ns = slice;
+    m->stats.pace_slice_us = slice / 1000;
 }
 
 /* Loop time in the 100 ms units of in_touch. */
@@ -154,7 +224,11 @@ mig_free(struct brim_migrate *m)
                                   &m->jobs[m->njobs - 1]->cursor);
         brim_free(m->jobs[--m->njobs]);
     }
+    if (m->sched_fd >= 0) {
+        close(m->sched_fd);
+    }
     brim_free(m->jobs);
+    brim_free(m->in_paused);
     brim_free(m->cpend);
     brim_free(m->tbuckets);
     brim_free(m->spare_tomb);

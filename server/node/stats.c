@@ -223,6 +223,12 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_pulls_served", ms.pulls_served);
     emit_u64(e, SEC_MIG, "mig_streams_restarted", ms.streams_restarted);
     emit_u64(e, SEC_MIG, "mig_stream_errors", ms.stream_errors);
+    emit_u64(e, SEC_MIG, "mig_send_yields", ms.send_yields);
+    emit_u64(e, SEC_MIG, "mig_send_slices", ms.send_slices);
+    emit_u64(e, SEC_MIG, "mig_link_waits", ms.link_waits);
+    emit_u64(e, SEC_MIG, "mig_insert_pauses", ms.insert_pauses);
+    emit_u64(e, SEC_MIG, "mig_pace_backoffs", ms.pace_backoffs);
+    emit_u64(e, SEC_MIG, "mig_pace_slice_us", ms.pace_slice_us);
     emit_u64(e, SEC_MIG, "mig_links_lost", ms.links_lost);
     emit_u64(e, SEC_MIG, "mig_entries_refused", ms.entries_refused);
     emit_u64(e, SEC_MIG, "mig_insert_failures", ms.insert_failures);
