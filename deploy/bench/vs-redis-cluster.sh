@@ -13,7 +13,7 @@
 #          master holding the most keys leaves (its slots resharded to
 #          the other three, a third each, then del-node, then check).
 # Each change runs under its own brim-bench --verify --rate RATE load
-# (8 connections, GET:SET 9:1, --verify's DELs and short TTLs) whose
+# (32 connections, GET:SET 9:1, --verify's DELs and short TTLs) whose
 # preload writes the KEYS keys (24-byte keys over every slot and
 # partition, no hash tag); the change starts WINDOW s after the measured
 # part begins and the load is stopped (SIGINT) 2 s after it is balanced.
@@ -31,7 +31,8 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: deploy/bench/vs-redis-cluster.sh [--keys N] [--rate OPS] [--window S]
-           [--brim-port P] [--redis-port P] [--dir DIR] [--only brim|redis]
+           [--connections C] [--brim-port P] [--redis-port P] [--dir DIR]
+           [--only brim|redis]
 
 A join and a leave on brim and on Redis Cluster, one after the other, on
 the same data and the same load; prints a markdown table.
@@ -39,6 +40,8 @@ the same data and the same load; prints a markdown table.
   --keys N        keys of 1 KiB (24-byte keys) in each system (300000)
   --rate OPS      brim-bench --rate, open loop with --verify (10000)
   --window S      the "before" window, seconds (10)
+  --connections C the load's connections, pipeline 1 (32): fewer queue
+                  the open-loop load behind their own replies
   --brim-port P   the coordinator's port, in 35000-35095, nodes on the
                   next four; the first free base from P up is taken
                   (35000)
@@ -66,6 +69,7 @@ cluster=$root/deploy/brim-cluster
 keys=300000
 rate=10000
 window=10
+conns=32
 bport=35000
 rport=35100
 dir=""
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
     --keys) keys=${2-}; shift 2 || usage_err "--keys needs a value" ;;
     --rate) rate=${2-}; shift 2 || usage_err "--rate needs a value" ;;
     --window) window=${2-}; shift 2 || usage_err "--window needs a value" ;;
+    --connections) conns=${2-}; shift 2 || usage_err "--connections needs a value" ;;
     --brim-port) bport=${2-}; shift 2 || usage_err "--brim-port needs a value" ;;
     --redis-port) rport=${2-}; shift 2 || usage_err "--redis-port needs a value" ;;
     --dir) dir=${2-}; shift 2 || usage_err "--dir needs a value" ;;
@@ -89,6 +94,7 @@ num_in() {   # VALUE MIN MAX: a whole number in [MIN, MAX]
 num_in "$keys" 1000 100000000 || usage_err "--keys: a number, at least 1000"
 num_in "$rate" 100 10000000 || usage_err "--rate: a number, at least 100"
 num_in "$window" 1 3600 || usage_err "--window: whole seconds, 1 to 3600"
+num_in "$conns" 1 1024 || usage_err "--connections: 1 to 1024"
 num_in "$bport" 35000 35095 \
     || usage_err "--brim-port: 35000 to 35095 (coordinator and four nodes)"
 num_in "$rport" 35100 35196 \
@@ -192,7 +198,7 @@ op() {
 load_start() {   # TAG TARGET-FLAGS...
     local tag=$1 t0=$SECONDS
     shift
-    "$bin/brim-bench" "$@" --verify --rate "$rate" --connections 8 \
+    "$bin/brim-bench" "$@" --verify --rate "$rate" --connections "$conns" \
         --keys "$keys" --key-size 24 --value-size 1024 --duration 3600 \
         --latency-log "$dir/$tag.lat" --json --quiet \
         >"$dir/$tag.bench" 2>"$dir/$tag.bench.err" &
