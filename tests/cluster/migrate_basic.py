@@ -70,7 +70,7 @@ def wait_port(port, proc, timeout=10.0):
 
 
 class Cluster:
-    def __init__(self, bindir, delay_ms=0, partitions=P):
+    def __init__(self, bindir, delay_ms=0, partitions=P, coord_args=()):
         self.bindir = bindir
         self.partitions = partitions
         self.dir = tempfile.mkdtemp(prefix="brim-migrate-")
@@ -80,7 +80,8 @@ class Cluster:
         self.cport = bw.free_port()
         self.coord = Proc([os.path.join(bindir, "brim-coord"), "--listen",
                            "127.0.0.1:%d" % self.cport, "--data-dir",
-                           self.dir, "--partitions", str(partitions)],
+                           self.dir, "--partitions", str(partitions)]
+                          + list(coord_args),
                           os.path.join(self.dir, "coord.log"))
         wait_port(self.cport, self.coord)
         self.nodes = {}
