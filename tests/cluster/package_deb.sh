@@ -25,8 +25,9 @@
 #             --help, `pkg-config --cflags --libs brim` builds a program that
 #             runs without LD_LIBRARY_PATH, the system user brim owns
 #             /var/lib/brim/coord, the installed units verify, the same
-#             cluster as above from /usr/bin as user brim (setpriv; systemd
-#             is not PID 1 in CI), then dpkg --purge leaves no file behind.
+#             cluster as above from /usr/bin as user brim (setpriv: systemd
+#             is not PID 1 in CI), its state written in /var/lib/brim/coord,
+#             then dpkg --purge leaves no file behind.
 #
 #   package_deb.sh contents|install BUILD_DIR SOURCE_DIR
 #
@@ -375,6 +376,9 @@ verify_units "$tmp/units"
 cp /usr/share/brim/examples/node.conf /etc/brim/node-n1.conf
 cp /usr/share/brim/examples/node.conf /etc/brim/node-n2.conf
 cluster /usr/lib/systemd/system /usr/bin/brimctl "" brim
+[ "$(stat -c %U /var/lib/brim/coord/state 2>/dev/null)" = brim ] ||
+    fail "brim-coord, run as brim, wrote no /var/lib/brim/coord/state"
+echo "/var/lib/brim/coord/state written by user brim"
 
 rm -f /etc/brim/node-n1.conf /etc/brim/node-n2.conf
 dpkg --purge brim >"$tmp/purge.log" 2>&1 || {
