@@ -106,8 +106,9 @@ echo "built $(basename "$deb") ($(stat -c %s "$deb") bytes) in" \
 # ---- shared checks ----
 
 # verify_units DIR: systemd-analyze verify of DIR's units, an instance of
-# the template included; any message is a failure (it says "ignoring" and
-# exits 0 on a line it cannot parse).
+# the template included; any message about them is a failure (it says
+# "ignoring" and exits 0 on a line it cannot parse). Messages about units
+# of the machine itself are shown, not counted.
 verify_units() {
     local dir=$1 out
     if ! command -v systemd-analyze >/dev/null 2>&1; then
@@ -116,10 +117,11 @@ verify_units() {
     fi
     cp "$dir/brim-node@.service" "$dir/brim-node@n1.service"
     if ! out=$(systemd-analyze verify "$dir/brim-coord.service" \
-        "$dir/brim-node@n1.service" 2>&1) || [ -n "$out" ]; then
+        "$dir/brim-node@n1.service" 2>&1) || grep -q brim <<<"$out"; then
         echo "$out" >&2
         fail "systemd-analyze verify complains about the units"
     fi
+    [ -z "$out" ] || echo "systemd-analyze verify, not about brim: $out"
     rm -f "$dir/brim-node@n1.service"
     echo "systemd-analyze verify: brim-coord.service, brim-node@n1.service" \
         "clean"
