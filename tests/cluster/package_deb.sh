@@ -63,6 +63,7 @@ if [ "$mode" = install ] && [ "${BRIM_DEB_INSTALL:-}" != 1 ]; then
     exit 77
 fi
 
+# shellcheck source=deploy/lib.sh
 . "$src/deploy/lib.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/brim-deb.XXXXXX")
@@ -189,7 +190,7 @@ cluster() {
             "--listen 127.0.0.1:$((base + n))"
     done
     local n1_pid=${pids[-2]} n2_pid=${pids[-1]}
-    # Both nodes up in one committed epoch (bounded: 20 s).
+    # Both nodes listed up by the coordinator (bounded: 20 s).
     for ((i = 0; i < 200; i++)); do
         out=$("$ctl" --coordinator "$coord" nodes 2>/dev/null || true)
         if [ "$(grep -c -E '^n[12] .* up ' <<<"$out")" = 2 ]; then
@@ -285,7 +286,8 @@ if [ "$mode" = contents ]; then
         [ -e "$root/$f" ] || fail "/$f is not in the package"
     done
     for b in brim-node brim-coord brimctl brim-bench brim-sim; do
-        out=$("$root/usr/bin/$b" --help) && grep -q -i usage <<<"$out" ||
+        out=$("$root/usr/bin/$b" --help) || out=""
+        grep -q -i usage <<<"$out" ||
             fail "/usr/bin/$b --help from the package gives no usage"
     done
     echo "files: the five binaries (each answers --help)," \
@@ -322,9 +324,10 @@ if [ "$mode" = contents ]; then
         pkg-config --cflags --libs brim) || fail "pkg-config brim failed"
     inc=$(sed -n 's/.*-I\([^ ]*\).*/\1/p' <<<"$out")
     libdir=$(sed -n 's/.*-L\([^ ]*\).*/\1/p' <<<"$out")
-    [ "$(realpath "$inc")" = "$root/usr/include" ] &&
-        [ "$(realpath "$libdir")" = "$(dirname "$lib")" ] ||
+    if [ "$(realpath "$inc")" != "$root/usr/include" ] ||
+        [ "$(realpath "$libdir")" != "$(dirname "$lib")" ]; then
         fail "pkg-config brim gives $out, not the package's directories"
+    fi
     echo "pkg-config --cflags --libs brim (extracted): $out"
 
     # The units' paths, rewritten into the extracted root.
@@ -354,8 +357,8 @@ dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 || {
 }
 echo "dpkg -i $(basename "$deb"): installed"
 
-out=$(/usr/bin/brim-node --help) && grep -q -i usage <<<"$out" ||
-    fail "/usr/bin/brim-node --help gives no usage"
+out=$(/usr/bin/brim-node --help) || out=""
+grep -q -i usage <<<"$out" || fail "/usr/bin/brim-node --help gives no usage"
 echo "/usr/bin/brim-node --help: ${out%%$'\n'*}"
 out=$(env -u PKG_CONFIG_PATH pkg-config --cflags --libs brim) ||
     fail "pkg-config --cflags --libs brim failed after install"
