@@ -4,9 +4,10 @@
 #
 #   contents  (deploy.deb_contents) without installing anything: the
 #             package's dependencies (dpkg-deb --field) name the Debian
-#             runtime libraries and adduser; its files (dpkg-deb -x into a
-#             temporary root) are the binaries, libbrim, the headers,
-#             brim.pc, the two units, the config and the examples; its
+#             runtime libraries and adduser, and it recommends pkg-config;
+#             its files (dpkg-deb -x into a temporary root) are the
+#             binaries, libbrim, the headers, brim.pc, the two units, the
+#             config and the examples; its
 #             maintainer scripts parse (sh -n), /etc/brim/coord.conf is a
 #             conffile, ldconfig is triggered; each unit's ExecStart names
 #             a binary of the package, which answers --help; pkg-config
@@ -270,6 +271,8 @@ if [ "$mode" = contents ]; then
         grep -q -E "(^|, )$d( |,|$)" <<<"$deps" ||
             fail "Depends does not name $d: $deps"
     done
+    [ "$(dpkg-deb --field "$deb" Recommends)" = pkg-config ] ||
+        fail "the package does not recommend pkg-config"
     root=$tmp/root
     dpkg-deb -x "$deb" "$root"
     lib=$(find "$root/usr/lib" -name 'libbrim.so.*.*' | head -n 1)
