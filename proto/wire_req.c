@@ -62,6 +62,8 @@ req_arg_name(char t)
         return "partition";
     case 'u':
         return "count";
+    case 'm':
+        return "flush_ms";
     case 'B':
         return "entries";
     case 'x':
@@ -266,6 +268,9 @@ req_int(struct brim_req *req, char t, const msgpack_object *o)
     case 'u':
         ok = wire_get_u64(o, &req->count);
         break;
+    case 'm':
+        ok = wire_get_u64(o, &req->flush_ms);
+        break;
     default: /* 'I' */
         ok = wire_get_u64(o, &req->hello.incarnation);
         break;
@@ -459,6 +464,8 @@ req_arg_present(const struct brim_req *req, char t)
         return req->hello.name_len > 0;
     case 'w':
         return req->delay_s > 0;
+    case 'm':
+        return req->flush_ms > 0;
     case 'W':
         return req->weight_ppm > 0;
     case 'M':
@@ -580,6 +587,8 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return msgpack_pack_uint32(pk, req->partition);
     case 'u':
         return msgpack_pack_uint64(pk, req->count);
+    case 'm':
+        return msgpack_pack_uint64(pk, req->flush_ms);
     case 'B':
         return req_pack_entries(pk, req);
     case 'x':
