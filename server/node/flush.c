@@ -8,12 +8,18 @@
 #include "server/node/flush.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/defs.h"
+#include "common/parse.h"
 #include "server/log.h"
 #include "server/node/store.h"
+
+/* BRIM_TEST_FLUSH_CLOCK_LAG_MS: this node's flush clock runs that far
+ * behind (test only: a skewed clock, or a FLUSH that comes late). */
+static uint32_t flush_lag_ms;
 
 uint64_t
 brim_node_flush_clock_ms(void)
@@ -21,7 +27,8 @@ brim_node_flush_clock_ms(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+    return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u
+        - flush_lag_ms;
 }
 
 static void flush_timer_cb(uv_timer_t *t);
@@ -80,9 +87,18 @@ flush_timer_cb(uv_timer_t *t)
 void
 brim_node_flush_init(struct brim_node *node)
 {
+    const char *env = getenv("BRIM_TEST_FLUSH_CLOCK_LAG_MS");
+
     memset(&node->flush, 0, sizeof(node->flush));
     uv_timer_init(node->loop, &node->flush.timer);
     node->flush.timer.data = node;
+    if (env != NULL && *env != '\0'
+        && brim_parse_u32(env, 0, 3600000, &flush_lag_ms) == 0)
+    {
+        brim_log_warn("flush: BRIM_TEST_FLUSH_CLOCK_LAG_MS=%u (test only): "
+                      "flush marks come that late here",
+                      flush_lag_ms);
+    }
 }
 
 void
