@@ -200,7 +200,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     if (rep.flush_ms != 0) {
         /* The cluster's last flush mark: one this node missed (its FLUSH
          * was lost, or it was away) is applied now or when it comes. */
-        brim_node_flush_learn(node, rep.flush_ms);
+        brim_node_flush_learn(node, rep.flush_ms, 0);
     }
     if (rep.epoch > node->topo.committed.map.epoch
         && !(node->topo.has_pending
@@ -362,7 +362,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
         /* A joiner honours a flush_all made before it came: a mark past
          * is applied now (to an empty store, or one that missed it), a
          * mark to come waits (docs/memcached.md, "flush_all"). */
-        brim_node_flush_learn(node, rep.flush_ms);
+        brim_node_flush_learn(node, rep.flush_ms, 0);
     }
     /* OK, or BUSY: queued behind a change in progress; heartbeat either
      * way, and the coordinator proposes the epoch that adds us. */

@@ -147,14 +147,16 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
             return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
                                          "flush: needs an admin connection");
         }
-        /* A flush mark (Unix ms) from the node that runs flush_all; a
-         * FLUSH without one (libbrim's brim_flush()) gets one here: now
-         * plus its delay (flush.h). */
+        /* A flush mark (Unix ms) from the node that runs flush_all,
+         * applied as it comes when that flush_all had no delay; a FLUSH
+         * without one (libbrim's brim_flush()) gets one here: now plus
+         * its delay (flush.h). */
         brim_log_info("flush from %s", c->peer);
         brim_node_flush_learn(node,
                               req->flush_ms != 0 ? req->flush_ms
                                                  : brim_node_flush_clock_ms()
-                                      + (uint64_t) req->delay_s * 1000);
+                                      + (uint64_t) req->delay_s * 1000,
+                              req->delay_s == 0);
         break;
     case BRIM_OP_EPOCH_PROPOSE:
     case BRIM_OP_EPOCH_COMMIT:

@@ -31,11 +31,13 @@ void brim_node_flush_stop(struct brim_node *node);
  * A flush at MARK_MS (Unix ms) is known: from FLUSH, from the
  * coordinator's JOIN or HEARTBEAT reply, or this node's own flush_all.
  * A mark at or below the last applied one changes nothing; one not after
- * now empties the store at once; a later one waits on the timer. Of
- * several pending marks the earliest and the latest are kept (a third in
- * between is applied with the latest).
+ * now empties the store at once, and so does any mark when NOW is set (a
+ * flush_all without a delay: it is applied as it arrives, whatever this
+ * node's clock says); a later one waits on the timer. Of several pending
+ * marks the earliest and the latest are kept (a third in between is
+ * applied with the latest).
  */
-void brim_node_flush_learn(struct brim_node *node, uint64_t mark_ms);
+void brim_node_flush_learn(struct brim_node *node, uint64_t mark_ms, int now);
 
 /*
  * A peer's stamp STAMP_MS on data it sends or asks for: the last flush

@@ -528,7 +528,7 @@ flush_members(struct mc_cmd *mc)
     }
     brim_log_info("memcached flush_all from %s: mark %" PRIu64 " Unix ms",
                   mc->c->peer, mc->req.flush_ms);
-    brim_node_flush_learn(node, mc->req.flush_ms);
+    brim_node_flush_learn(node, mc->req.flush_ms, mc->req.delay_s == 0);
 }
 
 /* mc_done_fn of flush_all's FLUSH to the coordinator: recorded (then the
@@ -576,7 +576,10 @@ cmd_flush(struct mc_cmd *mc)
         && brim_mctext_expiry(mc->cmd.exptime, now, &at)
             == BRIM_MCTEXT_EXPIRY_AT)
     {
-        mc->req.flush_ms += (at - now) * 1000u;
+        /* Members judge a delayed mark by their clocks, and apply one
+         * without a delay as it arrives (dispatch.c). */
+        mc->req.delay_s = (uint32_t) (at - now);
+        mc->req.flush_ms += (uint64_t) mc->req.delay_s * 1000u;
     }
     mc->finish = flush_finish;
     mc->stage = 0;

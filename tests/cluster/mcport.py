@@ -871,9 +871,10 @@ class WriteLoad:
 def flush_during_join(args):
     """flush_all while a join streams under a write load: afterwards no
     key written before the flush is readable through any node's port, and
-    keys written after it are. The three old nodes' flush clocks run 2 s
-    late (BRIM_TEST_FLUSH_CLOCK_LAG_MS), so they go on streaming their
-    old keys to the joiner for 2 s after it flushed: the joiner must drop
+    keys written after it are. The three old nodes take flush marks 2 s
+    late (BRIM_TEST_FLUSH_CLOCK_LAG_MS: a slow clock, or a late FLUSH),
+    so they go on streaming their old keys to the joiner for 2 s after
+    it flushed: the joiner must drop
     those batches by their stamps (STATS flush_dropped), and its forwards
     make a lagging old owner flush first."""
     lag = dict(os.environ, BRIM_TEST_STREAM_DELAY_MS="100",
