@@ -987,6 +987,30 @@ def flush_delayed_joiner(args):
               "after it read back" % (len(old), len(new)))
 
 
+@case
+def flush_mark_survives_coord_restart(args):
+    """flush_all 60, then brim-coord is killed and started again on its
+    state file: the mark is still there (persisted before the OK), and a
+    node that joins after the restart has it pending."""
+    with cluster(args, n=2, node_args=["--memcached-allow-flush"]) as cl:
+        c = Raw(cl.nodes["node1"].mport)
+        check(c.ask(b"flush_all 60\r\n") == b"OK\r\n", "flush_all 60")
+        c.close()
+        mark = cl.stats("node2")["flush_pending_ms"]
+        check(mark > 0, "node2 has no pending mark")
+        cl.coord.stop()  # SIGKILL: only what was persisted survives
+        cl.coord = mb.Proc(cl.coord.cmd, os.path.join(cl.dir, "coord2.log"))
+        mb.wait_port(cl.cport, cl.coord)
+        cl.add("node3")
+        cl.wait_members(3, timeout=20)
+        got = wait_stat(cl, ["node3"], lambda s: s["flush_pending_ms"] != 0,
+                        "node3 learning the mark", 10.0)
+        check(got["node3"]["flush_pending_ms"] == mark, "node3's pending "
+              "mark %d, want %d", got["node3"]["flush_pending_ms"], mark)
+        print("mark %d kept across a coordinator restart; node3 has it "
+              "pending" % mark)
+
+
 def tools_present(args):
     if "memccapable" in args.case and shutil.which("memccapable") is None:
         raise bt.Skip("no memccapable (apt-get install libmemcached-tools)")
