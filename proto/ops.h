@@ -38,7 +38,7 @@
  *   VALUE    value, flags, cas                       (GET, GAT)
  *   CAS      cas of the stored item                  (SET family)
  *   NUMBER   new value, cas                          (INCR, DECR)
- *   ENTRIES  one entry per key, in request order     (MGET)
+ *   ENTRIES  one entry per key, in request order     (MGET, MGAT)
  *   STATS    a map of name to value                  (STATS)
  *   HELLO    the peer's hello, epoch and limits      (HELLO)
  *   TOPO     a topology, proto/topo.h               (JOIN, MAP_FETCH, ...)
@@ -111,6 +111,8 @@ enum brim_rep_shape {
     XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)                 \
     XX(FLUSH, 23, 0, 2, "wm", -1, BRIM_REP_EMPTY,                              \
        BRIM_OPF_WRITE | BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                      \
+    XX(MGAT, 24, 2, 2, "Kt", -1, BRIM_REP_ENTRIES,                             \
+       BRIM_OPF_DATA | BRIM_OPF_WRITE | BRIM_OPF_IDEMPOTENT)                   \
     XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)             \
     XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH,                              \
        BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \

@@ -338,6 +338,14 @@ int brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id,
                           uint64_t epoch, const struct brim_bytes *keys,
                           uint32_t nkeys);
 
+/*
+ * As brim_wire_encode_mget(), an MGAT: the same keys, and TTL_S (as GAT's
+ * ttl_s) for every key that is there.
+ */
+int brim_wire_encode_mgat(struct brim_buf *out, uint64_t request_id,
+                          uint64_t epoch, const struct brim_bytes *keys,
+                          uint32_t nkeys, uint32_t ttl_s);
+
 /* ---- stream entries ---- */
 
 /*

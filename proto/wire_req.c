@@ -620,7 +620,8 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
 
     info = brim_op_info(req->op);
     if (info == NULL
-        || (req->op == BRIM_OP_MGET && (req->keys == NULL || req->nkeys == 0))
+        || ((req->op == BRIM_OP_MGET || req->op == BRIM_OP_MGAT)
+            && (req->keys == NULL || req->nkeys == 0))
         || (strchr(info->sig, 'T') != NULL && req->topo == NULL
             && req->obj == NULL)
         || (strchr(info->sig, 'B') != NULL && req->entries == NULL
@@ -656,9 +657,11 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
     return brim_frame_end(out, mark);
 }
 
-int
-brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
-                      const struct brim_bytes *keys, uint32_t nkeys)
+/* An MGET (OP, no TTL) or an MGAT (OP, TTL_S) of plain KEYS. */
+static int
+wire_encode_keys(struct brim_buf *out, uint32_t op, uint64_t request_id,
+                 uint64_t epoch, const struct brim_bytes *keys, uint32_t nkeys,
+                 uint32_t ttl_s)
 {
     msgpack_packer pk;
     size_t         mark;
@@ -672,17 +675,37 @@ brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
         return BRIM_ENOMEM;
     }
     wire_packer_init(&pk, out);
-    err = msgpack_pack_array(&pk, 4);
-    err |= msgpack_pack_uint32(&pk, BRIM_OP_MGET);
+    err = msgpack_pack_array(&pk, op == BRIM_OP_MGAT ? 5 : 4);
+    err |= msgpack_pack_uint32(&pk, op);
     err |= msgpack_pack_uint64(&pk, request_id);
     err |= msgpack_pack_uint64(&pk, epoch);
     err |= msgpack_pack_array(&pk, nkeys);
     for (i = 0; i < nkeys && err == 0; i++) {
         err = wire_pack_bytes(&pk, keys[i].ptr, keys[i].len);
     }
+    if (err == 0 && op == BRIM_OP_MGAT) {
+        err = msgpack_pack_uint32(&pk, ttl_s);
+    }
     if (err != 0) {
         brim_frame_abort(out, mark);
         return BRIM_ENOMEM;
     }
     return brim_frame_end(out, mark);
+}
+
+int
+brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
+                      const struct brim_bytes *keys, uint32_t nkeys)
+{
+    return wire_encode_keys(out, BRIM_OP_MGET, request_id, epoch, keys, nkeys,
+                            0);
+}
+
+int
+brim_wire_encode_mgat(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
+                      const struct brim_bytes *keys, uint32_t nkeys,
+                      uint32_t ttl_s)
+{
+    return wire_encode_keys(out, BRIM_OP_MGAT, request_id, epoch, keys, nkeys,
+                            ttl_s);
 }

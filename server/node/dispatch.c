@@ -137,6 +137,7 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
         return brim_node_stats_reply(node, brim_conn_out(c), req->request_id,
                                      sections);
     case BRIM_OP_MGET:
+    case BRIM_OP_MGAT:
         return brim_node_serve_data(node, c, req);
     case BRIM_OP_FLUSH:
         /* A node sends it for its memcached port's flush_all (DESIGN.md

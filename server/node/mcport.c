@@ -174,11 +174,11 @@ cmd_get(struct mc_cmd *mc)
     mc->finish = get_finish;
     if (!mc->port->node->cfg.standalone && cmd->nkeys > 1) {
         /* Keys of several owners: each answer waits for its turn, and the
-         * keys of one owner go in one MGET (GAT has no such form). */
+         * keys of one owner go in one MGET (gat and gats: one MGAT). */
         mc->slots = brim_calloc(cmd->nkeys, sizeof(*mc->slots));
         mc->nslots = mc->slots != NULL ? cmd->nkeys : 0;
         mc->first_slot = 0;
-        if (!gat && mc->slots != NULL) {
+        if (mc->slots != NULL) {
             owner = brim_calloc(cmd->nkeys, sizeof(*owner));
             keys = brim_calloc(cmd->nkeys, sizeof(*keys));
         }

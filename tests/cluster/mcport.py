@@ -1011,6 +1011,62 @@ def flush_mark_survives_coord_restart(args):
               "pending" % mark)
 
 
+def cluster_stat(port, name):
+    """One counter of `stats cluster` through the memcached port PORT."""
+    c = Raw(port)
+    got = c.ask(b"stats cluster\r\n", b"END\r\n")
+    c.close()
+    for line in got.split(b"\r\n"):
+        f = line.split()
+        if len(f) == 3 and f[1] == name.encode():
+            return int(f[2])
+    raise AssertionError("no %s in stats cluster" % name)
+
+
+@case
+def gat_split_by_owner(args):
+    """A multi-key gat or gats through one node's port of a 3-node
+    cluster is split by owner like a get: one MGAT per other owner (not
+    one GAT per key), values and CAS values in the order asked with one
+    END, misses left out, and every key's TTL set (mg ... t)."""
+    with cluster(args) as cl:
+        t = cl.fetch()
+        port = cl.nodes["node2"].mport
+        keys = mc_fill(port, b"g", 300)
+        owners = {mb.owner_name(t, k) for k in keys}
+        check(owners == {"node1", "node2", "node3"}, "keys not spread: %r",
+              owners)
+        asked = keys[:150] + [b"nosuch1"] + keys[150:] + [b"nosuch2"]
+        c = Raw(port)
+        sent0 = cluster_stat(port, "forward_sent")
+        got = c.ask(b"gats 100 " + b" ".join(asked) + b"\r\n", b"END\r\n")
+        sent = cluster_stat(port, "forward_sent") - sent0
+        lines = got.split(b"\r\n")
+        heads = [ln.split() for ln in lines[0:-2:2]]
+        check([h[1] for h in heads] == keys and lines[-2] == b"END",
+              "gats: %d values, not the 300 keys in order", len(heads))
+        check(all(len(h) == 5 and int(h[4]) > 0 for h in heads)
+              and all(lines[2 * i + 1] == keys[i] + b"!" for i in
+                      range(len(keys))), "gats values or CAS values wrong")
+        print("gats of 302 keys (2 missing): 300 values in order, %d "
+              "forwards" % sent)
+        check(sent <= 4, "gats of 302 keys sent %d forwards, not one MGAT "
+              "per other owner", sent)
+        m = Raw(cl.nodes["node1"].mport)
+        for k in keys[::30]:
+            r = m.ask(b"mg %s t\r\n" % k)
+            check(r.startswith(b"HD t") and 95 <= int(r.split()[1][1:]) <= 100,
+                  "TTL of %r after gats 100: %r", k, r)
+        got = c.ask(b"gat 0 " + b" ".join(keys) + b"\r\n", b"END\r\n")
+        check(got.count(b"VALUE ") == 300, "gat 0: %d values",
+              got.count(b"VALUE "))
+        for k in keys[::30]:
+            r = m.ask(b"mg %s t\r\n" % k)
+            check(r == b"HD t-1\r\n", "TTL of %r after gat 0: %r", k, r)
+        m.close()
+        c.close()
+
+
 def tools_present(args):
     if "memccapable" in args.case and shutil.which("memccapable") is None:
         raise bt.Skip("no memccapable (apt-get install libmemcached-tools)")

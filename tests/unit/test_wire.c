@@ -380,7 +380,8 @@ START_TEST(wire_req_round_trip_every_op)
 
     n = 0;
     for (op = 0; op < BRIM_OP_CODE_LIMIT; op++) {
-        if (brim_op_info(op) == NULL || op == BRIM_OP_MGET) {
+        if (brim_op_info(op) == NULL || op == BRIM_OP_MGET
+            || op == BRIM_OP_MGAT) {
             continue;
         }
         sample_req((uint32_t) op, &req);
@@ -479,6 +480,25 @@ START_TEST(wire_mget_round_trip)
     ck_assert_int_eq(brim_wire_encode_mget(&out, 9, 4, keys, 0), BRIM_EINVAL);
     got.keys = NULL;
     ck_assert_int_eq(brim_wire_encode_req(&out, &got), BRIM_EINVAL);
+
+    /* MGAT: the same keys and GAT's ttl_s (0 too: it means "never"). */
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_mgat(&out, 10, 5, keys, 3, 0), 0);
+    ck_assert_uint_eq((unsigned char) out.data[4], 0x95);
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_uint_eq(got.op, BRIM_OP_MGAT);
+    ck_assert_uint_eq(got.nkeys, 3);
+    ck_assert_uint_eq(got.ttl_s, 0);
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_mgat(&out, 10, 5, keys, 2, 3600), 0);
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_uint_eq(got.nkeys, 2);
+    ck_assert_uint_eq(got.ttl_s, 3600);
+    brim_wire_req_key(&got, 1, &k, &klen);
+    ck_assert(same_bytes(k, klen, "user:1", 6));
+    assert_reencodes_req(&got);
+    ck_assert_int_eq(brim_wire_encode_mgat(&out, 9, 4, keys, 0, 1),
+                     BRIM_EINVAL);
 }
 END_TEST
 
@@ -1443,7 +1463,7 @@ START_TEST(wire_op_table)
             ck_assert_int_eq(info->key_arg, -1);
         }
     }
-    ck_assert_int_eq(n, 37);
+    ck_assert_int_eq(n, 38);
     ck_assert_str_eq(brim_op_name(BRIM_OP_JOIN), "JOIN");
     ck_assert_str_eq(brim_op_name(BRIM_OP_STREAM_BATCH), "STREAM_BATCH");
     ck_assert_ptr_nonnull(brim_op_info(BRIM_OP_JOIN));
