@@ -3,7 +3,7 @@
  * them to the store when their time comes or when a peer's stamp shows
  * one applied elsewhere, and the stamps themselves. It owns no data:
  * applying a mark is brim_store_flush(). Why marks and stamps rather than
- * ending streams: docs/design.md, "flush_all".
+ * ending streams: docs/design.md, "flush_all as one cluster event".
  */
 #include "server/node/flush.h"
 
