@@ -38,7 +38,7 @@
  *   VALUE    value, flags, cas                       (GET, GAT)
  *   CAS      cas of the stored item                  (SET family)
  *   NUMBER   new value, cas                          (INCR, DECR)
- *   ENTRIES  one entry per key, in request order     (MGET)
+ *   ENTRIES  one entry per key, in request order     (MGET, MGAT)
  *   STATS    a map of name to value                  (STATS)
  *   HELLO    the peer's hello, epoch and limits      (HELLO)
  *   TOPO     a topology, proto/topo.h               (JOIN, MAP_FETCH, ...)
@@ -81,6 +81,7 @@ enum brim_rep_shape {
  *   M a msgpack map, borrowed (HEARTBEAT's stats)
  *   p partition u32 (below the receiver's partition count)
  *   u count u64 (STREAM_END's entries sent)
+ *   m flush mark u64, Unix ms (FLUSH's time; a stream's applied flush)
  *   B an array of 0..max_batch_entries stream entries (PROTOCOL.md 11),
  *     each checked (brim_wire_entry_decode()), borrowed
  *   x AUTH's nonce or MAC: bytes of exactly BRIM_WIRE_AUTH_BYTES
@@ -108,8 +109,10 @@ enum brim_rep_shape {
        BRIM_OPF_WR_ | BRIM_OPF_IDEMPOTENT)                                     \
     XX(INCR, 21, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)                 \
     XX(DECR, 22, 2, 2, "kd", 0, BRIM_REP_NUMBER, BRIM_OPF_WR_)                 \
-    XX(FLUSH, 23, 0, 1, "w", -1, BRIM_REP_EMPTY,                               \
+    XX(FLUSH, 23, 0, 2, "wm", -1, BRIM_REP_EMPTY,                              \
        BRIM_OPF_WRITE | BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                      \
+    XX(MGAT, 24, 2, 2, "Kt", -1, BRIM_REP_ENTRIES,                             \
+       BRIM_OPF_DATA | BRIM_OPF_WRITE | BRIM_OPF_IDEMPOTENT)                   \
     XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)             \
     XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH,                              \
        BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \
@@ -131,13 +134,13 @@ enum brim_rep_shape {
     XX(AUTH, 45, 2, 2, "Fx", -1, BRIM_REP_AUTH, 0)                             \
     XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)  \
     XX(STREAM_BEGIN, 64, 2, 2, "Ep", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)      \
-    XX(STREAM_BATCH, 65, 3, 3, "EpB", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)     \
+    XX(STREAM_BATCH, 65, 3, 4, "EpBm", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)    \
     XX(STREAM_END, 66, 3, 3, "Epu", -1, BRIM_REP_EMPTY, BRIM_OPF_SECRET)       \
     XX(COMPLETE, 67, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                           \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
-    XX(FORWARD_GET, 68, 3, 3, "Epk", -1, BRIM_REP_VALUE,                       \
+    XX(FORWARD_GET, 68, 3, 4, "Epkm", -1, BRIM_REP_VALUE,                      \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
-    XX(PULL, 69, 3, 3, "Epk", -1, BRIM_REP_OBJECT,                             \
+    XX(PULL, 69, 3, 4, "Epkm", -1, BRIM_REP_OBJECT,                            \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
     XX(STREAM_QUERY, 71, 2, 2, "Ep", -1, BRIM_REP_EMPTY,                       \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)

@@ -136,6 +136,11 @@ struct brim_req {
     uint64_t                cas;         /* c: expected CAS value */
     uint64_t                delta;       /* d: INCR/DECR amount */
     uint32_t                delay_s;     /* w: FLUSH delay, 0 = now */
+    uint64_t                flush_ms;    /* m: a flush mark, Unix ms: FLUSH's
+                                          absolute time; on STREAM_BATCH,
+                                          FORWARD_GET and PULL the
+                                          sender's last applied flush
+                                          (PROTOCOL.md 4.2); 0 = none */
     const msgpack_object   *keys;        /* K: MGET keys (decoded only) */
     uint32_t                nkeys;       /* K: 1 .. max_mget_keys */
     const char             *section;     /* s: STATS section, may be empty */
@@ -198,6 +203,9 @@ struct brim_rep {
     uint32_t                nentries;    /* ENTRIES: count */
     const msgpack_object   *stats;       /* STATS: the map (decoded only) */
     uint32_t                lease_ms;    /* EPOCH: HEARTBEAT's lease */
+    uint64_t                flush_ms;    /* TOPO, EPOCH: the cluster's last
+                                            flush mark, Unix ms (trailing,
+                                            sent when not 0) */
     const msgpack_object   *obj;         /* TOPO (an array: give it to
                                             brim_topo_decode()), OBJECT; on
                                             encode used when TOPO is NULL */
@@ -329,6 +337,14 @@ int brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req);
 int brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id,
                           uint64_t epoch, const struct brim_bytes *keys,
                           uint32_t nkeys);
+
+/*
+ * As brim_wire_encode_mget(), an MGAT: the same keys, and TTL_S (as GAT's
+ * ttl_s) for every key that is there.
+ */
+int brim_wire_encode_mgat(struct brim_buf *out, uint64_t request_id,
+                          uint64_t epoch, const struct brim_bytes *keys,
+                          uint32_t nkeys, uint32_t ttl_s);
 
 /* ---- stream entries ---- */
 

@@ -281,14 +281,17 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
         }
         break;
     case BRIM_REP_TOPO:
-        if (n >= 3 && a[2].type == MSGPACK_OBJECT_ARRAY) {
+        if (n >= 3 && a[2].type == MSGPACK_OBJECT_ARRAY
+            && (n < 4 || wire_get_u64(&a[3], &rep->flush_ms)))
+        {
             rep->obj = &a[2];
             return 0;
         }
         break;
     case BRIM_REP_EPOCH:
         if (n >= 3 && wire_get_u64(&a[2], &rep->epoch)
-            && (n < 4 || wire_get_u32(&a[3], &rep->lease_ms)))
+            && (n < 4 || wire_get_u32(&a[3], &rep->lease_ms))
+            && (n < 5 || wire_get_u64(&a[4], &rep->flush_ms)))
         {
             return 0;
         }
@@ -478,6 +481,10 @@ rep_ok_len(int shape, const struct brim_rep *rep)
         && rep->ttl_s != 0) {
         return len[shape] + 1u; /* the TTL left, trailing */
     }
+    if ((shape == BRIM_REP_TOPO || shape == BRIM_REP_EPOCH)
+        && rep->flush_ms != 0) {
+        return len[shape] + 1u; /* the flush mark, trailing */
+    }
     return len[shape];
 }
 
@@ -512,12 +519,17 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
         return err | msgpack_pack_object(pk, *rep->stats);
     case BRIM_REP_TOPO:
         if (rep->topo != NULL) {
-            return err | (brim_topo_encode(pk->data, rep->topo) == 0 ? 0 : -1);
+            err |= brim_topo_encode(pk->data, rep->topo) == 0 ? 0 : -1;
+        } else {
+            err |= msgpack_pack_object(pk, *rep->obj);
         }
-        return err | msgpack_pack_object(pk, *rep->obj);
+        return err
+            | (rep->flush_ms != 0 ? msgpack_pack_uint64(pk, rep->flush_ms) : 0);
     case BRIM_REP_EPOCH:
         err |= msgpack_pack_uint64(pk, rep->epoch);
-        return err | msgpack_pack_uint32(pk, rep->lease_ms);
+        err |= msgpack_pack_uint32(pk, rep->lease_ms);
+        return err
+            | (rep->flush_ms != 0 ? msgpack_pack_uint64(pk, rep->flush_ms) : 0);
     case BRIM_REP_OBJECT:
         return err | msgpack_pack_object(pk, *rep->obj);
     case BRIM_REP_AUTH:

@@ -62,6 +62,8 @@ req_arg_name(char t)
         return "partition";
     case 'u':
         return "count";
+    case 'm':
+        return "flush_ms";
     case 'B':
         return "entries";
     case 'x':
@@ -266,6 +268,9 @@ req_int(struct brim_req *req, char t, const msgpack_object *o)
     case 'u':
         ok = wire_get_u64(o, &req->count);
         break;
+    case 'm':
+        ok = wire_get_u64(o, &req->flush_ms);
+        break;
     default: /* 'I' */
         ok = wire_get_u64(o, &req->hello.incarnation);
         break;
@@ -459,6 +464,8 @@ req_arg_present(const struct brim_req *req, char t)
         return req->hello.name_len > 0;
     case 'w':
         return req->delay_s > 0;
+    case 'm':
+        return req->flush_ms > 0;
     case 'W':
         return req->weight_ppm > 0;
     case 'M':
@@ -580,6 +587,8 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return msgpack_pack_uint32(pk, req->partition);
     case 'u':
         return msgpack_pack_uint64(pk, req->count);
+    case 'm':
+        return msgpack_pack_uint64(pk, req->flush_ms);
     case 'B':
         return req_pack_entries(pk, req);
     case 'x':
@@ -611,7 +620,8 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
 
     info = brim_op_info(req->op);
     if (info == NULL
-        || (req->op == BRIM_OP_MGET && (req->keys == NULL || req->nkeys == 0))
+        || ((req->op == BRIM_OP_MGET || req->op == BRIM_OP_MGAT)
+            && (req->keys == NULL || req->nkeys == 0))
         || (strchr(info->sig, 'T') != NULL && req->topo == NULL
             && req->obj == NULL)
         || (strchr(info->sig, 'B') != NULL && req->entries == NULL
@@ -647,9 +657,11 @@ brim_wire_encode_req(struct brim_buf *out, const struct brim_req *req)
     return brim_frame_end(out, mark);
 }
 
-int
-brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
-                      const struct brim_bytes *keys, uint32_t nkeys)
+/* An MGET (OP, no TTL) or an MGAT (OP, TTL_S) of plain KEYS. */
+static int
+wire_encode_keys(struct brim_buf *out, uint32_t op, uint64_t request_id,
+                 uint64_t epoch, const struct brim_bytes *keys, uint32_t nkeys,
+                 uint32_t ttl_s)
 {
     msgpack_packer pk;
     size_t         mark;
@@ -663,17 +675,37 @@ brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
         return BRIM_ENOMEM;
     }
     wire_packer_init(&pk, out);
-    err = msgpack_pack_array(&pk, 4);
-    err |= msgpack_pack_uint32(&pk, BRIM_OP_MGET);
+    err = msgpack_pack_array(&pk, op == BRIM_OP_MGAT ? 5 : 4);
+    err |= msgpack_pack_uint32(&pk, op);
     err |= msgpack_pack_uint64(&pk, request_id);
     err |= msgpack_pack_uint64(&pk, epoch);
     err |= msgpack_pack_array(&pk, nkeys);
     for (i = 0; i < nkeys && err == 0; i++) {
         err = wire_pack_bytes(&pk, keys[i].ptr, keys[i].len);
     }
+    if (err == 0 && op == BRIM_OP_MGAT) {
+        err = msgpack_pack_uint32(&pk, ttl_s);
+    }
     if (err != 0) {
         brim_frame_abort(out, mark);
         return BRIM_ENOMEM;
     }
     return brim_frame_end(out, mark);
+}
+
+int
+brim_wire_encode_mget(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
+                      const struct brim_bytes *keys, uint32_t nkeys)
+{
+    return wire_encode_keys(out, BRIM_OP_MGET, request_id, epoch, keys, nkeys,
+                            0);
+}
+
+int
+brim_wire_encode_mgat(struct brim_buf *out, uint64_t request_id, uint64_t epoch,
+                      const struct brim_bytes *keys, uint32_t nkeys,
+                      uint32_t ttl_s)
+{
+    return wire_encode_keys(out, BRIM_OP_MGAT, request_id, epoch, keys, nkeys,
+                            ttl_s);
 }

@@ -27,9 +27,10 @@ reply_err(struct brim_conn *c, uint64_t id, int status, const char *msg)
                                    strlen(msg));
 }
 
+/* An EPOCH reply; FLUSH_MS (0: none) is the cluster's last flush mark. */
 static int
 reply_epoch(struct brim_conn *c, uint32_t op, uint64_t id, uint64_t epoch,
-            uint32_t lease_ms)
+            uint32_t lease_ms, uint64_t flush_ms)
 {
     struct brim_rep rep;
 
@@ -37,6 +38,7 @@ reply_epoch(struct brim_conn *c, uint32_t op, uint64_t id, uint64_t epoch,
     rep.request_id = id;
     rep.epoch = epoch;
     rep.lease_ms = lease_ms;
+    rep.flush_ms = flush_ms;
     return brim_wire_encode_rep(brim_conn_out(c), op, &rep);
 }
 
@@ -71,6 +73,7 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
 {
     struct brim_coord_member *mb;
     struct sockaddr_storage   sa;
+    struct brim_rep           rep;
     char                      addr[BRIM_ADDR_MAX + 1], msg[256];
     uint32_t                  w = req->weight_ppm;
     uint64_t                  now = uv_now(co->loop);
@@ -128,8 +131,45 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     mb->last_hb_ms = now;
     mb->conn = c;
     cc->member = mb;
-    return brim_coord_reply_topo(c, BRIM_OP_JOIN, req->request_id,
-                                 &co->state.committed);
+    /* The committed topology, and the last flush mark: a node that joins
+     * after a delayed flush_all honours it too (docs/memcached.md). */
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    rep.topo = &co->state.committed;
+    rep.flush_ms = co->state.flush_ms;
+    return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_JOIN, &rep);
+}
+
+/*
+ * FLUSH from a node (its memcached port's flush_all) with the flush mark
+ * FLUSH_MS it chose: now plus the delay, Unix ms. The coordinator records
+ * the latest mark, persists it before answering (so a restart keeps it),
+ * and hands it to every node in JOIN and HEARTBEAT replies; the node that
+ * asked sends it to the members itself, at once.
+ */
+static int
+cmd_flush(struct brim_coord *co, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    uint64_t old = co->state.flush_ms;
+
+    if (req->flush_ms == 0) {
+        return reply_err(c, req->request_id, BRIM_EINVAL,
+                         "flush: the coordinator takes a flush mark "
+                         "(flush_ms) only");
+    }
+    if (req->flush_ms > old) {
+        co->state.flush_ms = req->flush_ms;
+        if (brim_coord_save(co) != 0) {
+            co->state.flush_ms = old;
+            return reply_err(c, req->request_id, BRIM_EBUSY,
+                             "flush: the coordinator cannot persist it");
+        }
+        brim_log_info("flush mark %" PRIu64 " (Unix ms) recorded",
+                      req->flush_ms);
+    }
+    return brim_wire_encode_status(brim_conn_out(c), req->request_id, 0, NULL,
+                                   0);
 }
 
 /* Keep the stats a HEARTBEAT carries (unknown names and types ignored). */
@@ -209,9 +249,9 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
     }
     /* The node's lease: half of dead-after (DESIGN.md 7 step 7), so a
      * node cut off has stopped serving well before it is declared dead. */
-    return reply_epoch(c, BRIM_OP_HEARTBEAT, req->request_id,
-                       co->state.committed.map.epoch,
-                       co->state.settings.dead_after_ms / 2);
+    return reply_epoch(
+        c, BRIM_OP_HEARTBEAT, req->request_id, co->state.committed.map.epoch,
+        co->state.settings.dead_after_ms / 2, co->state.flush_ms);
 }
 
 static int
@@ -241,7 +281,7 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c,
          * the same answer as the first time. */
         return reply_epoch(
             c, BRIM_OP_LEAVE, req->request_id,
-            co->state.next_epoch + (uint64_t) co->state.has_pending, 0);
+            co->state.next_epoch + (uint64_t) co->state.has_pending, 0, 0);
     }
     for (o = co->members; o != NULL; o = o->next) {
         if (o == mb || o->removed || o->m.state == BRIM_MEMBER_DEAD) {
@@ -277,7 +317,7 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c,
     }
     return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
                        co->state.next_epoch + (uint64_t) co->state.has_pending,
-                       0);
+                       0, 0);
 }
 
 /* A member's partitions in the committed map. */
@@ -779,7 +819,7 @@ cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
     rc = brim_coord_place(co, &nt, &arc, &cap, err);
     if (rc != 0) {
         brim_topo_destroy(&nt);
-        snprintf(msg, sizeof(msg), "plan: placement failed: %s", err);
+        snprintf(msg, sizeof(msg), "plan: placement failed: %.200s", err);
         return reply_err(c, req->request_id, rc, msg);
     }
     /* Moved partitions, compared by owner name, and the keys they hold by
@@ -859,7 +899,8 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     }
     if ((info->flags & BRIM_OPF_ADMIN) && cc->role != BRIM_ROLE_ADMIN
         && cc->role != BRIM_ROLE_COORD
-        && !(req->op == BRIM_OP_LEAVE && cc->role == BRIM_ROLE_NODE))
+        && !((req->op == BRIM_OP_LEAVE || req->op == BRIM_OP_FLUSH)
+             && cc->role == BRIM_ROLE_NODE))
     {
         return reply_err(c, req->request_id, BRIM_EDENIED,
                          "an admin op: HELLO with role admin");
@@ -871,6 +912,8 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
         return cmd_heartbeat(co, c, cc, req);
     case BRIM_OP_LEAVE:
         return cmd_leave(co, c, cc, req);
+    case BRIM_OP_FLUSH:
+        return cmd_flush(co, c, req);
     case BRIM_OP_MAP_FETCH:
         return brim_coord_reply_topo(c, req->op, req->request_id,
                                      &co->state.committed);

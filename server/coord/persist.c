@@ -180,7 +180,10 @@ persist_encode_body(struct brim_buf *out, const struct brim_coord_state *state)
     int                               err;
 
     msgpack_packer_init(&pk, out, persist_pack_write);
-    err = msgpack_pack_array(&pk, PERSIST_BODY_FIELDS);
+    /* The flush mark is a fifth element only once there is one, so a file
+     * of a cluster never flushed stays what older coordinators read. */
+    err = msgpack_pack_array(
+        &pk, PERSIST_BODY_FIELDS + (state->flush_ms != 0 ? 1u : 0u));
     err |= msgpack_pack_array(&pk, PERSIST_SETTINGS_FIELDS);
     err |= msgpack_pack_uint64(&pk, s->cluster_id);
     err |= msgpack_pack_uint64(&pk, s->seed);
@@ -195,9 +198,14 @@ persist_encode_body(struct brim_buf *out, const struct brim_coord_state *state)
         return BRIM_ENOMEM;
     }
     if (state->has_pending) {
-        return brim_topo_encode(out, &state->pending);
+        err = brim_topo_encode(out, &state->pending) == 0 ? 0 : -1;
+    } else {
+        err = msgpack_pack_nil(&pk);
     }
-    return msgpack_pack_nil(&pk) == 0 ? 0 : BRIM_ENOMEM;
+    if (err == 0 && state->flush_ms != 0) {
+        err = msgpack_pack_uint64(&pk, state->flush_ms);
+    }
+    return err == 0 ? 0 : BRIM_ENOMEM;
 }
 
 /* The elements of O when it is an array of N, else NULL with ERRBUF
@@ -264,9 +272,22 @@ persist_decode_root(const msgpack_object *root, struct brim_coord_state *state,
     char                  why[BRIM_ERRBUF_LEN];
     int                   rc;
 
-    a = persist_array(root, PERSIST_BODY_FIELDS, "the body", errbuf);
+    /* Four elements, or five with the last flush mark (Unix ms). */
+    a = persist_array(root,
+                      root->type == MSGPACK_OBJECT_ARRAY
+                              && root->via.array.size == PERSIST_BODY_FIELDS + 1
+                          ? PERSIST_BODY_FIELDS + 1
+                          : PERSIST_BODY_FIELDS,
+                      "the body", errbuf);
     if (a == NULL) {
         return BRIM_EINVAL;
+    }
+    if (root->via.array.size > PERSIST_BODY_FIELDS) {
+        if (a[PERSIST_BODY_FIELDS].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            brim_errfmt(errbuf, "flush_ms is not a non-negative integer");
+            return BRIM_EINVAL;
+        }
+        state->flush_ms = a[PERSIST_BODY_FIELDS].via.u64;
     }
     rc = persist_decode_settings(&a[0], &state->settings, errbuf);
     if (rc != 0) {

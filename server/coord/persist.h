@@ -14,7 +14,9 @@
  * The body is one msgpack array:
  *   [[cluster_id, seed, partitions, tokens_per_node, eps_ppm, heartbeat_ms,
  *     dead_after_ms, pending_timeout_ms], next_epoch, committed topology,
- *    pending topology or nil]
+ *    pending topology or nil(, flush_ms)]
+ * where flush_ms, the last flush mark (Unix ms, memcached port's
+ * flush_all, docs/memcached.md), is there only when not 0.
  * with each topology in the encoding of proto/topo.h.
  */
 #ifndef BRIM_SERVER_COORD_PERSIST_H
@@ -63,6 +65,8 @@ struct brim_coord_state {
     int                        has_pending; /* 1: PENDING holds a proposal */
     struct brim_topo           pending;     /* proposed, not yet committed
                                                or aborted; zeroed if none */
+    uint64_t                   flush_ms;    /* the cluster's last flush
+                                               mark, Unix ms; 0: none */
 };
 
 /*

@@ -32,6 +32,7 @@
 #include "server/log.h"
 #include "server/node/change.h"
 #include "server/node/epoch.h"
+#include "server/node/flush.h"
 #include "server/node/lease.h"
 #include "server/node/migrate.h"
 
@@ -196,6 +197,11 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
         brim_node_lease_heartbeat(node, sent_ms, rep.lease_ms);
         node->coordlink.lease_ms = rep.lease_ms;
     }
+    if (rep.flush_ms != 0) {
+        /* The cluster's last flush mark: one this node missed (its FLUSH
+         * was lost, or it was away) is applied now or when it comes. */
+        brim_node_flush_learn(node, rep.flush_ms, 0);
+    }
     if (rep.epoch > node->topo.committed.map.epoch
         && !(node->topo.has_pending
              && rep.epoch <= node->topo.pending.map.epoch))
@@ -351,6 +357,12 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
                        node->cfg.coordinator, errbuf);
         coord_give_up(node, 1);
         return;
+    }
+    if (rep.status == 0 && rep.flush_ms != 0) {
+        /* A joiner honours a flush_all made before it came: a mark past
+         * is applied now (to an empty store, or one that missed it), a
+         * mark to come waits (docs/memcached.md, "flush_all"). */
+        brim_node_flush_learn(node, rep.flush_ms, 0);
     }
     /* OK, or BUSY: queued behind a change in progress; heartbeat either
      * way, and the coordinator proposes the epoch that adds us. */

@@ -20,6 +20,7 @@
 #include "server/log.h"
 #include "server/node/change.h"
 #include "server/node/epoch.h"
+#include "server/node/flush.h"
 #include "server/node/lease.h"
 #include "server/node/migrate.h"
 #include "server/node/serve.h"
@@ -57,16 +58,6 @@ dispatch_hello(struct brim_node *node, struct brim_conn *c,
     rep.hello.name_len = strlen(node->cfg.name);
     rep.limits = node->cfg.limits;
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_HELLO, &rep);
-}
-
-static void
-node_flush_cb(uv_timer_t *t)
-{
-    struct brim_node *node =
-        BRIM_CONTAINER_OF(t, struct brim_node, flush_timer);
-
-    brim_store_flush(node->store);
-    brim_log_info("flush: every item removed (delayed flush)");
 }
 
 /*
@@ -146,6 +137,7 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
         return brim_node_stats_reply(node, brim_conn_out(c), req->request_id,
                                      sections);
     case BRIM_OP_MGET:
+    case BRIM_OP_MGAT:
         return brim_node_serve_data(node, c, req);
     case BRIM_OP_FLUSH:
         /* A node sends it for its memcached port's flush_all (DESIGN.md
@@ -156,13 +148,16 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
             return brim_node_reply_error(c, req->request_id, BRIM_EDENIED,
                                          "flush: needs an admin connection");
         }
-        if (req->delay_s == 0) {
-            brim_store_flush(node->store);
-            brim_log_info("flush: every item removed (from %s)", c->peer);
-        } else {
-            uv_timer_start(&node->flush_timer, node_flush_cb,
-                           (uint64_t) req->delay_s * 1000, 0);
-        }
+        /* A flush mark (Unix ms) from the node that runs flush_all,
+         * applied as it comes when that flush_all had no delay; a FLUSH
+         * without one (libbrim's brim_flush()) gets one here: now plus
+         * its delay (flush.h). */
+        brim_log_info("flush from %s", c->peer);
+        brim_node_flush_learn(node,
+                              req->flush_ms != 0 ? req->flush_ms
+                                                 : brim_node_flush_clock_ms()
+                                      + (uint64_t) req->delay_s * 1000,
+                              req->delay_s == 0);
         break;
     case BRIM_OP_EPOCH_PROPOSE:
     case BRIM_OP_EPOCH_COMMIT:

@@ -28,6 +28,7 @@
 #include "server/node/coordlink.h"
 #include "server/node/dispatch.h"
 #include "server/node/epoch.h"
+#include "server/node/flush.h"
 #include "server/node/lease.h"
 #include "server/node/links.h"
 #include "server/node/mcfwd.h"
@@ -396,7 +397,7 @@ node_stop(struct brim_node *node)
     brim_server_close(&node->srv);
     brim_migrate_release_links(node);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
-    uv_close((uv_handle_t *) &node->flush_timer, NULL);
+    brim_node_flush_stop(node);
     uv_close((uv_handle_t *) &node->sig_term, NULL);
     uv_close((uv_handle_t *) &node->sig_int, NULL);
     uv_close((uv_handle_t *) &node->sig_quit, NULL);
@@ -501,7 +502,7 @@ node_start(struct brim_node *node)
     }
     uv_timer_init(node->loop, &node->tick_timer);
     uv_timer_start(&node->tick_timer, node_tick_cb, NODE_TICK_MS, NODE_TICK_MS);
-    uv_timer_init(node->loop, &node->flush_timer);
+    brim_node_flush_init(node);
     uv_signal_init(node->loop, &node->sig_term);
     uv_signal_init(node->loop, &node->sig_int);
     uv_signal_init(node->loop, &node->sig_quit);

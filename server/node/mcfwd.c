@@ -212,9 +212,12 @@ fwd_send(struct mcfwd *f)
     f->req.request_id = ++l->next_id;
     f->req.epoch = node->topo.committed.map.epoch;
     brim_buf_init(&buf);
-    if ((f->nkeys > 0 ? brim_wire_encode_mget(&buf, f->req.request_id,
-                                              f->req.epoch, f->keys, f->nkeys)
-                      : brim_wire_encode_req(&buf, &f->req))
+    if ((f->nkeys == 0 ? brim_wire_encode_req(&buf, &f->req)
+             : f->req.op == BRIM_OP_MGAT
+             ? brim_wire_encode_mgat(&buf, f->req.request_id, f->req.epoch,
+                                     f->keys, f->nkeys, f->req.ttl_s)
+             : brim_wire_encode_mget(&buf, f->req.request_id, f->req.epoch,
+                                     f->keys, f->nkeys))
             != 0
         || brim_peer_call(&l->peer, &buf, fwd_reply, f) != 0)
     {
@@ -348,9 +351,10 @@ brim_mcfwd_start(struct brim_node *node, const struct brim_req *req, uint64_t h,
 }
 
 int
-brim_mcfwd_start_mget(struct brim_node *node, const struct brim_bytes *keys,
-                      uint32_t nkeys, const char *addr, uint32_t timeout_ms,
-                      brim_mcfwd_cb cb, void *arg)
+brim_mcfwd_start_mget(struct brim_node *node, uint32_t op, uint32_t ttl_s,
+                      const struct brim_bytes *keys, uint32_t nkeys,
+                      const char *addr, uint32_t timeout_ms, brim_mcfwd_cb cb,
+                      void *arg)
 {
     struct brim_req    req;
     struct brim_bytes *copy;
@@ -374,7 +378,8 @@ brim_mcfwd_start_mget(struct brim_node *node, const struct brim_bytes *keys,
         p += keys[i].len;
     }
     memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_MGET;
+    req.op = op;
+    req.ttl_s = ttl_s;
     f = fwd_new(node, &req, 0, addr, timeout_ms, cb, arg);
     if (f == NULL) {
         brim_free(copy);

@@ -43,15 +43,17 @@ int brim_mcfwd_start(struct brim_node *node, const struct brim_req *req,
                      brim_mcfwd_cb cb, void *arg);
 
 /*
- * Forward an MGET of the NKEYS (1 .. the owner's max_mget_keys) keys KEYS
+ * Forward an MGET (OP BRIM_OP_MGET) or an MGAT (BRIM_OP_MGAT, with TTL_S
+ * as GAT's) of the NKEYS (1 .. the owner's max_mget_keys) keys KEYS
  * (borrowed: copied) to the node at ADDR (borrowed), as
- * brim_mcfwd_start() does an op without a key: CB gets the MGET's reply,
- * its entries in KEYS' order (brim_wire_rep_entry(); an entry MOVED,
- * RETRY or TOOBIG is the caller's to ask again on its own). Returns 0 or
+ * brim_mcfwd_start() does an op without a key: CB gets the reply, its
+ * entries in KEYS' order (brim_wire_rep_entry(); an entry MOVED, RETRY
+ * or TOOBIG is the caller's to ask again on its own). Returns 0 or
  * BRIM_ENOMEM (CB is not called).
  */
-int brim_mcfwd_start_mget(struct brim_node *node, const struct brim_bytes *keys,
-                          uint32_t nkeys, const char *addr, uint32_t timeout_ms,
+int brim_mcfwd_start_mget(struct brim_node *node, uint32_t op, uint32_t ttl_s,
+                          const struct brim_bytes *keys, uint32_t nkeys,
+                          const char *addr, uint32_t timeout_ms,
                           brim_mcfwd_cb cb, void *arg);
 
 /* Copy the counters into *OUT. */

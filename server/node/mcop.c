@@ -158,7 +158,8 @@ mc_get_here(struct mc_cmd *mc, const struct brim_req *req, uint32_t slot,
     return op_run(mc, req, slot, owner);
 }
 
-/* The keys of one MGET sent for a multi-key get, and their slots. */
+/* The keys of one MGET (or MGAT) sent for a multi-key get, and their
+ * slots. */
 struct op_mget {
     struct mc_cmd     *mc;   /* the command's connection */
     uint32_t           n;    /* keys */
@@ -166,17 +167,33 @@ struct op_mget {
     struct brim_bytes *keys; /* copies, for asking one again */
 };
 
-/* Ask key J of G again on its own (its entry was not an answer). */
+/* True when MC's get is a gat or gats: its keys' TTL is set too. */
+static int
+op_is_gat(const struct mc_cmd *mc)
+{
+    return mc->cmd.kind == BRIM_MCTEXT_GAT || mc->cmd.kind == BRIM_MCTEXT_GATS;
+}
+
+/* Ask KEY (KEY_LEN bytes) of MC's get again on its own as op SLOT: GET,
+ * or GAT for a gat (which pulls a key in flight first). */
 static void
-op_mget_again(struct op_mget *g, uint32_t j)
+op_get_one(struct mc_cmd *mc, const char *key, size_t key_len, uint32_t slot)
 {
     struct brim_req req;
 
     memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_GET;
-    req.key = g->keys[j].ptr;
-    req.key_len = g->keys[j].len;
-    mc_run(g->mc, &req, g->idx[j]);
+    req.op = op_is_gat(mc) ? BRIM_OP_GAT : BRIM_OP_GET;
+    req.ttl_s = mc_ttl(mc->cmd.exptime);
+    req.key = key;
+    req.key_len = key_len;
+    mc_run(mc, &req, slot);
+}
+
+/* Ask key J of G again on its own (its entry was not an answer). */
+static void
+op_mget_again(struct op_mget *g, uint32_t j)
+{
+    op_get_one(g->mc, g->keys[j].ptr, g->keys[j].len, g->idx[j]);
 }
 
 /* brim_mcfwd_cb of an MGET: each entry to its slot. */
@@ -232,13 +249,7 @@ mc_mget_at(struct mc_cmd *mc, const char *owner, const uint32_t *idx,
     if (g == NULL || op_copy_cmd(mc) != 0) {
         brim_free(g);
         for (j = 0; j < n; j++) { /* one by one, then */
-            struct brim_req req;
-
-            memset(&req, 0, sizeof(req));
-            req.op = BRIM_OP_GET;
-            req.key = keys[j].ptr;
-            req.key_len = keys[j].len;
-            mc_run(mc, &req, idx[j]);
+            op_get_one(mc, keys[j].ptr, keys[j].len, idx[j]);
         }
         return;
     }
@@ -254,7 +265,8 @@ mc_mget_at(struct mc_cmd *mc, const char *owner, const uint32_t *idx,
         g->keys[j].len = keys[j].len;
         p += keys[j].len;
     }
-    if (brim_mcfwd_start_mget(node, g->keys, n, owner,
+    if (brim_mcfwd_start_mget(node, op_is_gat(mc) ? BRIM_OP_MGAT : BRIM_OP_MGET,
+                              mc_ttl(mc->cmd.exptime), g->keys, n, owner,
                               node->cfg.memcached_timeout_ms, op_mget_done, g)
         != 0)
     {

@@ -18,6 +18,7 @@
 #include "common/defs.h"
 #include "server/log.h"
 #include "server/node/epoch.h"
+#include "server/node/flush.h"
 #include "server/node/mcfwd.h"
 #include "server/node/mcport_int.h"
 
@@ -173,11 +174,11 @@ cmd_get(struct mc_cmd *mc)
     mc->finish = get_finish;
     if (!mc->port->node->cfg.standalone && cmd->nkeys > 1) {
         /* Keys of several owners: each answer waits for its turn, and the
-         * keys of one owner go in one MGET (GAT has no such form). */
+         * keys of one owner go in one MGET (gat and gats: one MGAT). */
         mc->slots = brim_calloc(cmd->nkeys, sizeof(*mc->slots));
         mc->nslots = mc->slots != NULL ? cmd->nkeys : 0;
         mc->first_slot = 0;
-        if (!gat && mc->slots != NULL) {
+        if (mc->slots != NULL) {
             owner = brim_calloc(cmd->nkeys, sizeof(*owner));
             keys = brim_calloc(cmd->nkeys, sizeof(*keys));
         }
@@ -468,13 +469,6 @@ cmd_stats(struct mc_cmd *mc)
     (void) brim_mctext_put_reply(out, BRIM_MCTEXT_REPLY_END);
 }
 
-static void
-node_flush_cb(uv_timer_t *t)
-{
-    brim_store_flush(((struct brim_node *) t->data)->store);
-    brim_log_info("memcached flush_all: every item removed (delayed)");
-}
-
 /* mc_done_fn of flush_all's FLUSH to one member: count a failure. */
 static void
 flush_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
@@ -487,17 +481,23 @@ flush_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
     }
 }
 
-/* mc_finish_fn of flush_all: OK once every member flushed. */
+/* mc_finish_fn of flush_all: OK once the coordinator recorded the flush
+ * and every member has it. */
 static void
 flush_finish(struct mc_cmd *mc)
 {
     struct brim_buf *out = mc_out(mc);
-    char             msg[128];
+    char             msg[200];
 
     if (mc->stage > 0) {
-        snprintf(msg, sizeof(msg),
-                 "flush_all: %u members of the cluster did not flush",
-                 mc->stage);
+        if (mc->why[0] != '\0') {
+            snprintf(msg, sizeof(msg), "flush_all: %s", mc->why);
+        } else {
+            snprintf(msg, sizeof(msg),
+                     "flush_all: %u members of the cluster did not flush "
+                     "yet (they will within a heartbeat)",
+                     mc->stage);
+        }
         mc->port->st.server_errors++;
         if (!mc->cmd.noreply) {
             (void) brim_mctext_put_server_error(out, msg);
@@ -511,20 +511,57 @@ flush_finish(struct mc_cmd *mc)
     }
 }
 
+/* Every member of the committed map but this node learns the mark in
+ * MC->req (FLUSH), and so does this node. */
+static void
+flush_members(struct mc_cmd *mc)
+{
+    struct brim_node       *node = mc->port->node;
+    const struct brim_topo *t = &node->topo.committed;
+    uint32_t                i;
+
+    mc->done = flush_done;
+    for (i = 0; !node->cfg.standalone && i < t->nmembers; i++) {
+        if ((int32_t) i != node->topo.self) {
+            mc_run_at(mc, &mc->req, t->members[i].addr, i);
+        }
+    }
+    brim_log_info("memcached flush_all from %s: mark %" PRIu64 " Unix ms",
+                  mc->c->peer, mc->req.flush_ms);
+    brim_node_flush_learn(node, mc->req.flush_ms, mc->req.delay_s == 0);
+}
+
+/* mc_done_fn of flush_all's FLUSH to the coordinator: recorded (then the
+ * members are told), or refused (then nothing flushes). */
+static void
+flush_recorded(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
+{
+    (void) slot;
+    if (rep->status != 0) {
+        mc->stage++;
+        snprintf(mc->why, sizeof(mc->why),
+                 "the coordinator did not record it (%.*s); not flushed",
+                 (int) BRIM_MIN(rep->message_len, 100), rep->message);
+        brim_log_warn("memcached flush_all: %s", mc->why);
+        return;
+    }
+    flush_members(mc);
+}
+
 /*
  * flush_all [delay]: refused unless --memcached-allow-flush. The port is
- * one logical cache, so every member of the committed map flushes (a
- * FLUSH with the same delay to each, this node's store at once), and the
- * reply waits for them all.
+ * one logical cache, so the whole cluster flushes, as one event at an
+ * absolute time, its mark: now plus the delay, Unix ms (flush.h). The
+ * coordinator records the mark first (it gives it to nodes that join
+ * later, and to any member that misses it, in JOIN and HEARTBEAT
+ * replies); then every member gets FLUSH with the mark, and this node
+ * learns it. The reply waits for them all.
  */
 static void
 cmd_flush(struct mc_cmd *mc)
 {
-    struct brim_node       *node = mc->port->node;
-    const struct brim_topo *t = &node->topo.committed;
-    struct brim_req         req;
-    uint64_t                at = 0, now = (uint64_t) time(NULL);
-    uint32_t                i;
+    struct brim_node *node = mc->port->node;
+    uint64_t          at = 0, now = (uint64_t) time(NULL);
 
     if (!node->cfg.memcached_allow_flush) {
         (void) brim_mctext_put_client_error(mc_out(mc),
@@ -532,31 +569,27 @@ cmd_flush(struct mc_cmd *mc)
         return;
     }
     mc->port->st.cmd_flush++;
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_FLUSH;
+    memset(&mc->req, 0, sizeof(mc->req));
+    mc->req.op = BRIM_OP_FLUSH;
+    mc->req.flush_ms = brim_node_flush_clock_ms();
     if (mc->cmd.has_exptime
         && brim_mctext_expiry(mc->cmd.exptime, now, &at)
             == BRIM_MCTEXT_EXPIRY_AT)
     {
-        req.delay_s = (uint32_t) (at - now);
+        /* Members judge a delayed mark by their clocks, and apply one
+         * without a delay as it arrives (dispatch.c). */
+        mc->req.delay_s = (uint32_t) (at - now);
+        mc->req.flush_ms += (uint64_t) mc->req.delay_s * 1000u;
     }
-    mc->done = flush_done;
     mc->finish = flush_finish;
     mc->stage = 0;
-    for (i = 0; !node->cfg.standalone && i < t->nmembers; i++) {
-        if ((int32_t) i != node->topo.self) {
-            mc_run_at(mc, &req, t->members[i].addr, i);
-        }
+    mc->why[0] = '\0';
+    if (node->cfg.standalone || node->cfg.coordinator[0] == '\0') {
+        flush_members(mc);
+        return;
     }
-    if (req.delay_s == 0) {
-        brim_store_flush(node->store);
-        brim_log_info("memcached flush_all from %s: every item removed",
-                      mc->c->peer);
-    } else {
-        node->flush_timer.data = node;
-        uv_timer_start(&node->flush_timer, node_flush_cb,
-                       (uint64_t) req.delay_s * 1000, 0);
-    }
+    mc->done = flush_recorded;
+    mc_run_at(mc, &mc->req, node->cfg.coordinator, UINT32_MAX);
 }
 
 /* ---- the connection ---- */

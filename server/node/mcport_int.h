@@ -159,7 +159,7 @@ int mc_get_here(struct mc_cmd *mc, const struct brim_req *req, uint32_t slot,
                 const char **owner);
 
 /*
- * MGET the N keys KEYS (borrowed; copied), keys IDX[0 .. N) of MC's get,
+ * MGET (MGAT for a gat or gats, with its TTL) the N keys KEYS (borrowed; copied), keys IDX[0 .. N) of MC's get,
  * at the node at OWNER, as mc_run() forwards: MC->done hears each key; an
  * entry that is not an answer (MOVED, RETRY, TOOBIG) is asked again on its
  * own (routed afresh), before the get's END.

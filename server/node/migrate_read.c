@@ -18,6 +18,7 @@
 #include "common/defs.h"
 #include "common/hash.h"
 #include "server/log.h"
+#include "server/node/flush.h"
 #include "server/node/epoch.h"
 
 /* ---- forwarded reads and pulls at the new owner ---- */
@@ -32,6 +33,7 @@ struct mig_fetch {
     uint64_t             request_id;
     uint64_t             hash;
     uint64_t             mig_epoch; /* the migration id asked under */
+    uint64_t             flush_ms;  /* our applied flush mark then */
     uint32_t             p;
     uint32_t             op;        /* FORWARD_GET or PULL */
     uint32_t             client_op; /* the client's op */
@@ -143,6 +145,13 @@ fetch_reply(struct brim_peer *peer, int status, const char *body, size_t len,
             m->stats.pull_fails++;
         }
     }
+    if (ok && rep.status == 0 && brim_node_flush_applied(node) != f->flush_ms) {
+        /* A flush was applied here while the old owner answered: what it
+         * sent is older than the flush, so it is a miss (flush.h). */
+        node->flush.dropped++;
+        rep.status = BRIM_ENOTFOUND;
+        rep.obj = NULL;
+    }
     if (ok && rep.status == BRIM_ERETRY) {
         mig_in_source_gone(m, f->p, f->mig_epoch,
                            "the old owner holds no "
@@ -231,6 +240,7 @@ brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
     f->hash = h;
     f->p = p;
     f->mig_epoch = m->in_epoch[p];
+    f->flush_ms = brim_node_flush_applied(node);
     f->op = req->op == BRIM_OP_GET ? BRIM_OP_FORWARD_GET : BRIM_OP_PULL;
     f->client_op = req->op;
     fetch_keep_req(f, req);
@@ -242,6 +252,7 @@ brim_migrate_fetch(struct brim_node *node, struct brim_conn *c,
     fr.partition = p;
     fr.key = req->key;
     fr.key_len = req->key_len;
+    fr.flush_ms = f->flush_ms; /* the old owner flushes first if behind */
     brim_buf_init(&buf);
     if (brim_wire_encode_req(&buf, &fr) != 0
         || brim_peer_call(&l->peer, &buf, fetch_reply, f) != 0)
@@ -282,6 +293,9 @@ mig_serve_copy(struct brim_migrate *m, struct brim_conn *c,
         return mig_reply(c, req->request_id, BRIM_EINVAL,
                          "forward: key of another partition");
     }
+    /* The asker applied a flush we have not: it happened, so our copy
+     * goes first and the answer is never older than it (flush.h). */
+    (void) brim_node_flush_stamp(node, req->flush_ms);
     if (!mig_holds(m, req->partition)) {
         return mig_reply(c, req->request_id, BRIM_ERETRY,
                          "forward: this node holds no copy of the partition");

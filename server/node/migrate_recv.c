@@ -18,6 +18,7 @@
 #include "common/defs.h"
 #include "common/hash.h"
 #include "server/log.h"
+#include "server/node/flush.h"
 #include "server/node/epoch.h"
 
 /* ---- COMPLETE to old owners ---- */
@@ -276,6 +277,12 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
     }
     if (req->op == BRIM_OP_STREAM_BATCH) {
         m->stats.batches_in++;
+        if (brim_node_flush_stamp(node, req->flush_ms)) {
+            /* Scanned before a flush applied here: every entry is older
+             * than it. Accepted, so the stream goes on, and dropped. */
+            node->flush.dropped += req->nentries;
+            return mig_reply(c, id, 0, NULL);
+        }
         t0 = uv_hrtime();
         mig_pace_tick(m, t0);
         (void) mig_budget_open(&m->in_budget, t0); /* a new window? */

@@ -26,6 +26,7 @@
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "server/log.h"
+#include "server/node/flush.h"
 
 /* ---- jobs ---- */
 
@@ -249,6 +250,9 @@ job_send_op(struct brim_migrate *m, struct mig_job *j, uint32_t op)
     req.partition = j->p;
     req.count = j->count;
     if (op == BRIM_OP_STREAM_BATCH) {
+        /* The entries were scanned in this turn of the loop: they hold
+         * nothing from before this flush mark (flush.h). */
+        req.flush_ms = brim_node_flush_applied(m->node);
         req.nentries = m->scratch_n;
         req.entries_raw = m->scratch.data;
         req.entries_raw_len = m->scratch.len;

@@ -168,6 +168,23 @@ struct brim_node_coordlink {
     uint64_t              linger_until;    /* loop ms: drained, exit */
 };
 
+/*
+ * The cluster's flush marks as this node knows them (flush.h): each a
+ * Unix ms time at which every item stored before it is gone.
+ */
+struct brim_node_flush {
+    uint64_t   applied_ms;    /* the last mark applied to the store; the
+                                 stamp this node sends; 0: none */
+    uint64_t   pending_lo_ms; /* the earliest mark still to come; 0: none */
+    uint64_t   pending_hi_ms; /* the latest one (= LO when one) */
+    uint64_t   applied;       /* stats: marks applied */
+    uint64_t   stamped;       /* stats: of them, applied early because a
+                                 peer's stamp showed it applied there */
+    uint64_t   dropped;       /* stats: stream entries and forwarded
+                                 answers dropped as older than a mark */
+    uv_timer_t timer;         /* the earliest pending mark */
+};
+
 /* One node process. */
 struct brim_node {
     struct brim_node_config    cfg;          /* settings */
@@ -184,7 +201,7 @@ struct brim_node {
     uint64_t                   cluster_id;   /* standalone: random */
     uint64_t                   start_unix;   /* Unix seconds at start */
     uv_timer_t                 tick_timer;   /* reclaim + rate, every 100 ms */
-    uv_timer_t                 flush_timer;  /* delayed FLUSH */
+    struct brim_node_flush     flush;        /* flush marks (flush.c) */
     uv_signal_t                sig_term;     /* SIGTERM: leave and exit */
     uv_signal_t                sig_int;      /* SIGINT: same */
     uv_signal_t                sig_quit;     /* SIGQUIT: exit at once */

@@ -58,8 +58,38 @@ serve_ttl_left(const struct brim_item *it, uint32_t now)
     return exptime > now ? exptime - now : 1;
 }
 
-/* MGET: one entry per key, in order; a hit that would push the frame past
- * the limit is answered TOOBIG for the client to fetch on its own. */
+/*
+ * MGAT's TTL for one key routed here, run as GAT's is (serve_run()): room
+ * for the write's tombstone while its partition is in flight, the touch,
+ * the migration's record. Returns 0 (set, or the key is absent), or
+ * BRIM_ERETRY for a key in flight and not here yet, or without room for
+ * its tombstone: the client asks it with GAT alone, which pulls it first.
+ */
+static int
+serve_mgat_touch(struct brim_node *node, uint64_t h, const char *key,
+                 size_t key_len, uint32_t ttl_s, uint32_t now)
+{
+    uint32_t p = brim_partition_of(h, node->cfg.partitions);
+    int      rc;
+
+    if (node->mig != NULL
+        && ((brim_store_peek(node->store, h, key, key_len, now) == NULL
+             && brim_migrate_unsettled(node, h, key, key_len))
+            || brim_migrate_before_write(node, p, h, key, key_len) != 0))
+    {
+        return BRIM_ERETRY;
+    }
+    rc = brim_store_touch(node->store, h, key, key_len,
+                          serve_exptime(ttl_s, now), now);
+    if (node->mig != NULL && rc == 0) {
+        brim_migrate_hit(node, p, h, key, key_len, BRIM_MIG_WRITE, rc);
+    }
+    return 0;
+}
+
+/* MGET and MGAT: one entry per key, in order; a hit that would push the
+ * frame past the limit is answered TOOBIG for the client to fetch on its
+ * own. MGAT sets the TTL of each key that is here first, as GAT does. */
 static int
 serve_mget(struct brim_node *node, struct brim_conn *c,
            const struct brim_req *req, uint32_t now)
@@ -80,6 +110,9 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
         route = brim_node_route(node, req->epoch, h, &rrep, &newer);
         if (newer) {
             brim_node_coord_fetch(node);
+        }
+        if (route == 0 && req->op == BRIM_OP_MGAT) {
+            route = serve_mgat_touch(node, h, key, key_len, req->ttl_s, now);
         }
         if (route == 0 && node->mig != NULL) {
             brim_migrate_hit(node, brim_partition_of(h, node->cfg.partitions),
@@ -361,7 +394,7 @@ brim_node_serve_data(struct brim_node *node, struct brim_conn *c,
 {
     uint64_t h;
 
-    if (req->op == BRIM_OP_MGET) {
+    if (req->op == BRIM_OP_MGET || req->op == BRIM_OP_MGAT) {
         return serve_mget(node, c, req, unix_now());
     }
     BRIM_ASSERT((brim_op_info(req->op)->flags & BRIM_OPF_KEY) != 0);

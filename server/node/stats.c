@@ -180,6 +180,11 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_STORE, "deletes", ss.deletes);
     emit_u64(e, SEC_STORE, "evictions", ss.evictions);
     emit_u64(e, SEC_STORE, "expirations", ss.expirations);
+    emit_u64(e, SEC_STORE, "flush_mark_ms", node->flush.applied_ms);
+    emit_u64(e, SEC_STORE, "flush_pending_ms", node->flush.pending_lo_ms);
+    emit_u64(e, SEC_STORE, "flushes", node->flush.applied);
+    emit_u64(e, SEC_STORE, "flushes_stamped", node->flush.stamped);
+    emit_u64(e, SEC_STORE, "flush_dropped", node->flush.dropped);
     emit_u64(e, SEC_CONNS, "connections", cs->conns_current);
     emit_u64(e, SEC_CONNS, "connections_total", cs->conns_total);
     emit_u64(e, SEC_CONNS, "connections_refused", cs->conns_refused);

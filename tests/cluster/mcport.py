@@ -115,18 +115,19 @@ class MCluster(mb.Cluster):
     """migrate_basic's cluster (brim-coord and brim-nodes on ports the OS
     gives), every node with a memcached port (n.mport)."""
 
-    def __init__(self, args, node_args=()):
-        super().__init__(args.bin)
+    def __init__(self, args, node_args=(), delay_ms=0):
+        super().__init__(args.bin, delay_ms=delay_ms)
         self.node_args = list(node_args)
 
-    def add(self, name):
+    def add(self, name, env=None):
         port, mport = bw.free_port(), bw.free_port()
         n = mb.Proc([os.path.join(self.bindir, "brim-node"), "--name", name,
                      "--coordinator", "127.0.0.1:%d" % self.cport,
                      "--listen", "127.0.0.1:%d" % port, "--partitions",
                      str(mb.P), "--memcached-listen", "127.0.0.1:%d" % mport]
                     + self.node_args,
-                    os.path.join(self.dir, name + ".log"), env=self.env)
+                    os.path.join(self.dir, name + ".log"),
+                    env=self.env if env is None else env)
         n.port, n.mport = port, mport
         self.nodes[name] = n
         mb.wait_port(port, n)
@@ -152,12 +153,12 @@ class MCluster(mb.Cluster):
         return out
 
 
-def cluster_up(args, n=3, node_args=()):
-    cl = MCluster(args, node_args)
+def cluster_up(args, n=3, node_args=(), delay_ms=0, env=None):
+    cl = MCluster(args, node_args, delay_ms)
     cl.tool = args.tool
     try:
         for i in range(1, n + 1):
-            cl.add("node%d" % i)
+            cl.add("node%d" % i, env)
         cl.wait_members(n)
     except BaseException:
         cl.dump()
@@ -167,10 +168,10 @@ def cluster_up(args, n=3, node_args=()):
 
 
 @contextlib.contextmanager
-def cluster(args, n=3, node_args=()):
+def cluster(args, n=3, node_args=(), delay_ms=0, env=None):
     """cluster_up() for a with block: the logs shown if it fails, every
     process stopped at its end."""
-    cl = cluster_up(args, n, node_args)
+    cl = cluster_up(args, n, node_args, delay_ms, env)
     try:
         yield cl
     except BaseException:
@@ -780,6 +781,288 @@ def membership_bench(args):
         got = c.ask(b"get held lv7\r\n", b"END\r\n")
         check(got == b"VALUE held 0 2\r\nhv\r\nVALUE lv7 0 3\r\nv07\r\n"
               b"END\r\n", "after the leave: %r", got)
+        c.close()
+
+# ---- flush_all: one cluster event (docs/memcached.md, "flush_all") ----
+
+def mc_fill(port, prefix, n):
+    """N keys PREFIX<i> = b"<prefix>-<i>" set through PORT (noreply,
+    ended by mn); their names."""
+    c = Raw(port)
+    keys = [b"%s%d" % (prefix, i) for i in range(n)]
+    c.send(b"".join(b"set %s 0 0 %d noreply\r\n%s\r\n" % (k, len(k) + 1,
+                                                           k + b"!")
+                    for k in keys))
+    check(c.ask(b"mn\r\n") == b"MN\r\n", "mn after %d sets", n)
+    c.close()
+    return keys
+
+
+def mc_read(port, keys):
+    """{key: value or None} read through PORT with multi-key gets."""
+    c = Raw(port)
+    out = {k: None for k in keys}
+    for i in range(0, len(keys), 200):
+        got = c.ask(b"get " + b" ".join(keys[i:i + 200]) + b"\r\n",
+                    b"END\r\n")
+        while got.startswith(b"VALUE "):
+            line, got = got.split(b"\r\n", 1)
+            f = line.split()
+            n = int(f[3])
+            out[f[1]], got = got[:n], got[n + 2:]
+        check(got == b"END\r\n", "get reply ends with %r", got[:100])
+    c.close()
+    return out
+
+
+def wait_stat(cl, names, pred, what, bound_s=20.0):
+    deadline = time.monotonic() + bound_s
+    while True:
+        st = {n: cl.stats(n) for n in names}
+        if all(pred(s) for s in st.values()):
+            return st
+        check(time.monotonic() < deadline, "%s: not within %.0f s: %r", what,
+              bound_s, {n: (s["flush_mark_ms"], s["flush_pending_ms"],
+                            s["mig_partitions_in_flight"])
+                        for n, s in st.items()})
+        time.sleep(0.05)
+
+
+class WriteLoad:
+    """A thread setting keys w<i> (each once) through PORT and waiting for
+    each STORED: when each was sent and answered (monotonic s)."""
+
+    def __init__(self, port, bound_s=60.0, max_keys=50000):
+        import threading
+        self.c = Raw(port)
+        self.done = []          # (key, value, sent_s, stored_s)
+        self.stop = False
+        self.error = None
+        self.bound = time.monotonic() + bound_s
+        self.max_keys = max_keys
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        try:
+            i = 0
+            while (not self.stop and i < self.max_keys
+                   and time.monotonic() < self.bound):
+                k, v = b"w%d" % i, b"load-%d" % i
+                t0 = time.monotonic()
+                r = self.c.ask(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v))
+                check(r == b"STORED\r\n", "set %s: %r", k, r)
+                self.done.append((k, v, t0, time.monotonic()))
+                i += 1
+        except Exception as e:  # noqa: BLE001 (reported by finish())
+            self.error = e
+
+    def finish(self):
+        self.stop = True
+        self.t.join(30)
+        self.c.close()
+        check(not self.t.is_alive(), "the write load did not stop")
+        if self.error is not None:
+            raise self.error
+        return self.done
+
+
+@case
+def flush_during_join(args):
+    """flush_all while a join streams under a write load: afterwards no
+    key written before the flush is readable through any node's port, and
+    keys written after it are. The three old nodes take flush marks 2 s
+    late (BRIM_TEST_FLUSH_CLOCK_LAG_MS: a slow clock, or a late FLUSH),
+    so they go on streaming their old keys to the joiner for 2 s after
+    it flushed: the joiner must drop
+    those batches by their stamps (STATS flush_dropped), and its forwards
+    make a lagging old owner flush first."""
+    lag = dict(os.environ, BRIM_TEST_STREAM_DELAY_MS="100",
+               BRIM_TEST_FLUSH_CLOCK_LAG_MS="2000")
+    with cluster(args, node_args=["--memcached-allow-flush"],
+                 env=lag) as cl:
+        old = mc_fill(cl.nodes["node1"].mport, b"old", 4000)
+        load = WriteLoad(cl.nodes["node2"].mport)
+        cl.add("node4", dict(os.environ, BRIM_TEST_STREAM_DELAY_MS="100"))
+        wait_stat(cl, ["node4"], lambda s: s["mig_keys_in"] > 0,
+                  "node4 receiving its partitions")
+        j = Raw(cl.nodes["node4"].mport)
+        t_send = time.monotonic()
+        r = j.ask(b"flush_all\r\n")
+        t_ok = time.monotonic()
+        j.close()
+        check(r == b"OK\r\n", "flush_all: %r", r)
+        st = cl.stats("node4")
+        mark = st["flush_mark_ms"]
+        in_flight = st["mig_partitions_in_flight"]
+        print("flush_all answered in %.3f s, mark %d, node4 has %d "
+              "partitions in flight" % (t_ok - t_send, mark, in_flight))
+        check(mark > 0 and in_flight > 0, "node4: mark %d, %d partitions in "
+              "flight at the flush", mark, in_flight)
+        lagging = [s["flush_pending_ms"] for s in
+                   (cl.stats(n) for n in ("node1", "node2", "node3"))]
+        check(all(p == mark for p in lagging) or mark in lagging,
+              "the old nodes do not have the mark pending: %r", lagging)
+        st = wait_stat(cl, cl.nodes, lambda s: s["flush_mark_ms"] >= mark,
+                       "every node applied the flush")
+        t_all = time.monotonic()
+        time.sleep(0.5)
+        done = load.finish()
+        new = mc_fill(cl.nodes["node3"].mport, b"new", 500)
+        st = cl.wait_streams_done(60)
+        dropped = st["node4"]["flush_dropped"]
+        print("every node flushed %.1f s after the OK; node4 dropped %d "
+              "stream entries older than the mark; %d load writes"
+              % (t_all - t_ok, dropped, len(done)))
+        check(dropped > 0, "node4 dropped no stream entry by its stamp: the "
+              "case did not stream across the flush")
+        before = [(k, v) for k, v, _, t in done if t < t_send]
+        after = [(k, v) for k, v, t, _ in done if t > t_all]
+        check(len(before) > 20 and len(after) > 20, "load: %d writes before "
+              "the flush, %d after", len(before), len(after))
+        for name in sorted(cl.nodes):
+            got = mc_read(cl.nodes[name].mport, old + [k for k, _ in before])
+            back = [k for k, v in got.items() if v is not None]
+            check(not back, "through %s's port %d keys written before the "
+                  "flush are back, e.g. %r", name, len(back), back[:5])
+            got = mc_read(cl.nodes[name].mport, new + [k for k, _ in after])
+            want = dict([(k, k + b"!") for k in new] + after)
+            bad = [k for k in want if got[k] != want[k]]
+            check(not bad, "through %s's port %d keys written after the "
+                  "flush are wrong, e.g. %r", name, len(bad),
+                  [(k, got[k]) for k in bad[:5]])
+        print("%d old keys and %d load keys from before the flush gone, "
+              "%d keys from after it read back, through all 4 ports"
+              % (len(old), len(before), len(new) + len(after)))
+
+
+@case
+def flush_delayed_joiner(args):
+    """flush_all 3, then a node joins before the 3 s pass: it learns the
+    mark at its join, and when the time comes the keys written before
+    the flush are gone on the joiner too (its store empty), as on every
+    other node; keys written after it are read back."""
+    with cluster(args, node_args=["--memcached-allow-flush"]) as cl:
+        old = mc_fill(cl.nodes["node1"].mport, b"old", 3000)
+        c = Raw(cl.nodes["node2"].mport)
+        t0 = time.monotonic()
+        r = c.ask(b"flush_all 3\r\n")
+        c.close()
+        check(r == b"OK\r\n", "flush_all 3: %r", r)
+        mark = cl.stats("node2")["flush_pending_ms"]
+        cl.add("node4")
+        cl.wait_members(4, timeout=15)
+        s4 = wait_stat(cl, ["node4"], lambda s: s["mig_keys_in"] > 0,
+                       "node4 receiving keys", 10.0)["node4"]
+        joined = time.monotonic() - t0
+        print("node4 joined and received %d keys %.1f s after flush_all 3; "
+              "its pending mark %d (node2's %d)"
+              % (s4["mig_keys_in"], joined, s4["flush_pending_ms"], mark))
+        check(joined < 3.0, "the join took %.1f s, past the flush" % joined)
+        check(mark > 0 and s4["flush_pending_ms"] == mark,
+              "node4 does not know the pending flush: %d, want %d",
+              s4["flush_pending_ms"], mark)
+        if time.monotonic() - t0 < 2.5:
+            got = mc_read(cl.nodes["node4"].mport, old[:200])
+            check(all(v is not None for v in got.values()),
+                  "keys gone before the delayed flush's time")
+        time.sleep(max(0.0, t0 + 3.3 - time.monotonic()))
+        cl.wait_streams_done(30)
+        st = wait_stat(cl, cl.nodes, lambda s: s["flush_mark_ms"] == mark,
+                       "every node applied the delayed flush", 5.0)
+        check(st["node4"]["keys"] == 0 and st["node4"]["flushes"] == 1,
+              "node4 after the flush: %d keys, %d flushes",
+              st["node4"]["keys"], st["node4"]["flushes"])
+        for name in sorted(cl.nodes):
+            got = mc_read(cl.nodes[name].mport, old)
+            back = [k for k, v in got.items() if v is not None]
+            check(not back, "through %s's port %d keys written before the "
+                  "flush are back, e.g. %r", name, len(back), back[:5])
+        new = mc_fill(cl.nodes["node4"].mport, b"new", 300)
+        got = mc_read(cl.nodes["node1"].mport, new)
+        check(all(got[k] == k + b"!" for k in new), "keys written after the "
+              "flush missing")
+        print("%d keys gone on all 4 nodes at the flush's time, %d written "
+              "after it read back" % (len(old), len(new)))
+
+
+@case
+def flush_mark_survives_coord_restart(args):
+    """flush_all 60, then brim-coord is killed and started again on its
+    state file: the mark is still there (persisted before the OK), and a
+    node that joins after the restart has it pending."""
+    with cluster(args, n=2, node_args=["--memcached-allow-flush"]) as cl:
+        c = Raw(cl.nodes["node1"].mport)
+        check(c.ask(b"flush_all 60\r\n") == b"OK\r\n", "flush_all 60")
+        c.close()
+        mark = cl.stats("node2")["flush_pending_ms"]
+        check(mark > 0, "node2 has no pending mark")
+        cl.coord.stop()  # SIGKILL: only what was persisted survives
+        cl.coord = mb.Proc(cl.coord.cmd, os.path.join(cl.dir, "coord2.log"))
+        mb.wait_port(cl.cport, cl.coord)
+        cl.add("node3")
+        cl.wait_members(3, timeout=20)
+        got = wait_stat(cl, ["node3"], lambda s: s["flush_pending_ms"] != 0,
+                        "node3 learning the mark", 10.0)
+        check(got["node3"]["flush_pending_ms"] == mark, "node3's pending "
+              "mark %d, want %d", got["node3"]["flush_pending_ms"], mark)
+        print("mark %d kept across a coordinator restart; node3 has it "
+              "pending" % mark)
+
+
+def cluster_stat(port, name):
+    """One counter of `stats cluster` through the memcached port PORT."""
+    c = Raw(port)
+    got = c.ask(b"stats cluster\r\n", b"END\r\n")
+    c.close()
+    for line in got.split(b"\r\n"):
+        f = line.split()
+        if len(f) == 3 and f[1] == name.encode():
+            return int(f[2])
+    raise AssertionError("no %s in stats cluster" % name)
+
+
+@case
+def gat_split_by_owner(args):
+    """A multi-key gat or gats through one node's port of a 3-node
+    cluster is split by owner like a get: one MGAT per other owner (not
+    one GAT per key), values and CAS values in the order asked with one
+    END, misses left out, and every key's TTL set (mg ... t)."""
+    with cluster(args) as cl:
+        t = cl.fetch()
+        port = cl.nodes["node2"].mport
+        keys = mc_fill(port, b"g", 300)
+        owners = {mb.owner_name(t, k) for k in keys}
+        check(owners == {"node1", "node2", "node3"}, "keys not spread: %r",
+              owners)
+        asked = keys[:150] + [b"nosuch1"] + keys[150:] + [b"nosuch2"]
+        c = Raw(port)
+        sent0 = cluster_stat(port, "forward_sent")
+        got = c.ask(b"gats 100 " + b" ".join(asked) + b"\r\n", b"END\r\n")
+        sent = cluster_stat(port, "forward_sent") - sent0
+        lines = got.split(b"\r\n")
+        heads = [ln.split() for ln in lines[0:-2:2]]
+        check([h[1] for h in heads] == keys and lines[-2] == b"END",
+              "gats: %d values, not the 300 keys in order", len(heads))
+        check(all(len(h) == 5 and int(h[4]) > 0 for h in heads)
+              and all(lines[2 * i + 1] == keys[i] + b"!" for i in
+                      range(len(keys))), "gats values or CAS values wrong")
+        print("gats of 302 keys (2 missing): 300 values in order, %d "
+              "forwards" % sent)
+        check(sent <= 4, "gats of 302 keys sent %d forwards, not one MGAT "
+              "per other owner", sent)
+        m = Raw(cl.nodes["node1"].mport)
+        for k in keys[::30]:
+            r = m.ask(b"mg %s t\r\n" % k)
+            check(r.startswith(b"HD t") and 95 <= int(r.split()[1][1:]) <= 100,
+                  "TTL of %r after gats 100: %r", k, r)
+        got = c.ask(b"gat 0 " + b" ".join(keys) + b"\r\n", b"END\r\n")
+        check(got.count(b"VALUE ") == 300, "gat 0: %d values",
+              got.count(b"VALUE "))
+        for k in keys[::30]:
+            r = m.ask(b"mg %s t\r\n" % k)
+            check(r == b"HD t-1\r\n", "TTL of %r after gat 0: %r", k, r)
+        m.close()
         c.close()
 
 

@@ -256,6 +256,9 @@ sample_req(uint32_t op, struct brim_req *req)
         case 'u':
             req->count = 1ull << 33;
             break;
+        case 'm':
+            req->flush_ms = 1796142702821ull; /* a Unix ms flush mark */
+            break;
         case 'B':
             req->entries = sample_entries;
             req->nentries = 2;
@@ -301,6 +304,7 @@ assert_req_eq(const struct brim_req *a, const struct brim_req *b)
     ck_assert(same_obj(a->obj, b->obj));
     ck_assert_uint_eq(a->partition, b->partition);
     ck_assert_uint_eq(a->count, b->count);
+    ck_assert_uint_eq(a->flush_ms, b->flush_ms);
     ck_assert_uint_eq(a->nentries, b->nentries);
     for (i = 0; i < a->nentries; i++) {
         ck_assert(same_obj(&a->entries[i], &b->entries[i]));
@@ -322,6 +326,7 @@ assert_rep_eq(const struct brim_rep *a, const struct brim_rep *b)
     ck_assert_uint_eq(a->cas, b->cas);
     ck_assert_uint_eq(a->number, b->number);
     ck_assert_uint_eq(a->epoch, b->epoch);
+    ck_assert_uint_eq(a->flush_ms, b->flush_ms);
     ck_assert(same_bytes(a->owner, a->owner_len, b->owner, b->owner_len));
     ck_assert_uint_eq(a->hello.version, b->hello.version);
     ck_assert_uint_eq(a->hello.role, b->hello.role);
@@ -375,7 +380,8 @@ START_TEST(wire_req_round_trip_every_op)
 
     n = 0;
     for (op = 0; op < BRIM_OP_CODE_LIMIT; op++) {
-        if (brim_op_info(op) == NULL || op == BRIM_OP_MGET) {
+        if (brim_op_info(op) == NULL || op == BRIM_OP_MGET
+            || op == BRIM_OP_MGAT) {
             continue;
         }
         sample_req((uint32_t) op, &req);
@@ -420,11 +426,31 @@ START_TEST(wire_req_optional_args)
 
     sample_req(BRIM_OP_FLUSH, &req);
     req.delay_s = 0;
+    req.flush_ms = 0;
     out.len = 0;
     ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
     ck_assert_uint_eq((unsigned char) out.data[4], 0x93);
     ck_assert_int_eq(parse_out_req(&got), 0);
     ck_assert_uint_eq(got.op, BRIM_OP_FLUSH);
+
+    /* A flush mark without a delay: the zero delay_s before it is sent. */
+    req.flush_ms = 1796142702821ull;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
+    ck_assert_uint_eq((unsigned char) out.data[4], 0x95); /* 3 + 2 */
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_uint_eq(got.delay_s, 0);
+    ck_assert_uint_eq(got.flush_ms, 1796142702821ull);
+
+    /* A stream batch without a stamp (a node never flushed, or an older
+     * node) is the three arguments it always was. */
+    sample_req(BRIM_OP_STREAM_BATCH, &req);
+    req.flush_ms = 0;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
+    ck_assert_uint_eq((unsigned char) out.data[4], 0x96); /* 3 + 3 */
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    assert_req_eq(&req, &got);
 }
 END_TEST
 
@@ -454,6 +480,25 @@ START_TEST(wire_mget_round_trip)
     ck_assert_int_eq(brim_wire_encode_mget(&out, 9, 4, keys, 0), BRIM_EINVAL);
     got.keys = NULL;
     ck_assert_int_eq(brim_wire_encode_req(&out, &got), BRIM_EINVAL);
+
+    /* MGAT: the same keys and GAT's ttl_s (0 too: it means "never"). */
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_mgat(&out, 10, 5, keys, 3, 0), 0);
+    ck_assert_uint_eq((unsigned char) out.data[4], 0x95);
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_uint_eq(got.op, BRIM_OP_MGAT);
+    ck_assert_uint_eq(got.nkeys, 3);
+    ck_assert_uint_eq(got.ttl_s, 0);
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_mgat(&out, 10, 5, keys, 2, 3600), 0);
+    ck_assert_int_eq(parse_out_req(&got), 0);
+    ck_assert_uint_eq(got.nkeys, 2);
+    ck_assert_uint_eq(got.ttl_s, 3600);
+    brim_wire_req_key(&got, 1, &k, &klen);
+    ck_assert(same_bytes(k, klen, "user:1", 6));
+    assert_reencodes_req(&got);
+    ck_assert_int_eq(brim_wire_encode_mgat(&out, 9, 4, keys, 0, 1),
+                     BRIM_EINVAL);
 }
 END_TEST
 
@@ -1418,7 +1463,7 @@ START_TEST(wire_op_table)
             ck_assert_int_eq(info->key_arg, -1);
         }
     }
-    ck_assert_int_eq(n, 37);
+    ck_assert_int_eq(n, 38);
     ck_assert_str_eq(brim_op_name(BRIM_OP_JOIN), "JOIN");
     ck_assert_str_eq(brim_op_name(BRIM_OP_STREAM_BATCH), "STREAM_BATCH");
     ck_assert_ptr_nonnull(brim_op_info(BRIM_OP_JOIN));
@@ -1589,6 +1634,27 @@ START_TEST(wire_membership_args)
         ck_assert_int_eq(parse_out_rep(BRIM_OP_HEARTBEAT, &got), 0);
         ck_assert_uint_eq(got.epoch, 4);
         ck_assert_uint_eq(got.lease_ms, 1500);
+        ck_assert_uint_eq(got.flush_ms, 0);
+        /* With the cluster's flush mark, trailing. */
+        rep.flush_ms = 1796142702821ull;
+        out.len = 0;
+        ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_HEARTBEAT, &rep),
+                         0);
+        ck_assert_uint_eq((unsigned char) out.data[4], 0x95);
+        ck_assert_int_eq(parse_out_rep(BRIM_OP_HEARTBEAT, &got), 0);
+        ck_assert_uint_eq(got.lease_ms, 1500);
+        ck_assert_uint_eq(got.flush_ms, 1796142702821ull);
+        /* And JOIN's: the topology, then the mark. */
+        memset(&rep, 0, sizeof(rep));
+        rep.request_id = 10;
+        rep.obj = &sample_arr;
+        rep.flush_ms = 42;
+        out.len = 0;
+        ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_JOIN, &rep), 0);
+        ck_assert_uint_eq((unsigned char) out.data[4], 0x94);
+        ck_assert_int_eq(parse_out_rep(BRIM_OP_JOIN, &got), 0);
+        ck_assert_ptr_nonnull(got.obj);
+        ck_assert_uint_eq(got.flush_ms, 42);
     }
 }
 END_TEST
