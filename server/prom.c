@@ -80,7 +80,7 @@ brim_prom_f64(struct brim_buf *out, const char *name, const char *labels,
     } else if (isinf(v)) {
         snprintf(num, sizeof(num), "%s\n", v > 0 ? "+Inf" : "-Inf");
     } else {
-        snprintf(num, sizeof(num), "%.17g\n", v);
+        snprintf(num, sizeof(num), "%.16g\n", v);
     }
     if (prom_head(out, name, labels) != 0 || prom_puts(out, num) != 0) {
         return BRIM_ENOMEM;

@@ -49,7 +49,7 @@ int brim_prom_family(struct brim_buf *out, const char *name,
 
 /*
  * Append one sample "NAME{LABELS} V" to OUT (LABELS NULL or "": none; it
- * is written as given). The _f64 form writes V with 17 significant digits
+ * is written as given). The _f64 form writes V with 16 significant digits
  * (NaN and infinities as Prometheus spells them). Returns 0 or
  * BRIM_ENOMEM.
  */

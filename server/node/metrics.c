@@ -201,8 +201,8 @@ metrics_lat_op(struct brim_buf *out, const char *op,
     for (k = 0; rc == 0 && k < BRIM_NODE_LAT_BUCKETS; k++) {
         cum += lat->bucket[k];
         if (k + 1 < BRIM_NODE_LAT_BUCKETS) {
-            snprintf(labels, sizeof(labels), "op=\"%s\",le=\"%.9g\"", op,
-                     (double) (1ull << (k + 10)) * 1e-9);
+            snprintf(labels, sizeof(labels), "op=\"%s\",le=\"%.10g\"", op,
+                     (double) (1ull << (k + 8)) * 1e-9);
         } else {
             snprintf(labels, sizeof(labels), "op=\"%s\",le=\"+Inf\"", op);
         }

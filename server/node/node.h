@@ -84,11 +84,11 @@ struct brim_node_config {
 /*
  * Server-side latency of the requests of one op, from the moment its frame
  * is taken from the input buffer to the moment its reply is queued (or,
- * for a forwarded read or pull, its forward is sent): bucket k < 21 counts
- * requests under 2^(k+10) ns (about 1 us x 2^k, up to 1.07 s), bucket 21
- * the slower ones. Not cumulative; /metrics adds them up (metrics.c).
+ * for a forwarded read or pull, its forward is sent): bucket k < 23 counts
+ * requests under 2^(k+8) ns (256 ns x 2^k, up to 1.07 s), bucket 23 the
+ * slower ones. Not cumulative; /metrics adds them up (metrics.c).
  */
-#define BRIM_NODE_LAT_BUCKETS 22
+#define BRIM_NODE_LAT_BUCKETS 24
 struct brim_node_lat {
     uint64_t bucket[BRIM_NODE_LAT_BUCKETS]; /* requests per bucket */
     uint64_t sum_ns;                        /* their latencies, ns */
@@ -101,8 +101,8 @@ brim_node_lat_record(struct brim_node_lat *lat, uint64_t ns)
 {
     uint32_t k = 0;
 
-    if (ns >= 1024) {
-        k = (uint32_t) (63 - __builtin_clzll(ns)) - 9;
+    if (ns >= 256) {
+        k = (uint32_t) (63 - __builtin_clzll(ns)) - 7;
         k = k < BRIM_NODE_LAT_BUCKETS ? k : BRIM_NODE_LAT_BUCKETS - 1;
     }
     lat->bucket[k]++;
