@@ -219,7 +219,7 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
     struct brim_node *node = c->srv->data;
     struct brim_req   req;
     char              errbuf[BRIM_ERRBUF_LEN];
-    uint64_t          t0 = uv_hrtime(); /* the request's latency from here */
+    uint64_t          t1;
     int               rc;
 
     errbuf[0] = '\0';
@@ -252,6 +252,11 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
     }
     node->stats.ops[req.op]++;
     rc = dispatch_checked(node, c, &req);
-    brim_node_lat_record(&node->stats.lat[req.op], uv_hrtime() - t0);
+    /* The request's latency runs from the frame's start, which conn.c
+     * set or the frame before this one moved on; this one's end is the
+     * next one's start. */
+    t1 = uv_hrtime();
+    brim_node_lat_record(&node->stats.lat[req.op], t1 - c->srv->frame_start_ns);
+    c->srv->frame_start_ns = t1;
     return rc == BRIM_ENOMEM ? rc : 0;
 }
