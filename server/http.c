@@ -213,6 +213,10 @@ brim_http_start(struct brim_http **out, uv_loop_t *loop, const char *addr,
     struct brim_http       *h;
     int                     rc;
 
+    *out = NULL;
+    if (addr[0] == '\0') {
+        return 0; /* no HTTP port */
+    }
     if (brim_addr_parse(addr, &sa) != 0) {
         brim_errfmt(errbuf, "http: \"%.64s\" is not HOST:PORT", addr);
         return BRIM_EINVAL;

@@ -58,7 +58,8 @@ struct brim_http_stats {
  * Listen on ADDR ("host:port", as brim_addr_parse()) on LOOP and serve
  * ROUTES (an array ended by a NULL path; borrowed, it must outlive the
  * server) with ARG passed to each handler; CFG is copied. On success *OUT
- * is the new server; stop it with brim_http_stop() and free it with
+ * is the new server, or NULL when ADDR is "" (no HTTP port: nothing is
+ * started); stop it with brim_http_stop() and free it with
  * brim_http_free() once the loop has run its close callbacks. Returns 0,
  * BRIM_EINVAL (bad address) or BRIM_ESYS (bind or listen failed), with
  * ERRBUF naming the address and the reason, or BRIM_ENOMEM.

@@ -15,6 +15,18 @@
 
 #include "proto/frame.h"
 
+const struct brim_prom_metric brim_prom_auth_table[BRIM_PROM_AUTH_ROWS] = {
+    {"auth_ok", "brim_auth_ok_total", NULL, BRIM_PROM_COUNTER, 0,
+     "Secrets proven (AUTH) on this daemon's listener."},
+    {"auth_failures", "brim_auth_failures_total", NULL, BRIM_PROM_COUNTER, 0,
+     "Failed proofs of a secret, and ops refused for want of one."},
+    {"auth_rate_limited", "brim_auth_rate_limited_total", NULL,
+     BRIM_PROM_COUNTER, 0, "AUTH attempts closed unchecked by the rate limit."},
+    {"auth_out_failures", "brim_auth_out_failures_total", NULL,
+     BRIM_PROM_COUNTER, 0,
+     "This daemon's own proofs to others that failed at their peer."},
+};
+
 static int
 prom_puts(struct brim_buf *out, const char *s)
 {
@@ -189,9 +201,10 @@ brim_prom_table(struct brim_buf *out, const msgpack_object *map,
     return 0;
 }
 
-int
-brim_prom_unpack_stats(const char *frame, size_t len, msgpack_unpacked *u,
-                       const msgpack_object **map)
+/* The stats map of the reply frame FRAME[0 .. LEN), unpacked into U. */
+static int
+prom_unpack(const char *frame, size_t len, msgpack_unpacked *u,
+            const msgpack_object **map)
 {
     const msgpack_object *o;
     size_t                off = 0;
@@ -211,4 +224,27 @@ brim_prom_unpack_stats(const char *frame, size_t len, msgpack_unpacked *u,
     }
     *map = &o->via.array.ptr[2];
     return 0;
+}
+
+int
+brim_prom_from_reply(struct brim_buf *out, brim_prom_build_fn build,
+                     brim_prom_render_fn render, void *arg)
+{
+    struct brim_buf       frame;
+    msgpack_unpacked      u;
+    const msgpack_object *map;
+    int                   rc;
+
+    brim_buf_init(&frame);
+    msgpack_unpacked_init(&u);
+    rc = build(arg, &frame);
+    if (rc == 0) {
+        rc = prom_unpack(frame.data, frame.len, &u, &map);
+    }
+    if (rc == 0) {
+        rc = render(arg, map, out);
+    }
+    msgpack_unpacked_destroy(&u);
+    brim_buf_destroy(&frame);
+    return rc != 0 ? BRIM_ENOMEM : 0;
 }

@@ -41,6 +41,14 @@ struct brim_prom_metric {
 };
 
 /*
+ * The AUTH counters of a daemon's listener (PROTOCOL.md 12.4), under the
+ * same names in a node's STATS and the coordinator's CLUSTER_STATS
+ * "auth": BRIM_PROM_AUTH_ROWS rows.
+ */
+#define BRIM_PROM_AUTH_ROWS 4
+extern const struct brim_prom_metric brim_prom_auth_table[BRIM_PROM_AUTH_ROWS];
+
+/*
  * Append "# HELP NAME HELP" and "# TYPE NAME TYPE" to OUT. Returns 0 or
  * BRIM_ENOMEM.
  */
@@ -82,13 +90,22 @@ double brim_prom_number(const msgpack_object *obj);
 int brim_prom_table(struct brim_buf *out, const msgpack_object *map,
                     const struct brim_prom_metric *table, size_t n);
 
+/* Append a stats reply frame (as brim_wire_stats_begin() starts it:
+ * header, then [status, id, map]) to FRAME. Returns 0 or BRIM_ENOMEM. */
+typedef int (*brim_prom_build_fn)(void *arg, struct brim_buf *frame);
+
+/* Append to OUT what MAP (the reply's stats map, borrowed for the call)
+ * shows. Returns 0 or BRIM_ENOMEM. */
+typedef int (*brim_prom_render_fn)(void *arg, const msgpack_object *map,
+                                   struct brim_buf *out);
+
 /*
- * Unpack the stats map of the reply frame FRAME[0 .. LEN) (a frame as
- * brim_wire_stats_begin() starts it: header, then [status, id, map]) into
- * U (the caller's, initialised; destroy it after use). On success *MAP
- * points into U. Returns 0 or BRIM_EBADREQ (not such a frame).
+ * Build a daemon's stats reply with BUILD, unpack it, and have RENDER
+ * write what it shows into OUT (ARG goes to both), so that an HTTP page
+ * shows the very reply a client gets. Returns 0 or BRIM_ENOMEM (also for
+ * a frame that is not a stats reply: a bug, not input).
  */
-int brim_prom_unpack_stats(const char *frame, size_t len, msgpack_unpacked *u,
-                           const msgpack_object **map);
+int brim_prom_from_reply(struct brim_buf *out, brim_prom_build_fn build,
+                         brim_prom_render_fn render, void *arg);
 
 #endif /* BRIM_SERVER_PROM_H */

@@ -83,17 +83,6 @@ static const struct brim_prom_metric migration_table[] = {
      "Keys the last change moved over its ideal."},
 };
 
-/* CLUSTER_STATS "auth": the coordinator's own listener. */
-static const struct brim_prom_metric auth_table[] = {
-    {"auth_ok", "brim_auth_ok_total", NULL, C, 0, "Secrets proven (AUTH)."},
-    {"auth_failures", "brim_auth_failures_total", NULL, C, 0,
-     "Failed proofs of a secret (AUTH)."},
-    {"auth_rate_limited", "brim_auth_rate_limited_total", NULL, C, 0,
-     "Connections closed past the budget of failed proofs."},
-    {"auth_out_failures", "brim_auth_out_failures_total", NULL, C, 0,
-     "Proofs this coordinator's own links failed at their peer."},
-};
-
 /* Per node, from CLUSTER_STATS "nodes" (label node="NAME"). */
 static const struct brim_prom_metric node_table[] = {
     {"partitions", "brim_cluster_node_partitions", NULL, G, 0,
@@ -253,58 +242,47 @@ http_metrics_map(struct brim_buf *out, const msgpack_object *map)
                              migration_table, BRIM_ARRAY_LEN(migration_table));
     }
     if (rc == 0) {
-        rc = brim_prom_table(out, brim_prom_find(map, "auth"), auth_table,
-                             BRIM_ARRAY_LEN(auth_table));
+        rc = brim_prom_table(out, brim_prom_find(map, "auth"),
+                             brim_prom_auth_table, BRIM_PROM_AUTH_ROWS);
     }
     return rc != 0 ? BRIM_ENOMEM : 0;
 }
 
-/* CO's CLUSTER_STATS, unpacked into U; *MAP points into it. */
+/* brim_prom_build_fn: CO's CLUSTER_STATS reply. */
 static int
-http_stats(struct brim_coord *co, struct brim_buf *frame, msgpack_unpacked *u,
-           const msgpack_object **map)
+http_build(void *arg, struct brim_buf *frame)
 {
-    int rc;
+    return brim_coord_stats_frame(arg, frame, 0);
+}
 
-    rc = brim_coord_stats_frame(co, frame, 0);
+/* brim_prom_render_fn: the cluster's metrics, then the HTTP port's. */
+static int
+http_metrics_render(void *arg, const msgpack_object *map, struct brim_buf *out)
+{
+    struct brim_coord     *co = arg;
+    struct brim_http_stats hs;
+    int                    rc;
+
+    rc = http_metrics_map(out, map);
+    brim_http_get_stats(co->http, &hs);
     if (rc == 0) {
-        rc = brim_prom_unpack_stats(frame->data, frame->len, u, map);
+        rc = brim_prom_family(out, "brim_http_connections", BRIM_PROM_GAUGE,
+                              "Open connections on the HTTP port.");
+        rc |=
+            brim_prom_u64(out, "brim_http_connections", NULL, hs.conns_current);
+        rc |=
+            brim_prom_family(out, "brim_http_requests_total", BRIM_PROM_COUNTER,
+                             "HTTP requests answered by a route.");
+        rc |= brim_prom_u64(out, "brim_http_requests_total", NULL, hs.requests);
     }
-    return rc == BRIM_EBADREQ ? BRIM_ENOMEM : rc;
+    return rc != 0 ? BRIM_ENOMEM : 0;
 }
 
 static int
 http_metrics_route(void *arg, struct brim_buf *body, const char **ctype)
 {
-    struct brim_buf        frame;
-    msgpack_unpacked       u;
-    const msgpack_object  *map;
-    struct brim_http_stats hs;
-    struct brim_coord     *co = arg;
-    int                    rc;
-
     *ctype = BRIM_PROM_CTYPE;
-    brim_buf_init(&frame);
-    msgpack_unpacked_init(&u);
-    rc = http_stats(co, &frame, &u, &map);
-    if (rc == 0) {
-        rc = http_metrics_map(body, map);
-    }
-    msgpack_unpacked_destroy(&u);
-    brim_buf_destroy(&frame);
-    brim_http_get_stats(co->http, &hs);
-    if (rc == 0) {
-        rc = brim_prom_family(body, "brim_http_connections", BRIM_PROM_GAUGE,
-                              "Open connections on the HTTP port.");
-        rc |= brim_prom_u64(body, "brim_http_connections", NULL,
-                            hs.conns_current);
-        rc |= brim_prom_family(body, "brim_http_requests_total",
-                               BRIM_PROM_COUNTER,
-                               "HTTP requests answered by a route.");
-        rc |=
-            brim_prom_u64(body, "brim_http_requests_total", NULL, hs.requests);
-    }
-    return rc != 0 ? BRIM_ENOMEM : 0;
+    return brim_prom_from_reply(body, http_build, http_metrics_render, arg);
 }
 
 /* ---- /api/cluster ---- */
@@ -415,41 +393,42 @@ http_ring(const struct brim_topo *t)
     return o;
 }
 
+/* brim_prom_render_fn: the reply as JSON, plus the ring. */
+static int
+http_api_render(void *arg, const msgpack_object *map, struct brim_buf *out)
+{
+    struct brim_coord *co = arg;
+    json_t            *j, *ring;
+    char              *text = NULL;
+    int                rc = BRIM_ENOMEM;
+
+    j = http_json(map);
+    ring = http_ring(&co->state.committed);
+    if (j != NULL && ring != NULL) {
+        /* jansson takes RING over, also when it fails. */
+        rc = json_object_set_new(j, "ring", ring) == 0 ? 0 : BRIM_ENOMEM;
+        ring = NULL;
+        if (rc == 0) {
+            text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        }
+        rc = BRIM_ENOMEM;
+    }
+    if (text != NULL && brim_buf_append(out, text, strlen(text)) == 0
+        && brim_buf_append(out, "\n", 1) == 0)
+    {
+        rc = 0;
+    }
+    free(text); /* jansson's, from malloc() */
+    json_decref(ring);
+    json_decref(j);
+    return rc;
+}
+
 static int
 http_api_route(void *arg, struct brim_buf *body, const char **ctype)
 {
-    struct brim_coord    *co = arg;
-    struct brim_buf       frame;
-    msgpack_unpacked      u;
-    const msgpack_object *map;
-    json_t               *j = NULL, *ring;
-    char                 *text = NULL;
-    int                   rc;
-
     *ctype = "application/json";
-    brim_buf_init(&frame);
-    msgpack_unpacked_init(&u);
-    rc = http_stats(co, &frame, &u, &map);
-    if (rc == 0) {
-        j = http_json(map);
-        ring = http_ring(&co->state.committed);
-        if (j == NULL || ring == NULL
-            || json_object_set_new(j, "ring", ring) != 0) {
-            rc = BRIM_ENOMEM;
-        }
-    }
-    if (rc == 0) {
-        text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
-        rc = text == NULL || brim_buf_append(body, text, strlen(text)) != 0
-                || brim_buf_append(body, "\n", 1) != 0
-            ? BRIM_ENOMEM
-            : 0;
-    }
-    free(text);
-    json_decref(j);
-    msgpack_unpacked_destroy(&u);
-    brim_buf_destroy(&frame);
-    return rc;
+    return brim_prom_from_reply(body, http_build, http_api_render, arg);
 }
 
 static const struct brim_http_route coord_routes[] = {
@@ -460,13 +439,8 @@ static const struct brim_http_route coord_routes[] = {
 int
 brim_coord_http_start(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_http_config cfg;
+    struct brim_http_config cfg = {.max_conns = co->cfg.http_max_conns};
 
-    if (co->cfg.http_listen[0] == '\0') {
-        return 0;
-    }
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.max_conns = co->cfg.http_max_conns;
     return brim_http_start(&co->http, co->loop, co->cfg.http_listen, &cfg,
                            coord_routes, co, errbuf);
 }

@@ -93,13 +93,6 @@ static const struct brim_prom_metric node_table[] = {
      "Reads paused because a connection's own replies passed its limit."},
     {"bad_frames", "brim_bad_frames_total", NULL, C, 0,
      "Connections closed for a malformed or oversized frame."},
-    {"auth_ok", "brim_auth_ok_total", NULL, C, 0, "Secrets proven (AUTH)."},
-    {"auth_failures", "brim_auth_failures_total", NULL, C, 0,
-     "Failed proofs of a secret (AUTH)."},
-    {"auth_rate_limited", "brim_auth_rate_limited_total", NULL, C, 0,
-     "Connections closed past the budget of failed proofs."},
-    {"auth_out_failures", "brim_auth_out_failures_total", NULL, C, 0,
-     "Proofs this node's own links failed at their peer."},
     {"http_connections", "brim_http_connections", NULL, G, 0,
      "Open connections on the HTTP port."},
     {"http_connections_total", "brim_http_connections_accepted_total", NULL, C,
@@ -239,34 +232,40 @@ metrics_latency(struct brim_buf *out, struct brim_node *node)
     return rc;
 }
 
-int
-brim_node_metrics(struct brim_node *node, struct brim_buf *out)
+/* brim_prom_build_fn: the node's whole STATS reply. */
+static int
+metrics_build(void *arg, struct brim_buf *frame)
 {
-    struct brim_buf       frame;
-    msgpack_unpacked      u;
-    const msgpack_object *map;
-    uint32_t              all;
-    int                   rc;
+    uint32_t all;
 
-    brim_buf_init(&frame);
-    msgpack_unpacked_init(&u);
     (void) brim_node_stats_sections("", 0, &all, NULL);
-    rc = brim_node_stats_reply(node, &frame, 0, all);
+    return brim_node_stats_reply(arg, frame, 0, all);
+}
+
+/* brim_prom_render_fn: the table, the ops, the histogram. */
+static int
+metrics_render(void *arg, const msgpack_object *map, struct brim_buf *out)
+{
+    int rc;
+
+    rc = brim_prom_table(out, map, node_table, BRIM_ARRAY_LEN(node_table));
     if (rc == 0) {
-        rc = brim_prom_unpack_stats(frame.data, frame.len, &u, &map);
-    }
-    if (rc == 0) {
-        rc = brim_prom_table(out, map, node_table, BRIM_ARRAY_LEN(node_table));
+        rc = brim_prom_table(out, map, brim_prom_auth_table,
+                             BRIM_PROM_AUTH_ROWS);
     }
     if (rc == 0) {
         rc = metrics_ops(out, map);
     }
     if (rc == 0) {
-        rc = metrics_latency(out, node);
+        rc = metrics_latency(out, arg);
     }
-    msgpack_unpacked_destroy(&u);
-    brim_buf_destroy(&frame);
-    return rc == BRIM_EBADREQ ? BRIM_ENOMEM : rc;
+    return rc;
+}
+
+int
+brim_node_metrics(struct brim_node *node, struct brim_buf *out)
+{
+    return brim_prom_from_reply(out, metrics_build, metrics_render, node);
 }
 
 static int
@@ -282,13 +281,8 @@ static const struct brim_http_route node_routes[] = {
 int
 brim_node_http_start(struct brim_node *node, char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_http_config cfg;
+    struct brim_http_config cfg = {.max_conns = node->cfg.http_max_conns};
 
-    if (node->cfg.http_listen[0] == '\0') {
-        return 0;
-    }
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.max_conns = node->cfg.http_max_conns;
     return brim_http_start(&node->http, node->loop, node->cfg.http_listen, &cfg,
                            node_routes, node, errbuf);
 }

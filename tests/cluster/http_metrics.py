@@ -49,6 +49,7 @@ sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
 import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
 import coord_membership as cm  # noqa: E402
+import migrate_basic as mb  # noqa: E402
 from migrate_basic import Proc, wait_port  # noqa: E402
 
 P = 1024
@@ -155,9 +156,19 @@ class HttpCluster:
              "127.0.0.1:%d" % self.cport, "--quiet"] + [str(a) for a in args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
 
-    def close(self):
+    def close(self, check_coord=False):
+        """Stop by PID: the nodes (SIGKILL), then the coordinator, with
+        SIGTERM when CHECK_COORD: it must exit 0 with no sanitizer report
+        (its HTTP port closed, its h2o context disposed)."""
         for n in self.nodes.values():
             n.stop()
+        if check_coord and self.coord.proc.poll() is None:
+            self.coord.proc.terminate()
+            rc = self.coord.proc.wait(timeout=15)
+            out = self.coord.output()
+            assert rc == 0, "brim-coord exited %d:\n%s" % (rc, out[-3000:])
+            for mark in bw.SANITIZER_MARKS:
+                assert mark not in out, out[-8000:]
         self.coord.stop()
         if os.environ.get("BRIM_KEEP_LOGS"):
             print("logs kept in %s" % self.dir)
@@ -166,12 +177,13 @@ class HttpCluster:
 
 
 def wait_rest(cl, nkeys, timeout=15.0):
-    """Until every node's heartbeat carries its keys: the coordinator's
-    key count is the keys loaded. Returns CLUSTER_STATS."""
+    """Until every node's heartbeat carries its keys and no requests: the
+    coordinator's key count is the keys loaded. Returns CLUSTER_STATS."""
     deadline = time.monotonic() + timeout
     while True:
         st = cl.cluster_stats()
-        if st["keys"] == nkeys and not st["migration"]["active"]:
+        if st["keys"] == nkeys and not st["migration"]["active"] \
+                and st["requests_per_sec"] == 0:
             return st
         assert time.monotonic() < deadline, \
             "coordinator's keys %d, loaded %d" % (st["keys"], nkeys)
@@ -275,6 +287,14 @@ def promtool(bindir):
         assert http_get(cl.chttp, "/metricsx")[0] == 404
         assert http_get(cl.nodes["node1"].hport, "/api/cluster")[0] == 404
         assert http_get(cl.chttp, "/metrics", method="POST")[0] == 405
+        # A scraper's keep-alive connection does not hold the exit.
+        idle = socket.create_connection(("127.0.0.1", cl.chttp), 5)
+        idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        idle.recv(1)
+        t0 = time.monotonic()
+        cl.close(check_coord=True)
+        assert time.monotonic() - t0 < 4, "the exit waited for HTTP"
+        idle.close()
     finally:
         cl.close()
 
@@ -567,11 +587,5 @@ def hostile(bindir):
         node.cleanup()
 
 
-def main():
-    return bt.main(CASES, options=[("--bin", dict(
-        help="the build's bin directory"))], need=["bin"],
-        run=lambda fn, a: fn(a.bin))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(mb.main(CASES))
