@@ -413,9 +413,11 @@ main(int argc, char **argv)
     uv_signal_start(&co.sig_int, signal_cb, SIGINT);
     brim_log_info("listening on %s", co.cfg.listen);
     if (co.http != NULL) {
-        brim_log_info("HTTP on %s (port %d): http://%s/api/cluster",
-                      co.cfg.http_listen, brim_http_port(co.http),
-                      co.cfg.http_listen);
+        /* deploy/brim-cluster reads this line for the URL. */
+        brim_log_info(
+            "HTTP on http://%.*s:%d/api/cluster",
+            (int) (strrchr(co.cfg.http_listen, ':') - co.cfg.http_listen),
+            co.cfg.http_listen, brim_http_port(co.http));
     }
     uv_run(co.loop, UV_RUN_DEFAULT);
     brim_http_free(co.http);

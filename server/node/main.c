@@ -582,9 +582,11 @@ main(int argc, char **argv)
                       node.cfg.memcached_listen, brim_mcport_port(&node));
     }
     if (node.http != NULL) {
-        brim_log_info("HTTP on %s (port %d): http://%s/metrics",
-                      node.cfg.http_listen, brim_node_http_port(&node),
-                      node.cfg.http_listen);
+        /* deploy/brim-cluster reads this line for the URL. */
+        brim_log_info(
+            "HTTP on http://%.*s:%d/metrics",
+            (int) (strrchr(node.cfg.http_listen, ':') - node.cfg.http_listen),
+            node.cfg.http_listen, brim_node_http_port(&node));
     }
     uv_run(node.loop, UV_RUN_DEFAULT);
     brim_node_http_free(&node);
