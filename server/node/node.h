@@ -94,7 +94,7 @@ struct brim_node_lat {
     uint64_t sum_ns;                        /* their latencies, ns */
 };
 
-/* Count one request of op OP that took NS nanoseconds: a shift, a
+/* Count in LAT one request that took NS nanoseconds: a shift, a
  * compare and two additions (the data path's cost of the histogram). */
 static inline void
 brim_node_lat_record(struct brim_node_lat *lat, uint64_t ns)
