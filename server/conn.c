@@ -284,6 +284,7 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
     uint32_t            body;
     int                 rc;
 
+    srv->frame_start_ns = uv_hrtime();
     while (c->state == BRIM_CONN_READING && !c->deferred) {
         if (c->out.len + c->out_inflight > srv->cfg.out_high_water) {
             conn_set_state(c, BRIM_CONN_PAUSED);

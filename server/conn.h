@@ -106,23 +106,30 @@ struct brim_server_stats {
 
 /* A listener and the connections it accepted. */
 struct brim_server {
-    uv_loop_t                *loop;          /* borrowed */
-    uv_tcp_t                  listen;        /* the listening socket */
-    uv_timer_t                idle_timer;    /* sweeps idle connections */
-    struct brim_server_config cfg;           /* copied */
-    brim_dispatch_fn          dispatch;      /* frame handler */
-    brim_conn_close_fn        on_close;      /* user-data release, or NULL */
-    void                     *data;          /* the daemon's state */
-    struct brim_conn         *conns;         /* open connections (list) */
-    char                     *read_buf;      /* shared read buffer */
-    size_t                    read_buf_len;  /* its bytes */
-    int                       read_buf_busy; /* lent to a read in progress */
-    struct brim_server_stats  stats;         /* counters */
-    int                       closing;       /* brim_server_close() called */
-    int                       listen_closed; /* the listening socket is
+    uv_loop_t                *loop;           /* borrowed */
+    uv_tcp_t                  listen;         /* the listening socket */
+    uv_timer_t                idle_timer;     /* sweeps idle connections */
+    struct brim_server_config cfg;            /* copied */
+    brim_dispatch_fn          dispatch;       /* frame handler */
+    brim_conn_close_fn        on_close;       /* user-data release, or NULL */
+    void                     *data;           /* the daemon's state */
+    struct brim_conn         *conns;          /* open connections (list) */
+    char                     *read_buf;       /* shared read buffer */
+    size_t                    read_buf_len;   /* its bytes */
+    int                       read_buf_busy;  /* lent to a read in progress */
+    struct brim_server_stats  stats;          /* counters */
+    int                       closing;        /* brim_server_close() called */
+    int                       listen_closed;  /* the listening socket is
                                                closed (stop accepting) */
-    uint32_t                  total_paused;  /* connections paused for
+    uint32_t                  total_paused;   /* connections paused for
                                                out_total_limit */
+    uint64_t                  frame_start_ns; /* uv_hrtime() when the frame
+                                               being dispatched was taken:
+                                               set as a batch of frames
+                                               starts; a dispatch that reads
+                                               the clock as it ends moves it
+                                               there, the next frame's start
+                                               (one clock read per frame) */
 };
 
 /* Where a connection's AUTH stands (PROTOCOL.md 12; server/guard.c reads

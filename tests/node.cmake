@@ -39,6 +39,13 @@ brim_script_tests(PREFIX node.cluster_ SCRIPT cluster/node_cluster.py
 brim_script_tests(PREFIX migrate. SCRIPT cluster/migrate_basic.py
   TIMEOUT 180 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
 
+# Issue 16: the daemons' HTTP port (tests/cluster/http_metrics.py):
+# promtool on every /metrics, a real Prometheus scraping a cluster under
+# load, hostile HTTP clients; http.<case>. A case whose tool is missing
+# exits 77 (skipped).
+brim_script_tests(PREFIX http. SCRIPT cluster/http_metrics.py
+  TIMEOUT 120 SKIP_CODE 77 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
 # cmake --install installs the daemons (issue 12).
 add_test(NAME lint.install_daemons
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/install_daemons.sh

@@ -575,11 +575,10 @@ brim_coord_migration_active(const struct brim_coord *co)
     return mp.active;
 }
 
-static int
-cmd_stats(struct brim_coord *co, struct brim_conn *c,
-          const struct brim_req *req)
+int
+brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
+                       uint64_t request_id)
 {
-    struct brim_buf          *out = brim_conn_out(c);
     const struct brim_topo   *t = &co->state.committed;
     struct brim_coord_member *mb;
     msgpack_packer            pk;
@@ -603,8 +602,7 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c,
         brim_free(count);
         brim_free(disp);
         brim_free(caps);
-        return reply_err(c, req->request_id, BRIM_ENOMEM,
-                         "cluster_stats: no memory");
+        return BRIM_ENOMEM;
     }
     /* Load is against each member's weighted share, P x w_i / sum(w)
      * (issue 12: a weight-2 node within its cap once showed load 1.58). */
@@ -639,7 +637,7 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c,
     eps_text(t->eps_ppm, eps, sizeof(eps));
     moved = co->last_arc + co->last_cap;
 
-    if (brim_wire_stats_begin(out, req->request_id, 19, &mark) != 0) {
+    if (brim_wire_stats_begin(out, request_id, 19, &mark) != 0) {
         brim_free(count);
         brim_free(disp);
         brim_free(caps);
@@ -729,6 +727,20 @@ cmd_stats(struct brim_coord *co, struct brim_conn *c,
         return BRIM_ENOMEM;
     }
     return brim_frame_end(out, mark);
+}
+
+static int
+cmd_stats(struct brim_coord *co, struct brim_conn *c,
+          const struct brim_req *req)
+{
+    int rc;
+
+    rc = brim_coord_stats_frame(co, brim_conn_out(c), req->request_id);
+    if (rc == BRIM_ENOMEM) {
+        return reply_err(c, req->request_id, BRIM_ENOMEM,
+                         "cluster_stats: no memory");
+    }
+    return rc;
 }
 
 static int

@@ -16,6 +16,7 @@
 #include "server/conn.h"
 #include "server/coord/persist.h"
 #include "server/guard.h"
+#include "server/http.h"
 #include "server/peer.h"
 
 /* How long a SUBSCRIBE is held before the current map is sent (10.2). */
@@ -38,7 +39,9 @@ struct brim_coord_config {
     int                        log_level;         /* enum brim_log_level */
     unsigned                   given;             /* COORD_GIVEN_* bits */
     char                       secret_file[1024]; /* "": no secret */
-    char                       client_secret_file[1024]; /* "": none */
+    char                       client_secret_file[1024];       /* "": none */
+    char                       http_listen[BRIM_ADDR_MAX + 1]; /* "": none */
+    uint32_t                   http_max_conns; /* --http-max-conns */
 };
 
 /* One member the coordinator knows. */
@@ -124,7 +127,28 @@ struct brim_coord {
     msgpack_zone              zone;             /* requests */
     struct brim_guard         guard;            /* AUTH on our listener, and
                                                 the secrets */
+    struct brim_http         *http;             /* the HTTP port, or NULL
+                                                (http.c) */
 };
+
+/* cmd.c */
+/*
+ * Append CO's CLUSTER_STATS reply frame for REQUEST_ID to OUT (the map of
+ * PROTOCOL.md 10.3, docs/operations.md): what the op answers, and what
+ * /metrics and /api/cluster read (http.c). Returns 0 or BRIM_ENOMEM (OUT
+ * is unchanged).
+ */
+int brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
+                           uint64_t request_id);
+
+/* http.c */
+/*
+ * Start CO's HTTP port (/metrics, /api/cluster) on CO->cfg.http_listen
+ * when it is set (else do nothing). Stop it with brim_http_stop(CO->http)
+ * and free it with brim_http_free() after the loop. Returns 0, or an
+ * error of brim_http_start() with ERRBUF saying why.
+ */
+int brim_coord_http_start(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN]);
 
 /* member.c */
 int  brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len);

@@ -114,6 +114,15 @@ static const struct brim_option coord_options[] = {
      sizeof(((struct brim_coord_config *) 0)->client_secret_file), "none",
      "with --secret-file: every client proves this secret (or the "
      "cluster's) before any op"},
+    {"http-listen", "HOST:PORT", coord_set_addr, COORD_OFF(http_listen), 0,
+     sizeof(((struct brim_coord_config *) 0)->http_listen), "none",
+     "serve HTTP here: /metrics in Prometheus's text format and "
+     "/api/cluster as JSON (docs/operations.md); give a loopback address "
+     "unless the network is trusted"},
+    {"http-max-conns", "C", brim_option_u32, COORD_OFF(http_max_conns), 1, 4096,
+     "64",
+     "most open HTTP connections (more are closed at once); each has 5 s "
+     "to send a whole request"},
     {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
@@ -179,6 +188,7 @@ parse_args(struct brim_coord_config *cfg, int argc, char **argv)
     cfg->set.pending_timeout_ms = 5000;
     cfg->join_window_ms = 200;
     cfg->max_conns = 1024;
+    cfg->http_max_conns = 64;
     cfg->idle_timeout_s = 300;
     cfg->log_level = BRIM_LOG_INFO;
     rc = brim_options_parse(coord_options, cfg, argc, argv, "brim-coord",
@@ -316,6 +326,7 @@ signal_cb(uv_signal_t *sig, int signum)
         brim_peer_close(&mb->peer);
     }
     brim_server_close(&co->srv);
+    brim_http_stop(co->http);
     uv_close((uv_handle_t *) &co->tick, NULL);
     uv_close((uv_handle_t *) &co->sig_term, NULL);
     uv_close((uv_handle_t *) &co->sig_int, NULL);
@@ -388,6 +399,10 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: out of memory\n");
         return 1;
     }
+    if (brim_coord_http_start(&co, err) != 0) {
+        fprintf(stderr, "brim-coord: %s\n", err);
+        return 1;
+    }
     uv_timer_init(co.loop, &co.tick);
     co.tick.data = &co;
     uv_timer_start(&co.tick, tick_cb, COORD_TICK_MS, COORD_TICK_MS);
@@ -397,7 +412,15 @@ main(int argc, char **argv)
     uv_signal_start(&co.sig_term, signal_cb, SIGTERM);
     uv_signal_start(&co.sig_int, signal_cb, SIGINT);
     brim_log_info("listening on %s", co.cfg.listen);
+    if (co.http != NULL) {
+        /* deploy/brim-cluster reads this line for the URL. */
+        brim_log_info(
+            "HTTP on http://%.*s:%d/api/cluster",
+            (int) (strrchr(co.cfg.http_listen, ':') - co.cfg.http_listen),
+            co.cfg.http_listen, brim_http_port(co.http));
+    }
     uv_run(co.loop, UV_RUN_DEFAULT);
+    brim_http_free(co.http);
     brim_server_destroy(&co.srv);
     brim_coord_members_free(&co);
     brim_coord_state_destroy(&co.state);

@@ -188,12 +188,33 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
     return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
 }
 
+/* A decoded request REQ: HELLO first, the guard, then serve it. */
+static int
+dispatch_checked(struct brim_node *node, struct brim_conn *c,
+                 const struct brim_req *req)
+{
+    int rc;
+
+    if (conn_role(c) == 0 && req->op != BRIM_OP_HELLO
+        && req->op != BRIM_OP_PING) {
+        return brim_node_reply_error(c, req->request_id, BRIM_EBADREQ,
+                                     "send HELLO first");
+    }
+    /* AUTH, and ops that need a proven secret (PROTOCOL.md 12). */
+    rc = brim_guard_request(&node->guard, c, conn_role(c), req);
+    if (rc != 0) {
+        return rc;
+    }
+    return dispatch_serve(node, c, req);
+}
+
 int
 brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
 {
     struct brim_node *node = c->srv->data;
     struct brim_req   req;
     char              errbuf[BRIM_ERRBUF_LEN];
+    uint64_t          t1;
     int               rc;
 
     errbuf[0] = '\0';
@@ -225,17 +246,12 @@ brim_node_dispatch(struct brim_conn *c, const char *body, size_t len)
         return rc == BRIM_ENOMEM ? rc : 0;
     }
     node->stats.ops[req.op]++;
-    if (conn_role(c) == 0 && req.op != BRIM_OP_HELLO && req.op != BRIM_OP_PING)
-    {
-        rc = brim_node_reply_error(c, req.request_id, BRIM_EBADREQ,
-                                   "send HELLO first");
-        return rc == BRIM_ENOMEM ? rc : 0;
-    }
-    /* AUTH, and ops that need a proven secret (PROTOCOL.md 12). */
-    rc = brim_guard_request(&node->guard, c, conn_role(c), &req);
-    if (rc != 0) {
-        return rc == BRIM_ENOMEM ? rc : 0;
-    }
-    rc = dispatch_serve(node, c, &req);
+    rc = dispatch_checked(node, c, &req);
+    /* The request's latency runs from the frame's start, which conn.c
+     * set or the frame before this one moved on; this one's end is the
+     * next one's start. */
+    t1 = uv_hrtime();
+    brim_node_lat_record(&node->stats.lat[req.op], t1 - c->srv->frame_start_ns);
+    c->srv->frame_start_ns = t1;
     return rc == BRIM_ENOMEM ? rc : 0;
 }

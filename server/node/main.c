@@ -33,6 +33,7 @@
 #include "server/node/links.h"
 #include "server/node/mcfwd.h"
 #include "server/node/mcport.h"
+#include "server/node/metrics.h"
 #include "server/node/migrate.h"
 #include "server/options.h"
 #include "server/random.h"
@@ -57,6 +58,7 @@ brim_node_config_default(struct brim_node_config *cfg)
     cfg->weight_ppm = 1000000;
     cfg->migrate_mb_per_s = 0; /* no ceiling: the pace adapts */
     cfg->memcached_timeout_ms = 5000;
+    cfg->http_max_conns = 64;
     brim_wire_limits_default(&cfg->limits);
 }
 
@@ -255,6 +257,15 @@ static const struct brim_option node_options[] = {
      NODE_OFF(memcached_timeout_ms), 1, 3600000, "5000",
      "memcached port: how long a forwarded op may follow MOVED and RETRY "
      "before it is answered SERVER_ERROR"},
+    {"http-listen", "HOST:PORT", node_set_addr, NODE_OFF(http_listen), 0,
+     sizeof(((struct brim_node_config *) 0)->http_listen), "none",
+     "serve HTTP here: /metrics in Prometheus's text format "
+     "(docs/operations.md); give a loopback address unless the network "
+     "is trusted"},
+    {"http-max-conns", "C", brim_option_u32, NODE_OFF(http_max_conns), 1, 4096,
+     "64",
+     "most open HTTP connections (more are closed at once); each has 5 s "
+     "to send a whole request"},
     {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
@@ -394,6 +405,7 @@ node_stop(struct brim_node *node)
     brim_mcfwd_stop(node);
     brim_migrate_stop(node);
     brim_mcport_stop(node);
+    brim_node_http_stop(node);
     brim_server_close(&node->srv);
     brim_migrate_release_links(node);
     uv_close((uv_handle_t *) &node->tick_timer, NULL);
@@ -496,7 +508,9 @@ node_start(struct brim_node *node)
         fprintf(stderr, "brim-node: %s\n", errbuf);
         return -1;
     }
-    if (brim_mcport_start(node, &cc, errbuf) != 0) {
+    if (brim_mcport_start(node, &cc, errbuf) != 0
+        || brim_node_http_start(node, errbuf) != 0)
+    {
         fprintf(stderr, "brim-node: %s\n", errbuf);
         return -1;
     }
@@ -568,7 +582,15 @@ main(int argc, char **argv)
         brim_log_info("memcached port on %s (port %d)",
                       node.cfg.memcached_listen, brim_mcport_port(&node));
     }
+    if (node.http != NULL) {
+        /* deploy/brim-cluster reads this line for the URL. */
+        brim_log_info(
+            "HTTP on http://%.*s:%d/metrics",
+            (int) (strrchr(node.cfg.http_listen, ':') - node.cfg.http_listen),
+            node.cfg.http_listen, brim_node_http_port(&node));
+    }
     uv_run(node.loop, UV_RUN_DEFAULT);
+    brim_node_http_free(&node);
     brim_server_destroy(&node.srv);
     brim_store_free(node.store);
     msgpack_zone_destroy(&node.zone);

@@ -20,6 +20,7 @@
 #include "proto/wire.h"
 #include "server/conn.h"
 #include "server/guard.h"
+#include "server/http.h"
 #include "server/peer.h"
 #include "server/node/store.h"
 #include "server/node/links.h"
@@ -74,20 +75,53 @@ struct brim_node_config {
     int                     memcached_allow_flush;    /* serve flush_all */
     uint32_t                memcached_timeout_ms;     /* a forwarded op's
                                                  deadline, ms */
+    char                    http_listen[128];         /* "host:port" of the
+                                                 HTTP port; "": none */
+    uint32_t                http_max_conns;           /* its open
+                                                 connections at most */
 };
+
+/*
+ * Server-side latency of the requests of one op, from the moment its frame
+ * is taken from the input buffer to the moment its reply is queued (or,
+ * for a forwarded read or pull, its forward is sent): bucket k < 23 counts
+ * requests under 2^(k+8) ns (256 ns x 2^k, up to 1.07 s), bucket 23 the
+ * slower ones. Not cumulative; /metrics adds them up (metrics.c).
+ */
+#define BRIM_NODE_LAT_BUCKETS 24
+struct brim_node_lat {
+    uint64_t bucket[BRIM_NODE_LAT_BUCKETS]; /* requests per bucket */
+    uint64_t sum_ns;                        /* their latencies, ns */
+};
+
+/* Count in LAT one request that took NS nanoseconds: a shift, a
+ * compare and two additions (the data path's cost of the histogram). */
+static inline void
+brim_node_lat_record(struct brim_node_lat *lat, uint64_t ns)
+{
+    uint32_t k = 0;
+
+    if (ns >= 256) {
+        k = (uint32_t) (63 - __builtin_clzll(ns)) - 7;
+        k = k < BRIM_NODE_LAT_BUCKETS ? k : BRIM_NODE_LAT_BUCKETS - 1;
+    }
+    lat->bucket[k]++;
+    lat->sum_ns += ns;
+}
 
 /* Per-op and request counters the node reports. */
 struct brim_node_stats {
-    uint64_t ops[BRIM_OP_CODE_LIMIT]; /* requests served, by opcode:
+    struct brim_node_lat lat[BRIM_OP_CODE_LIMIT]; /* latency by opcode */
+    uint64_t             ops[BRIM_OP_CODE_LIMIT]; /* requests served, by opcode:
                                           clients' and internal alike */
-    uint64_t requests;                /* client requests (roles client,
+    uint64_t             requests;          /* client requests (roles client,
                                           admin, or before HELLO) */
-    uint64_t internal_requests;       /* from other nodes and the
+    uint64_t             internal_requests; /* from other nodes and the
                                           coordinator */
-    uint64_t bad_requests;            /* refused as malformed */
-    uint64_t last_requests;           /* requests at the last rate tick */
-    uint64_t last_tick_ms;            /* loop time of the last tick */
-    double   requests_per_sec;        /* over the last tick */
+    uint64_t             bad_requests;      /* refused as malformed */
+    uint64_t             last_requests;     /* requests at the last rate tick */
+    uint64_t             last_tick_ms;      /* loop time of the last tick */
+    double               requests_per_sec;  /* over the last tick */
 };
 
 /*
@@ -215,14 +249,21 @@ struct brim_node {
     struct brim_mcfwd_stats    mcfwd_stats;  /* its forwards (mcfwd.c) */
     struct brim_mcport        *mc;           /* the memcached port, or NULL
                                             (mcport.c) */
-    struct brim_migrate       *mig;          /* migration state (migrate*.c);
+    struct brim_http          *http;         /* the HTTP port, or NULL
+                                            (metrics.c) */
+    uint64_t                   ring_epoch;   /* the committed epoch of the
+                                            two counts below (stats.c) */
+    uint32_t                   ring_displaced; /* owned partitions whose ring
+                                              owner is another node */
+    uint64_t                   ring_cap;       /* this node's cap */
+    struct brim_migrate       *mig;            /* migration state (migrate*.c);
                                             NULL until first used */
-    void (*stop)(struct brim_node *node);    /* main.c's:
+    void (*stop)(struct brim_node *node);      /* main.c's:
                                             close everything, let the loop
                                             end (exit_code is returned) */
-    int               stopping;              /* a signal asked to stop */
-    int               exit_code;             /* main()'s return value */
-    struct brim_guard guard;                 /* AUTH on our listener, and
+    int               stopping;                /* a signal asked to stop */
+    int               exit_code;               /* main()'s return value */
+    struct brim_guard guard;                   /* AUTH on our listener, and
                                             the secrets */
 };
 

@@ -14,7 +14,11 @@
 
 #include "common/alloc.h"
 #include "common/defs.h"
+#include "common/map.h"
+#include "common/placement.h"
+#include "common/ring.h"
 #include "proto/frame.h"
+#include "server/http.h"
 #include "server/node/epoch.h"
 #include "server/node/lease.h"
 
@@ -137,14 +141,61 @@ emit_streams_out(struct stats_emit *e, struct brim_node *node)
     }
 }
 
+/*
+ * Count, once per committed epoch, this node's displaced partitions (its
+ * ring owner is another member) and its cap, as the coordinator's
+ * CLUSTER_STATS does for every member: a P-long walk, too long to repeat
+ * on every STATS. Standalone or not a member: 0 and 0.
+ */
+static void
+stats_ring_counts(struct brim_node *node)
+{
+    const struct brim_topo *t = &node->topo.committed;
+    struct brim_ring        ring;
+    uint64_t               *pos, *caps;
+    uint32_t                p, self, displaced = 0;
+
+    if (node->ring_epoch == t->map.epoch) {
+        return;
+    }
+    node->ring_epoch = t->map.epoch;
+    node->ring_displaced = node->ring_cap = 0;
+    if (node->cfg.standalone || t->map.epoch == 0 || node->topo.self < 0) {
+        return;
+    }
+    self = (uint32_t) node->topo.self;
+    pos = brim_malloc((size_t) t->map.npartitions * sizeof(*pos));
+    caps = brim_calloc(t->nmembers, sizeof(*caps));
+    if (pos == NULL || caps == NULL || brim_topo_ring(t, &ring, 1, NULL) != 0) {
+        brim_free(pos);
+        brim_free(caps);
+        node->ring_epoch = 0; /* try again next time */
+        return;
+    }
+    brim_map_positions(t->seed, t->map.npartitions, pos);
+    brim_ring_caps(&ring, t->map.npartitions, t->eps_ppm, caps);
+    for (p = 0; p < t->map.npartitions; p++) {
+        displaced +=
+            t->map.owner[p] == self && brim_ring_owner(&ring, pos[p]) != self;
+    }
+    node->ring_displaced = displaced;
+    node->ring_cap = caps[self];
+    brim_ring_destroy(&ring);
+    brim_free(pos);
+    brim_free(caps);
+}
+
 static void
 stats_emit_all(struct stats_emit *e, struct brim_node *node)
 {
     struct brim_store_stats   ss;
     struct brim_server_stats *cs = &node->srv.stats;
     struct brim_migrate_stats ms;
+    struct brim_http_stats    hs;
 
     brim_store_get_stats(node->store, &ss);
+    brim_http_get_stats(node->http, &hs);
+    stats_ring_counts(node);
     emit_str(e, SEC_NODE, "name", node->cfg.name);
     emit_str(e, SEC_NODE, "role", "node");
     emit_u64(e, SEC_NODE, "incarnation", node->incarnation);
@@ -152,6 +203,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_NODE, "pending_epoch",
              node->topo.has_pending ? node->topo.pending.map.epoch : 0);
     emit_u64(e, SEC_NODE, "partitions_owned", brim_node_owned(node));
+    emit_u64(e, SEC_NODE, "partitions_displaced", node->ring_displaced);
+    emit_u64(e, SEC_NODE, "partitions_cap", node->ring_cap);
     emit_u64(e, SEC_NODE, "lease_fresh",
              (uint64_t) brim_node_lease_fresh(node));
     emit_u64(e, SEC_NODE, "lease_rounds", node->lease.rounds);
@@ -199,6 +252,10 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_CONNS, "auth_failures", node->guard.stats.failures);
     emit_u64(e, SEC_CONNS, "auth_rate_limited", node->guard.stats.rate_limited);
     emit_u64(e, SEC_CONNS, "auth_out_failures", node->guard.stats.out_failures);
+    emit_u64(e, SEC_CONNS, "http_connections", hs.conns_current);
+    emit_u64(e, SEC_CONNS, "http_connections_total", hs.conns_total);
+    emit_u64(e, SEC_CONNS, "http_connections_refused", hs.conns_refused);
+    emit_u64(e, SEC_CONNS, "http_requests", hs.requests);
     brim_migrate_get_stats(node, &ms);
     emit_u64(e, SEC_MIG, "mig_keys_in", ms.keys_in);
     emit_u64(e, SEC_MIG, "mig_bytes_in", ms.bytes_in);
