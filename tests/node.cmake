@@ -76,3 +76,9 @@ brim_script_tests(PREFIX mcport. SCRIPT cluster/mcport.py TIMEOUT 240
   SKIP_CODE 77 ARGS --bin $<TARGET_FILE_DIR:brim-node>
   --cluster ${CMAKE_SOURCE_DIR}/deploy/brim-cluster
   --tool $<TARGET_FILE:client_coord_tool>)
+
+# The coordinator's live web view in a real headless chromium (issue 16
+# item 4, acceptance 3): tests/cluster/webview.py; skipped (77) without
+# chromium or python3-websocket.
+brim_script_tests(PREFIX webview. SCRIPT cluster/webview.py
+  TIMEOUT 180 SKIP_CODE 77 ARGS --bin $<TARGET_FILE_DIR:brim-node>)

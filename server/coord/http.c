@@ -19,6 +19,7 @@
 #include "common/defs.h"
 #include "common/ring.h"
 #include "server/http.h"
+#include "server/coord/web.h"
 #include "server/prom.h"
 
 #define C BRIM_PROM_COUNTER
@@ -431,9 +432,21 @@ http_api_route(void *arg, struct brim_buf *body, const char **ctype)
     return brim_prom_from_reply(body, http_build, http_api_render, arg);
 }
 
+/* The live web view (web.h): the page, built into the binary. */
+static int
+http_web_route(void *arg, struct brim_buf *body, const char **ctype)
+{
+    const struct brim_web_asset *a = brim_web_asset("/");
+
+    (void) arg;
+    *ctype = a->content_type;
+    return brim_buf_append(body, (const char *) a->data, a->len);
+}
+
 static const struct brim_http_route coord_routes[] = {
     {"/metrics", http_metrics_route},
     {"/api/cluster", http_api_route},
+    {"/", http_web_route},
     {NULL, NULL}};
 
 int

@@ -51,7 +51,12 @@ def join_seen(bindir):
     try:
         import cdp
     except ImportError as e:
-        raise bt.Skip("no python3-websocket for /usr/bin/python3: %s" % e)
+        # python3-websocket belongs to /usr/bin/python3: run again there.
+        if sys.executable != "/usr/bin/python3" \
+                and os.path.exists("/usr/bin/python3"):
+            os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+        raise bt.Skip("no python3-websocket (apt-get install "
+                      "python3-websocket): %s" % e)
     if cdp.chromium_path() is None:
         raise bt.Skip("no chromium (Debian's chromium package)")
     hport = bw.free_port()
@@ -59,6 +64,7 @@ def join_seen(bindir):
     cl = mb.Cluster(bindir, delay_ms=40,
                     coord_args=["--http-listen", "127.0.0.1:%d" % hport])
     shots = SHOTS["dir"] or tempfile.mkdtemp(prefix="brim-webview-")
+    os.makedirs(shots, exist_ok=True)
     b = None
     try:
         for i in (1, 2, 3):
