@@ -46,7 +46,8 @@ cmd_hello(struct brim_coord *co, struct brim_conn *c,
 {
     struct brim_rep rep;
 
-    if (req->hello.cluster_id != 0
+    /* A follower knows its cluster only once elected (etcd mode). */
+    if (req->hello.cluster_id != 0 && co->state.settings.cluster_id != 0
         && req->hello.cluster_id != co->state.settings.cluster_id)
     {
         return reply_err(c, req->request_id, BRIM_EDENIED,
@@ -198,6 +199,13 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
          * node cannot vouch for a silent one. */
         return reply_err(c, req->request_id, BRIM_EDENIED,
                          "heartbeat: this connection is not that member's");
+    }
+    if (uv_now(co->loop) >= co->ack_until_ms) {
+        /* Our etcd lease may have run out: a node's lease is renewed
+         * only by a coordinator that surely still leads (DESIGN.md 12). */
+        return reply_err(c, req->request_id, BRIM_ERETRY,
+                         "heartbeat: this coordinator's etcd lease is not "
+                         "fresh; not acknowledged");
     }
     mb->last_hb_ms = uv_now(co->loop);
     mb->hb_heard = 1;
@@ -851,11 +859,23 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
         return rc == 1 ? 0 : rc;
     }
     if (req->op == BRIM_OP_HELLO) {
+        (void) brim_coord_etcd_follow(co); /* a follower names its cluster */
         return cmd_hello(co, c, cc, req);
     }
     if (req->op == BRIM_OP_PING) {
         return brim_wire_encode_status(brim_conn_out(c), req->request_id, 0,
                                        NULL, 0);
+    }
+    if (!co->leading && req->op == BRIM_OP_MAP_FETCH
+        && brim_coord_etcd_follow(co) == 0)
+    {
+        /* Any coordinator serves the committed map: as etcd holds it. */
+        return brim_coord_reply_topo(c, req->op, req->request_id,
+                                     &co->state.committed);
+    }
+    if (!co->leading) {
+        /* etcd mode, not elected: name the leader (PROTOCOL.md 10.5). */
+        return reply_err(c, req->request_id, BRIM_ENOTLEADER, co->leader_addr);
     }
     if ((info->flags & BRIM_OPF_ADMIN) && cc->role != BRIM_ROLE_ADMIN
         && cc->role != BRIM_ROLE_COORD

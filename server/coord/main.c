@@ -79,7 +79,7 @@ static const struct brim_option coord_options[] = {
      "address to serve nodes and operators on (required)"},
     {"data-dir", "DIR", brim_option_str, COORD_OFF(data_dir), 0,
      sizeof(((struct brim_coord_config *) 0)->data_dir), NULL,
-     "where the cluster's state file lives (required)"},
+     "where the cluster's state file lives (required without --etcd)"},
     {"eps", "E", coord_set_eps, 0, 0, 0, "0.05",
      "cap slack, a decimal or none"},
     {"tokens", "V", coord_set_setting, COORD_OFF(set.tokens_per_node), 1,
@@ -114,6 +114,21 @@ static const struct brim_option coord_options[] = {
      sizeof(((struct brim_coord_config *) 0)->client_secret_file), "none",
      "with --secret-file: every client proves this secret (or the "
      "cluster's) before any op"},
+    {"etcd", "URL,...", brim_option_str, COORD_OFF(etcd), 0,
+     sizeof(((struct brim_coord_config *) 0)->etcd), "none",
+     "keep the state in this etcd cluster (http://HOST:PORT, comma "
+     "separated) instead of --data-dir, and lead only when elected "
+     "there; needs --name"},
+    {"name", "NAME", brim_option_str, COORD_OFF(name), 0,
+     sizeof(((struct brim_coord_config *) 0)->name), NULL,
+     "with --etcd: this coordinator's name, unique in its cluster"},
+    {"etcd-prefix", "KEY", brim_option_str, COORD_OFF(etcd_prefix), 0,
+     sizeof(((struct brim_coord_config *) 0)->etcd_prefix), "/brim/default",
+     "with --etcd: the cluster's keys are KEY/leader and KEY/state"},
+    {"election-ttl", "S", brim_option_u32, COORD_OFF(election_ttl_s), 1, 60,
+     "2",
+     "with --etcd: the leader's etcd lease in seconds (etcd may grant "
+     "more); a standby leads this long after the leader is lost"},
     {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
@@ -121,6 +136,8 @@ static const struct brim_option coord_options[] = {
 
 static const char coord_synopsis[] =
     "usage: brim-coord --listen HOST:PORT --data-dir DIR [options]\n"
+    "       brim-coord --listen HOST:PORT --etcd URL[,URL...] --name NAME "
+    "[options]\n"
     "The brim coordinator: membership, epochs and the partition map of one "
     "cluster.\n\n";
 
@@ -148,6 +165,22 @@ check_args(const struct brim_coord_config *cfg)
                 " must be above --heartbeat-ms %" PRIu32 "\n",
                 cfg->set.dead_after_ms, cfg->set.heartbeat_ms);
         return -1;
+    }
+    if (cfg->etcd[0] != '\0') {
+        if (cfg->data_dir[0] != '\0' || cfg->name[0] == '\0') {
+            fprintf(stderr,
+                    "brim-coord: --etcd needs --name and excludes "
+                    "--data-dir\n");
+            return -1;
+        }
+        if (!brim_ring_name_valid(cfg->name, strlen(cfg->name))) {
+            fprintf(stderr,
+                    "brim-coord: --name \"%s\": 1 to 64 bytes of "
+                    "[A-Za-z0-9._:-]\n",
+                    cfg->name);
+            return -1;
+        }
+        return 0;
     }
     why = NULL;
     if (stat(cfg->data_dir, &st) != 0) {
@@ -181,15 +214,19 @@ parse_args(struct brim_coord_config *cfg, int argc, char **argv)
     cfg->max_conns = 1024;
     cfg->idle_timeout_s = 300;
     cfg->log_level = BRIM_LOG_INFO;
+    cfg->election_ttl_s = 2;
+    snprintf(cfg->etcd_prefix, sizeof(cfg->etcd_prefix), "/brim/default");
     rc = brim_options_parse(coord_options, cfg, argc, argv, "brim-coord",
                             coord_synopsis, coord_notes);
     if (rc != 0) {
         return rc;
     }
-    if (cfg->listen[0] == '\0' || cfg->data_dir[0] == '\0') {
+    if (cfg->listen[0] == '\0'
+        || (cfg->data_dir[0] == '\0' && cfg->etcd[0] == '\0'))
+    {
         fprintf(stderr,
-                "brim-coord: --listen and --data-dir are required; "
-                "see brim-coord --help\n");
+                "brim-coord: --listen and --data-dir (or --etcd) are "
+                "required; see brim-coord --help\n");
         return -1;
     }
     if (check_args(cfg) != 0) {
@@ -230,16 +267,21 @@ lock_data_dir(const char *dir)
     return 0; /* fd stays open: the lock with it */
 }
 
-/* Load DIR/state or create a new cluster. */
+/* The file back end of brim_coord_save_fn (persist.c). */
 static int
-load_state(struct brim_coord *co)
+file_save(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
-    struct sockaddr_storage     sa;
-    char                        err[BRIM_ERRBUF_LEN] = "";
-    int                         rc;
+    return brim_persist_save(co->cfg.data_dir, &co->state, errbuf);
+}
 
-    if (brim_coord_settings_check(g, err) != 0) {
+/* Settings and address that are refused before anything is written. */
+static int
+check_start(struct brim_coord *co)
+{
+    struct sockaddr_storage sa;
+    char                    err[BRIM_ERRBUF_LEN] = "";
+
+    if (brim_coord_settings_check(&co->cfg.set, err) != 0) {
         fprintf(stderr, "brim-coord: %s\n", err);
         return -1;
     }
@@ -251,6 +293,20 @@ load_state(struct brim_coord *co)
                 co->cfg.listen);
         return -1;
     }
+    return 0;
+}
+
+/* Load DIR/state or create a new cluster. */
+static int
+load_state(struct brim_coord *co)
+{
+    struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
+    char                        err[BRIM_ERRBUF_LEN] = "";
+    int                         rc;
+
+    co->save = file_save;
+    co->leading = 1;
+    co->ack_until_ms = UINT64_MAX;
     if (lock_data_dir(co->cfg.data_dir) != 0) {
         return -1;
     }
@@ -277,19 +333,6 @@ load_state(struct brim_coord *co)
         brim_log_warn("eps, tokens or partitions differ from the stored "
                       "cluster's; keeping the stored ones");
     }
-    /* Timings may change across restarts. */
-    s->heartbeat_ms = g->heartbeat_ms;
-    s->dead_after_ms = g->dead_after_ms;
-    s->pending_timeout_ms = g->pending_timeout_ms;
-    if (co->state.has_pending) {
-        brim_log_info("aborting epoch %" PRIu64 " left pending",
-                      co->state.pending.map.epoch);
-        brim_topo_destroy(&co->state.pending);
-        co->state.has_pending = 0;
-    }
-    if (brim_coord_save(co) != 0) {
-        return -1;
-    }
     brim_log_info("cluster %016" PRIx64 " loaded at epoch %" PRIu64,
                   s->cluster_id, co->state.committed.map.epoch);
     return 0;
@@ -312,6 +355,7 @@ signal_cb(uv_signal_t *sig, int signum)
         _exit(0);
     }
     co->stopping = 1;
+    brim_coord_etcd_stop(co);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         brim_peer_close(&mb->peer);
     }
@@ -347,7 +391,9 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: %s\n", err);
         return 2;
     }
-    if (load_state(&co) != 0) {
+    co.argv = argv;
+    if (check_start(&co) != 0
+        || (co.cfg.etcd[0] == '\0' && load_state(&co) != 0)) {
         return 1;
     }
     if (!msgpack_zone_init(&co.zone, MSGPACK_ZONE_CHUNK_SIZE)
@@ -357,8 +403,12 @@ main(int argc, char **argv)
         return 1;
     }
     memset(&sc, 0, sizeof(sc));
-    sc.max_frame_bytes = 2 * (size_t) co.state.settings.partitions + (64u << 10)
-        + 200u * BRIM_NODES_MAX;
+    /* A follower knows its cluster's P only once elected: it takes the
+     * largest. */
+    sc.max_frame_bytes = 2
+            * (size_t) (co.leading ? co.state.settings.partitions
+                                   : BRIM_PARTITIONS_MAX)
+        + (64u << 10) + 200u * BRIM_NODES_MAX;
     sc.out_high_water = 8u << 20;
     sc.out_low_water = 1u << 20;
     sc.max_conns = co.cfg.max_conns;
@@ -373,19 +423,14 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
-    /* Restarted with a committed map: streams may be running, and which
-     * ones is heard from the nodes before any change. */
-    co.last_streams = co.state.committed.map.epoch > 0;
-    co.restarted = co.last_streams;
-    /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
-     * reach us: give them that, on top of dead-after, before any is
-     * declared dead. */
-    co.deaths_after_ms =
-        co.restarted ? uv_now(co.loop) + COORD_NODE_BACKOFF_MAX_MS : 0;
-    /* A pause before the first tick counts as one too. */
-    co.last_tick_ms = uv_now(co.loop);
-    if (brim_coord_members_from_state(&co) != 0) {
-        fprintf(stderr, "brim-coord: out of memory\n");
+    if (co.leading && brim_coord_resume(&co) != 0) {
+        fprintf(stderr,
+                "brim-coord: cannot start: the state could not be "
+                "saved\n");
+        return 1;
+    }
+    if (co.cfg.etcd[0] != '\0' && brim_coord_etcd_start(&co, err) != 0) {
+        fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
     uv_timer_init(co.loop, &co.tick);

@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""tests/cluster/etcd_coord.py - brim-coord on etcd (issue 15, DESIGN.md
+12): a real etcd (Debian's etcd-server, one member, its data on tmpfs so
+fsync latency cannot make a 2 s lease flap), brim-coord --etcd processes
+and brim-nodes on free loopback ports, each stopped by PID.
+
+    etcd_coord.py --list
+    etcd_coord.py --bin BUILD/bin CASE
+
+Cases (each its own CTest test, label etcd, tests/coord.cmake):
+  leader_killed_mid_join     acceptance 1: the leader SIGKILLed with a
+                             join pending, under brim-bench --verify
+  notleader_follow           a follower answers NOTLEADER with the
+                             leader's address and serves MAP_FETCH; its
+                             state writes are refused
+  fault_coord_restart_mid_change, fault_coord_down_serving
+                             fault_kill.py's coordinator cases with the
+                             state in etcd (acceptance 5: one behaviour)
+
+Skipped (77) without an etcd binary.
+"""
+import datetime
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
+import brimtest as bt  # noqa: E402
+import bench_cluster as bc  # noqa: E402
+import brimwire as bw  # noqa: E402
+import fault_kill as fk  # noqa: E402
+import migrate_basic as mb  # noqa: E402
+
+CASES = bt.Cases()
+case = CASES
+TTL_S = 2                       # brim-coord's --election-ttl default
+
+
+class Etcd:
+    """One etcd member on loopback, data on /dev/shm, stopped by PID."""
+
+    def __init__(self):
+        exe = shutil.which("etcd")
+        if exe is None:
+            raise bt.Skip("no etcd binary (Debian package etcd-server)")
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.dir = tempfile.mkdtemp(prefix="brim-etcd-", dir=base)
+        self.port, peer = bw.free_port(), bw.free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        purl = "http://127.0.0.1:%d" % peer
+        self.log = os.path.join(self.dir, "etcd.log")
+        with open(self.log, "wb") as f:
+            self.proc = subprocess.Popen(
+                [exe, "--name", "e1", "--data-dir",
+                 os.path.join(self.dir, "data"),
+                 "--listen-client-urls", self.url,
+                 "--advertise-client-urls", self.url,
+                 "--listen-peer-urls", purl,
+                 "--initial-advertise-peer-urls", purl,
+                 "--initial-cluster", "e1=" + purl],
+                stdout=f, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 15
+        while self.call("/v3/kv/range", {"key": "eA=="}) is None:
+            assert self.proc.poll() is None, open(self.log).read()
+            assert time.monotonic() < deadline, "etcd did not start"
+            time.sleep(0.1)
+
+    def call(self, path, body):
+        import json
+        import urllib.request
+        req = urllib.request.Request(self.url + path,
+                                     json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=2) as r:
+                return json.loads(r.read())
+        except OSError:
+            return None
+
+    def get(self, key):
+        """KEY's value (bytes) and mod revision, or (None, 0)."""
+        import base64
+        r = self.call("/v3/kv/range",
+                      {"key": base64.b64encode(key.encode()).decode()})
+        kvs = (r or {}).get("kvs") or []
+        if not kvs:
+            return None, 0
+        return (base64.b64decode(kvs[0].get("value", "")),
+                int(kvs[0].get("mod_revision", "0")))
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class EtcdCluster(fk.FaultCluster):
+    """fault_kill's cluster with NCOORDS brim-coord --etcd processes in
+    place of the one on a data dir: the first on self.cport (it leads,
+    being started first), the others on self.standby ports. Every node
+    gets the whole list. restart_coord() kills the process on self.cport
+    and starts it again there, as the file-mode case restarts its one."""
+
+    ncoords = 2
+
+    def __init__(self, bindir, delay_ms=0):
+        self.etcd = Etcd()
+        self.standby = [bw.free_port() for _ in range(self.ncoords - 1)]
+        self.coords = {}
+        self.first_start = True
+        try:
+            super().__init__(bindir, delay_ms)
+        except BaseException:
+            self.etcd.close()
+            raise
+
+    def coord_cmd(self, name, port):
+        return [os.path.join(self.bindir, "brim-coord"), "--listen",
+                "127.0.0.1:%d" % port, "--etcd", self.etcd.url, "--name",
+                name, "--partitions", str(mb.P), "--dead-after-ms",
+                str(fk.DEAD_AFTER_MS)]
+
+    def restart_coord(self):
+        self.coord.stop()
+        if self.first_start:
+            # The base class's file-mode coordinator: never used.
+            self.first_start = False
+            self.coord = mb.Proc(self.coord_cmd("c1", self.cport),
+                                 os.path.join(self.dir, "c1.log"))
+            mb.wait_port(self.cport, self.coord)
+            self.wait_log(self.coord, "elected leader", 10)
+            for i, port in enumerate(self.standby):
+                name = "c%d" % (i + 2)
+                p = mb.Proc(self.coord_cmd(name, port),
+                            os.path.join(self.dir, name + ".log"))
+                mb.wait_port(port, p)
+                self.coords[name] = p
+            return
+        self.old_coords.append(self.coord)
+        log = os.path.join(self.dir, "c1.%d.log" % len(self.old_coords))
+        self.coord = mb.Proc(self.coord.cmd, log)
+        mb.wait_port(self.cport, self.coord)
+
+    def wait_log(self, proc, text, timeout):
+        deadline = time.monotonic() + timeout
+        while text not in proc.output():
+            assert proc.proc.poll() is None, proc.output()
+            assert time.monotonic() < deadline, \
+                "no %r in %s" % (text, proc.log)
+            time.sleep(0.01)
+
+    def coord_list(self):
+        return ",".join("127.0.0.1:%d" % p
+                        for p in [self.cport] + self.standby)
+
+    def add(self, name):
+        port = bw.free_port()
+        n = mb.Proc([os.path.join(self.bindir, "brim-node"), "--name", name,
+                     "--coordinator", self.coord_list(), "--listen",
+                     "127.0.0.1:%d" % port, "--partitions", str(mb.P),
+                     "--log-level", "debug"],
+                    os.path.join(self.dir, name + ".log"), env=self.env)
+        n.port = port
+        self.nodes[name] = n
+        mb.wait_port(port, n)
+
+    def close(self):
+        for p in self.coords.values():
+            p.stop()
+        try:
+            super().close()
+        finally:
+            self.etcd.close()
+
+    def dump(self):
+        super().dump()
+        for name, p in self.coords.items():
+            sys.stderr.write("---- %s (last 40 lines) ----\n%s\n" %
+                             (name, "\n".join(p.output().splitlines()[-40:])))
+
+
+class OneCoordCluster(EtcdCluster):
+    """One coordinator with its state in etcd: the file-mode cases as they
+    are, where a restart is a new leadership that loads the state."""
+    ncoords = 1
+
+
+def log_time(line):
+    """The UTC time of a brim log line, as seconds since the epoch."""
+    stamp = line.split(" ", 1)[0].rstrip("Z")
+    return datetime.datetime.fromisoformat(stamp).replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def committed_epochs(text):
+    """The epochs a node's log says it committed, in order."""
+    out = []
+    for ln in text.splitlines():
+        i = ln.find(" epoch ")
+        if i >= 0 and " committed" in ln[i:] and "change.c" in ln:
+            out.append(int(ln[i + 7:].split()[0].rstrip(":")))
+    return out
+
+
+@case
+def leader_killed_mid_join(bindir):
+    """Issue 15 acceptance 1: node4 joins while a brim-bench --verify load
+    runs; the leader is SIGKILLed with the join's epoch proposed (node1
+    paused a moment, so it cannot have been acknowledged). The standby
+    leads within the election TTL + 1 s, the join completes without an
+    operator, lost=0 stale=0 errors=0, and every node's committed epochs
+    strictly increase."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        for i in range(1, 4):
+            cl.add("node%d" % i)
+        t1 = cl.wait_members(3)
+        standby = cl.coords["c2"]
+        # The load reads its maps from the standby, which serves MAP_FETCH
+        # from etcd while it follows, and leads after the kill.
+        bench = bc.bench(types.SimpleNamespace(bench=cl.bench_bin),
+                         types.SimpleNamespace(
+                             coord=lambda: "127.0.0.1:%d" % cl.standby[0]),
+                         12)
+        cl.cleanups.append(lambda: bench.poll() is None and bench.kill())
+        time.sleep(2.0)
+        paused = cl.nodes["node1"]
+        os.kill(paused.pid, signal.SIGSTOP)
+        cl.add("node4")
+        mark = "epoch %d proposed" % (t1["epoch"] + 1)
+        cl.wait_log(cl.coord, mark, 10)
+        os.kill(cl.coord.pid, signal.SIGKILL)
+        killed_at = time.time()
+        cl.coord.proc.wait(timeout=10)
+        os.kill(paused.pid, signal.SIGCONT)
+        assert "epoch %d committed" % (t1["epoch"] + 1) \
+            not in cl.coord.output()
+        cl.wait_log(standby, "elected leader", TTL_S + 5)
+        line = [ln for ln in standby.output().splitlines()
+                if "elected leader" in ln][0]
+        took = log_time(line) - killed_at
+        print("leader_killed_mid_join: the standby leads %.2f s after the "
+              "kill (bound %d s)" % (took, TTL_S + 1), flush=True)
+        assert took <= TTL_S + 1.0, took
+        # From now on the cluster's coordinator is the standby.
+        cl.cport = cl.standby[0]
+        t2, _ = cl.wait_converged(30.0)
+        r, rc = bc.result(bench, 60)
+        print("leader_killed_mid_join: join done at epoch %d (%d members); "
+              "bench lost=%d stale=%d errors=%d ops=%d (exit %d)"
+              % (t2["epoch"], len(fk.names(t2)), r["lost"], r["stale"],
+                 r["errors"], r["ops"], rc), flush=True)
+        assert len(fk.names(t2)) == 4, fk.names(t2)
+        assert "aborting epoch %d left pending" % (t1["epoch"] + 1) \
+            in standby.output(), "the new leader did not abort it"
+        assert r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0, r
+        for name, n in cl.nodes.items():
+            eps = committed_epochs(n.output())
+            assert eps and all(a < b for a, b in zip(eps, eps[1:])), \
+                (name, eps)
+            print("leader_killed_mid_join: %s committed epochs %s"
+                  % (name, eps), flush=True)
+        # Epoch numbers are never reused across leaders.
+        proposed = [int(ln.split("epoch ")[1].split()[0])
+                    for p in (cl.coord, standby)
+                    for ln in p.output().splitlines() if " proposed:" in ln]
+        assert len(proposed) == len(set(proposed)), proposed
+
+
+@case
+def notleader_follow(bindir):
+    """A follower answers membership ops NOTLEADER with the leader's
+    address and serves MAP_FETCH from etcd; the state key is written by
+    the leader only, and a node given the follower first follows."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        cl.add("node1")
+        t = cl.wait_members(1)
+        c = bw.Conn(cl.standby[0])
+        try:
+            rep = c.call("HELLO", 1, 1, 0, bt.ROLE["ADMIN"], 0)
+            assert rep[0] == 0, rep
+            rep = c.call("MEMBERS", 2)
+            assert rep[0] == bt.ST["NOTLEADER"], rep
+            assert rep[2] in (b"127.0.0.1:%d" % cl.cport,
+                              "127.0.0.1:%d" % cl.cport), rep
+            rep = c.call(mb.MAP_FETCH, 3)
+            assert rep[0] == 0 and rep[2][3] == t["epoch"], rep
+        finally:
+            c.close()
+        value, mod = cl.etcd.get("/brim/default/state")
+        assert value is not None and value[:8] == b"BRIMCRD\0", value
+        assert "following the leader" not in cl.nodes["node1"].output()
+        # A node that asks the follower first is sent to the leader.
+        cl.standby, port = [cl.cport], cl.standby[0]
+        cl.cport = port
+        cl.add("node2")
+        cl.cport = cl.standby[0]
+        cl.wait_members(2)
+        assert "following the leader" in cl.nodes["node2"].output()
+        assert "elected" not in cl.coords["c2"].output()
+
+
+def file_mode_case(fn):
+    """Run fault_kill.py's case FN with its coordinator on etcd."""
+    def run(bindir):
+        saved = fk.FaultCluster
+        fk.FaultCluster = OneCoordCluster
+        try:
+            fn(bindir)
+        finally:
+            fk.FaultCluster = saved
+    run.__name__ = "fault_" + fn.__name__
+    run.__doc__ = fn.__doc__
+    return run
+
+
+case(file_mode_case(fk.coord_restart_mid_change))
+case(file_mode_case(fk.coord_down_serving))
+
+
+if __name__ == "__main__":
+    sys.exit(mb.main(CASES))
