@@ -20,7 +20,7 @@ if(Python3_Interpreter_FOUND AND TARGET brim-coord AND TARGET brim-node)
   # brim-coord --etcd (issue 15) against a real etcd it starts itself:
   # label etcd (skipped, 77, without Debian's etcd-server).
   brim_script_tests(PREFIX etcd. SCRIPT cluster/etcd_coord.py
-    TIMEOUT 90 SKIP_CODE 77 LABELS "etcd;cluster"
+    TIMEOUT 90 SKIP_CODE 77 LABELS etcd
     ARGS --bin $<TARGET_FILE_DIR:brim-node>)
 
   # deploy/brim-cluster end to end.

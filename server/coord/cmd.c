@@ -787,7 +787,7 @@ cmd_plan(struct brim_coord *co, struct brim_conn *c, const struct brim_req *req)
     rc = brim_coord_place(co, &nt, &arc, &cap, err);
     if (rc != 0) {
         brim_topo_destroy(&nt);
-        snprintf(msg, sizeof(msg), "plan: placement failed: %s", err);
+        snprintf(msg, sizeof(msg), "plan: placement failed: %.200s", err);
         return reply_err(c, req->request_id, rc, msg);
     }
     /* Moved partitions, compared by owner name, and the keys they hold by

@@ -360,6 +360,7 @@ coord_timer_cb(uv_timer_t *t)
     if (!node->coordlink.hb_out) {
         /* The lease counts from the oldest unanswered heartbeat. */
         node->coordlink.hb_sent_ms = uv_now(node->loop);
+        node->coordlink.asked_ms = node->coordlink.hb_sent_ms;
     }
     if (coord_send(node, &req, coord_heartbeat_rep) == 0) {
         node->coordlink.hb_out = 1;
@@ -452,6 +453,7 @@ coord_join(struct brim_node *node)
     char            addr[BRIM_ADDR_MAX + 1];
 
     coord_self_addr(node, addr, sizeof(addr));
+    node->coordlink.asked_ms = uv_now(node->loop);
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_JOIN;
     req.name = node->cfg.name;
@@ -581,6 +583,7 @@ coord_connect(struct brim_node *node)
 {
     char errbuf[BRIM_ERRBUF_LEN];
 
+    node->coordlink.asked_ms = uv_now(node->loop);
     brim_node_peer_hello(node, &node->coordlink.peer);
     if (brim_peer_connect(&node->coordlink.peer, node->coordlink.addr, errbuf)
         == BRIM_EINVAL)
@@ -588,6 +591,37 @@ coord_connect(struct brim_node *node)
         brim_log_error("coordinator: %s", errbuf);
         coord_give_up(node, 1);
     }
+}
+
+/*
+ * With several coordinators (etcd mode): one that leaves a connect, a
+ * handshake, a JOIN or a heartbeat unanswered for half a lease (1 s
+ * before the first lease) is given up for the next of the list, even on
+ * an open connection: a leader that was paused, or cut off, is replaced
+ * at etcd while its connections stay open, and a node that waited on it
+ * would never be heard by the new leader (issue 15 item 4).
+ */
+static void
+coord_watch_cb(uv_timer_t *t)
+{
+    struct brim_node *node =
+        BRIM_CONTAINER_OF(t, struct brim_node, coordlink.watch);
+    struct brim_node_coordlink *cl = &node->coordlink;
+    uint64_t                    now = uv_now(node->loop), limit;
+
+    limit = cl->lease_ms > 0 ? cl->lease_ms / 2 : 1000;
+    if (cl->peer.state == BRIM_PEER_IDLE || cl->leave == BRIM_LEAVE_LINGER
+        || (cl->peer.state == BRIM_PEER_OPEN && cl->joined && !cl->hb_out)
+        || now - cl->asked_ms <= limit)
+    {
+        return;
+    }
+    brim_log_warn("coordinator %s has not answered for %" PRIu64 " ms: "
+                  "trying the next",
+                  cl->addr, now - cl->asked_ms);
+    cl->followed = 0;
+    cl->backoff_ms = COORD_BACKOFF_MIN_MS;
+    brim_peer_close(&cl->peer);
 }
 
 void
@@ -601,6 +635,11 @@ brim_node_coord_start(struct brim_node *node)
     node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
     coord_pick_next(node);
     coord_connect(node);
+    if (strchr(node->cfg.coordinator, ',') != NULL) {
+        uv_timer_init(node->loop, &node->coordlink.watch);
+        uv_timer_start(&node->coordlink.watch, coord_watch_cb, 100, 100);
+        node->coordlink.watch_init = 1;
+    }
 }
 
 void
@@ -608,6 +647,10 @@ brim_node_coord_stop(struct brim_node *node)
 {
     brim_peer_close(&node->coordlink.peer);
     uv_close((uv_handle_t *) &node->coordlink.timer, NULL);
+    if (node->coordlink.watch_init) {
+        uv_close((uv_handle_t *) &node->coordlink.watch, NULL);
+        node->coordlink.watch_init = 0;
+    }
     if (node->coordlink.leave_timer_init) {
         uv_close((uv_handle_t *) &node->coordlink.leave_timer, NULL);
         node->coordlink.leave_timer_init = 0;

@@ -169,8 +169,13 @@ struct brim_node_coordlink {
                                            it, tried when it is lost */
     int              followed;                /* ADDR is a NOTLEADER's leader:
                                            try it before the list */
-    enum brim_leave_state leave;              /* the graceful leave */
-    uv_timer_t            leave_timer;        /* looks at the leave */
+    uint64_t         asked_ms;   /* loop ms it was last asked something still
+                              unanswered (connect, JOIN, a heartbeat) */
+    uv_timer_t       watch;      /* gives up a silent one (a list of
+                              coordinators only) */
+    int              watch_init; /* WATCH is initialised */
+    enum brim_leave_state leave; /* the graceful leave */
+    uv_timer_t            leave_timer; /* looks at the leave */
     int                   leave_timer_init;
     uint64_t              leave_since_ms;  /* loop ms it was asked */
     uint64_t              leave_logged_ms; /* loop ms progress was logged */

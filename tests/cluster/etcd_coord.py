@@ -10,6 +10,9 @@ and brim-nodes on free loopback ports, each stopped by PID.
 Cases (each its own CTest test, label etcd, tests/coord.cmake):
   leader_killed_mid_join     acceptance 1: the leader SIGKILLed with a
                              join pending, under brim-bench --verify
+  leader_paused_past_lease   acceptance 2, in part: the leader SIGSTOPped
+                             past its lease with a change pending, then
+                             resumed: it steps down and writes nothing
   notleader_follow           a follower answers NOTLEADER with the
                              leader's address and serves MAP_FETCH; its
                              state writes are refused
@@ -273,6 +276,64 @@ def leader_killed_mid_join(bindir):
                     for p in (cl.coord, standby)
                     for ln in p.output().splitlines() if " proposed:" in ln]
         assert len(proposed) == len(set(proposed)), proposed
+
+
+@case
+def leader_paused_past_lease(bindir):
+    """Issue 15 acceptance 2 (what is built of it): the leader SIGSTOPped
+    with node4's join proposed, past its etcd lease, under brim-bench
+    --verify. The standby leads, aborts that epoch and commits the join;
+    the nodes leave the silent leader for the next coordinator by
+    themselves. Then the old leader is SIGCONTed: it steps down, and
+    proposes, commits and declares dead nothing; no node is declared
+    dead; lost=0 stale=0 errors=0."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        for i in range(1, 4):
+            cl.add("node%d" % i)
+        t1 = cl.wait_members(3)
+        standby = cl.coords["c2"]
+        bench = bc.bench(types.SimpleNamespace(bench=cl.bench_bin),
+                         types.SimpleNamespace(
+                             coord=lambda: "127.0.0.1:%d" % cl.standby[0]),
+                         14)
+        cl.cleanups.append(lambda: bench.poll() is None and bench.kill())
+        time.sleep(1.5)
+        old = cl.coord
+        paused = cl.nodes["node1"]
+        os.kill(paused.pid, signal.SIGSTOP)
+        cl.add("node4")
+        cl.wait_log(old, "epoch %d proposed" % (t1["epoch"] + 1), 10)
+        os.kill(old.pid, signal.SIGSTOP)
+        os.kill(paused.pid, signal.SIGCONT)
+        cl.cleanups.append(lambda: old.proc.poll() is None
+                           and os.kill(old.pid, signal.SIGCONT))
+        cl.wait_log(standby, "elected leader", TTL_S + 5)
+        cl.cport = cl.standby[0]
+        t2, _ = cl.wait_converged(30.0)
+        assert len(fk.names(t2)) == 4, fk.names(t2)
+        before = len(old.output())
+        os.kill(old.pid, signal.SIGCONT)
+        cl.wait_log(old, "stepping down", 5)
+        time.sleep(1.0)
+        after = old.output()[before:]
+        print("leader_paused_past_lease: the new leader committed epoch "
+              "%d with 4 members; the old one, resumed, said: %s"
+              % (t2["epoch"], [ln.split(" ", 3)[3] for ln in
+                               after.splitlines()][:3]), flush=True)
+        for word in (" proposed:", " committed:", ": dead"):
+            assert word not in after, (word, after)
+        assert ": dead" not in standby.output(), standby.output()
+        t3 = cl.fetch()
+        assert t3["epoch"] == t2["epoch"], (t3["epoch"], t2["epoch"])
+        r, rc = bc.result(bench, 60)
+        print("leader_paused_past_lease: bench lost=%d stale=%d errors=%d "
+              "ops=%d (exit %d)" % (r["lost"], r["stale"], r["errors"],
+                                    r["ops"], rc), flush=True)
+        assert r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0, r
+        for name, n in cl.nodes.items():
+            eps = committed_epochs(n.output())
+            assert all(a < b for a, b in zip(eps, eps[1:])), (name, eps)
 
 
 @case
