@@ -66,6 +66,25 @@ cmd_hello(struct brim_coord *co, struct brim_conn *c,
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_HELLO, &rep);
 }
 
+/*
+ * A node reports epoch EPOCH (its committed one, the stamp of its JOIN or
+ * HEARTBEAT): the next proposal goes above it. With one state that only
+ * the leader writes it never is at or above next_epoch; a state restored
+ * from an older copy, or etcd's data lost, could make it so, and an
+ * epoch number must never be handed out twice (DESIGN.md 5 and 12). The
+ * raised next_epoch is persisted with the next proposal.
+ */
+static void
+epoch_seen(struct brim_coord *co, uint64_t epoch)
+{
+    if (epoch >= co->state.next_epoch) {
+        brim_log_warn("a node reports epoch %" PRIu64 ", at or above "
+                      "next_epoch %" PRIu64 ": proposing above it",
+                      epoch, co->state.next_epoch);
+        co->state.next_epoch = epoch + 1;
+    }
+}
+
 static int
 cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
          const struct brim_req *req)
@@ -78,6 +97,7 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
 
     memcpy(addr, req->addr, req->addr_len);
     addr[req->addr_len] = '\0';
+    epoch_seen(co, req->epoch);
     if (w == 0) {
         w = BRIM_WEIGHT_PPM_ONE;
     }
@@ -210,6 +230,7 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
     mb->last_hb_ms = uv_now(co->loop);
     mb->hb_heard = 1;
     mb->hb_epoch = req->epoch;
+    epoch_seen(co, req->epoch);
     hb_stats(mb, req->obj);
     if (mb->conn == NULL) {
         mb->conn = c;

@@ -36,7 +36,7 @@
 /* One gateway call at most, ms: well under a heartbeat interval. */
 #define ETCD_CALL_MS 300u
 /* How often a follower looks for a leader, ms. */
-#define ETCD_POLL_MS 200u
+#define ETCD_POLL_MS 100u
 /* A follower reads the committed map again after this long, ms. */
 #define ETCD_FOLLOW_MS 100u
 /* etcd failures are logged at most this often, ms. */

@@ -213,6 +213,29 @@ def committed_epochs(text):
     return out
 
 
+def join_under_load(cl, duration):
+    """Nodes 1-3 and their first epoch, a brim-bench --verify load of
+    DURATION s reading its maps from the standby (it serves MAP_FETCH
+    from etcd while it follows, and leads later), then node4's join
+    proposed by the leader with node1 paused, so that the epoch cannot
+    have been acknowledged: returns (first topology, bench, node1) with
+    node1 still stopped."""
+    for i in range(1, 4):
+        cl.add("node%d" % i)
+    t1 = cl.wait_members(3)
+    bench = bc.bench(types.SimpleNamespace(bench=cl.bench_bin),
+                     types.SimpleNamespace(
+                         coord=lambda: "127.0.0.1:%d" % cl.standby[0]),
+                     duration)
+    cl.cleanups.append(lambda: bench.poll() is None and bench.kill())
+    time.sleep(2.0)
+    paused = cl.nodes["node1"]
+    os.kill(paused.pid, signal.SIGSTOP)
+    cl.add("node4")
+    cl.wait_log(cl.coord, "epoch %d proposed" % (t1["epoch"] + 1), 10)
+    return t1, bench, paused
+
+
 @case
 def leader_killed_mid_join(bindir):
     """Issue 15 acceptance 1: node4 joins while a brim-bench --verify load
@@ -223,23 +246,8 @@ def leader_killed_mid_join(bindir):
     strictly increase."""
     cl = EtcdCluster(bindir)
     with cl:
-        for i in range(1, 4):
-            cl.add("node%d" % i)
-        t1 = cl.wait_members(3)
         standby = cl.coords["c2"]
-        # The load reads its maps from the standby, which serves MAP_FETCH
-        # from etcd while it follows, and leads after the kill.
-        bench = bc.bench(types.SimpleNamespace(bench=cl.bench_bin),
-                         types.SimpleNamespace(
-                             coord=lambda: "127.0.0.1:%d" % cl.standby[0]),
-                         12)
-        cl.cleanups.append(lambda: bench.poll() is None and bench.kill())
-        time.sleep(2.0)
-        paused = cl.nodes["node1"]
-        os.kill(paused.pid, signal.SIGSTOP)
-        cl.add("node4")
-        mark = "epoch %d proposed" % (t1["epoch"] + 1)
-        cl.wait_log(cl.coord, mark, 10)
+        t1, bench, paused = join_under_load(cl, 12)
         os.kill(cl.coord.pid, signal.SIGKILL)
         killed_at = time.time()
         cl.coord.proc.wait(timeout=10)
@@ -289,21 +297,9 @@ def leader_paused_past_lease(bindir):
     dead; lost=0 stale=0 errors=0."""
     cl = EtcdCluster(bindir)
     with cl:
-        for i in range(1, 4):
-            cl.add("node%d" % i)
-        t1 = cl.wait_members(3)
         standby = cl.coords["c2"]
-        bench = bc.bench(types.SimpleNamespace(bench=cl.bench_bin),
-                         types.SimpleNamespace(
-                             coord=lambda: "127.0.0.1:%d" % cl.standby[0]),
-                         14)
-        cl.cleanups.append(lambda: bench.poll() is None and bench.kill())
-        time.sleep(1.5)
         old = cl.coord
-        paused = cl.nodes["node1"]
-        os.kill(paused.pid, signal.SIGSTOP)
-        cl.add("node4")
-        cl.wait_log(old, "epoch %d proposed" % (t1["epoch"] + 1), 10)
+        t1, bench, paused = join_under_load(cl, 14)
         os.kill(old.pid, signal.SIGSTOP)
         os.kill(paused.pid, signal.SIGCONT)
         cl.cleanups.append(lambda: old.proc.poll() is None
