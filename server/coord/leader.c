@@ -262,6 +262,11 @@ etcd_timer_cb(uv_timer_t *t)
     if (e->term == 0 && e->lease != 0) {
         etcd_campaign(co);
     }
+    if (e->term == 0 && co->state.settings.cluster_id == 0) {
+        /* A follower with no copy of the state yet: read one now, so a
+         * MAP_FETCH while etcd is unreachable is still served. */
+        (void) brim_coord_etcd_follow(co);
+    }
 }
 
 int

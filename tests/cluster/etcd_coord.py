@@ -13,6 +13,8 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
   leader_paused_past_lease   acceptance 2, in part: the leader SIGSTOPped
                              past its lease with a change pending, then
                              resumed: it steps down and writes nothing
+  etcd_quorum_lost           acceptance 3: one of three etcd members
+                             killed, then two of three for OUTAGE_S s
   notleader_follow           a follower answers NOTLEADER with the
                              leader's address and serves MAP_FETCH; its
                              state writes are refused
@@ -47,38 +49,60 @@ TTL_S = 2                       # brim-coord's --election-ttl default
 
 
 class Etcd:
-    """One etcd member on loopback, data on /dev/shm, stopped by PID."""
+    """An etcd cluster of N members on loopback, data on /dev/shm, each
+    member stopped by PID."""
 
-    def __init__(self):
-        exe = shutil.which("etcd")
-        if exe is None:
+    def __init__(self, n=1):
+        self.exe = shutil.which("etcd")
+        if self.exe is None:
             raise bt.Skip("no etcd binary (Debian package etcd-server)")
         base = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.dir = tempfile.mkdtemp(prefix="brim-etcd-", dir=base)
-        self.port, peer = bw.free_port(), bw.free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        purl = "http://127.0.0.1:%d" % peer
-        self.log = os.path.join(self.dir, "etcd.log")
-        with open(self.log, "wb") as f:
-            self.proc = subprocess.Popen(
-                [exe, "--name", "e1", "--data-dir",
-                 os.path.join(self.dir, "data"),
-                 "--listen-client-urls", self.url,
-                 "--advertise-client-urls", self.url,
-                 "--listen-peer-urls", purl,
-                 "--initial-advertise-peer-urls", purl,
-                 "--initial-cluster", "e1=" + purl],
+        self.names = ["e%d" % i for i in range(1, n + 1)]
+        self.curl = {m: "http://127.0.0.1:%d" % bw.free_port()
+                     for m in self.names}
+        self.purl = {m: "http://127.0.0.1:%d" % bw.free_port()
+                     for m in self.names}
+        self.url = ",".join(self.curl[m] for m in self.names)
+        self.procs = {}
+        for m in self.names:
+            self.start(m, "new")
+        self.wait_ready()
+
+    def start(self, m, state):
+        cluster = ",".join("%s=%s" % (x, self.purl[x]) for x in self.names)
+        with open(os.path.join(self.dir, m + ".log"), "ab") as f:
+            self.procs[m] = subprocess.Popen(
+                [self.exe, "--name", m, "--data-dir",
+                 os.path.join(self.dir, m),
+                 "--listen-client-urls", self.curl[m],
+                 "--advertise-client-urls", self.curl[m],
+                 "--listen-peer-urls", self.purl[m],
+                 "--initial-advertise-peer-urls", self.purl[m],
+                 "--initial-cluster", cluster,
+                 "--initial-cluster-state", state],
                 stdout=f, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 15
-        while self.call("/v3/kv/range", {"key": "eA=="}) is None:
-            assert self.proc.poll() is None, open(self.log).read()
+
+    def kill(self, m):
+        os.kill(self.procs[m].pid, signal.SIGKILL)
+        self.procs[m].wait(timeout=10)
+
+    def wait_ready(self, timeout=15):
+        """Until a write goes through (the cluster has a quorum)."""
+        deadline = time.monotonic() + timeout
+        while self.call("/v3/kv/put", {"key": "eA==", "value": "eA=="}) \
+                is None:
+            for m, p in self.procs.items():
+                assert p.poll() is None, open(os.path.join(
+                    self.dir, m + ".log")).read()
             assert time.monotonic() < deadline, "etcd did not start"
             time.sleep(0.1)
 
     def call(self, path, body):
         import json
         import urllib.request
-        req = urllib.request.Request(self.url + path,
+        m = [x for x in self.names if self.procs[x].poll() is None][0]
+        req = urllib.request.Request(self.curl[m] + path,
                                      json.dumps(body).encode(),
                                      {"Content-Type": "application/json"})
         try:
@@ -99,9 +123,10 @@ class Etcd:
                 int(kvs[0].get("mod_revision", "0")))
 
     def close(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        for p in self.procs.values():
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -113,9 +138,10 @@ class EtcdCluster(fk.FaultCluster):
     and starts it again there, as the file-mode case restarts its one."""
 
     ncoords = 2
+    etcd_members = 1
 
     def __init__(self, bindir, delay_ms=0):
-        self.etcd = Etcd()
+        self.etcd = Etcd(self.etcd_members)
         self.standby = [bw.free_port() for _ in range(self.ncoords - 1)]
         self.coords = {}
         self.first_start = True
@@ -213,13 +239,11 @@ def committed_epochs(text):
     return out
 
 
-def join_under_load(cl, duration):
-    """Nodes 1-3 and their first epoch, a brim-bench --verify load of
+def three_under_load(cl, duration):
+    """Nodes 1-3 and their first epoch, and a brim-bench --verify load of
     DURATION s reading its maps from the standby (it serves MAP_FETCH
-    from etcd while it follows, and leads later), then node4's join
-    proposed by the leader with node1 paused, so that the epoch cannot
-    have been acknowledged: returns (first topology, bench, node1) with
-    node1 still stopped."""
+    from etcd while it follows, and leads later), 2 s into its run:
+    returns (first topology, bench)."""
     for i in range(1, 4):
         cl.add("node%d" % i)
     t1 = cl.wait_members(3)
@@ -229,6 +253,14 @@ def join_under_load(cl, duration):
                      duration)
     cl.cleanups.append(lambda: bench.poll() is None and bench.kill())
     time.sleep(2.0)
+    return t1, bench
+
+
+def join_under_load(cl, duration):
+    """three_under_load(), then node4's join proposed by the leader with
+    node1 paused, so that the epoch cannot have been acknowledged:
+    returns (first topology, bench, node1) with node1 still stopped."""
+    t1, bench = three_under_load(cl, duration)
     paused = cl.nodes["node1"]
     os.kill(paused.pid, signal.SIGSTOP)
     cl.add("node4")
@@ -330,6 +362,71 @@ def leader_paused_past_lease(bindir):
         for name, n in cl.nodes.items():
             eps = committed_epochs(n.output())
             assert all(a < b for a, b in zip(eps, eps[1:])), (name, eps)
+
+
+class ThreeEtcdCluster(EtcdCluster):
+    """Two coordinators on a three-member etcd."""
+    etcd_members = 3
+
+
+OUTAGE_S = 10
+
+
+@case
+def etcd_quorum_lost(bindir):
+    """Issue 15 acceptance 3: one of three etcd members killed changes
+    nothing (a join goes through); two of three killed for OUTAGE_S s
+    under brim-bench --verify: serving goes on with lost=0 stale=0
+    errors=0, a join asked meanwhile waits, and completes once etcd is
+    back."""
+    cl = ThreeEtcdCluster(bindir)
+    with cl:
+        t1, bench = three_under_load(cl, OUTAGE_S + 14)
+        cl.etcd.kill("e3")
+        cl.add("node4")
+        t2 = cl.wait_members(4, timeout=15)
+        print("etcd_quorum_lost: one etcd member down: node4 joined at "
+              "epoch %d" % t2["epoch"], flush=True)
+        cl.wait_streams_done(30)
+        cl.etcd.kill("e2")
+        down_at = time.monotonic()
+        time.sleep(1.0)
+        cl.add("node5")
+        time.sleep(OUTAGE_S - 1.0)
+        # No coordinator can read etcd now: ask the nodes.
+        during = {n: cl.node_epoch(n) for n in ("node1", "node2", "node3")}
+        assert set(during.values()) == {t2["epoch"]}, (during, t2["epoch"])
+        cl.etcd.start("e2", "existing")
+        cl.etcd.start("e3", "existing")
+        cl.etcd.wait_ready(20)
+        back = time.monotonic()
+        print("etcd_quorum_lost: etcd without quorum %.1f s; node5 waited "
+              "(the nodes' epochs then %r)" % (back - down_at, during),
+              flush=True)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                t3 = cl.fetch()
+                if len(fk.names(t3)) == 5:
+                    break
+            except (OSError, AssertionError):
+                pass
+            assert time.monotonic() < deadline, "node5 never joined"
+            time.sleep(0.2)
+        print("etcd_quorum_lost: node5 joined at epoch %d, %.1f s after "
+              "etcd was back" % (t3["epoch"], time.monotonic() - back),
+              flush=True)
+        r, rc = bc.result(bench, 90)
+        print("etcd_quorum_lost: bench lost=%d stale=%d errors=%d ops=%d "
+              "(exit %d)" % (r["lost"], r["stale"], r["errors"], r["ops"],
+                             rc), flush=True)
+        assert r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0, r
+        for c in [cl.coord] + list(cl.coords.values()):
+            assert ": dead" not in c.output(), c.output()
+        for name, n in cl.nodes.items():
+            eps = committed_epochs(n.output())
+            assert all(a < b for a, b in zip(eps, eps[1:])), (name, eps)
+        assert t1["epoch"] < t2["epoch"] < t3["epoch"]
 
 
 @case
