@@ -78,6 +78,14 @@ brim_coord_resume(struct brim_coord *co)
      * declared dead. */
     co->deaths_after_ms =
         co->restarted ? uv_now(co->loop) + COORD_NODE_BACKOFF_MAX_MS : 0;
+    if (co->restarted && co->etcd != NULL) {
+        /* Elected: the nodes left the old leader on a lost connection or
+         * half a lease of silence and come at once (NOTLEADER, or their
+         * backoff of at most half a lease); none is declared dead before
+         * dead-after plus a lease from the election (DESIGN.md 12). */
+        co->deaths_after_ms =
+            uv_now(co->loop) + s->dead_after_ms + s->dead_after_ms / 2;
+    }
     /* A pause before the first tick counts as one too. */
     co->last_tick_ms = uv_now(co->loop);
     rc = brim_coord_members_from_state(co);
