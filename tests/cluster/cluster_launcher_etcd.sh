@@ -9,13 +9,9 @@ set -u
 SCRIPT=$1
 export BRIM_BIN=$2
 command -v etcd >/dev/null || { echo "SKIP: no etcd (etcd-server)"; exit 77; }
-D=$(mktemp -d /tmp/brim-launcher-etcd.XXXXXX)
-fail() { echo "FAIL: $*"; tail -n 20 "$D"/*.log; "$SCRIPT" down --dir "$D" >/dev/null 2>&1; exit 1; }
-alive() {   # PID runs (a zombie not yet reaped counts as gone)
-    kill -0 "$1" 2>/dev/null || return 1
-    [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]
-}
-trap '"$SCRIPT" down --dir "$D" >/dev/null 2>&1; rm -rf "$D"' EXIT
+LAUNCHER_PREFIX=brim-launcher-etcd
+# shellcheck source=launcher_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/launcher_lib.sh"
 # A base port with the ports brim-cluster uses above it free: the nodes
 # (BASE+1..), their memcached ports (+1000), coord2 (+1999), etcd (+2000..).
 BASE=$(python3 -c 'import socket,random
