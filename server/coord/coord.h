@@ -176,6 +176,9 @@ struct brim_coord {
  * a standby leads at once). */
 int  brim_coord_etcd_start(struct brim_coord *co, char *err);
 void brim_coord_etcd_stop(struct brim_coord *co);
+/* Free what etcd mode holds, once the loop has ended; nothing in file
+ * mode. */
+void brim_coord_etcd_free(struct brim_coord *co);
 /* A follower's copy of the state in CO->state, read from etcd again
  * when older than 100 ms (MAP_FETCH and HELLO are served from it).
  * Returns 0 when CO->state holds one, else BRIM_ENOTFOUND or the error

@@ -77,6 +77,19 @@ etcd_step_down(struct brim_coord *co, const char *why)
     _exit(1);
 }
 
+/* A state in etcd that this coordinator refuses (or cannot build): an
+ * operator must look, as at a refused state file. Exit rather than run
+ * again, which would only be elected and refuse it again. */
+static void
+etcd_refuse(struct brim_coord *co, const char *why)
+{
+    char err[BRIM_ERRBUF_LEN];
+
+    brim_log_error("etcd: %s: exiting (status 1)", why);
+    (void) brim_etcd_lease_revoke(co->etcd->cli, co->etcd->lease, err);
+    _exit(1);
+}
+
 /* Loop ms now, with the loop's clock brought up to date (a gateway call
  * may have blocked it). */
 static uint64_t
@@ -174,11 +187,12 @@ etcd_lead(struct brim_coord *co)
         e->state_mod = kv.mod_revision;
         brim_free(kv.value);
         if (rc != 0) {
+            char why[2 * BRIM_ERRBUF_LEN];
+
             /* A refused state needs an operator, as a refused file. */
-            brim_log_error("etcd: %s holds a state that is refused: %s; "
-                           "exiting",
-                           e->key_state, err);
-            etcd_step_down(co, "refused state");
+            snprintf(why, sizeof(why), "%s holds a state that is refused: %s",
+                     e->key_state, err);
+            etcd_refuse(co, why);
         }
         brim_log_info("cluster %016" PRIx64
                       " loaded from etcd at epoch %" PRIu64
@@ -191,15 +205,21 @@ etcd_lead(struct brim_coord *co)
         co->cfg.set.seed = brim_random_u64();
         rc = brim_coord_state_init(&co->state, &co->cfg.set, err);
         if (rc != 0) {
-            brim_log_error("%s", err);
-            etcd_step_down(co, "no state");
+            etcd_refuse(co, err);
         }
         brim_log_info(
             "new cluster %016" PRIx64 " in etcd: P %" PRIu32 ", V %" PRIu32,
             co->state.settings.cluster_id, co->state.settings.partitions,
             co->state.settings.tokens_per_node);
     } else {
-        etcd_step_down(co, err);
+        /* Nothing is loaded yet: give the leadership back and stay a
+         * follower (a new lease is granted on the next turn). */
+        etcd_log(co, "reading the state after the election", err);
+        (void) brim_etcd_lease_revoke(e->cli, e->lease, err);
+        e->lease = 0;
+        e->term = 0;
+        co->ack_until_ms = 0;
+        return;
     }
     co->leading = 1;
     snprintf(co->leader_addr, sizeof(co->leader_addr), "%s", co->cfg.listen);
@@ -316,6 +336,16 @@ brim_coord_etcd_stop(struct brim_coord *co)
         co->etcd->lease = 0;
     }
     uv_close((uv_handle_t *) &co->etcd->timer, NULL);
+}
+
+void
+brim_coord_etcd_free(struct brim_coord *co)
+{
+    if (co->etcd != NULL) {
+        brim_etcd_free(co->etcd->cli);
+        brim_free(co->etcd);
+        co->etcd = NULL;
+    }
 }
 
 int

@@ -444,6 +444,7 @@ main(int argc, char **argv)
     brim_log_info("listening on %s", co.cfg.listen);
     uv_run(co.loop, UV_RUN_DEFAULT);
     brim_server_destroy(&co.srv);
+    brim_coord_etcd_free(&co);
     brim_coord_members_free(&co);
     brim_coord_state_destroy(&co.state);
     msgpack_zone_destroy(&co.zone);
