@@ -353,10 +353,20 @@ def leader_paused_past_lease(bindir):
         t2, _ = cl.wait_converged(30.0)
         assert len(fk.names(t2)) == 4, fk.names(t2)
         before = len(old.output())
+        nodes_before = {n: len(p.output()) for n, p in cl.nodes.items()}
+        _, state_mod = cl.etcd.get("/brim/default/state")
         os.kill(old.pid, signal.SIGCONT)
         cl.wait_log(old, "stepping down", 5)
         time.sleep(1.0)
         after = old.output()[before:]
+        # etcd's history: the state key was not written since (the new
+        # leader had nothing to change, and the old one's writes fail).
+        _, state_mod2 = cl.etcd.get("/brim/default/state")
+        assert state_mod2 == state_mod, (state_mod, state_mod2)
+        # The nodes' logs: no proposal taken since the old leader woke.
+        for n, p in cl.nodes.items():
+            text = p.output()[nodes_before[n]:]
+            assert " pending (committed" not in text, (n, text[-2000:])
         print("leader_paused_past_lease: the new leader committed epoch "
               "%d with 4 members; the old one, resumed, said: %s"
               % (t2["epoch"], [ln.split(" ", 3)[3] for ln in
