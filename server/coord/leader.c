@@ -242,7 +242,12 @@ etcd_campaign(struct brim_coord *co)
     n = snprintf(val, sizeof(val), "%s %s", co->cfg.name, co->cfg.listen);
     rc = brim_etcd_put_if_absent(e->cli, e->key_leader, val, (size_t) n,
                                  e->lease, &rev, &holder, err);
-    if (rc == BRIM_EEXISTS) {
+    if (rc == BRIM_EEXISTS && holder.lease == e->lease) {
+        /* Ours: an earlier campaign timed out here but was applied. */
+        rev = holder.create_revision;
+        brim_free(holder.value);
+        rc = 0;
+    } else if (rc == BRIM_EEXISTS) {
         etcd_note_leader(co, &holder);
         brim_free(holder.value);
         return;
