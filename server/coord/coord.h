@@ -43,6 +43,9 @@ struct brim_coord_config {
     char     name[BRIM_NAME_MAX + 1];      /* --name: this coordinator's */
     char     etcd_prefix[128]; /* --etcd-prefix: the cluster's keys */
     uint32_t election_ttl_s;   /* --election-ttl: the leader's lease */
+    char     import_dir[4096]; /* --import-state: a file-mode data dir
+                                  whose state the first leader moves
+                                  into etcd; "" none */
 };
 
 struct brim_coord;

@@ -25,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <sys/file.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -169,6 +172,60 @@ etcd_note_leader(struct brim_coord *co, const struct brim_etcd_kv *kv)
 }
 
 /*
+ * --import-state DIR, elected with no state in etcd: DIR/state becomes
+ * the cluster's (written by brim_coord_resume()'s first guarded write),
+ * and DIR gets BRIM_PERSIST_MOVED, fsynced, so that a file-mode
+ * brim-coord refuses DIR from then on. The marker is written before the
+ * state reaches etcd: a crash between leaves DIR refused and etcd empty,
+ * and a second run imports again, where the other order could leave
+ * two live copies.
+ */
+static void
+etcd_import(struct brim_coord *co)
+{
+    char  err[BRIM_ERRBUF_LEN], why[2 * BRIM_ERRBUF_LEN], path[4200];
+    FILE *f;
+    int   fd;
+
+    /* A file-mode brim-coord holds DIR/lock while it runs: never move a
+     * state that is still being written. The lock stays held. */
+    snprintf(path, sizeof(path), "%s/lock", co->cfg.import_dir);
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(why, sizeof(why),
+                 "--import-state: %.200s is locked (a file-mode brim-coord "
+                 "runs on it?) or cannot be opened",
+                 path);
+        etcd_refuse(co, why);
+    }
+    if (brim_persist_load(co->cfg.import_dir, &co->state, err) != 0) {
+        snprintf(why, sizeof(why), "--import-state: %s", err);
+        etcd_refuse(co, why);
+    }
+    co->etcd->state_mod = 0;
+    snprintf(path, sizeof(path), "%s/%s", co->cfg.import_dir,
+             BRIM_PERSIST_MOVED);
+    f = fopen(path, "w");
+    if (f == NULL
+        || fprintf(f, "moved into etcd %s, key %s\n", co->cfg.etcd,
+                   co->etcd->key_state)
+            < 0
+        || fflush(f) != 0 || fsync(fileno(f)) != 0)
+    {
+        snprintf(why, sizeof(why), "--import-state: cannot write %.200s", path);
+        if (f != NULL) {
+            (void) fclose(f);
+        }
+        etcd_refuse(co, why);
+    }
+    (void) fclose(f);
+    brim_log_info("cluster %016" PRIx64 " imported from %s at epoch %" PRIu64
+                  " (next_epoch %" PRIu64 "); %s marks it moved",
+                  co->state.settings.cluster_id, co->cfg.import_dir,
+                  co->state.committed.map.epoch, co->state.next_epoch, path);
+}
+
+/*
  * Elected with term TERM: load the state from etcd (or create a new
  * cluster), then do what a restarted coordinator does.
  */
@@ -194,11 +251,18 @@ etcd_lead(struct brim_coord *co)
                      e->key_state, err);
             etcd_refuse(co, why);
         }
+        if (co->cfg.import_dir[0] != '\0') {
+            brim_log_warn("etcd already holds a state: --import-state %s "
+                          "ignored",
+                          co->cfg.import_dir);
+        }
         brim_log_info("cluster %016" PRIx64
                       " loaded from etcd at epoch %" PRIu64
                       " (next_epoch %" PRIu64 ")",
                       co->state.settings.cluster_id,
                       co->state.committed.map.epoch, co->state.next_epoch);
+    } else if (rc == BRIM_ENOTFOUND && co->cfg.import_dir[0] != '\0') {
+        etcd_import(co);
     } else if (rc == BRIM_ENOTFOUND) {
         e->state_mod = 0;
         co->cfg.set.cluster_id = brim_random_u64() | 1;

@@ -125,6 +125,11 @@ static const struct brim_option coord_options[] = {
     {"etcd-prefix", "KEY", brim_option_str, COORD_OFF(etcd_prefix), 0,
      sizeof(((struct brim_coord_config *) 0)->etcd_prefix), "/brim/default",
      "with --etcd: the cluster's keys are KEY/leader and KEY/state"},
+    {"import-state", "DIR", brim_option_str, COORD_OFF(import_dir), 0,
+     sizeof(((struct brim_coord_config *) 0)->import_dir), NULL,
+     "with --etcd: move the state file of this file-mode --data-dir into "
+     "etcd when etcd holds none yet, then mark DIR so that a file-mode "
+     "brim-coord refuses it"},
     {"election-ttl", "S", brim_option_u32, COORD_OFF(election_ttl_s), 1, 60,
      "2",
      "with --etcd: the leader's etcd lease in seconds (etcd may grant "
@@ -166,7 +171,18 @@ check_args(const struct brim_coord_config *cfg)
                 cfg->set.dead_after_ms, cfg->set.heartbeat_ms);
         return -1;
     }
+    if (cfg->import_dir[0] != '\0' && cfg->etcd[0] == '\0') {
+        fprintf(stderr, "brim-coord: --import-state needs --etcd\n");
+        return -1;
+    }
     if (cfg->etcd[0] != '\0') {
+        if (cfg->import_dir[0] != '\0'
+            && (stat(cfg->import_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        {
+            fprintf(stderr, "brim-coord: --import-state %s: not a directory\n",
+                    cfg->import_dir);
+            return -1;
+        }
         if (cfg->data_dir[0] != '\0' || cfg->name[0] == '\0') {
             fprintf(stderr,
                     "brim-coord: --etcd needs --name and excludes "
@@ -302,12 +318,22 @@ load_state(struct brim_coord *co)
 {
     struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
     char                        err[BRIM_ERRBUF_LEN] = "";
+    char                        moved[4200];
     int                         rc;
 
     co->save = file_save;
     co->leading = 1;
     co->ack_until_ms = UINT64_MAX;
     if (lock_data_dir(co->cfg.data_dir) != 0) {
+        return -1;
+    }
+    snprintf(moved, sizeof(moved), "%s/%s", co->cfg.data_dir,
+             BRIM_PERSIST_MOVED);
+    if (access(moved, F_OK) == 0) {
+        fprintf(stderr,
+                "brim-coord: refusing to start: the state of %s was moved "
+                "into etcd (%s says where); run brim-coord with --etcd\n",
+                co->cfg.data_dir, moved);
         return -1;
     }
     rc = brim_persist_load(co->cfg.data_dir, &co->state, err);

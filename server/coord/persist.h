@@ -31,6 +31,9 @@
 #define BRIM_PERSIST_VERSION 1
 #define BRIM_PERSIST_FILE "state"
 #define BRIM_PERSIST_TMP "state.tmp"
+/* A file in DIR saying that its state was moved into etcd (brim-coord
+ * --import-state): a file-mode brim-coord refuses to start from DIR. */
+#define BRIM_PERSIST_MOVED "moved-to-etcd"
 /* Bytes of the fixed header before the body. */
 #define BRIM_PERSIST_HDR 28
 /* Largest state file loaded. Two maps at P = 2^20 and two full member

@@ -17,6 +17,8 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
                              killed, then two of three for OUTAGE_S s
   node_dies_with_leader      acceptance 4: a node and the leader
                              SIGKILLed together
+  import_state               item 7: a file-mode cluster's state moved
+                             into etcd (--import-state), the file marked
   notleader_follow           a follower answers NOTLEADER with the
                              leader's address and serves MAP_FETCH; its
                              state writes are refused
@@ -484,6 +486,59 @@ def etcd_quorum_lost(bindir):
             eps = committed_epochs(n.output())
             assert all(a < b for a, b in zip(eps, eps[1:])), (name, eps)
         assert t1["epoch"] < t2["epoch"] < t3["epoch"]
+
+
+@case
+def import_state(bindir):
+    """Issue 15 item 7: a file-mode cluster moved onto etcd. Its
+    brim-coord is stopped; brim-coord --etcd --import-state DIR on the
+    same address loads DIR/state into etcd: the nodes carry on in the
+    same epoch and map, a join works, and a file-mode brim-coord then
+    refuses DIR."""
+    etcd = Etcd()
+    cl = fk.FaultCluster(bindir)
+    try:
+        with cl:
+            cl.add("node1")
+            cl.add("node2")
+            t1 = cl.wait_members(2)
+            cl.coord.proc.send_signal(signal.SIGTERM)
+            assert cl.coord.proc.wait(timeout=10) == 0
+            cl.old_coords.append(cl.coord)
+            cl.coord = mb.Proc(
+                [os.path.join(bindir, "brim-coord"), "--listen",
+                 "127.0.0.1:%d" % cl.cport, "--etcd", etcd.url, "--name",
+                 "c1", "--import-state", cl.dir, "--partitions", str(mb.P)],
+                os.path.join(cl.dir, "c1.log"))
+            mb.wait_port(cl.cport, cl.coord)
+            deadline = time.monotonic() + 10
+            while "imported from" not in cl.coord.output():
+                assert cl.coord.proc.poll() is None, cl.coord.output()
+                assert time.monotonic() < deadline, cl.coord.output()
+                time.sleep(0.05)
+            t2 = cl.fetch()
+            assert (t2["epoch"], t2["owner"]) == (t1["epoch"], t1["owner"])
+            value, _ = etcd.get("/brim/default/state")
+            assert value is not None and value[:8] == b"BRIMCRD\0"
+            cl.add("node3")
+            t3 = cl.wait_members(3)
+            assert t3["epoch"] > t1["epoch"], (t1["epoch"], t3["epoch"])
+            print("import_state: epoch %d moved into etcd with the same map; "
+                  "node3 joined at epoch %d" % (t1["epoch"], t3["epoch"]),
+                  flush=True)
+            assert os.path.exists(os.path.join(cl.dir, "moved-to-etcd"))
+            # The etcd coordinator holds DIR's lock while it runs: stop
+            # it, so that the refusal below is the mark's.
+            cl.coord.proc.send_signal(signal.SIGTERM)
+            assert cl.coord.proc.wait(timeout=10) == 0
+            p = subprocess.run([os.path.join(bindir, "brim-coord"),
+                                "--listen", "127.0.0.1:%d" % bw.free_port(),
+                                "--data-dir", cl.dir],
+                               capture_output=True, text=True, timeout=10)
+            assert p.returncode == 1 and "moved" in p.stderr, \
+                (p.returncode, p.stderr)
+    finally:
+        etcd.close()
 
 
 @case
