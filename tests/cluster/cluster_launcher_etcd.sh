@@ -2,7 +2,8 @@
 # tests/cluster/cluster_launcher_etcd.sh - deploy/brim-cluster up --etcd 3
 # (issue 15 item 7) end to end on loopback: three etcd members, two
 # coordinators, two nodes; status names the leader; the leader SIGKILLed,
-# add-node still works (the other coordinator leads); down stops every
+# add-node and remove-node still work (the other coordinator leads, and
+# remove-node's brimctl leave goes to it); down stops every
 # process, each checked gone by its PID. Skipped (77) without etcd.
 #   cluster_launcher_etcd.sh SCRIPT BINDIR
 set -u
@@ -38,6 +39,10 @@ kill -KILL "$(cat "$D/coord.pid")"
 "$SCRIPT" add-node node3 --dir "$D" | grep -q "3 members" || fail "add-node after the leader's death"
 st=$("$SCRIPT" status --dir "$D") || fail "status after the kill: $st"
 echo "$st" | grep -q "leading coordinator: coord2 c2" || fail "new leader: $st"
+# remove-node asks the leader (brimctl leave), wherever it is now.
+"$SCRIPT" remove-node node1 --dir "$D" | grep -q "removed node1" || fail "remove-node"
+"$SCRIPT" status --dir "$D" | grep -q "last committed: epoch [0-9]*, 2 members" \
+    || fail "status after remove-node"
 "$SCRIPT" down --dir "$D" >/dev/null || fail "down"
 for p in $PIDS $(cat "$D"/node3.pid 2>/dev/null); do
     alive "$p" && fail "pid $p still runs after down"
