@@ -17,6 +17,20 @@ if(Python3_Interpreter_FOUND AND TARGET brim-coord AND TARGET brim-node)
   brim_script_tests(PREFIX coord. SCRIPT cluster/coord_sigterm.py
     TIMEOUT 60 ARGS --bin $<TARGET_FILE_DIR:brim-node>)
 
+  # brim-coord --etcd (issue 15) against a real etcd it starts itself:
+  # label etcd (skipped, 77, without Debian's etcd-server).
+  brim_script_tests(PREFIX etcd. SCRIPT cluster/etcd_coord.py
+    TIMEOUT 90 SKIP_CODE 77 LABELS etcd
+    ARGS --bin $<TARGET_FILE_DIR:brim-node>)
+
+  # deploy/brim-cluster up --etcd 3 end to end (label etcd).
+  add_test(NAME etcd.cluster_launcher
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/cluster_launcher_etcd.sh
+            ${PROJECT_SOURCE_DIR}/deploy/brim-cluster
+            $<TARGET_FILE_DIR:brim-node>)
+  set_tests_properties(etcd.cluster_launcher PROPERTIES LABELS etcd
+    TIMEOUT 120 SKIP_RETURN_CODE 77)
+
   # deploy/brim-cluster end to end.
   add_test(NAME coord.cluster_launcher
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cluster/cluster_launcher.sh

@@ -48,7 +48,8 @@ cmd_hello(struct brim_coord *co, struct brim_conn *c,
 {
     struct brim_rep rep;
 
-    if (req->hello.cluster_id != 0
+    /* A follower knows its cluster only once elected (etcd mode). */
+    if (req->hello.cluster_id != 0 && co->state.settings.cluster_id != 0
         && req->hello.cluster_id != co->state.settings.cluster_id)
     {
         return reply_err(c, req->request_id, BRIM_EDENIED,
@@ -67,6 +68,25 @@ cmd_hello(struct brim_coord *co, struct brim_conn *c,
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_HELLO, &rep);
 }
 
+/*
+ * A node reports epoch EPOCH (its committed one, the stamp of its JOIN or
+ * HEARTBEAT): the next proposal goes above it. With one state that only
+ * the leader writes it never is at or above next_epoch; a state restored
+ * from an older copy, or etcd's data lost, could make it so, and an
+ * epoch number must never be handed out twice (DESIGN.md 5 and 12). The
+ * raised next_epoch is persisted with the next proposal.
+ */
+static void
+epoch_seen(struct brim_coord *co, uint64_t epoch)
+{
+    if (epoch >= co->state.next_epoch) {
+        brim_log_warn("a node reports epoch %" PRIu64 ", at or above "
+                      "next_epoch %" PRIu64 ": proposing above it",
+                      epoch, co->state.next_epoch);
+        co->state.next_epoch = epoch + 1;
+    }
+}
+
 static int
 cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
          const struct brim_req *req)
@@ -80,6 +100,7 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
 
     memcpy(addr, req->addr, req->addr_len);
     addr[req->addr_len] = '\0';
+    epoch_seen(co, req->epoch);
     if (w == 0) {
         w = BRIM_WEIGHT_PPM_ONE;
     }
@@ -239,9 +260,17 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
         return reply_err(c, req->request_id, BRIM_EDENIED,
                          "heartbeat: this connection is not that member's");
     }
+    if (uv_now(co->loop) >= co->ack_until_ms) {
+        /* Our etcd lease may have run out: a node's lease is renewed
+         * only by a coordinator that surely still leads (DESIGN.md 12). */
+        return reply_err(c, req->request_id, BRIM_ERETRY,
+                         "heartbeat: this coordinator's etcd lease is not "
+                         "fresh; not acknowledged");
+    }
     mb->last_hb_ms = uv_now(co->loop);
     mb->hb_heard = 1;
     mb->hb_epoch = req->epoch;
+    epoch_seen(co, req->epoch);
     hb_stats(mb, req->obj);
     if (mb->conn == NULL) {
         mb->conn = c;
@@ -903,11 +932,23 @@ cmd_run(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
         return rc == 1 ? 0 : rc;
     }
     if (req->op == BRIM_OP_HELLO) {
+        (void) brim_coord_etcd_follow(co); /* a follower names its cluster */
         return cmd_hello(co, c, cc, req);
     }
     if (req->op == BRIM_OP_PING) {
         return brim_wire_encode_status(brim_conn_out(c), req->request_id, 0,
                                        NULL, 0);
+    }
+    if (!co->leading && req->op == BRIM_OP_MAP_FETCH
+        && brim_coord_etcd_follow(co) == 0)
+    {
+        /* Any coordinator serves the committed map: as etcd holds it. */
+        return brim_coord_reply_topo(c, req->op, req->request_id,
+                                     &co->state.committed);
+    }
+    if (!co->leading) {
+        /* etcd mode, not elected: name the leader (PROTOCOL.md 10.5). */
+        return reply_err(c, req->request_id, BRIM_ENOTLEADER, co->leader_addr);
     }
     if ((info->flags & BRIM_OPF_ADMIN) && cc->role != BRIM_ROLE_ADMIN
         && cc->role != BRIM_ROLE_COORD

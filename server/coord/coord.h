@@ -42,7 +42,22 @@ struct brim_coord_config {
     char                       client_secret_file[1024];       /* "": none */
     char                       http_listen[BRIM_ADDR_MAX + 1]; /* "": none */
     uint32_t                   http_max_conns; /* --http-max-conns */
+    char                       etcd[1024]; /* --etcd URL,...: "" is file mode */
+    char     name[BRIM_NAME_MAX + 1];      /* --name: this coordinator's */
+    char     etcd_prefix[128]; /* --etcd-prefix: the cluster's keys */
+    uint32_t election_ttl_s;   /* --election-ttl: the leader's lease */
+    char     import_dir[4096]; /* --import-state: a file-mode data dir
+                                  whose state the first leader moves
+                                  into etcd; "" none */
 };
+
+struct brim_coord;
+
+/* Where the state of persist.h is kept: the file of --data-dir, or etcd
+ * (leader.c). SAVE writes CO->state durably; 0 or a BRIM_E* code with
+ * ERRBUF saying why. */
+typedef int (*brim_coord_save_fn)(struct brim_coord *co,
+                                  char               errbuf[BRIM_ERRBUF_LEN]);
 
 /* One member the coordinator knows. */
 struct brim_coord_member {
@@ -52,9 +67,12 @@ struct brim_coord_member {
     struct brim_conn         *conn;       /* its node-to-coord connection */
     struct brim_peer          peer;       /* coord-to-node connection */
     struct brim_coord        *coord;
-    int                       need_ack; /* awaited for the pending epoch */
-    int                       removed;  /* gone: freed once PEER is idle */
-    int                       leaving;  /* LEAVE asked */
+    int                       need_ack;  /* awaited for the pending epoch */
+    uint64_t                  owe_abort; /* an epoch a former leader left
+                                           pending: EPOCH_ABORT it once
+                                           connected; 0 none */
+    int                       removed;   /* gone: freed once PEER is idle */
+    int                       leaving;   /* LEAVE asked */
     /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
     uint64_t hb_keys, hb_bytes, hb_partitions, hb_rps;
     uint64_t hb_epoch;                     /* its committed epoch then */
@@ -81,8 +99,39 @@ struct brim_coord_conn {
     uint64_t                  sub_deadline; /* loop ms; 0 = none held */
 };
 
+/* etcd mode (--etcd): the election and the state's key (leader.c). */
+struct brim_coord_etcd {
+    struct brim_etcd *cli;             /* the gateway client */
+    char              key_leader[192]; /* PREFIX/leader: "NAME ADDR" */
+    char              key_state[192];  /* PREFIX/state: persist bytes */
+    int64_t           lease;           /* our lease id, 0 none */
+    int64_t           lease_ttl_ms;    /* as etcd granted it */
+    uint64_t          keepalive_ms;    /* loop ms of the last sent one */
+    uint64_t          lease_good_ms;   /* loop ms at the send of the last
+                                            keepalive (or grant) that
+                                            succeeded */
+    int64_t           term;            /* our leader key's create
+                                            revision; 0: not leading */
+    int64_t           state_mod;       /* the state key's mod revision
+                                            as we last wrote or read it */
+    uint64_t          logged_ms;       /* last etcd failure logged */
+    uint64_t          read_ms;         /* a follower's last state read */
+    uv_timer_t        timer;           /* campaign and keepalive */
+};
+
 struct brim_coord {
     uv_loop_t                *loop;
+    char                    **argv;    /* main's: a deposed leader runs
+                                             itself again */
+    brim_coord_save_fn        save;    /* the state's back end */
+    struct brim_coord_etcd   *etcd;    /* NULL in file mode */
+    int                       leading; /* serves membership: always in
+                                             file mode */
+    char                      leader_addr[BRIM_ADDR_MAX + 1]; /* the leader
+                                             NOTLEADER names; "" unknown */
+    uint64_t                  ack_until_ms; /* loop ms: heartbeats are
+                                             acknowledged before it only
+                                             (within our etcd lease) */
     struct brim_coord_config  cfg;
     struct brim_coord_state   state;
     struct brim_server        srv;
@@ -149,6 +198,28 @@ int brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
  * error of brim_http_start() with ERRBUF saying why.
  */
 int brim_coord_http_start(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN]);
+/* leader.c (etcd mode): start the election; stop (revoke our lease, so
+ * a standby leads at once). */
+int  brim_coord_etcd_start(struct brim_coord *co, char *err);
+void brim_coord_etcd_stop(struct brim_coord *co);
+/* Free what etcd mode holds, once the loop has ended; nothing in file
+ * mode. */
+void brim_coord_etcd_free(struct brim_coord *co);
+/* A follower's copy of the state in CO->state, read from etcd again
+ * when older than 100 ms (MAP_FETCH and HELLO are served from it).
+ * Returns 0 when CO->state holds one, else BRIM_ENOTFOUND or the error
+ * of the read. */
+int brim_coord_etcd_follow(struct brim_coord *co);
+/* The etcd back end of brim_coord_save_fn: one transaction guarded by
+ * our leadership and the state's mod revision; a failed compare makes
+ * this coordinator step down (it runs itself again, as a follower). */
+int brim_coord_etcd_save(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN]);
+
+/* member.c: what a coordinator does once it holds the state, at a start
+ * or an election: take this process's timings, abort a pending epoch (to
+ * the nodes too, once connected), save, and make the members of the
+ * committed map, heard again before any is declared dead. */
+int brim_coord_resume(struct brim_coord *co);
 
 /* member.c */
 int  brim_coord_dispatch(struct brim_conn *c, const char *body, size_t len);

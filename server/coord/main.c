@@ -79,7 +79,7 @@ static const struct brim_option coord_options[] = {
      "address to serve nodes and operators on (required)"},
     {"data-dir", "DIR", brim_option_str, COORD_OFF(data_dir), 0,
      sizeof(((struct brim_coord_config *) 0)->data_dir), NULL,
-     "where the cluster's state file lives (required)"},
+     "where the cluster's state file lives (required without --etcd)"},
     {"eps", "E", coord_set_eps, 0, 0, 0, "0.05",
      "cap slack, a decimal or none"},
     {"tokens", "V", coord_set_setting, COORD_OFF(set.tokens_per_node), 1,
@@ -123,6 +123,26 @@ static const struct brim_option coord_options[] = {
      "64",
      "most open HTTP connections (more are closed at once); each has 5 s "
      "to send a whole request"},
+    {"etcd", "URL,...", brim_option_str, COORD_OFF(etcd), 0,
+     sizeof(((struct brim_coord_config *) 0)->etcd), "none",
+     "keep the state in this etcd cluster (http://HOST:PORT, comma "
+     "separated) instead of --data-dir, and lead only when elected "
+     "there; needs --name"},
+    {"name", "NAME", brim_option_str, COORD_OFF(name), 0,
+     sizeof(((struct brim_coord_config *) 0)->name), NULL,
+     "with --etcd: this coordinator's name, unique in its cluster"},
+    {"etcd-prefix", "KEY", brim_option_str, COORD_OFF(etcd_prefix), 0,
+     sizeof(((struct brim_coord_config *) 0)->etcd_prefix), "/brim/default",
+     "with --etcd: the cluster's keys are KEY/leader and KEY/state"},
+    {"import-state", "DIR", brim_option_str, COORD_OFF(import_dir), 0,
+     sizeof(((struct brim_coord_config *) 0)->import_dir), NULL,
+     "with --etcd: move the state file of this file-mode --data-dir into "
+     "etcd when etcd holds none yet, then mark DIR so that a file-mode "
+     "brim-coord refuses it"},
+    {"election-ttl", "S", brim_option_u32, COORD_OFF(election_ttl_s), 1, 60,
+     "2",
+     "with --etcd: the leader's etcd lease in seconds (etcd may grant "
+     "more); a standby leads this long after the leader is lost"},
     {"config", "FILE", brim_option_config, 0, 0, 0, NULL,
      "read options from FILE: one \"name value\" per line, names as the "
      "long options without --, # comments; the command line wins"},
@@ -130,6 +150,8 @@ static const struct brim_option coord_options[] = {
 
 static const char coord_synopsis[] =
     "usage: brim-coord --listen HOST:PORT --data-dir DIR [options]\n"
+    "       brim-coord --listen HOST:PORT --etcd URL[,URL...] --name NAME "
+    "[options]\n"
     "The brim coordinator: membership, epochs and the partition map of one "
     "cluster.\n\n";
 
@@ -157,6 +179,33 @@ check_args(const struct brim_coord_config *cfg)
                 " must be above --heartbeat-ms %" PRIu32 "\n",
                 cfg->set.dead_after_ms, cfg->set.heartbeat_ms);
         return -1;
+    }
+    if (cfg->import_dir[0] != '\0' && cfg->etcd[0] == '\0') {
+        fprintf(stderr, "brim-coord: --import-state needs --etcd\n");
+        return -1;
+    }
+    if (cfg->etcd[0] != '\0') {
+        if (cfg->import_dir[0] != '\0'
+            && (stat(cfg->import_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        {
+            fprintf(stderr, "brim-coord: --import-state %s: not a directory\n",
+                    cfg->import_dir);
+            return -1;
+        }
+        if (cfg->data_dir[0] != '\0' || cfg->name[0] == '\0') {
+            fprintf(stderr,
+                    "brim-coord: --etcd needs --name and excludes "
+                    "--data-dir\n");
+            return -1;
+        }
+        if (!brim_ring_name_valid(cfg->name, strlen(cfg->name))) {
+            fprintf(stderr,
+                    "brim-coord: --name \"%s\": 1 to 64 bytes of "
+                    "[A-Za-z0-9._:-]\n",
+                    cfg->name);
+            return -1;
+        }
+        return 0;
     }
     why = NULL;
     if (stat(cfg->data_dir, &st) != 0) {
@@ -191,15 +240,19 @@ parse_args(struct brim_coord_config *cfg, int argc, char **argv)
     cfg->http_max_conns = 64;
     cfg->idle_timeout_s = 300;
     cfg->log_level = BRIM_LOG_INFO;
+    cfg->election_ttl_s = 2;
+    snprintf(cfg->etcd_prefix, sizeof(cfg->etcd_prefix), "/brim/default");
     rc = brim_options_parse(coord_options, cfg, argc, argv, "brim-coord",
                             coord_synopsis, coord_notes);
     if (rc != 0) {
         return rc;
     }
-    if (cfg->listen[0] == '\0' || cfg->data_dir[0] == '\0') {
+    if (cfg->listen[0] == '\0'
+        || (cfg->data_dir[0] == '\0' && cfg->etcd[0] == '\0'))
+    {
         fprintf(stderr,
-                "brim-coord: --listen and --data-dir are required; "
-                "see brim-coord --help\n");
+                "brim-coord: --listen and --data-dir (or --etcd) are "
+                "required; see brim-coord --help\n");
         return -1;
     }
     if (check_args(cfg) != 0) {
@@ -240,16 +293,21 @@ lock_data_dir(const char *dir)
     return 0; /* fd stays open: the lock with it */
 }
 
-/* Load DIR/state or create a new cluster. */
+/* The file back end of brim_coord_save_fn (persist.c). */
 static int
-load_state(struct brim_coord *co)
+file_save(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN])
 {
-    struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
-    struct sockaddr_storage     sa;
-    char                        err[BRIM_ERRBUF_LEN] = "";
-    int                         rc;
+    return brim_persist_save(co->cfg.data_dir, &co->state, errbuf);
+}
 
-    if (brim_coord_settings_check(g, err) != 0) {
+/* Settings and address that are refused before anything is written. */
+static int
+check_start(struct brim_coord *co)
+{
+    struct sockaddr_storage sa;
+    char                    err[BRIM_ERRBUF_LEN] = "";
+
+    if (brim_coord_settings_check(&co->cfg.set, err) != 0) {
         fprintf(stderr, "brim-coord: %s\n", err);
         return -1;
     }
@@ -261,7 +319,31 @@ load_state(struct brim_coord *co)
                 co->cfg.listen);
         return -1;
     }
+    return 0;
+}
+
+/* Load DIR/state or create a new cluster. */
+static int
+load_state(struct brim_coord *co)
+{
+    struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
+    char                        err[BRIM_ERRBUF_LEN] = "";
+    char                        moved[4200];
+    int                         rc;
+
+    co->save = file_save;
+    co->leading = 1;
+    co->ack_until_ms = UINT64_MAX;
     if (lock_data_dir(co->cfg.data_dir) != 0) {
+        return -1;
+    }
+    snprintf(moved, sizeof(moved), "%s/%s", co->cfg.data_dir,
+             BRIM_PERSIST_MOVED);
+    if (access(moved, F_OK) == 0) {
+        fprintf(stderr,
+                "brim-coord: refusing to start: the state of %s was moved "
+                "into etcd (%s says where); run brim-coord with --etcd\n",
+                co->cfg.data_dir, moved);
         return -1;
     }
     rc = brim_persist_load(co->cfg.data_dir, &co->state, err);
@@ -287,19 +369,6 @@ load_state(struct brim_coord *co)
         brim_log_warn("eps, tokens or partitions differ from the stored "
                       "cluster's; keeping the stored ones");
     }
-    /* Timings may change across restarts. */
-    s->heartbeat_ms = g->heartbeat_ms;
-    s->dead_after_ms = g->dead_after_ms;
-    s->pending_timeout_ms = g->pending_timeout_ms;
-    if (co->state.has_pending) {
-        brim_log_info("aborting epoch %" PRIu64 " left pending",
-                      co->state.pending.map.epoch);
-        brim_topo_destroy(&co->state.pending);
-        co->state.has_pending = 0;
-    }
-    if (brim_coord_save(co) != 0) {
-        return -1;
-    }
     brim_log_info("cluster %016" PRIx64 " loaded at epoch %" PRIu64,
                   s->cluster_id, co->state.committed.map.epoch);
     return 0;
@@ -322,6 +391,7 @@ signal_cb(uv_signal_t *sig, int signum)
         _exit(0);
     }
     co->stopping = 1;
+    brim_coord_etcd_stop(co);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         brim_peer_close(&mb->peer);
     }
@@ -358,7 +428,9 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: %s\n", err);
         return 2;
     }
-    if (load_state(&co) != 0) {
+    co.argv = argv;
+    if (check_start(&co) != 0
+        || (co.cfg.etcd[0] == '\0' && load_state(&co) != 0)) {
         return 1;
     }
     if (!msgpack_zone_init(&co.zone, MSGPACK_ZONE_CHUNK_SIZE)
@@ -368,8 +440,12 @@ main(int argc, char **argv)
         return 1;
     }
     memset(&sc, 0, sizeof(sc));
-    sc.max_frame_bytes = 2 * (size_t) co.state.settings.partitions + (64u << 10)
-        + 200u * BRIM_NODES_MAX;
+    /* A follower knows its cluster's P only once elected: it takes the
+     * largest. */
+    sc.max_frame_bytes = 2
+            * (size_t) (co.leading ? co.state.settings.partitions
+                                   : BRIM_PARTITIONS_MAX)
+        + (64u << 10) + 200u * BRIM_NODES_MAX;
     sc.out_high_water = 8u << 20;
     sc.out_low_water = 1u << 20;
     sc.max_conns = co.cfg.max_conns;
@@ -384,19 +460,14 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
-    /* Restarted with a committed map: streams may be running, and which
-     * ones is heard from the nodes before any change. */
-    co.last_streams = co.state.committed.map.epoch > 0;
-    co.restarted = co.last_streams;
-    /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
-     * reach us: give them that, on top of dead-after, before any is
-     * declared dead. */
-    co.deaths_after_ms =
-        co.restarted ? uv_now(co.loop) + COORD_NODE_BACKOFF_MAX_MS : 0;
-    /* A pause before the first tick counts as one too. */
-    co.last_tick_ms = uv_now(co.loop);
-    if (brim_coord_members_from_state(&co) != 0) {
-        fprintf(stderr, "brim-coord: out of memory\n");
+    if (co.leading && brim_coord_resume(&co) != 0) {
+        fprintf(stderr,
+                "brim-coord: cannot start: the state could not be "
+                "saved\n");
+        return 1;
+    }
+    if (co.cfg.etcd[0] != '\0' && brim_coord_etcd_start(&co, err) != 0) {
+        fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
     if (brim_coord_http_start(&co, err) != 0) {
@@ -422,6 +493,7 @@ main(int argc, char **argv)
     uv_run(co.loop, UV_RUN_DEFAULT);
     brim_http_free(co.http);
     brim_server_destroy(&co.srv);
+    brim_coord_etcd_free(&co);
     brim_coord_members_free(&co);
     brim_coord_state_destroy(&co.state);
     msgpack_zone_destroy(&co.zone);

@@ -39,10 +39,58 @@ brim_coord_save(struct brim_coord *co)
 
     /* The state file is written and fsynced on the loop thread: 2.5 ms
      * median, 3.5 ms worst for a 140 KiB file on this machine's disk
-     * (docs/design.md), against 500 ms heartbeats; kept simple. */
-    rc = brim_persist_save(co->cfg.data_dir, &co->state, err);
+     * (docs/design.md), against 500 ms heartbeats; kept simple. etcd's
+     * transaction is bounded the same way (leader.c). */
+    rc = co->save(co, err);
     if (rc != 0) {
         brim_log_error("persist: %s", err);
+    }
+    return rc;
+}
+
+int
+brim_coord_resume(struct brim_coord *co)
+{
+    struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
+    struct brim_coord_member   *mb;
+    uint64_t                    dropped = 0;
+    int                         rc;
+
+    /* Timings may change across restarts and leaders. */
+    s->heartbeat_ms = g->heartbeat_ms;
+    s->dead_after_ms = g->dead_after_ms;
+    s->pending_timeout_ms = g->pending_timeout_ms;
+    if (co->state.has_pending) {
+        dropped = co->state.pending.map.epoch;
+        brim_log_info("aborting epoch %" PRIu64 " left pending", dropped);
+        brim_topo_destroy(&co->state.pending);
+        co->state.has_pending = 0;
+    }
+    if (brim_coord_save(co) != 0) {
+        return BRIM_ESYS;
+    }
+    /* A committed map: streams may be running, and which ones is heard
+     * from the nodes before any change. */
+    co->last_streams = co->state.committed.map.epoch > 0;
+    co->restarted = co->last_streams;
+    /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
+     * reach us: give them that, on top of dead-after, before any is
+     * declared dead. */
+    co->deaths_after_ms =
+        co->restarted ? uv_now(co->loop) + COORD_NODE_BACKOFF_MAX_MS : 0;
+    if (co->restarted && co->etcd != NULL) {
+        /* Elected: the nodes left the old leader on a lost connection or
+         * half a lease of silence and come at once (NOTLEADER, or their
+         * backoff of at most half a lease); none is declared dead before
+         * dead-after plus a lease from the election (DESIGN.md 12). */
+        co->deaths_after_ms =
+            uv_now(co->loop) + s->dead_after_ms + s->dead_after_ms / 2;
+    }
+    /* A pause before the first tick counts as one too. */
+    co->last_tick_ms = uv_now(co->loop);
+    rc = brim_coord_members_from_state(co);
+    for (mb = co->members; rc == 0 && mb != NULL; mb = mb->next) {
+        mb->owe_abort = dropped;
     }
     return rc;
 }
@@ -298,6 +346,16 @@ member_sync(struct brim_coord_member *mb)
     }
     memset(&req, 0, sizeof(req));
     req.epoch = co->state.committed.map.epoch;
+    if (mb->owe_abort != 0) {
+        /* Left pending by the coordinator before us: it was acknowledged
+         * perhaps, and the node holds its partitions back until told. */
+        req.op = BRIM_OP_EPOCH_ABORT;
+        req.arg_epoch = mb->owe_abort;
+        mb->owe_abort = 0;
+        member_call(mb, &req, ignore_reply, NULL);
+        req.op = 0;
+        req.arg_epoch = 0;
+    }
     if (mb->need_ack && co->state.has_pending) {
         req.op = BRIM_OP_EPOCH_PROPOSE;
         req.topo = &co->state.pending;
@@ -918,6 +976,9 @@ brim_coord_tick(struct brim_coord *co)
     uint64_t                          now = uv_now(co->loop);
     const struct brim_coord_settings *s = &co->state.settings;
 
+    if (!co->leading) {
+        return; /* a follower: no members, no changes */
+    }
     coord_tick_gap(co, now);
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (!mb->removed && mb->m.state != BRIM_MEMBER_DEAD
@@ -937,7 +998,8 @@ brim_coord_tick(struct brim_coord *co)
                 brim_coord_member_remove(mb);
             }
         }
-        if (mb->need_ack && mb->peer.state == BRIM_PEER_IDLE) {
+        if ((mb->need_ack || mb->owe_abort != 0)
+            && mb->peer.state == BRIM_PEER_IDLE) {
             member_sync(mb);
         }
     }

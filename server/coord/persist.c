@@ -553,43 +553,36 @@ persist_sync_dir(const char *dir, char *errbuf)
 }
 
 int
-brim_persist_save(const char *dir, const struct brim_coord_state *state,
-                  char errbuf[BRIM_ERRBUF_LEN])
+brim_persist_encode(const struct brim_coord_state *state, struct brim_buf *out,
+                    char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_coord_state check;
-    struct brim_buf         file;
-    char                    path[PATH_MAX], tmp[PATH_MAX];
     char                    why[BRIM_ERRBUF_LEN];
     int                     rc;
 
-    if (persist_path(path, dir, BRIM_PERSIST_FILE, errbuf) != 0
-        || persist_path(tmp, dir, BRIM_PERSIST_TMP, errbuf) != 0)
-    {
-        return BRIM_EINVAL;
-    }
-    brim_buf_init(&file);
-    rc = brim_buf_reserve(&file, BRIM_PERSIST_HDR);
+    brim_buf_init(out);
+    rc = brim_buf_reserve(out, BRIM_PERSIST_HDR);
     if (rc == 0) {
-        brim_buf_commit(&file, BRIM_PERSIST_HDR); /* filled in below */
-        rc = persist_encode_body(&file, state);
+        brim_buf_commit(out, BRIM_PERSIST_HDR); /* filled in below */
+        rc = persist_encode_body(out, state);
     }
     if (rc != 0) {
-        brim_buf_destroy(&file);
+        brim_buf_destroy(out);
         brim_errfmt(errbuf, "persist: out of memory encoding the state");
         return rc;
     }
     /* Load what would be written: a state that could not be reloaded is
-     * a bug here, and must not replace a good file. */
-    rc = persist_decode_body(file.data + BRIM_PERSIST_HDR,
-                             file.len - BRIM_PERSIST_HDR, &check, why);
+     * a bug here, and must not replace a good one. */
+    rc = persist_decode_body(out->data + BRIM_PERSIST_HDR,
+                             out->len - BRIM_PERSIST_HDR, &check, why);
     brim_coord_state_destroy(&check);
-    if (rc == 0 && file.len > BRIM_PERSIST_MAX_BYTES) {
-        brim_errfmt(why, "%zu bytes, more than a load accepts (%u)", file.len,
+    if (rc == 0 && out->len > BRIM_PERSIST_MAX_BYTES) {
+        brim_errfmt(why, "%zu bytes, more than a load accepts (%u)", out->len,
                     BRIM_PERSIST_MAX_BYTES);
         rc = BRIM_EINVAL;
     }
     if (rc != 0) {
-        brim_buf_destroy(&file);
+        brim_buf_destroy(out);
         brim_errfmt(errbuf, "persist: %s: %s",
                     rc == BRIM_ENOMEM ? "checking the state"
                                       : "refusing to save an invalid "
@@ -597,7 +590,43 @@ brim_persist_save(const char *dir, const struct brim_coord_state *state,
                     why);
         return rc;
     }
-    persist_put_header((unsigned char *) file.data, file.len);
+    persist_put_header((unsigned char *) out->data, out->len);
+    return 0;
+}
+
+int
+brim_persist_decode(const unsigned char *data, size_t len,
+                    struct brim_coord_state *state,
+                    char                     errbuf[BRIM_ERRBUF_LEN])
+{
+    int rc;
+
+    memset(state, 0, sizeof(*state));
+    rc = persist_check_header(data, len, errbuf);
+    if (rc == 0) {
+        rc = persist_decode_body((const char *) data + BRIM_PERSIST_HDR,
+                                 len - BRIM_PERSIST_HDR, state, errbuf);
+    }
+    return rc;
+}
+
+int
+brim_persist_save(const char *dir, const struct brim_coord_state *state,
+                  char errbuf[BRIM_ERRBUF_LEN])
+{
+    struct brim_buf file;
+    char            path[PATH_MAX], tmp[PATH_MAX];
+    int             rc;
+
+    if (persist_path(path, dir, BRIM_PERSIST_FILE, errbuf) != 0
+        || persist_path(tmp, dir, BRIM_PERSIST_TMP, errbuf) != 0)
+    {
+        return BRIM_EINVAL;
+    }
+    rc = brim_persist_encode(state, &file, errbuf);
+    if (rc != 0) {
+        return rc;
+    }
     rc = persist_replace(tmp, path, (const unsigned char *) file.data, file.len,
                          errbuf);
     brim_buf_destroy(&file);
@@ -693,11 +722,7 @@ brim_persist_load(const char *dir, struct brim_coord_state *state,
     if (rc != 0) {
         return rc;
     }
-    rc = persist_check_header(file, len, why);
-    if (rc == 0) {
-        rc = persist_decode_body((const char *) file + BRIM_PERSIST_HDR,
-                                 len - BRIM_PERSIST_HDR, state, why);
-    }
+    rc = brim_persist_decode(file, len, state, why);
     brim_free(file);
     if (rc != 0) {
         brim_errfmt(errbuf, "persist: %s: %s", path, why);

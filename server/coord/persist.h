@@ -26,12 +26,16 @@
 
 #include <brim/status.h>
 
+#include "proto/buf.h"
 #include "proto/topo.h"
 
 /* The state file's format version, and its name and temporary name. */
 #define BRIM_PERSIST_VERSION 1
 #define BRIM_PERSIST_FILE "state"
 #define BRIM_PERSIST_TMP "state.tmp"
+/* A file in DIR saying that its state was moved into etcd (brim-coord
+ * --import-state): a file-mode brim-coord refuses to start from DIR. */
+#define BRIM_PERSIST_MOVED "moved-to-etcd"
 /* Bytes of the fixed header before the body. */
 #define BRIM_PERSIST_HDR 28
 /* Largest state file loaded. Two maps at P = 2^20 and two full member
@@ -92,6 +96,28 @@ int brim_coord_state_init(struct brim_coord_state          *state,
 
 /* Free what ST holds and zero it; a zeroed state is fine. */
 void brim_coord_state_destroy(struct brim_coord_state *state);
+
+/*
+ * Encode ST as the state file's bytes (header and body) into OUT
+ * (initialised here; the caller brim_buf_destroy()s it on success), after
+ * checking that they load back. Both back ends store these bytes: the
+ * file, and the etcd key of server/coord/leader.c. Returns 0, BRIM_EINVAL
+ * (ST is inconsistent, or the encoding is above BRIM_PERSIST_MAX_BYTES)
+ * or BRIM_ENOMEM; on error OUT holds nothing and ERRBUF says why.
+ */
+int brim_persist_encode(const struct brim_coord_state *state,
+                        struct brim_buf *out, char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * Decode DATA (LEN bytes, borrowed), as brim_persist_encode() wrote them,
+ * into ST (uninitialised): the header, the checksum and the body are
+ * checked as brim_persist_load() does. Returns 0 (free ST with
+ * brim_coord_state_destroy()), BRIM_EINVAL or BRIM_ENOMEM; on error ST is
+ * zeroed and ERRBUF says what is wrong.
+ */
+int brim_persist_decode(const unsigned char *data, size_t len,
+                        struct brim_coord_state *state,
+                        char                     errbuf[BRIM_ERRBUF_LEN]);
 
 /*
  * Write ST to DIR/state atomically: encode it, check that the encoding

@@ -68,15 +68,77 @@ coord_send(struct brim_node *node, struct brim_req *req, brim_peer_reply_cb cb)
     brim_buf_destroy(&buf);
     if (rc != 0) {
         brim_log_warn("coordinator %s: cannot send %s: %s",
-                      node->cfg.coordinator, brim_op_name(req->op),
+                      node->coordlink.addr, brim_op_name(req->op),
                       brim_strerror(rc));
         brim_peer_close(&node->coordlink.peer);
     }
     return rc;
 }
 
+/*
+ * Put --coordinator's next entry in node->coordlink.addr (a list of one
+ * always gives the same). Entries were checked when parsed (main.c).
+ */
+static void
+coord_pick_next(struct brim_node *node)
+{
+    const char *p = node->cfg.coordinator, *comma;
+    uint32_t    i;
+    size_t      n;
+
+    for (i = 0; i < node->coordlink.next; i++) {
+        comma = strchr(p, ',');
+        if (comma == NULL) {
+            p = node->cfg.coordinator; /* past the last: wrap */
+            node->coordlink.next = 0;
+            break;
+        }
+        p = comma + 1;
+    }
+    comma = strchr(p, ',');
+    n = comma != NULL ? (size_t) (comma - p) : strlen(p);
+    n = BRIM_MIN(n, sizeof(node->coordlink.addr) - 1);
+    memcpy(node->coordlink.addr, p, n);
+    node->coordlink.addr[n] = '\0';
+    node->coordlink.next = comma != NULL ? node->coordlink.next + 1 : 0;
+}
+
+/*
+ * NOTLEADER (PROTOCOL.md 10.5): this coordinator does not lead. Its
+ * message names the leader (or is empty when it knows none): connect
+ * there next, or to the next entry of --coordinator.
+ */
+static void
+coord_follow(struct brim_node *node, const struct brim_rep *rep)
+{
+    char addr[BRIM_ADDR_MAX + 1];
+    char errbuf[BRIM_ERRBUF_LEN];
+
+    if (rep->message_len > 0 && rep->message_len <= BRIM_ADDR_MAX) {
+        memcpy(addr, rep->message, rep->message_len);
+        addr[rep->message_len] = '\0';
+    } else {
+        addr[0] = '\0';
+    }
+    if (addr[0] != '\0' && brim_addr_check(addr, 1, errbuf) == 0) {
+        brim_log_info("coordinator %s does not lead: following the leader "
+                      "%s",
+                      node->coordlink.addr, addr);
+        memcpy(node->coordlink.addr, addr, strlen(addr) + 1);
+        node->coordlink.followed = 1;
+    } else {
+        brim_log_info("coordinator %s does not lead and knows no leader: "
+                      "trying the next one",
+                      node->coordlink.addr);
+    }
+    node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
+    brim_peer_close(&node->coordlink.peer);
+}
+
 /* Decode the reply BODY to OP into *REP, closing the connection when it is
- * malformed. Returns 0 or a BRIM_E* code. */
+ * malformed. A NOTLEADER reply is handled here (the connection moves to
+ * the leader) and returned as BRIM_ENOTLEADER. Returns 0 or a BRIM_E*
+ * code. */
 static int
 coord_parse(struct brim_node *node, uint32_t op, const char *body, size_t len,
             struct brim_rep *rep)
@@ -89,10 +151,15 @@ coord_parse(struct brim_node *node, uint32_t op, const char *body, size_t len,
                              rep, errbuf);
     if (rc != 0) {
         brim_log_warn("coordinator %s: bad %s reply: %s; reconnecting",
-                      node->cfg.coordinator, brim_op_name(op), errbuf);
+                      node->coordlink.addr, brim_op_name(op), errbuf);
         brim_peer_close(&node->coordlink.peer);
+        return rc;
     }
-    return rc;
+    if (rep->status == BRIM_ENOTLEADER) {
+        coord_follow(node, rep);
+        return BRIM_ENOTLEADER;
+    }
+    return 0;
 }
 
 /* The status text of an error reply, for logs. */
@@ -133,7 +200,7 @@ coord_map_rep(struct brim_peer *p, int status, const char *body, size_t len,
     }
     if (brim_node_adopt(node, rep.obj, errbuf) != 0) {
         brim_log_warn("coordinator %s: fetched map refused: %s",
-                      node->cfg.coordinator, errbuf);
+                      node->coordlink.addr, errbuf);
     }
 }
 
@@ -180,13 +247,13 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     if (rep.status == BRIM_EDENIED) {
         brim_log_error("coordinator %s fenced this node (incarnation "
                        "%016" PRIx64 "): %s; exiting",
-                       node->cfg.coordinator, node->incarnation,
+                       node->coordlink.addr, node->incarnation,
                        coord_why(&rep, why, sizeof(why)));
         coord_give_up(node, 1);
         return;
     }
     if (rep.status != 0) {
-        brim_log_warn("coordinator %s: heartbeat: %s", node->cfg.coordinator,
+        brim_log_warn("coordinator %s: heartbeat: %s", node->coordlink.addr,
                       coord_why(&rep, why, sizeof(why)));
         return;
     }
@@ -299,6 +366,7 @@ coord_timer_cb(uv_timer_t *t)
     if (!node->coordlink.hb_out) {
         /* The lease counts from the oldest unanswered heartbeat. */
         node->coordlink.hb_sent_ms = uv_now(node->loop);
+        node->coordlink.asked_ms = node->coordlink.hb_sent_ms;
     }
     if (coord_send(node, &req, coord_heartbeat_rep) == 0) {
         node->coordlink.hb_out = 1;
@@ -325,7 +393,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
          * heartbeating it forever would help nobody. */
         brim_log_error("%s does not serve JOIN: it is not a brim-coord "
                        "(check --coordinator)",
-                       node->cfg.coordinator);
+                       node->coordlink.addr);
         coord_give_up(node, 1);
         return;
     }
@@ -336,7 +404,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
                        "coordinator requires the cluster secret: start this "
                        "node with --secret-file FILE (the coordinator's "
                        "file); exiting with status %d",
-                       node->cfg.coordinator, node->cfg.name,
+                       node->coordlink.addr, node->cfg.name,
                        coord_why(&rep, why, sizeof(why)),
                        BRIM_NODE_EXIT_SECRET);
         coord_give_up(node, BRIM_NODE_EXIT_SECRET);
@@ -346,7 +414,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
         || rep.status == BRIM_EDENIED)
     {
         brim_log_error("coordinator %s refused the join of %s: %s",
-                       node->cfg.coordinator, node->cfg.name,
+                       node->coordlink.addr, node->cfg.name,
                        coord_why(&rep, why, sizeof(why)));
         coord_give_up(node, 1);
         return;
@@ -354,7 +422,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
     if (rep.status == 0 && brim_node_adopt(node, rep.obj, errbuf) != 0) {
         brim_log_error("coordinator %s: the map in JOIN's reply is refused: "
                        "%s",
-                       node->cfg.coordinator, errbuf);
+                       node->coordlink.addr, errbuf);
         coord_give_up(node, 1);
         return;
     }
@@ -367,7 +435,7 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
     /* OK, or BUSY: queued behind a change in progress; heartbeat either
      * way, and the coordinator proposes the epoch that adds us. */
     brim_log_info("joined via coordinator %s%s (epoch %" PRIu64 ")",
-                  node->cfg.coordinator, rep.status == 0 ? "" : " (queued)",
+                  node->coordlink.addr, rep.status == 0 ? "" : " (queued)",
                   node->topo.committed.map.epoch);
     node->coordlink.joined = 1;
     node->coordlink.accepted = 1;
@@ -397,6 +465,7 @@ coord_join(struct brim_node *node)
     char            addr[BRIM_ADDR_MAX + 1];
 
     coord_self_addr(node, addr, sizeof(addr));
+    node->coordlink.asked_ms = uv_now(node->loop);
     memset(&req, 0, sizeof(req));
     req.op = BRIM_OP_JOIN;
     req.name = node->cfg.name;
@@ -416,8 +485,7 @@ coord_connect_cb(struct brim_peer *p, int status)
     if (status != 0 && p->hs_failed_op == BRIM_OP_HELLO
         && -status <= BRIM_STATUS_WIRE_MAX)
     {
-        brim_log_error("coordinator %s: %s", node->cfg.coordinator,
-                       p->hs_error);
+        brim_log_error("coordinator %s: %s", node->coordlink.addr, p->hs_error);
         coord_give_up(node, 1); /* another cluster, another version */
         return;
     }
@@ -430,9 +498,8 @@ coord_connect_cb(struct brim_peer *p, int status)
                        "(%s): this node's --secret-file %s is not the "
                        "coordinator's, or %s is not this cluster's "
                        "coordinator; exiting with status %d",
-                       node->cfg.coordinator, p->hs_error,
-                       node->cfg.secret_file, node->cfg.coordinator,
-                       BRIM_NODE_EXIT_SECRET);
+                       node->coordlink.addr, p->hs_error, node->cfg.secret_file,
+                       node->coordlink.addr, BRIM_NODE_EXIT_SECRET);
         coord_give_up(node, BRIM_NODE_EXIT_SECRET);
         return;
     }
@@ -443,16 +510,16 @@ coord_connect_cb(struct brim_peer *p, int status)
         brim_log_warn("coordinator %s: AUTH failed: %s; retrying (this "
                       "node was accepted before: an impostor, or a "
                       "coordinator whose secret changed)",
-                      node->cfg.coordinator, p->hs_error);
+                      node->coordlink.addr, p->hs_error);
         return;
     }
     if (status != 0) {
-        brim_log_info("coordinator %s: connect: %s%s%s", node->cfg.coordinator,
+        brim_log_info("coordinator %s: connect: %s%s%s", node->coordlink.addr,
                       brim_strerror(status), p->hs_error[0] != '\0' ? ": " : "",
                       p->hs_error);
         return; /* the close callback retries */
     }
-    brim_log_info("connected to coordinator %s%s", node->cfg.coordinator,
+    brim_log_info("connected to coordinator %s%s", node->coordlink.addr,
                   node->guard.secret != NULL ? " (secret proven both ways)"
                                              : "");
     if (node->coordlink.leave == BRIM_LEAVE_WANTED
@@ -493,6 +560,7 @@ static void
 coord_close_cb(struct brim_peer *p, int status)
 {
     struct brim_node *node = p->data;
+    char              lost[BRIM_ADDR_MAX + 1];
 
     node->coordlink.joined = 0;
     if (node->stopping) {
@@ -504,9 +572,18 @@ coord_close_cb(struct brim_peer *p, int status)
     }
     brim_log_info("coordinator %s: connection closed (%s); retrying in "
                   "%u ms",
-                  node->cfg.coordinator, brim_strerror(status),
+                  node->coordlink.addr, brim_strerror(status),
                   node->coordlink.backoff_ms);
     node->coordlink.hb_due_ms = 0; /* no heartbeat is due while down */
+    if (!node->coordlink.followed) {
+        /* Lost: the next of the list that is not the one just lost. */
+        snprintf(lost, sizeof(lost), "%s", node->coordlink.addr);
+        coord_pick_next(node);
+        if (strcmp(lost, node->coordlink.addr) == 0) {
+            coord_pick_next(node);
+        }
+    }
+    node->coordlink.followed = 0;
     uv_timer_start(&node->coordlink.timer, coord_timer_cb,
                    node->coordlink.backoff_ms, 0);
     node->coordlink.backoff_ms =
@@ -518,13 +595,45 @@ coord_connect(struct brim_node *node)
 {
     char errbuf[BRIM_ERRBUF_LEN];
 
+    node->coordlink.asked_ms = uv_now(node->loop);
     brim_node_peer_hello(node, &node->coordlink.peer);
-    if (brim_peer_connect(&node->coordlink.peer, node->cfg.coordinator, errbuf)
+    if (brim_peer_connect(&node->coordlink.peer, node->coordlink.addr, errbuf)
         == BRIM_EINVAL)
     {
         brim_log_error("coordinator: %s", errbuf);
         coord_give_up(node, 1);
     }
+}
+
+/*
+ * With several coordinators (etcd mode): one that leaves a connect, a
+ * handshake, a JOIN or a heartbeat unanswered for half a lease (1 s
+ * before the first lease) is given up for the next of the list, even on
+ * an open connection: a leader that was paused, or cut off, is replaced
+ * at etcd while its connections stay open, and a node that waited on it
+ * would never be heard by the new leader (issue 15 item 4).
+ */
+static void
+coord_watch_cb(uv_timer_t *t)
+{
+    struct brim_node *node =
+        BRIM_CONTAINER_OF(t, struct brim_node, coordlink.watch);
+    struct brim_node_coordlink *cl = &node->coordlink;
+    uint64_t                    now = uv_now(node->loop), limit;
+
+    limit = cl->lease_ms > 0 ? cl->lease_ms / 2 : 1000;
+    if (cl->peer.state == BRIM_PEER_IDLE || cl->leave == BRIM_LEAVE_LINGER
+        || (cl->peer.state == BRIM_PEER_OPEN && cl->joined && !cl->hb_out)
+        || now - cl->asked_ms <= limit)
+    {
+        return;
+    }
+    brim_log_warn("coordinator %s has not answered for %" PRIu64 " ms: "
+                  "trying the next",
+                  cl->addr, now - cl->asked_ms);
+    cl->followed = 0;
+    cl->backoff_ms = COORD_BACKOFF_MIN_MS;
+    brim_peer_close(&cl->peer);
 }
 
 void
@@ -536,7 +645,13 @@ brim_node_coord_start(struct brim_node *node)
     uv_timer_init(node->loop, &node->coordlink.timer);
     node->coordlink.heartbeat_ms = COORD_HEARTBEAT_MS;
     node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
+    coord_pick_next(node);
     coord_connect(node);
+    if (strchr(node->cfg.coordinator, ',') != NULL) {
+        uv_timer_init(node->loop, &node->coordlink.watch);
+        uv_timer_start(&node->coordlink.watch, coord_watch_cb, 100, 100);
+        node->coordlink.watch_init = 1;
+    }
 }
 
 void
@@ -544,6 +659,10 @@ brim_node_coord_stop(struct brim_node *node)
 {
     brim_peer_close(&node->coordlink.peer);
     uv_close((uv_handle_t *) &node->coordlink.timer, NULL);
+    if (node->coordlink.watch_init) {
+        uv_close((uv_handle_t *) &node->coordlink.watch, NULL);
+        node->coordlink.watch_init = 0;
+    }
     if (node->coordlink.leave_timer_init) {
         uv_close((uv_handle_t *) &node->coordlink.leave_timer, NULL);
         node->coordlink.leave_timer_init = 0;
@@ -645,7 +764,7 @@ leave_timer_cb(uv_timer_t *t)
                       " s; still serving and retrying (a second SIGINT or "
                       "SIGTERM exits at once: this node's keys are then "
                       "lost)",
-                      node->cfg.coordinator,
+                      node->coordlink.addr,
                       (now - node->coordlink.leave_since_ms) / 1000);
     } else if (log_now) {
         brim_log_info("leave: waiting for an epoch without this node for "
@@ -673,7 +792,7 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body, size_t len,
     if (rep.status == 0) {
         brim_log_info("leave accepted by coordinator %s (epoch %" PRIu64
                       "); draining",
-                      node->cfg.coordinator, rep.epoch);
+                      node->coordlink.addr, rep.epoch);
         node->coordlink.leave = BRIM_LEAVE_WAITING;
         return;
     }
@@ -681,7 +800,7 @@ coord_leave_rep(struct brim_peer *p, int status, const char *body, size_t len,
         /* The coordinator's reason says why (the last member). */
         brim_log_warn("coordinator %s: %s; still serving (a second SIGINT "
                       "or SIGTERM exits at once, and the keys are lost)",
-                      node->cfg.coordinator, coord_why(&rep, why, sizeof(why)));
+                      node->coordlink.addr, coord_why(&rep, why, sizeof(why)));
         node->coordlink.leave = BRIM_LEAVE_DENIED;
         return;
     }
@@ -756,12 +875,12 @@ brim_node_coord_leave(struct brim_node *node)
     {
         leave_send(node);
         brim_log_info("leaving: asked coordinator %s to remove this node",
-                      node->cfg.coordinator);
+                      node->coordlink.addr);
     } else {
         brim_log_warn("leave: coordinator %s cannot be reached now: still "
                       "serving, and asking again until it answers (SIGTERM "
                       "again to exit at once, losing this node's keys)",
-                      node->cfg.coordinator);
+                      node->coordlink.addr);
     }
     uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb,
                    COORD_LEAVE_POLL_MS, COORD_LEAVE_POLL_MS);

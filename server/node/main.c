@@ -91,12 +91,30 @@ static const char *
 node_set_addr(void *cfg, const struct brim_option *o, const char *arg,
               char errbuf[BRIM_ERRBUF_LEN])
 {
-    if (brim_addr_check(arg, strcmp(o->name, "coordinator") != 0 ? 0 : 1,
-                        errbuf)
-        != 0)
-    {
-        return errbuf;
+    char        one[BRIM_ADDR_MAX + 1];
+    const char *p = arg, *comma;
+    size_t      n;
+
+    if (strcmp(o->name, "coordinator") != 0) {
+        return brim_addr_check(arg, 0, errbuf) != 0
+            ? errbuf
+            : brim_option_str(cfg, o, arg, errbuf);
     }
+    /* A list of coordinators (etcd mode): each entry a HOST:PORT. */
+    do {
+        comma = strchr(p, ',');
+        n = comma != NULL ? (size_t) (comma - p) : strlen(p);
+        if (n > BRIM_ADDR_MAX) {
+            brim_errfmt(errbuf, "\"%.40s...\" is longer than an address", p);
+            return errbuf;
+        }
+        memcpy(one, p, n);
+        one[n] = '\0';
+        if (brim_addr_check(one, 1, errbuf) != 0) {
+            return errbuf;
+        }
+        p = comma + 1;
+    } while (comma != NULL);
     return brim_option_str(cfg, o, arg, errbuf);
 }
 
@@ -187,10 +205,13 @@ static const struct brim_option node_options[] = {
      "address to serve (loopback unless told otherwise)"},
     {"standalone", NULL, brim_option_flag, NODE_OFF(standalone), 0, 0, NULL,
      "own every partition, no coordinator"},
-    {"coordinator", "HOST:PORT", node_set_addr, NODE_OFF(coordinator), 0,
+    {"coordinator", "HOST:PORT[,...]", node_set_addr, NODE_OFF(coordinator), 0,
      sizeof(((struct brim_node_config *) 0)->coordinator), NULL,
      "join the cluster of this coordinator (needs --name; excludes "
-     "--standalone); --partitions must match the cluster's"},
+     "--standalone); --partitions must match the cluster's. A comma-"
+     "separated list names the coordinators of one cluster on etcd: the "
+     "node follows NOTLEADER to the leader and tries the next on a lost "
+     "connection"},
     {"weight", "W", node_set_weight, 0, 0, 0, "1",
      "cluster: this node's share, 0.001 to 1000"},
     {"name", "NAME", node_set_name, 0, 0, 0, "standalone",

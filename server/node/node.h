@@ -54,7 +54,9 @@ struct brim_node_config {
     size_t                  out_high_water;    /* bytes: pause reading */
     enum brim_evict_policy  policy;            /* eviction */
     int                     standalone;        /* owns every partition */
-    char                    coordinator[128];  /* cluster: "host:port" */
+    char                    coordinator[512];  /* cluster: "host:port",
+                                            or a comma-separated list of
+                                            coordinators (etcd mode) */
     uint32_t                weight_ppm;        /* cluster: weight, millionths */
     int                     weight_set;        /* --weight was given */
     int                     name_set;          /* --name was given */
@@ -172,30 +174,42 @@ enum brim_leave_state {
 
 /* The node's link to its coordinator (coordlink.c; PROTOCOL.md 10.1). */
 struct brim_node_coordlink {
-    struct brim_peer      peer;           /* the connection */
-    uv_timer_t            timer;          /* heartbeat and reconnect */
-    uint32_t              heartbeat_ms;   /* interval between heartbeats */
-    uint32_t              backoff_ms;     /* next reconnect delay */
-    int                   joined;         /* the coordinator knows this
+    struct brim_peer peer;                    /* the connection */
+    uv_timer_t       timer;                   /* heartbeat and reconnect */
+    uint32_t         heartbeat_ms;            /* interval between heartbeats */
+    uint32_t         backoff_ms;              /* next reconnect delay */
+    int              joined;                  /* the coordinator knows this
                                            connection as ours */
-    int                   accepted;       /* a coordinator ever accepted
+    int              accepted;                /* a coordinator ever accepted
                                            our JOIN (our secret is right) */
-    int                   fetch_out;      /* a MAP_FETCH is unanswered */
-    uint64_t              next_id;        /* request ids on it */
-    uint64_t              hb_sent_ms;     /* oldest unanswered HEARTBEAT's
+    int              fetch_out;               /* a MAP_FETCH is unanswered */
+    uint64_t         next_id;                 /* request ids on it */
+    uint64_t         hb_sent_ms;              /* oldest unanswered HEARTBEAT's
                                            send */
-    int                   hb_out;         /* a HEARTBEAT is unanswered */
-    uint64_t              hb_due_ms;      /* loop ms the next heartbeat is
+    int              hb_out;                  /* a HEARTBEAT is unanswered */
+    uint64_t         hb_due_ms;               /* loop ms the next heartbeat is
                                            due; 0: none scheduled */
-    uint64_t              hb_late_max_ms; /* most a heartbeat went out
+    uint64_t         hb_late_max_ms;          /* most a heartbeat went out
                                            after it was due (a stalled
                                            loop), ms */
-    uint64_t              hb_late;        /* heartbeats that went out more
+    uint64_t         hb_late;                 /* heartbeats that went out more
                                            than a tenth of the lease late */
-    uint32_t              lease_ms;       /* the lease the coordinator last
+    uint32_t         lease_ms;                /* the lease the coordinator last
                                            gave; 0: none yet */
-    enum brim_leave_state leave;          /* the graceful leave */
-    uv_timer_t            leave_timer;    /* looks at the leave */
+    char             addr[BRIM_ADDR_MAX + 1]; /* the coordinator in use: one
+                                           of --coordinator's, or the
+                                           leader a NOTLEADER named */
+    uint32_t         next;                    /* --coordinator's entry after
+                                           it, tried when it is lost */
+    int              followed;                /* ADDR is a NOTLEADER's leader:
+                                           try it before the list */
+    uint64_t         asked_ms;   /* loop ms it was last asked something still
+                              unanswered (connect, JOIN, a heartbeat) */
+    uv_timer_t       watch;      /* gives up a silent one (a list of
+                              coordinators only) */
+    int              watch_init; /* WATCH is initialised */
+    enum brim_leave_state leave; /* the graceful leave */
+    uv_timer_t            leave_timer; /* looks at the leave */
     int                   leave_timer_init;
     uint64_t              leave_since_ms;  /* loop ms it was asked */
     uint64_t              leave_logged_ms; /* loop ms progress was logged */

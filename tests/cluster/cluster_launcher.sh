@@ -7,13 +7,8 @@
 set -u
 SCRIPT=$1
 export BRIM_BIN=$2
-D=$(mktemp -d /tmp/brim-launcher.XXXXXX)
-fail() { echo "FAIL: $*"; tail -n 20 "$D"/*.log; "$SCRIPT" down --dir "$D" >/dev/null 2>&1; exit 1; }
-alive() {   # PID runs (a zombie not yet reaped counts as gone)
-    kill -0 "$1" 2>/dev/null || return 1
-    [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]
-}
-trap '"$SCRIPT" down --dir "$D" >/dev/null 2>&1; rm -rf "$D"' EXIT
+# shellcheck source=launcher_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/launcher_lib.sh"
 # A base port with 6 free ports after it.
 BASE=$(python3 -c 'import socket,random
 for _ in range(200):

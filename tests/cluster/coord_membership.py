@@ -330,6 +330,27 @@ def case_restart(binary):
         teardown(co, nodes, d)
 
 
+def case_epoch_reported(binary):
+    """Issue 15: a node that reports an epoch at or above next_epoch (a
+    state restored from an older copy) makes the next proposal go above
+    it: an epoch number is never handed out twice."""
+    co, nodes, d, t = cluster_of(binary, ["a"])
+    try:
+        a = nodes[0]
+        a.conn.send(bw.frame(bw.pack([OPS["HEARTBEAT"], 3, 100, a.name,
+                                      a.inc])))
+        rep = a.conn.reply()
+        assert rep[0] == 0, rep
+        b = FakeNode("b", co.port)
+        nodes.append(b)
+        assert b.join()[0] == 0
+        t2 = wait_epoch(co, lambda t: len(t["members"]) == 2)
+        assert t2["epoch"] == 101, (t["epoch"], t2["epoch"])
+        assert "a node reports epoch 100" in co.output(), co.output()
+    finally:
+        teardown(co, nodes, d)
+
+
 def case_bad_settings(binary):
     """Every bad value or combination is a usage error: exit 2, a message
     naming the options as typed, and nothing written to the data dir (it

@@ -4,7 +4,8 @@
  * missing file as a new cluster, and every damaged file refused with a
  * message naming it and what is wrong (truncated, torn, a flipped byte,
  * bad magic, a future version, a malformed or inconsistent body), never
- * half loaded. Each test works in its own temporary directory.
+ * half loaded; the same bytes encoded and decoded in memory (etcd mode).
+ * Each test works in its own temporary directory.
  */
 #include "tests/support/check_main.h"
 
@@ -386,6 +387,51 @@ START_TEST(persist_round_trip_pending)
     assert_state_eq(&st, &back);
     ck_assert_int_eq(back.has_pending, 0);
     brim_coord_state_destroy(&back);
+    brim_coord_state_destroy(&st);
+    ck_assert_uint_eq(brim_alloc_bytes(), before);
+}
+END_TEST
+
+/* The bytes etcd mode stores (server/coord/leader.c): the state file's,
+ * encoded and decoded in memory, with the same refusals. */
+START_TEST(persist_encode_decode)
+{
+    struct brim_coord_state st, back;
+    struct brim_buf         bytes;
+    char                    errbuf[BRIM_ERRBUF_LEN] = "";
+    size_t                  before;
+    int                     rc;
+
+    before = brim_alloc_bytes();
+    make_state(&st, 3, 5, 4);
+    rc = brim_persist_encode(&st, &bytes, errbuf);
+    ck_assert_msg(rc == 0, "encode: rc=%s (%s)", brim_err_name(rc), errbuf);
+    ck_assert_mem_eq(bytes.data, "BRIMCRD", 8);
+    rc = brim_persist_decode((const unsigned char *) bytes.data, bytes.len,
+                             &back, errbuf);
+    ck_assert_msg(rc == 0, "decode: rc=%s (%s)", brim_err_name(rc), errbuf);
+    assert_state_eq(&st, &back);
+    ck_assert_int_eq(back.has_pending, 1);
+    brim_coord_state_destroy(&back);
+
+    /* A flipped body byte fails the checksum; a cut fails the length. */
+    bytes.data[BRIM_PERSIST_HDR + 3] ^= 0x40;
+    rc = brim_persist_decode((const unsigned char *) bytes.data, bytes.len,
+                             &back, errbuf);
+    ck_assert_int_eq(rc, BRIM_EINVAL);
+    ck_assert_msg(strstr(errbuf, "checksum") != NULL, "%s", errbuf);
+    bytes.data[BRIM_PERSIST_HDR + 3] ^= 0x40;
+    rc = brim_persist_decode((const unsigned char *) bytes.data, bytes.len - 1,
+                             &back, errbuf);
+    ck_assert_int_eq(rc, BRIM_EINVAL);
+    ck_assert_msg(strstr(errbuf, "torn") != NULL, "%s", errbuf);
+    ck_assert_ptr_null(back.committed.map.owner); /* zeroed on error */
+    brim_buf_destroy(&bytes);
+
+    /* An inconsistent state is not encoded at all. */
+    st.next_epoch = st.pending.map.epoch;
+    rc = brim_persist_encode(&st, &bytes, errbuf);
+    ck_assert_int_eq(rc, BRIM_EINVAL);
     brim_coord_state_destroy(&st);
     ck_assert_uint_eq(brim_alloc_bytes(), before);
 }
@@ -936,6 +982,7 @@ brim_test_suite(void)
     s = suite_create("persist");
     add_case(s, tcase_create("round_trip"), persist_round_trip);
     add_case(s, tcase_create("round_trip_pending"), persist_round_trip_pending);
+    add_case(s, tcase_create("encode_decode"), persist_encode_decode);
     add_case(s, tcase_create("missing_is_notfound"),
              persist_missing_is_notfound);
     add_case(s, tcase_create("truncated"), persist_truncated);
