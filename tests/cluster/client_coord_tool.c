@@ -17,17 +17,16 @@
  *                                      print "KEY FLAGS HEX" (the value in
  *                                      hex) or "KEY miss": what libbrim
  *                                      reads (tests/cluster/mcport.py)
- *   client_coord_tool COORD push       print "ready epoch=E", then poll
- *                                      brim_epoch() (no data call at all)
- *                                      until the coordinator pushes a newer
- *                                      epoch: a join, within WAIT_MS
+ *   client_coord_tool COORD learn      print "ready epoch=E", then GET one
+ *                                      key every 5 ms until brim_epoch()
+ *                                      is newer: a join, learned from the
+ *                                      data replies' epochs within WAIT_MS
  *   client_coord_tool COORD churn N    SET then GET N keys round and round,
  *                                      every call within the timeout and
  *                                      none failing, while the coordinator
  *                                      is killed and restarted: stdin
  *                                      "mark" prints "mark ops=K", "stop"
- *                                      ends the loop; then as push (the
- *                                      subscription came back by itself)
+ *                                      ends the loop; then as learn
  *   client_coord_tool COORD admin      the typed calls of <brim/admin.h>
  *                                      as an admin: print every member,
  *                                      the cluster's stats and node rows,
@@ -53,7 +52,7 @@
 #include "proto/topo.h"
 
 #define TIMEOUT_MS 3000
-#define WAIT_MS 20000      /* push: longest wait for an epoch */
+#define WAIT_MS 20000      /* learn: longest wait for an epoch */
 #define CHURN_MAX_MS 60000 /* churn: longest loop without "stop" */
 
 static int64_t
@@ -188,15 +187,18 @@ sleep_ms(long ms)
 }
 
 /*
- * Print "ready epoch=E", then poll brim_epoch() every 5 ms, sending
- * nothing else, until it passes E or WAIT_MS runs out. The epoch can only
- * move by a SUBSCRIBE reply: no data call runs, so no MOVED, no MAP_FETCH.
+ * Print "ready epoch=E", then GET one key every 5 ms until brim_epoch()
+ * passes E or WAIT_MS runs out: the client learns the new epoch from the
+ * epoch its data replies carry (or a MOVED), with no coordinator.
  */
 static int
-await_push(struct brim_client *c)
+await_epoch(struct brim_client *c)
 {
     uint64_t e0, e;
     int64_t  t0;
+    void    *val;
+    size_t   len;
+    int      rc;
 
     e0 = brim_epoch(c);
     printf("ready epoch=%" PRIu64 "\n", e0);
@@ -206,13 +208,20 @@ await_push(struct brim_client *c)
         if (now_ms() - t0 > WAIT_MS) {
             fprintf(stderr,
                     "client_coord_tool: epoch still %" PRIu64
-                    " after %d ms: nothing pushed\n",
+                    " after %d ms: nothing learned\n",
                     e, WAIT_MS);
             return 1;
         }
+        rc = brim_get(c, "learn-key", 9, &val, &len);
+        if (rc == 0) {
+            brim_free(val);
+        } else if (rc != BRIM_ENOTFOUND) {
+            return fail("learn: get", rc, c);
+        }
         sleep_ms(5);
     }
-    printf("pushed epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e, now_ms() - t0);
+    printf("learned epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e,
+           now_ms() - t0);
     fflush(stdout);
     return 0;
 }
@@ -574,14 +583,14 @@ main(int argc, char **argv)
         rc = set_all(c, n, "v", &worst) || get_all(c, n, "v");
     } else if (strcmp(argv[2], "mload") == 0) {
         rc = mload(c, n);
-    } else if (strcmp(argv[2], "push") == 0) {
-        rc = await_push(c);
+    } else if (strcmp(argv[2], "learn") == 0) {
+        rc = await_epoch(c);
     } else if (strcmp(argv[2], "admin") == 0) {
         rc = admin(c);
     } else if (strcmp(argv[2], "churn") == 0) {
-        rc = churn(c, n, &worst) || await_push(c);
+        rc = churn(c, n, &worst) || await_epoch(c);
     } else if (strcmp(argv[2], "stale") == 0) {
-        brim_coordlink_subscribe(c, 0); /* MOVED is what this tests */
+        brim_coordlink_learn(c, 0); /* MOVED is what this tests */
         rc = set_all(c, n, "v", &worst);
         if (rc == 0) {
             printf("ready epoch=%" PRIu64 "\n", epoch0);
@@ -626,9 +635,9 @@ main(int argc, char **argv)
     }
     brim_coordlink_counts(c, &moved, &retry, &refresh);
     printf("%s n=%d epoch=%" PRIu64 " moved=%" PRIu64 " retry=%" PRIu64
-           " refresh=%" PRIu64 " pushed=%" PRIu64 " worst_ms=%" PRId64 "\n",
+           " refresh=%" PRIu64 " learned=%" PRIu64 " worst_ms=%" PRId64 "\n",
            rc == 0 ? "ok" : "FAILED", n, brim_coordlink_topo(c)->map.epoch,
-           moved, retry, refresh, brim_coordlink_pushed(c), worst);
+           moved, retry, refresh, brim_coordlink_learned(c), worst);
     brim_close(c);
     return rc;
 }
