@@ -9,7 +9,9 @@ against a real brim-coord and three real brim-nodes on free loopback ports
 Cases: load, mload, spread, brimctl, stale, leave_last, learn (a client
 learns a join's epoch from the epoch its data replies carry),
 coord_restart (the coordinator is killed and restarted under a GET/SET
-loop: no call fails, and epochs are learned after it), flush,
+loop: no call fails, and epochs are learned after it), flush, fleet
+(1,000 handles: the coordinator keeps only the nodes' connections; a
+client started while it is stopped, or killed, reads and writes),
 admin (the typed calls of <brim/admin.h> give what the wire says:
 brim_members() and brim_cluster_stats() against MEMBERS and
 CLUSTER_STATS decoded here, two plans, the refusals, and a leave that
@@ -17,6 +19,7 @@ takes the node out of the list).
 """
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -37,12 +40,24 @@ P = 1024
 STATES = {1: "joining", 2: "up", 3: "leaving", 4: "dead"}
 
 
+def more_files():
+    """preexec_fn: RLIMIT_NOFILE's soft limit up to its hard one (a node
+    of the fleet case holds over 1,000 connections; Debian's soft limit
+    is 1,024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > 65536:
+        hard = 65536
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 class Proc:
     def __init__(self, cmd, log):
         self.cmd, self.log = cmd, log
         self.f = open(log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.f,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     preexec_fn=more_files)
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
@@ -89,8 +104,9 @@ def topo(port):
 
 
 class Cluster:
-    def __init__(self, args, nnodes=3):
+    def __init__(self, args, nnodes=3, node_args=()):
         self.args = args
+        self.node_args = list(node_args)
         self.dir = tempfile.mkdtemp(prefix="brim-client-coord-")
         self.port = bw.free_port()
         self.addr = "127.0.0.1:%d" % self.port
@@ -117,7 +133,8 @@ class Cluster:
     def add(self, name):
         port = bw.free_port()
         p = Proc([self.args.node, "--name", name, "--coordinator", self.addr,
-                  "--listen", "127.0.0.1:%d" % port, "--partitions", str(P)],
+                  "--listen", "127.0.0.1:%d" % port, "--partitions", str(P)]
+                 + self.node_args,
                  os.path.join(self.dir, name + ".log"))
         self.nodes[name] = (p, port)
         wait_port(port, p)
@@ -164,7 +181,8 @@ class Tool:
         self.err = os.path.join(cl.dir, "tool.err")
         with open(self.err, "wb") as f:
             self.p = subprocess.Popen(list(args), stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=f)
+                                      stdout=subprocess.PIPE, stderr=f,
+                                      preexec_fn=more_files)
         self.buf = b""
 
     def stderr(self):
@@ -464,16 +482,101 @@ def case_admin(cl, a):
     assert text(members[-1][0]) not in [n for n, _ in t["members"]], t
 
 
+def established(port):
+    """Open TCP connections whose local port is PORT (accepted by the
+    process listening there), from /proc/net/tcp and tcp6."""
+    n = 0
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(f) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for r in rows:
+            parts = r.split()
+            if parts[3] == "01" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                n += 1
+    return n
+
+
+def node_conns(port):
+    """A node's own count of its open connections (STATS connections)."""
+    c = bw.Conn(port)
+    try:
+        st = bw.stats(c)
+    finally:
+        c.close()
+    for v in [st] + [v for v in st.values() if isinstance(v, dict)]:
+        if "connections" in v:
+            return v["connections"]
+    raise AssertionError("no connections in STATS: %r" % (st,))
+
+
+FLEET = 1000
+
+
+def case_fleet(cl, a):
+    """1,000 handles seeded with the coordinator: once they have the map
+    the coordinator holds only the nodes' connections; then clients
+    started while the coordinator is stopped (SIGSTOP, then SIGKILL)
+    serve reads and writes from node seeds alone."""
+    base = established(cl.port)
+    assert base == len(cl.nodes), ("coordinator connections before", base)
+    t = Tool(cl, a.tool, cl.addr, "fleet", str(FLEET))
+    try:
+        line = t.line(timeout=90)
+        assert line.startswith("ready handles=%d" % FLEET), line
+        coord = established(cl.port)
+        per_node = {n: node_conns(port) for n, (_, port) in cl.nodes.items()}
+        per_node_tcp = {n: established(port)
+                        for n, (_, port) in cl.nodes.items()}
+        print("%s; coordinator connections %d (nodes %d); per node (STATS) "
+              "%r, (TCP) %r" % (line, coord, len(cl.nodes), per_node,
+                                per_node_tcp))
+        assert coord == len(cl.nodes), coord
+        # Each handle talks to the owners of its 8 keys: well over 1,000
+        # client connections over the three nodes.
+        assert sum(per_node.values()) >= FLEET, per_node
+        assert min(per_node.values()) > FLEET // 3, per_node
+        t.send("done")
+        r = t.finish(timeout=60)
+    finally:
+        t.kill()
+    print(r)
+    node1 = "127.0.0.1:%d" % cl.nodes["node1"][1]
+    node2 = "127.0.0.1:%d" % cl.nodes["node2"][1]
+    for how in (signal.SIGSTOP, signal.SIGKILL):
+        os.kill(cl.coord.proc.pid, how)
+        seeds = "%s,%s" % (cl.addr, node1)   # the coordinator first
+        t0 = time.monotonic()
+        r = run([a.tool, seeds, "load", "200"])
+        print("coordinator %s: %s (%.1f s)" % (
+            how.name, r.stdout.strip(), time.monotonic() - t0))
+        assert r.stdout.startswith("ok n=200"), r.stdout
+        env = dict(os.environ)
+        env.pop("BRIM_SERVER", None)
+        env.pop("BRIM_COORDINATOR", None)
+        run([a.ctl, "--coordinator", node2, "set", "nocoord", how.name],
+            env=env)
+        got = run([a.ctl, "--coordinator", node2, "get", "nocoord"],
+                  env=env).stdout
+        assert got == how.name, got
+    cl.coord.proc.wait(timeout=5)
+
+
+case_fleet.node_args = ["--max-conns", str(4 * FLEET)]
+
+
 CASES = bt.Cases([
     ("load", case_load), ("mload", case_mload), ("spread", case_spread),
     ("brimctl", case_brimctl), ("stale", case_stale),
     ("leave_last", case_leave_last), ("learn", case_learn),
     ("coord_restart", case_coord_restart), ("flush", case_flush),
-    ("admin", case_admin)])
+    ("admin", case_admin), ("fleet", case_fleet)])
 
 
 def run_case(fn, a):
-    cl = Cluster(a)
+    cl = Cluster(a, node_args=getattr(fn, "node_args", ()))
     try:
         fn(cl, a)
     except BaseException:

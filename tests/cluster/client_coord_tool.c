@@ -27,6 +27,12 @@
  *                                      is killed and restarted: stdin
  *                                      "mark" prints "mark ops=K", "stop"
  *                                      ends the loop; then as learn
+ *   client_coord_tool SEEDS fleet N    open N more handles at once (RLIMIT_
+ *                                      NOFILE raised to its hard limit),
+ *                                      each SETs and GETs FLEET_KEYS keys,
+ *                                      print "ready handles=N ms=T", wait
+ *                                      for a line on stdin (the counts are
+ *                                      read meanwhile), close them all
  *   client_coord_tool COORD admin      the typed calls of <brim/admin.h>
  *                                      as an admin: print every member,
  *                                      the cluster's stats and node rows,
@@ -43,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <brim.h>
@@ -54,6 +61,8 @@
 #define TIMEOUT_MS 3000
 #define WAIT_MS 20000      /* learn: longest wait for an epoch */
 #define CHURN_MAX_MS 60000 /* churn: longest loop without "stop" */
+#define FLEET_KEYS 8       /* fleet: keys each handle writes and reads */
+#define FLEET_MAX 100000   /* fleet: most handles */
 
 static int64_t
 now_ms(void)
@@ -120,6 +129,71 @@ get_all(struct brim_client *c, int n, const char *prefix)
         brim_free(val);
     }
     return 0;
+}
+
+/*
+ * N handles of OPTS open together, each with FLEET_KEYS keys written and
+ * read back; "ready" once all are, then held until a line on stdin.
+ */
+static int
+fleet(const struct brim_opts *opts, int n)
+{
+    struct brim_client **cs;
+    struct rlimit        rl;
+    char                 err[BRIM_ERRBUF_LEN], k[48], line[16];
+    void                *val;
+    size_t               len;
+    int64_t              t0;
+    int                  i, j, rc = 0;
+
+    if (n < 1 || n > FLEET_MAX) {
+        fprintf(stderr, "client_coord_tool: fleet: N is 1 .. %d\n", FLEET_MAX);
+        return 2;
+    }
+    /* Each handle holds a connection per node it talks to. */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    cs = calloc((size_t) n, sizeof(*cs));
+    if (cs == NULL) {
+        return fail("fleet: calloc", BRIM_ENOMEM, NULL);
+    }
+    t0 = now_ms();
+    for (i = 0; i < n && rc == 0; i++) {
+        rc = brim_connect(opts, &cs[i], err);
+        if (rc != 0) {
+            fprintf(stderr, "client_coord_tool: fleet: handle %d: %s: %s\n", i,
+                    brim_err_name(rc), err);
+            break;
+        }
+        for (j = 0; j < FLEET_KEYS && rc == 0; j++) {
+            snprintf(k, sizeof(k), "fleet-%d-%d", i, j);
+            rc = brim_set(cs[i], k, strlen(k), k, strlen(k), 0, 0, NULL);
+            if (rc == 0) {
+                rc = brim_get(cs[i], k, strlen(k), &val, &len);
+            }
+            if (rc == 0) {
+                rc = len == strlen(k) && memcmp(val, k, len) == 0 ? 0 : 1;
+                brim_free(val);
+            }
+            if (rc != 0) {
+                rc = fail(k, rc, cs[i]);
+            }
+        }
+    }
+    if (rc == 0) {
+        printf("ready handles=%d ms=%" PRId64 "\n", n, now_ms() - t0);
+        fflush(stdout);
+        if (fgets(line, sizeof(line), stdin) == NULL) {
+            rc = 1;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        brim_close(cs[i]);
+    }
+    free(cs);
+    return rc;
 }
 
 static int
@@ -554,9 +628,10 @@ main(int argc, char **argv)
     if (argc == 2
         && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: client_coord_tool COORD MODE [N]\n"
-               "libbrim in cluster mode against the coordinator COORD "
-               "(HOST:PORT), driven by\ntests/cluster/client_coord.py "
-               "(CTest client.coord.*); the MODEs are listed at\nthe top "
+               "libbrim in cluster mode seeded with COORD (HOST:PORT of "
+               "coordinators or nodes,\ncomma-separated), driven by "
+               "tests/cluster/client_coord.py "
+               "(CTest\nclient.coord.*); the MODEs are listed at the top "
                "of tests/cluster/client_coord_tool.c. No environment "
                "variable; no\noption but --help (-h).\n");
         return 0;
@@ -587,6 +662,8 @@ main(int argc, char **argv)
         rc = await_epoch(c);
     } else if (strcmp(argv[2], "admin") == 0) {
         rc = admin(c);
+    } else if (strcmp(argv[2], "fleet") == 0) {
+        rc = fleet(&opts, n);
     } else if (strcmp(argv[2], "churn") == 0) {
         rc = churn(c, n, &worst) || await_epoch(c);
     } else if (strcmp(argv[2], "stale") == 0) {
