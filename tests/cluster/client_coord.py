@@ -12,6 +12,8 @@ coord_restart (the coordinator is killed and restarted under a GET/SET
 loop: no call fails, and epochs are learned after it), flush, fleet
 (1,000 handles: the coordinator keeps only the nodes' connections; a
 client started while it is stopped, or killed, reads and writes),
+node_map (a node's MAP_FETCH, the epoch in its data replies, RETRY once
+its lease is out),
 admin (the typed calls of <brim/admin.h> give what the wire says:
 brim_members() and brim_cluster_stats() against MEMBERS and
 CLUSTER_STATS decoded here, two plans, the refusals, and a leave that
@@ -512,6 +514,50 @@ def node_conns(port):
     raise AssertionError("no connections in STATS: %r" % (st,))
 
 
+def case_node_map(cl, a):
+    """A node serves MAP_FETCH: the committed topology (the coordinator's,
+    byte for byte) and its coordinator's address; every data reply names
+    its committed epoch; with its lease run out (the coordinator and the
+    other members stopped) it refuses MAP_FETCH, RETRY."""
+    port = cl.nodes["node1"][1]
+    c0 = bw.Conn(cl.port)
+    c = bw.Conn(port)
+    try:
+        want = c0.call(MAP_FETCH, 5)
+        rep = c.call(MAP_FETCH, 5)
+        assert rep[0] == 0 and rep[2] == want[2], (rep[:2], want[:2])
+        assert text(rep[3]) == cl.addr, rep[3:]
+        epoch = rep[2][3]
+        got = [c.call("SET", 6, b"k", b"v", 0, 0),
+               c.call("GET", 7, b"k"), c.call("DEL", 8, b"k"),
+               c.call("GET", 9, b"k"), c.call("MGET", 10, [b"k", b"j"])]
+        print("epoch %d; replies %r" % (epoch, got))
+        for r in got:
+            # OK, NOTFOUND or MOVED: the epoch is the last element (MOVED
+            # names it before the owner).
+            assert r[-1] == epoch or (r[0] == 5 and r[3] == epoch), r
+        stopped = [cl.coord] + [p for n, (p, _) in cl.nodes.items()
+                                if n != "node1"]
+        for p in stopped:
+            os.kill(p.proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while True:
+            rep = c.call(MAP_FETCH, 11)
+            if rep[0] == 6:
+                break
+            assert time.monotonic() < deadline, "lease never ran out"
+            time.sleep(0.1)
+        print("lease out: %r" % (rep,))
+        assert "lease" in text(rep[2]), rep
+    finally:
+        c.close()
+        c0.close()
+    for p in stopped:
+        os.kill(p.proc.pid, signal.SIGKILL)
+        p.proc.wait(timeout=5)
+    cl.nodes["node1"][0].stop(signal.SIGQUIT)
+
+
 FLEET = 1000
 
 
@@ -572,7 +618,8 @@ CASES = bt.Cases([
     ("brimctl", case_brimctl), ("stale", case_stale),
     ("leave_last", case_leave_last), ("learn", case_learn),
     ("coord_restart", case_coord_restart), ("flush", case_flush),
-    ("admin", case_admin), ("fleet", case_fleet)])
+    ("admin", case_admin), ("fleet", case_fleet),
+    ("node_map", case_node_map)])
 
 
 def run_case(fn, a):
