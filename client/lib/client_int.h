@@ -252,8 +252,9 @@ void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
 
 /*
  * Fetch the committed topology (MAP_FETCH) by DEADLINE_MS from the node
- * whose data reply named the newest epoch, then from the members of the
- * map, then from the seeds, until C holds an epoch at least the one
+ * whose data reply named the newest epoch, then from at most
+ * BRIM_REFRESH_MEMBERS_MAX members of the map, then (only when no member
+ * answered) from the seeds, until C holds an epoch at least the one
  * wanted, and adopt each strictly newer map of C's cluster with a member
  * UP (nodes answer MAP_FETCH only under a fresh lease). Returns 0 or the
  * error (C->errmsg says why); the old map stays on error.

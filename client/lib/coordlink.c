@@ -309,7 +309,7 @@ brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
     char                   addr[BRIM_SOCK_ADDR_MAX];
     uint64_t               want;
     uint32_t               i, k, nm;
-    int                    rc = BRIM_ENONODES, got = 0, r;
+    int                    rc = BRIM_ENONODES, got = 0, heard = 0, r;
 
     if (!c->cluster || c->refreshing) {
         return BRIM_EINVAL;
@@ -324,9 +324,10 @@ brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
     if (src != NULL) {
         r = coord_fetch(c, src, coord_try_deadline(c, deadline_ms));
         got |= r == 1;
+        heard |= r >= 0;
         rc = r < 0 ? r : 0;
     }
-    /* Then a few members, from a different one each time, then seeds. */
+    /* Then a few members, from a different one each time. */
     nm = c->members != NULL ? c->topo.nmembers : 0;
     for (k = 0; k < BRIM_MIN(nm, BRIM_REFRESH_MEMBERS_MAX) && c->epoch < want
          && brim_sock_now_ms() < deadline_ms;
@@ -340,9 +341,13 @@ brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
         }
         r = coord_fetch(c, n, coord_try_deadline(c, deadline_ms));
         got |= r == 1;
+        heard |= r >= 0;
         rc = r < 0 ? r : 0;
     }
-    for (i = 0; c->epoch < want && brim_sock_now_ms() < deadline_ms
+    /* The seeds (perhaps a coordinator) only when no member answered:
+     * while a member dies, its clients ask the live members, not the
+     * coordinator, again and again. */
+    for (i = 0; !heard && c->epoch < want && brim_sock_now_ms() < deadline_ms
          && coord_list_item(c->seeds, i, addr, sizeof(addr)) == 0;
          i++)
     {
