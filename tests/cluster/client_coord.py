@@ -565,7 +565,8 @@ def case_fleet(cl, a):
     """1,000 handles seeded with the coordinator: once they have the map
     the coordinator holds only the nodes' connections; then clients
     started while the coordinator is stopped (SIGSTOP, then SIGKILL)
-    serve reads and writes from node seeds alone."""
+    serve reads and writes from node seeds alone, and so does brim-bench
+    --verify seeded with a node."""
     base = established(cl.port)
     assert base == len(cl.nodes), ("coordinator connections before", base)
     t = Tool(cl, a.tool, cl.addr, "fleet", str(FLEET))
@@ -608,6 +609,15 @@ def case_fleet(cl, a):
                   env=env).stdout
         assert got == how.name, got
     cl.coord.proc.wait(timeout=5)
+    # brim-bench (built beside brimctl) seeded with a node alone.
+    bench = os.path.join(os.path.dirname(a.ctl), "brim-bench")
+    r = run([bench, "--coordinator", node1, "--connections", "4",
+             "--ops", "3000", "--keys", "500", "--verify", "--quiet",
+             "--json"])
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    print("brim-bench seeded with %s, no coordinator: ops %d errors %d "
+          "nodes %d" % (node1, j["ops"], j["errors"], j["nodes"]))
+    assert j["ok"] and j["errors"] == 0 and j["nodes"] == 3, j
 
 
 case_fleet.node_args = ["--max-conns", str(4 * FLEET)]
