@@ -106,11 +106,10 @@ BRIM_EXTERN size_t brim_value_max(const struct brim_client *c);
 
 /*
  * The epoch of the map C routes with: in cluster mode the committed epoch
- * of the newest topology C has (fetched, or pushed to its subscription),
- * in standalone mode the newest a node's MOVED named; 0 when none is known
- * or C is NULL. It first takes in a pushed topology that has already
- * arrived, so polling it shows a membership change without any data
- * call; it never waits and never fails. Returns the epoch.
+ * of the newest topology C has fetched (a data reply that names a newer
+ * epoch makes the call that got it fetch the map), in standalone mode the
+ * newest a node's MOVED named; 0 when none is known or C is NULL. It
+ * sends nothing, never waits and never fails. Returns the epoch.
  */
 BRIM_EXTERN uint64_t brim_epoch(struct brim_client *c);
 

@@ -4,8 +4,8 @@
  * connection per node, a struct brim_link of client/net/link.h, and the
  * pipelined exchange of a call's frames on it), route.c (which node a
  * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
- * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
- * admin calls). Not installed.
+ * (the topology: the seeds, MAP_FETCH from nodes, the epochs data replies
+ * name, the admin calls to a coordinator). Not installed.
  *
  * The calls go one way (docs/design.md, "Architecture"): the API files
  * (client.c, multi.c, stats.c, admin.c) over coordlink.c, over route.c,
