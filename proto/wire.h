@@ -195,6 +195,11 @@ struct brim_rep {
                                             node did not say (PROTOCOL.md
                                             4.1) */
     uint64_t                epoch;       /* HELLO, MOVED, RETRY: epoch */
+    uint64_t                node_epoch;  /* a data op's reply (OK or
+                                            error): the node's committed
+                                            epoch, trailing; 0: not sent
+                                            (an older node, a standalone
+                                            one; PROTOCOL.md 5) */
     const char             *owner;       /* MOVED: owner's "host:port" */
     size_t                  owner_len;   /* MOVED: bytes */
     struct brim_hello       hello;       /* HELLO: the peer's hello */
@@ -210,6 +215,11 @@ struct brim_rep {
                                             brim_topo_decode()), OBJECT; on
                                             encode used when TOPO is NULL */
     const struct brim_topo *topo;        /* TOPO: encode only, borrowed */
+    const char             *coords;      /* TOPO from a node (MAP_FETCH):
+                                            its coordinators, "host:port"
+                                            comma-separated, not NUL-
+                                            terminated; NULL: not sent */
+    size_t                  coords_len;  /* TOPO: bytes of COORDS */
     const char             *auth_nonce;  /* AUTH: nonce_s, BRIM_WIRE_AUTH_
                                             BYTES bytes; NULL: none sent */
     const char             *auth_mac;    /* AUTH: mac_s, as many bytes; set
@@ -445,6 +455,15 @@ int brim_wire_encode_status(struct brim_buf *out, uint64_t request_id,
 int brim_wire_mget_begin(struct brim_buf *out, uint64_t request_id,
                          uint32_t nentries, size_t *mark);
 
+/*
+ * As brim_wire_mget_begin(), for a reply that ends with the node's
+ * committed EPOCH (0: none, the reply is [0, id, entries] as above): end
+ * it with brim_wire_mget_end(OUT, EPOCH, *MARK), which appends EPOCH and
+ * closes the frame. Each returns 0 or BRIM_ENOMEM.
+ */
+int brim_wire_mget_begin_epoch(struct brim_buf *out, uint64_t request_id,
+                               uint32_t nentries, uint64_t epoch, size_t *mark);
+int brim_wire_mget_end(struct brim_buf *out, uint64_t epoch, size_t mark);
 /* An MGET hit: VALUE (VALUE_LEN bytes, copied), FLAGS, CAS. */
 int brim_wire_mget_hit(struct brim_buf *out, const void *value,
                        size_t value_len, uint32_t flags, uint64_t cas);

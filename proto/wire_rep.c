@@ -41,6 +41,20 @@ rep_item(const msgpack_object *a, const struct brim_wire_limits *lim,
     return 0;
 }
 
+/*
+ * The node's committed epoch at A[I] of a data op's reply of N elements
+ * (PROTOCOL.md 5), when there: an older node sends none, and what is not
+ * an unsigned integer is ignored as a field of a newer peer would be.
+ */
+static void
+rep_node_epoch(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
+               uint32_t i)
+{
+    if (n > i && !wire_get_u64(&a[i], &rep->node_epoch)) {
+        rep->node_epoch = 0;
+    }
+}
+
 /* [status, id, message, details...] with status > 0. */
 static int
 rep_error(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
@@ -49,6 +63,11 @@ rep_error(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
     if (n < 3 || !wire_get_bytes(&a[2], &rep->message, &rep->message_len)) {
         brim_errfmt(errbuf, "wire: reply: an error is [status, id, message]");
         return BRIM_EBADREQ;
+    }
+    if (rep->status != BRIM_EMOVED && rep->status != BRIM_ERETRY) {
+        /* A data op's error carries the node's epoch (PROTOCOL.md 5). */
+        rep_node_epoch(rep, a, n, 3);
+        return 0;
     }
     if (rep->status == BRIM_EMOVED) {
         if (n < 5 || !wire_get_u64(&a[3], &rep->epoch)
@@ -68,6 +87,7 @@ rep_error(struct brim_rep *rep, const msgpack_object *a, uint32_t n,
             return BRIM_EBADREQ;
         }
     }
+    rep->node_epoch = rep->epoch; /* MOVED and RETRY name the node's */
     return 0;
 }
 
@@ -246,9 +266,11 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
 {
     switch (shape) {
     case BRIM_REP_EMPTY:
+        rep_node_epoch(rep, a, n, 2);
         return 0;
     case BRIM_REP_VALUE:
         if (n >= 5) {
+            rep_node_epoch(rep, a, n, 6);
             /* A sixth element, the TTL left, came later (issue 14): an
              * older node leaves it out, a receiver that does not know it
              * ignores it. */
@@ -261,6 +283,7 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
         break;
     case BRIM_REP_CAS:
         if (n >= 3 && wire_get_u64(&a[2], &rep->cas)) {
+            rep_node_epoch(rep, a, n, 3);
             return 0;
         }
         break;
@@ -269,10 +292,12 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
             && wire_get_u64(&a[3], &rep->cas)
             && (n < 5 || wire_get_u32(&a[4], &rep->ttl_s)))
         {
+            rep_node_epoch(rep, a, n, 5);
             return 0;
         }
         break;
     case BRIM_REP_ENTRIES:
+        rep_node_epoch(rep, a, n, 3);
         return rep_entries(rep, a, n, lim, errbuf);
     case BRIM_REP_STATS:
         if (n >= 3 && rep_stat_map(&a[2], 1)) {
@@ -281,11 +306,30 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
         }
         break;
     case BRIM_REP_TOPO:
-        if (n >= 3 && a[2].type == MSGPACK_OBJECT_ARRAY
-            && (n < 4 || wire_get_u64(&a[3], &rep->flush_ms)))
-        {
+        if (n >= 3 && a[2].type == MSGPACK_OBJECT_ARRAY && n <= 5) {
+            uint32_t i;
+
             rep->obj = &a[2];
-            return 0;
+            /* After T, each when present: the flush mark (an integer),
+             * then a node's coordinators (text, its MAP_FETCH). */
+            for (i = 3; i < n; i++) {
+                if (rep->coords == NULL && rep->flush_ms == 0 && i == 3
+                    && wire_get_u64(&a[i], &rep->flush_ms))
+                {
+                    continue;
+                }
+                if (rep->coords == NULL
+                    && wire_get_bytes(&a[i], &rep->coords, &rep->coords_len))
+                {
+                    continue;
+                }
+                break; /* neither: malformed */
+            }
+            if (i == n) {
+                return 0;
+            }
+            rep->coords = NULL;
+            rep->coords_len = 0;
         }
         break;
     case BRIM_REP_EPOCH:
@@ -323,6 +367,7 @@ brim_wire_decode_rep(const msgpack_object *obj, uint32_t op,
     const msgpack_object      *a;
     uint64_t                   status;
     uint32_t                   n;
+    int                        rc;
 
     memset(rep, 0, sizeof(*rep));
     info = brim_op_info(op);
@@ -351,9 +396,14 @@ brim_wire_decode_rep(const msgpack_object *obj, uint32_t op,
     }
     rep->status = -(int) status;
     if (status != 0) {
-        return rep_error(rep, a, n, errbuf);
+        rc = rep_error(rep, a, n, errbuf);
+    } else {
+        rc = rep_ok(rep, info->reply, a, n, lim, errbuf);
     }
-    return rep_ok(rep, info->reply, a, n, lim, errbuf);
+    if ((info->flags & BRIM_OPF_DATA) == 0) {
+        rep->node_epoch = 0; /* only data replies carry it */
+    }
+    return rc;
 }
 
 int
@@ -416,13 +466,21 @@ rep_pack_error(msgpack_packer *pk, const struct brim_rep *rep)
     size_t n;
     int    err;
 
-    n = rep->status == BRIM_EMOVED ? 5 : rep->status == BRIM_ERETRY ? 4 : 3;
+    n = rep->status == BRIM_EMOVED                           ? 5
+        : rep->status == BRIM_ERETRY || rep->node_epoch != 0 ? 4
+                                                             : 3;
     err = msgpack_pack_array(pk, n);
     err |= msgpack_pack_uint32(pk, (uint32_t) -rep->status);
     err |= msgpack_pack_uint64(pk, rep->request_id);
     err |= wire_pack_text(pk, rep->message, rep->message_len);
     if (n >= 4) {
-        err |= msgpack_pack_uint64(pk, rep->epoch);
+        /* MOVED's and RETRY's epoch is the node's; any other error of a
+         * data op has its NODE_EPOCH there. */
+        err |= msgpack_pack_uint64(pk,
+                                   rep->status == BRIM_EMOVED
+                                           || rep->status == BRIM_ERETRY
+                                       ? rep->epoch
+                                       : rep->node_epoch);
     }
     if (n == 5) {
         err |= wire_pack_text(pk, rep->owner, rep->owner_len);
@@ -463,6 +521,16 @@ rep_pack_entries(msgpack_packer *pk, const struct brim_rep *rep)
     return err;
 }
 
+/* True for the OK shapes of the data ops, which end with the node's epoch
+ * when REP->node_epoch is set (PROTOCOL.md 5). */
+static int
+rep_epoch_shape(int shape)
+{
+    return shape == BRIM_REP_EMPTY || shape == BRIM_REP_VALUE
+        || shape == BRIM_REP_CAS || shape == BRIM_REP_NUMBER
+        || shape == BRIM_REP_ENTRIES;
+}
+
 /* Elements of REP, an OK reply of SHAPE, [0, id] included. */
 static size_t
 rep_ok_len(int shape, const struct brim_rep *rep)
@@ -477,6 +545,15 @@ rep_ok_len(int shape, const struct brim_rep *rep)
     if (shape == BRIM_REP_AUTH && rep->auth_nonce == NULL) {
         return 2; /* a proof accepted */
     }
+    if (shape == BRIM_REP_TOPO) {
+        /* The flush mark and a node's coordinators, each when present. */
+        return len[shape] + (rep->flush_ms != 0) + (rep->coords != NULL);
+    }
+    if (rep->node_epoch != 0 && rep_epoch_shape(shape)) {
+        /* The TTL left (0: never expires) and then the node's epoch. */
+        return len[shape] + 1u
+            + (shape == BRIM_REP_VALUE || shape == BRIM_REP_NUMBER);
+    }
     if ((shape == BRIM_REP_VALUE || shape == BRIM_REP_NUMBER)
         && rep->ttl_s != 0) {
         return len[shape] + 1u; /* the TTL left, trailing */
@@ -486,6 +563,26 @@ rep_ok_len(int shape, const struct brim_rep *rep)
         return len[shape] + 1u; /* the flush mark, trailing */
     }
     return len[shape];
+}
+
+/* The node's epoch, trailing, when REP has one. */
+static int
+rep_pack_node_epoch(msgpack_packer *pk, const struct brim_rep *rep)
+{
+    return rep->node_epoch != 0 ? msgpack_pack_uint64(pk, rep->node_epoch) : 0;
+}
+
+/* VALUE's and NUMBER's tail: the TTL left when the item expires or an
+ * epoch follows (0 then means "never expires"), then the epoch. */
+static int
+rep_pack_ttl_epoch(msgpack_packer *pk, const struct brim_rep *rep)
+{
+    int err = 0;
+
+    if (rep->ttl_s != 0 || rep->node_epoch != 0) {
+        err = msgpack_pack_uint32(pk, rep->ttl_s);
+    }
+    return err | rep_pack_node_epoch(pk, rep);
 }
 
 /* The body of an OK reply of SHAPE. */
@@ -499,22 +596,22 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
     err |= msgpack_pack_uint64(pk, rep->request_id);
     switch (shape) {
     case BRIM_REP_EMPTY:
-        return err;
+        return err | rep_pack_node_epoch(pk, rep);
     case BRIM_REP_VALUE:
         err |= wire_pack_bytes(pk, rep->value, rep->value_len);
         err |= msgpack_pack_uint32(pk, rep->flags);
         err |= msgpack_pack_uint64(pk, rep->cas);
-        return err
-            | (rep->ttl_s != 0 ? msgpack_pack_uint32(pk, rep->ttl_s) : 0);
+        return err | rep_pack_ttl_epoch(pk, rep);
     case BRIM_REP_CAS:
-        return err | msgpack_pack_uint64(pk, rep->cas);
+        err |= msgpack_pack_uint64(pk, rep->cas);
+        return err | rep_pack_node_epoch(pk, rep);
     case BRIM_REP_NUMBER:
         err |= msgpack_pack_uint64(pk, rep->number);
         err |= msgpack_pack_uint64(pk, rep->cas);
-        return err
-            | (rep->ttl_s != 0 ? msgpack_pack_uint32(pk, rep->ttl_s) : 0);
+        return err | rep_pack_ttl_epoch(pk, rep);
     case BRIM_REP_ENTRIES:
-        return err | rep_pack_entries(pk, rep);
+        err |= rep_pack_entries(pk, rep);
+        return err | rep_pack_node_epoch(pk, rep);
     case BRIM_REP_STATS:
         return err | msgpack_pack_object(pk, *rep->stats);
     case BRIM_REP_TOPO:
@@ -523,8 +620,15 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
         } else {
             err |= msgpack_pack_object(pk, *rep->obj);
         }
-        return err
-            | (rep->flush_ms != 0 ? msgpack_pack_uint64(pk, rep->flush_ms) : 0);
+        /* Trailing, each when present: the flush mark, then a node's
+         * coordinators (PROTOCOL.md 10.1). */
+        if (rep->flush_ms != 0) {
+            err |= msgpack_pack_uint64(pk, rep->flush_ms);
+        }
+        if (rep->coords != NULL) {
+            err |= wire_pack_text(pk, rep->coords, rep->coords_len);
+        }
+        return err;
     case BRIM_REP_EPOCH:
         err |= msgpack_pack_uint64(pk, rep->epoch);
         err |= msgpack_pack_uint32(pk, rep->lease_ms);
@@ -567,12 +671,12 @@ brim_wire_encode_rep(struct brim_buf *out, uint32_t op,
     {
         return BRIM_EINVAL;
     }
-    if (brim_buf_reserve(out,
-                         64 + rep->value_len + rep->message_len
-                             + (rep->topo != NULL
-                                    ? 2 * (size_t) rep->topo->map.npartitions
-                                        + 128 * (size_t) rep->topo->nmembers
-                                    : 0))
+    if (brim_buf_reserve(
+            out,
+            64 + rep->value_len + rep->message_len + rep->coords_len
+                + (rep->topo != NULL ? 2 * (size_t) rep->topo->map.npartitions
+                           + 128 * (size_t) rep->topo->nmembers
+                                     : 0))
             != 0
         || brim_frame_begin(out, &mark) != 0)
     {
@@ -606,10 +710,12 @@ brim_wire_encode_status(struct brim_buf *out, uint64_t request_id, int status,
     return brim_wire_encode_rep(out, BRIM_OP_PING, &rep);
 }
 
-/* Start a frame [0, ID, <container of N>] whose container is an array
- * (MAP 0) or a map (MAP 1). */
+/* Start a frame [0, ID, <container of N>] (or, with EPOCH set, [0, ID,
+ * <container of N>, EPOCH], the epoch to come after the container) whose
+ * container is an array (MAP 0) or a map (MAP 1). */
 static int
-rep_begin(struct brim_buf *out, uint64_t id, uint32_t n, int map, size_t *mark)
+rep_begin(struct brim_buf *out, uint64_t id, uint32_t n, int map,
+          uint64_t epoch, size_t *mark)
 {
     msgpack_packer pk;
     size_t         start;
@@ -619,7 +725,7 @@ rep_begin(struct brim_buf *out, uint64_t id, uint32_t n, int map, size_t *mark)
         return BRIM_ENOMEM;
     }
     wire_packer_init(&pk, out);
-    err = msgpack_pack_array(&pk, 3);
+    err = msgpack_pack_array(&pk, epoch != 0 ? 4 : 3);
     err |= msgpack_pack_uint32(&pk, 0);
     err |= msgpack_pack_uint64(&pk, id);
     err |= map ? msgpack_pack_map(&pk, n) : msgpack_pack_array(&pk, n);
@@ -635,7 +741,28 @@ int
 brim_wire_mget_begin(struct brim_buf *out, uint64_t request_id,
                      uint32_t nentries, size_t *mark)
 {
-    return rep_begin(out, request_id, nentries, 0, mark);
+    return rep_begin(out, request_id, nentries, 0, 0, mark);
+}
+
+int
+brim_wire_mget_begin_epoch(struct brim_buf *out, uint64_t request_id,
+                           uint32_t nentries, uint64_t epoch, size_t *mark)
+{
+    return rep_begin(out, request_id, nentries, 0, epoch, mark);
+}
+
+int
+brim_wire_mget_end(struct brim_buf *out, uint64_t epoch, size_t mark)
+{
+    msgpack_packer pk;
+
+    if (epoch != 0) {
+        wire_packer_init(&pk, out);
+        if (msgpack_pack_uint64(&pk, epoch) != 0) {
+            return BRIM_ENOMEM;
+        }
+    }
+    return brim_frame_end(out, mark);
 }
 
 int
@@ -678,7 +805,7 @@ int
 brim_wire_stats_begin(struct brim_buf *out, uint64_t request_id,
                       uint32_t npairs, size_t *mark)
 {
-    return rep_begin(out, request_id, npairs, 1, mark);
+    return rep_begin(out, request_id, npairs, 1, 0, mark);
 }
 
 /* A stats pair's name. */

@@ -1,8 +1,9 @@
 /*
  * client/bench/cluster.c - brim-bench --coordinator (cluster.h): a short
- * blocking connection to the coordinator per fetch (a struct brim_link of
- * client/net/link.h: HELLO as a client and AUTH with --secret-file, then
- * MAP_FETCH), brim_topo_decode() on the reply, and the route each load
+ * blocking connection per fetch to a node of the map or a seed of the
+ * list (a struct brim_link of client/net/link.h: HELLO as a client and
+ * AUTH with --secret-file, then MAP_FETCH), brim_topo_decode() on the
+ * reply, and the route each load
  * thread reads with one atomic load. With --target redis-cluster the map
  * is a Redis Cluster's slot map instead: CLUSTER SLOTS from the --server
  * (server.c asks, rcluster.c reads), fetched again when a load thread
@@ -87,14 +88,14 @@ cluster_resolve(struct brim_bench_node *node, const char *addr,
 }
 
 /*
- * Fetch the committed topology from O->coord into TOPO (uninitialised):
- * HELLO as a client (and AUTH with SECRET, if not NULL), then MAP_FETCH,
- * within CLUSTER_FETCH_MS.
+ * Fetch the committed topology from ADDR (a node or a coordinator) into
+ * TOPO (uninitialised): HELLO as a client (and AUTH with SECRET, if not
+ * NULL), then MAP_FETCH, within CLUSTER_FETCH_MS. A node refuses it
+ * (RETRY) without a committed epoch or a fresh lease.
  */
 static int
-cluster_fetch(const struct brim_bench_opts  *o,
-              const struct brim_auth_secret *secret, struct brim_topo *topo,
-              char errbuf[BRIM_ERRBUF_LEN])
+cluster_fetch_at(const char *addr, const struct brim_auth_secret *secret,
+                 struct brim_topo *topo, char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_link_conf  conf;
     struct brim_link_reply r;
@@ -113,7 +114,7 @@ cluster_fetch(const struct brim_bench_opts  *o,
     /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
     conf.frame_min =
         2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX;
-    if (brim_link_init(&l, o->coord, &conf) != 0) {
+    if (brim_link_init(&l, addr, &conf) != 0) {
         brim_errfmt(errbuf, "out of memory");
         return BRIM_ENOMEM;
     }
@@ -125,25 +126,76 @@ cluster_fetch(const struct brim_bench_opts  *o,
         rc = brim_link_call(&l, &req, deadline, &r);
     }
     if (rc == BRIM_ETIMEDOUT) {
-        brim_errfmt(errbuf, "coordinator %s: no reply in time", o->coord);
+        brim_errfmt(errbuf, "seed %s: no reply in time", addr);
     } else if (rc != 0) {
-        brim_errfmt(errbuf, "coordinator %s (%s)", l.err, brim_err_name(rc));
+        brim_errfmt(errbuf, "seed %s (%s)", l.err, brim_err_name(rc));
     } else if (r.rep.status != 0) {
         rc = r.rep.status;
-        brim_errfmt(errbuf, "coordinator %s refused MAP_FETCH: %s: %.*s",
-                    o->coord, brim_err_name(rc), (int) r.rep.message_len,
+        brim_errfmt(errbuf, "seed %s refused MAP_FETCH: %s: %.*s", addr,
+                    brim_err_name(rc), (int) r.rep.message_len,
                     r.rep.message != NULL ? r.rep.message : "");
     } else {
         why[0] = '\0';
         rc = r.rep.obj == NULL ? BRIM_EBADREPLY
                                : brim_topo_decode(r.rep.obj, topo, why);
         if (rc != 0) {
-            brim_errfmt(errbuf, "coordinator %s: bad topology: %s", o->coord,
-                        why);
+            brim_errfmt(errbuf, "seed %s: bad topology: %s", addr, why);
             rc = rc == BRIM_ENOMEM ? rc : BRIM_EBADREPLY;
         }
     }
     brim_link_destroy(&l);
+    return rc;
+}
+
+/*
+ * Fetch the topology into TOPO from the live nodes of SH's route (those
+ * that named a newer epoch hold it committed), then from each seed of
+ * O->coord (nodes or coordinators, comma-separated), and keep the first
+ * one of SH's cluster (once known) with an epoch above 0 and above the
+ * route's. Returns 0, or the last error (ERRBUF says why).
+ */
+static int
+cluster_fetch(struct brim_bench_shared *sh, const struct brim_bench_opts *o,
+              struct brim_topo *topo, char errbuf[BRIM_ERRBUF_LEN])
+{
+    const struct brim_bench_route *cur = atomic_load(&sh->route);
+    const char                    *p, *end;
+    char                           addr[BRIM_BENCH_ADDR_MAX + 1];
+    uint32_t                       i, n;
+    size_t                         len;
+    int                            rc = BRIM_ENOTFOUND;
+
+    n = cur != NULL ? cur->nnodes : 0;
+    brim_errfmt(errbuf, "no seed answered");
+    for (i = 0, p = o->coord; i < n || p != NULL; i++) {
+        if (i < n) {
+            if (!cur->live[i]) {
+                continue;
+            }
+            snprintf(addr, sizeof(addr), "%s", sh->nodes[i].name);
+        } else {
+            end = strchr(p, ',');
+            len = end != NULL ? (size_t) (end - p) : strlen(p);
+            snprintf(addr, sizeof(addr), "%.*s", (int) len, p);
+            p = end != NULL ? end + 1 : NULL;
+        }
+        rc = cluster_fetch_at(addr, sh->secret, topo, errbuf);
+        if (rc != 0) {
+            continue;
+        }
+        if ((cur != NULL && topo->cluster_id != cur->cluster_id)
+            || topo->map.epoch == 0
+            || (cur != NULL && topo->map.epoch <= cur->epoch))
+        {
+            /* Another cluster, none yet, or not newer: never adopted. */
+            brim_errfmt(errbuf, "seed %s: its map (epoch %llu) is not newer",
+                        addr, (unsigned long long) topo->map.epoch);
+            brim_topo_destroy(topo);
+            rc = BRIM_ENOTFOUND;
+            continue;
+        }
+        return 0;
+    }
     return rc;
 }
 
@@ -238,6 +290,7 @@ cluster_install(struct brim_bench_shared *sh, const struct brim_topo *topo,
     }
     brim_free(midx);
     r->epoch = topo->map.epoch;
+    r->cluster_id = topo->cluster_id;
     r->seed = topo->seed;
     r->partitions = topo->map.npartitions;
     r->nnodes = nn;
@@ -430,7 +483,7 @@ brim_bench_cluster_open(struct brim_bench_shared     *sh,
         }
         return rc;
     }
-    rc = cluster_fetch(o, sh->secret, &topo, errbuf);
+    rc = cluster_fetch(sh, o, &topo, errbuf);
     if (rc != 0) {
         return rc;
     }
@@ -471,7 +524,7 @@ cluster_fetch_once(struct brim_bench_cluster *cl, char errbuf[BRIM_ERRBUF_LEN])
         cl->served = atomic_load(&cl->asked);
         return cluster_refresh_slots(cl, errbuf);
     }
-    rc = cluster_fetch(cl->o, cl->sh->secret, &topo, errbuf);
+    rc = cluster_fetch(cl->sh, cl->o, &topo, errbuf);
     if (rc == 0) {
         rc = cluster_install(cl->sh, &topo, errbuf);
         brim_topo_destroy(&topo);

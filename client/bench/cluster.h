@@ -1,10 +1,12 @@
 /*
  * client/bench/cluster.h - brim-bench --coordinator: the topology fetched
- * from brim-coord (HELLO role client, MAP_FETCH; PROTOCOL.md 9 and 10),
- * turned into a struct brim_bench_route (owner[partition] -> index in
+ * from a seed of the list (nodes or coordinators; HELLO role client,
+ * MAP_FETCH; PROTOCOL.md 9 and 10), later from the map's nodes, turned
+ * into a struct brim_bench_route (owner[partition] -> index in
  * sh->nodes), and a refresher thread that fetches the map again when a
- * node reports a newer epoch (MOVED, RETRY): one fetch in flight, at most
- * one per new epoch reported, spaced when the coordinator is behind.
+ * node reports a newer epoch (MOVED, RETRY, or the epoch every data reply
+ * carries): one fetch in flight, at most one per new epoch reported,
+ * spaced when the nodes asked are behind.
  * With --target redis-cluster the same for a Redis Cluster: the map is
  * CLUSTER SLOTS from the --server (a seed: any node will do), read again
  * whenever a load thread asks (a MOVED, a lost connection), one read in
@@ -20,7 +22,7 @@
 #include "client/bench/engine.h"
 
 /*
- * Fetch the topology from O->coord (redis-cluster: the slot map from
+ * Fetch the topology from a seed of O->coord (redis-cluster: the slot map from
  * O->server), resolve its members (masters) into SH->nodes
  * (BRIM_BENCH_NODES_MAX entries, zeroed) and publish the first route in
  * SH->route; SH->cl is set. Returns 0, or a BRIM_E* with ERRBUF set (SH

@@ -484,6 +484,12 @@ conn_complete(struct brim_bench_conn *c, const struct brim_bench_rep *rep,
 
     req = c->fifo[c->head]; /* a copy: the slot is reused */
     conn_pop(c);
+    /* Every data reply names the node's committed epoch: a newer one
+     * than the route's is fetched, so the run learns of a change from
+     * its own traffic (PROTOCOL.md 5). */
+    if (t->route != NULL && rep->node_epoch > t->route->epoch) {
+        brim_bench_cluster_want(t->sh, rep->node_epoch);
+    }
     /* MOVED, RETRY and BUSY prove the op did not run (PROTOCOL.md 5.1):
      * with --coordinator it goes again, to the owner of the newer map.
      * So do a Redis Cluster's MOVED and ASK (to the node named), TRYAGAIN

@@ -64,6 +64,7 @@ struct brim_bench_counts {
  */
 struct brim_bench_route {
     uint64_t                 epoch;      /* the map's epoch */
+    uint64_t                 cluster_id; /* its cluster's id */
     uint64_t                 seed;       /* the cluster hash seed */
     uint32_t                 partitions; /* P, or 16384 slots */
     uint8_t                  slots;      /* redis-cluster: OWNER by slot */

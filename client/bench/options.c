@@ -112,10 +112,12 @@ brim_bench_usage(FILE *f)
           "                     any node, the seed of the slot map (each\n"
           "                     key to its slot's master, MOVED and ASK\n"
           "                     followed, C spread over the masters)\n"
-          "  --coordinator HOST:PORT\n"
-          "                     brim cluster: fetch the map from this\n"
-          "                     coordinator and route each key to its\n"
-          "                     owner (C spread over the nodes, >= 1 each)\n"
+          "  --coordinator SEED[,SEED...]\n"
+          "                     brim cluster: fetch the map from any of\n"
+          "                     these nodes or coordinators (HOST:PORT),\n"
+          "                     later from the map's nodes, and route each\n"
+          "                     key to its owner (C spread over the nodes,\n"
+          "                     >= 1 each)\n"
           "  --secret-file FILE brim: the secret to prove on every connection\n"
           "                     (AUTH after HELLO as a client, PROTOCOL.md\n"
           "                     12): the cluster's client secret where it\n"
@@ -279,6 +281,43 @@ opts_addr(const char *flag, const char *value, char *addr, char *host,
     return 0;
 }
 
+/* --coordinator SEED[,SEED...]: nodes or coordinators, each HOST:PORT;
+ * the list in O->coord, the first's host and port in O->coord_host and
+ * O->coord_port. */
+static int
+opts_seeds(const char *value, struct brim_bench_opts *o, char *errbuf)
+{
+    char        one[BRIM_BENCH_ADDR_MAX + 1], host[BRIM_BENCH_ADDR_MAX + 1];
+    char        scratch[BRIM_BENCH_ADDR_MAX + 1], port[8];
+    const char *p, *end;
+    size_t      len;
+    int         first = 1;
+
+    if (strlen(value) > BRIM_BENCH_ADDR_MAX) {
+        brim_errfmt(errbuf, "--coordinator: the list is %zu bytes, max %d",
+                    strlen(value), BRIM_BENCH_ADDR_MAX);
+        return BRIM_EINVAL;
+    }
+    for (p = value;; p = end + 1) {
+        end = strchr(p, ',');
+        len = end != NULL ? (size_t) (end - p) : strlen(p);
+        snprintf(one, sizeof(one), "%.*s", (int) len, p);
+        if (opts_addr("coordinator", one, scratch, host, port, errbuf) != 0) {
+            return BRIM_EINVAL;
+        }
+        if (first) {
+            memcpy(o->coord_host, host, sizeof(o->coord_host));
+            memcpy(o->coord_port, port, sizeof(o->coord_port));
+            first = 0;
+        }
+        if (end == NULL) {
+            break;
+        }
+    }
+    snprintf(o->coord, sizeof(o->coord), "%s", value);
+    return 0;
+}
+
 /* Apply flag ID with VALUE (NULL for a plain flag) to O. */
 static int
 opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
@@ -302,8 +341,7 @@ opts_apply(struct brim_bench_opts *o, int id, const char *value, int *set,
         return opts_addr("server", value, o->server, o->host, o->port, errbuf);
     case O_COORD:
         set[O_COORD] = 1;
-        return opts_addr("coordinator", value, o->coord, o->coord_host,
-                         o->coord_port, errbuf);
+        return opts_seeds(value, o, errbuf);
     case O_SECRET:
         o->secret_file = value; /* read by main(): brim_auth_file_read */
         return 0;

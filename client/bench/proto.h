@@ -44,6 +44,8 @@ struct brim_bench_rep {
     size_t      message_len;     /* bytes */
     int64_t     evictions;       /* STATS: the counter, -1 if absent */
     uint64_t    epoch;           /* brim MOVED, RETRY: the node's epoch */
+    uint64_t    node_epoch;      /* brim: the committed epoch a data
+                                    reply names; 0: none */
     uint32_t    max_key_bytes;   /* HELLO OK: the node's limits; */
     uint32_t    max_value_bytes; /* 0 for a protocol without HELLO */
     const char *addr;            /* redis MOVED, ASK: "host:port" named */

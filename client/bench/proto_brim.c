@@ -165,6 +165,7 @@ brim_parse(void *ctx, const char *buf, size_t len,
     rep->message = r.message;
     rep->message_len = r.message_len;
     rep->epoch = r.epoch;
+    rep->node_epoch = r.node_epoch;
     if (r.status == 0) {
         switch (req->kind) {
         case BRIM_BENCH_GET:

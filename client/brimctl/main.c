@@ -32,9 +32,11 @@ static const struct ctl_opt ctl_opts[] = {
     {"--server", "HOST:PORT", 0,
      "the node to talk to (default $BRIM_SERVER, else " BRIM_CTL_DEFAULT_SERVER
      ")"},
-    {"--coordinator", "HOST:PORT", 0,
-     "cluster mode: the brim-coord to ask for the map (default "
-     "$BRIM_COORDINATOR); keys go to their owner nodes"},
+    {"--coordinator", "SEED[,SEED...]", 0,
+     "cluster mode: nodes or coordinators (HOST:PORT), any of which "
+     "serves the map (default $BRIM_COORDINATOR); keys go to their owner "
+     "nodes; nodes, leave, plan and the cluster's stats ask a coordinator "
+     "(a seed, or one the nodes name)"},
     {"--timeout-ms", "MS", 0,
      "connect and request timeout in milliseconds (default 1000 / 5000)"},
     {"--secret-file", "FILE", 0,
@@ -291,11 +293,12 @@ ctl_usage(FILE *f)
     const struct brim_ctl_cmd *cmd;
     char                       left[64];
 
-    fprintf(f,
-            "usage: brimctl [--server HOST:PORT | --coordinator HOST:PORT] "
-            "[--timeout-ms MS]\n               [--secret-file FILE | "
-            "--client-secret-file FILE]\n               COMMAND "
-            "[ARGS...]\n\ncommands:\n");
+    fprintf(
+        f,
+        "usage: brimctl [--server HOST:PORT | --coordinator SEED[,SEED...]]\n"
+        "               [--timeout-ms MS] [--secret-file FILE | "
+        "--client-secret-file FILE]\n               COMMAND "
+        "[ARGS...]\n\ncommands:\n");
     for (cmd = brim_ctl_cmds; cmd->name != NULL; cmd++) {
         snprintf(left, sizeof(left), "%s %s", cmd->name, cmd->args);
         ctl_help_line(f, left, cmd->summary);

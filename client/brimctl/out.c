@@ -110,7 +110,7 @@ brim_ctl_need_coord(const struct brim_ctl *ctl, const char *name)
         return 0;
     }
     fprintf(stderr,
-            "brimctl: %s: needs --coordinator HOST:PORT (or "
+            "brimctl: %s: needs --coordinator SEED[,SEED...] (or "
             "$BRIM_COORDINATOR)\n",
             name);
     return BRIM_CTL_EXIT_USAGE;

@@ -35,7 +35,10 @@ struct brim_client; /* opaque */
  */
 struct brim_opts {
     const char *server_addr;        /* "host:port" of one node (standalone) */
-    const char *coord_addr;         /* "host:port" of brim-coord (cluster) */
+    const char *coord_addr;         /* cluster: seeds, "host:port" of
+                                     * nodes or coordinators, comma-
+                                     * separated; any of them serves the
+                                     * map */
     uint32_t    connect_timeout_ms; /* per connection attempt; 0: 1000 */
     uint32_t    request_timeout_ms; /* per call, retries included; 0: 5000 */
     int         admin;              /* non-zero: HELLO as role admin, which
@@ -53,18 +56,16 @@ struct brim_opts {
  * Connect to the node at OPTS->server_addr ("host:port", "[v6addr]:port")
  * and greet it with HELLO. On success *OUT is a new client; free it with
  * brim_close(). Exactly one of server_addr and coord_addr must be set.
- * With coord_addr, HELLO goes to the coordinator, the topology is fetched
- * (MAP_FETCH) and each key is routed to its partition's owner node;
+ * With coord_addr, HELLO goes to each seed in turn until one serves the
+ * topology (MAP_FETCH; a node serves its committed one under a fresh
+ * lease), and each key is routed to its partition's owner node;
  * BRIM_ENONODES is then returned by calls on a key whose partition has no
- * owner (docs/client.md, "Cluster mode"). The client also subscribes to
- * pushed epochs: a second connection to the coordinator keeps a SUBSCRIBE
- * outstanding, and each newer map it brings is installed at the start of
- * the client's next call (or by brim_epoch()), so a membership change is
- * usually known before any node answers MOVED. libbrim has no thread of
- * its own: that connection is only looked at inside calls, without
- * waiting, and losing it (a coordinator restart) never fails a call; it
- * is opened again after a backoff of 50 ms doubling to 2 s. A coordinator
- * that refuses SUBSCRIBE (UNKNOWNOP, DENIED) is not asked again.
+ * owner (docs/client.md, "Cluster mode"). The client keeps no
+ * coordinator connection: every data reply names the node's committed
+ * epoch, and a newer one makes the client fetch the map from that node
+ * (adopted only when it is of the client's cluster, newer, and has a
+ * member up), so a coordinator that is down never fails a call, nor the
+ * start of a client seeded with a node.
  * Returns 0, BRIM_EINVAL (bad address or options), BRIM_ECONNREFUSED,
  * BRIM_ETIMEDOUT (no connection or no HELLO reply within
  * connect_timeout_ms), BRIM_ESYS (name resolution or socket error, or an
@@ -105,11 +106,10 @@ BRIM_EXTERN size_t brim_value_max(const struct brim_client *c);
 
 /*
  * The epoch of the map C routes with: in cluster mode the committed epoch
- * of the newest topology C has (fetched, or pushed to its subscription),
- * in standalone mode the newest a node's MOVED named; 0 when none is known
- * or C is NULL. It first takes in a pushed topology that has already
- * arrived, so polling it shows a membership change without any data
- * call; it never waits and never fails. Returns the epoch.
+ * of the newest topology C has fetched (a data reply that names a newer
+ * epoch makes the call that got it fetch the map), in standalone mode the
+ * newest a node's MOVED named; 0 when none is known or C is NULL. It
+ * sends nothing, never waits and never fails. Returns the epoch.
  */
 BRIM_EXTERN uint64_t brim_epoch(struct brim_client *c);
 

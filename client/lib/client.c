@@ -97,8 +97,8 @@ client_secret_load(struct brim_client *c, const struct brim_opts *opts,
 }
 
 /*
- * What both modes do first: check ADDR ("host:port"), make the client of
- * OPTS and load its secret file, if any. Returns 0 with the client in *OUT
+ * What both modes do first: check ADDR ("host:port"; NULL: checked
+ * already), make the client of OPTS and load its secret file, if any. Returns 0 with the client in *OUT
  * (the caller's to brim_close()), or an error with ERRBUF saying why.
  */
 static int
@@ -109,7 +109,9 @@ client_start(const struct brim_opts *opts, const char *addr,
     char                host[BRIM_SOCK_ADDR_MAX], port[6];
     int                 rc;
 
-    rc = brim_sock_split(addr, "brim", host, sizeof(host), port, errbuf);
+    rc = addr != NULL
+        ? brim_sock_split(addr, "brim", host, sizeof(host), port, errbuf)
+        : 0;
     if (rc != 0) {
         return rc;
     }
@@ -128,48 +130,60 @@ client_start(const struct brim_opts *opts, const char *addr,
 }
 
 /*
- * Cluster mode: HELLO at the coordinator, MAP_FETCH, and the topology as
- * the routing map; then the subscription to pushed epochs is begun. Node
- * connections open at their first call.
+ * Cluster mode: the seed list (nodes or coordinators, any of which serves
+ * the map), HELLO and MAP_FETCH at each in turn until a map is adopted
+ * (coordlink.c). Node connections open at their first call; a client
+ * keeps no coordinator connection.
  */
 static int
-client_connect_coord(const struct brim_opts *opts, struct brim_client **out,
-                     char errbuf[BRIM_ERRBUF_LEN])
+client_connect_cluster(const struct brim_opts *opts, struct brim_client **out,
+                       char errbuf[BRIM_ERRBUF_LEN])
 {
     struct brim_client *c;
-    int64_t             deadline;
+    char                item[BRIM_SOCK_ADDR_MAX], host[BRIM_SOCK_ADDR_MAX];
+    char                port[6];
+    const char         *p, *end;
+    size_t              len;
     int                 rc;
 
-    rc = client_start(opts, opts->coord_addr, &c, errbuf);
+    /* Every seed must be HOST:PORT: a typo fails here, not later. */
+    for (p = opts->coord_addr;; p = end + 1) {
+        end = strchr(p, ',');
+        len = end != NULL ? (size_t) (end - p) : strlen(p);
+        if (len >= sizeof(item)) {
+            brim_errfmt(errbuf, "brim: seed address of %zu bytes, max %zu", len,
+                        sizeof(item) - 1);
+            return BRIM_EINVAL;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        rc = brim_sock_split(item, "brim", host, sizeof(host), port, errbuf);
+        if (rc != 0) {
+            return rc;
+        }
+        if (end == NULL) {
+            break;
+        }
+    }
+    rc = client_start(opts, NULL, &c, errbuf);
     if (rc != 0) {
         return rc;
     }
-    c->coord = brim_pool_get(c, opts->coord_addr);
-    if (c->coord == NULL) {
+    c->cluster = 1;
+    c->learn = 1;
+    c->seeds = brim_strndup(opts->coord_addr, strlen(opts->coord_addr));
+    if (c->seeds == NULL) {
         brim_close(c);
         brim_errfmt(errbuf, "brim: out of memory");
         return BRIM_ENOMEM;
     }
-    /* route.c asks coordlink.c for the map through these: it is below
+    /* route.c asks coordlink.c for the map through this: it is below
      * coordlink.c, whose own requests it runs. */
-    c->map.poll = brim_coordlink_sub_poll;
     c->map.refresh = brim_coordlink_refresh;
-    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    c->coord->link.conf.frame_min =
-        2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX;
-    c->home = c->coord;
-    rc = brim_pool_ready(c, c->coord, INT64_MAX);
-    if (rc == 0) {
-        c->cluster_id = c->coord->link.peer.cluster_id;
-        deadline = brim_sock_now_ms() + c->connect_timeout_ms;
-        rc = brim_coordlink_refresh(c, deadline);
-    }
-    if (rc == 0) {
-        rc = brim_coordlink_sub_start(c); /* connects later, never waits */
-        if (rc != 0) {
-            brim_lib_errmsg(c, "out of memory");
-        }
-    }
+    rc = brim_coordlink_bootstrap(c,
+                                  brim_sock_now_ms()
+                                      + 2 * (int64_t) c->connect_timeout_ms
+                                      + c->request_timeout_ms);
     if (rc != 0) {
         brim_errfmt(errbuf, "brim: %s", c->errmsg);
         brim_close(c);
@@ -198,7 +212,7 @@ brim_connect(const struct brim_opts *opts, struct brim_client **out,
         return BRIM_EINVAL;
     }
     if (opts->coord_addr != NULL) {
-        return client_connect_coord(opts, out, errbuf);
+        return client_connect_cluster(opts, out, errbuf);
     }
     rc = client_start(opts, opts->server_addr, &c, errbuf);
     if (rc != 0) {
@@ -231,10 +245,11 @@ brim_close(struct brim_client *c)
     if (c == NULL) {
         return;
     }
-    brim_coordlink_sub_free(c);
     brim_pool_free(c);
     brim_coordlink_free(c);
     brim_free(c->server_addr);
+    brim_free(c->seeds);
+    brim_free(c->coords);
     if (c->secret != NULL) {
         brim_auth_secret_wipe(c->secret);
         brim_free(c->secret);
@@ -245,11 +260,7 @@ brim_close(struct brim_client *c)
 uint64_t
 brim_epoch(struct brim_client *c)
 {
-    if (c == NULL) {
-        return 0;
-    }
-    brim_coordlink_sub_poll(c, 1); /* a pushed map that has arrived */
-    return c->epoch;
+    return c != NULL ? c->epoch : 0;
 }
 
 size_t
@@ -542,7 +553,7 @@ client_keyless(struct brim_client *c, uint32_t op, uint32_t delay_s)
     memset(&call, 0, sizeof(call));
     call.req.op = op;
     call.req.delay_s = delay_s;
-    call.target = c->home; /* standalone node, or coordinator */
+    call.target = c->home; /* standalone node, or the first seed */
     return brim_route_one(c, &call);
 }
 
@@ -553,7 +564,7 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
     uint32_t         i, sent = 0;
     int              rc, first = 0;
 
-    if (c == NULL || c->coord == NULL) {
+    if (c == NULL || !c->cluster) {
         return client_keyless(c, BRIM_OP_FLUSH, delay_s);
     }
     /* Cluster mode: every member of the map, each on its own; the first

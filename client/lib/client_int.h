@@ -4,8 +4,8 @@
  * connection per node, a struct brim_link of client/net/link.h, and the
  * pipelined exchange of a call's frames on it), route.c (which node a
  * call goes to, and the retry rules of DESIGN.md section 5), coordlink.c
- * (the link to the coordinator: the topology, the SUBSCRIBE kept there, the
- * admin calls). Not installed.
+ * (the topology: the seeds, MAP_FETCH from nodes, the epochs data replies
+ * name, the admin calls to a coordinator). Not installed.
  *
  * The calls go one way (docs/design.md, "Architecture"): the API files
  * (client.c, multi.c, stats.c, admin.c) over coordlink.c, over route.c,
@@ -24,6 +24,8 @@
 
 #include "client/net/link.h"
 #include "client/net/sock.h"
+#include "common/hash.h"
+#include "common/ring.h"
 #include "proto/auth.h"
 #include "proto/topo.h"
 #include "proto/wire.h"
@@ -33,15 +35,14 @@
 #define BRIM_BACKOFF_MIN_MS 1
 #define BRIM_BACKOFF_MAX_MS 100
 
-/* The coordinator subscription (coordlink.c): how long the coordinator holds
- * a SUBSCRIBE before it answers with the current map (PROTOCOL.md 10.2),
- * plus the slack after which a silent connection is given up, ms; and the
- * pause before a new connection after a failure, doubling from MIN to
- * MAX. */
-#define BRIM_SUB_HOLD_MS 30000
-#define BRIM_SUB_SLACK_MS 5000
-#define BRIM_SUB_BACKOFF_MIN_MS 50
-#define BRIM_SUB_BACKOFF_MAX_MS 2000
+/* Cluster mode (coordlink.c): the longest topology reply, bytes (a map at
+ * P = 2^20 and the most members, PROTOCOL.md 10.1), which every pool
+ * connection admits; the pause before a map fetch asked for the same
+ * epoch again, ms; the most members asked for a map in one refresh. */
+#define BRIM_TOPO_FRAME_MAX                                                    \
+    (2u * BRIM_PARTITIONS_MAX + (64u << 10) + 200u * BRIM_NODES_MAX)
+#define BRIM_REFETCH_MS 100
+#define BRIM_REFRESH_MEMBERS_MAX 8
 
 /*
  * A node of the pool and its one connection. The requests of one exchange
@@ -98,49 +99,14 @@ struct brim_call {
                                             * it not before this */
 };
 
-/* Where the coordinator subscription is. */
-enum brim_sub_state {
-    BRIM_SUB_OFF = 0,    /* standalone mode, or turned off */
-    BRIM_SUB_IDLE,       /* no connection; next try at RETRY_AT */
-    BRIM_SUB_CONNECTING, /* non-blocking connect() under way */
-    BRIM_SUB_WAITING     /* HELLO and SUBSCRIBE sent: replies
-                                     * awaited, the SUBSCRIBE's held back */
-};
-
-/*
- * The SUBSCRIBE that cluster mode keeps outstanding at the coordinator, on
- * a connection of its own (its reply is held back, PROTOCOL.md 10.1, so it
- * cannot share the MAP_FETCH connection). libbrim has no thread and no
- * loop of its own: this is moved on only from inside API calls, one
- * non-blocking step at a time (brim_coordlink_sub_poll()), and never makes a
- * call wait.
- */
-struct brim_sub {
-    struct brim_pool_node *conn;        /* its connection, not in the pool;
-                                         * NULL: standalone mode */
-    int                    state;       /* enum brim_sub_state */
-    int64_t                due_ms;      /* CONNECTING, WAITING: given up
-                                         * then (brim_sock_now_ms() time) */
-    int64_t                retry_at_ms; /* IDLE: the next connect attempt */
-    int64_t                backoff_ms;  /* the pause after the next failure */
-    int64_t                looked_ms;   /* the last step: one per ms */
-    uint32_t               attempts;    /* connects since the last reply;
-                                         * picks the address to try */
-    uint64_t               npushed;     /* newer epochs installed from it */
-};
-
 /*
  * What route.c asks of the keeper of the routing map: in cluster mode
- * coordlink.c, whose brim_coordlink_sub_poll() and brim_coordlink_refresh()
- * client.c puts here when it connects to the coordinator; both NULL in
- * standalone mode (the map is the one node). They are pointers because
+ * coordlink.c's brim_coordlink_refresh(), which client.c puts here; NULL
+ * in standalone mode (the map is the one node). A pointer because
  * coordlink.c sends its own requests through brim_route_run(): route.c
  * is below it and tells it what it needs without calling up.
  */
 struct brim_route_map {
-    /* Take in a map already pushed, never waiting, with FORCE 0: the first
-     * thing each brim_route_run() does. */
-    void (*poll)(struct brim_client *c, int force);
     /* Fetch the map by DEADLINE_MS (a reply named a newer epoch, or a node
      * could not be reached) and route by it when it is not older. Returns
      * 0 or an error; route.c keeps its own C->errmsg over the call. */
@@ -158,21 +124,36 @@ struct brim_client {
                                                 * mode: the map's); 0 none */
     uint64_t               cluster_id;         /* stated in HELLO; 0: none
                                                 * (standalone), else the
-                                                * coordinator's */
+                                                * first seed's */
     struct brim_pool_node *nodes;              /* the pool */
     struct brim_pool_node *home;               /* the standalone node, or
-                                                * the coordinator */
-    /* Cluster mode (brim_opts.coord_addr): */
-    struct brim_pool_node   *coord;    /* the coordinator, or NULL */
-    struct brim_topo         topo;     /* the newest map fetched */
-    struct brim_pool_node  **members;  /* topo.nmembers pool nodes,
-                                                * NULL: no address */
-    uint64_t                 nmoved;   /* MOVED answers followed */
-    uint64_t                 nretry;   /* RETRY/BUSY answers */
-    uint64_t                 nrefresh; /* map fetches */
-    struct brim_sub          sub;      /* pushed epochs */
-    struct brim_route_map    map;      /* coordlink.c's, for route.c */
-    struct brim_auth_secret *secret;   /* brim_opts.secret_file's,
+                                                * the seed that answered */
+    /* Cluster mode (brim_opts.coord_addr, a list of seeds): */
+    int                      cluster;     /* cluster mode */
+    char                    *seeds;       /* the seed list, owned */
+    char                    *coords;      /* coordinators' addresses, comma-
+                                          * separated, as the nodes report
+                                          * them and the seeds said; owned,
+                                          * NULL: none known */
+    struct brim_pool_node   *coord;       /* the coordinator admin calls
+                                          * use, or NULL: none yet */
+    struct brim_topo         topo;        /* the newest map fetched */
+    struct brim_pool_node  **members;     /* topo.nmembers pool nodes,
+                                          * NULL: no address */
+    uint64_t                 epoch_seen;  /* newest epoch a data reply
+                                          * named (PROTOCOL.md 5) */
+    struct brim_pool_node   *epoch_src;   /* the node that named it */
+    uint64_t                 epoch_tried; /* EPOCH_SEEN of the last fetch */
+    int64_t                  tried_ms;    /* when it was made */
+    int                      learn;       /* follow EPOCH_SEEN (1) */
+    int                      refreshing;  /* a map fetch is running */
+    uint64_t                 nmoved;      /* MOVED answers followed */
+    uint64_t                 nretry;      /* RETRY/BUSY answers */
+    uint64_t                 nrefresh;    /* map fetches */
+    uint64_t                 nlearned;    /* newer maps a data reply's
+                                          * epoch led to */
+    struct brim_route_map    map;         /* coordlink.c's, for route.c */
+    struct brim_auth_secret *secret;      /* brim_opts.secret_file's,
                                                 * owned; NULL: no AUTH */
     char                     errmsg[BRIM_ERRBUF_LEN]; /* last failure */
 };
@@ -270,10 +251,13 @@ void brim_route_calls_destroy(struct brim_call *calls, size_t ncalls);
 /* ---- coordlink.c ---- */
 
 /*
- * Fetch the committed topology from the coordinator (MAP_FETCH) by
- * DEADLINE_MS and make it the routing map when it is not older than the
- * one held. Returns 0 or the error (C->errmsg says why); the old map stays
- * on error.
+ * Fetch the committed topology (MAP_FETCH) by DEADLINE_MS from the node
+ * whose data reply named the newest epoch, then from at most
+ * BRIM_REFRESH_MEMBERS_MAX members of the map, then (only when no member
+ * answered) from the seeds, until C holds an epoch at least the one
+ * wanted, and adopt each strictly newer map of C's cluster with a member
+ * UP (nodes answer MAP_FETCH only under a fresh lease). Returns 0 or the
+ * error (C->errmsg says why); the old map stays on error.
  */
 int brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms);
 
@@ -281,27 +265,12 @@ int brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms);
 void brim_coordlink_free(struct brim_client *c);
 
 /*
- * Start C's subscription to pushed epochs: a connection of its own to the
- * coordinator, HELLO, then SUBSCRIBE with C's epoch, renewed after each
- * reply. Nothing waits: the connect is only begun. Returns 0 or
- * BRIM_ENOMEM.
+ * Cluster mode's start: HELLO at each seed of C->seeds in turn (a node or
+ * a coordinator) until one answers MAP_FETCH with a map C adopts (of the
+ * cluster the first seed named, epoch above 0, a member UP), by
+ * DEADLINE_MS. Returns 0 or the last seed's error (C->errmsg says why).
  */
-int brim_coordlink_sub_start(struct brim_client *c);
-
-/*
- * Move C's subscription on by one non-blocking step: take in the replies
- * that have arrived (installing a topology newer than C's map, as
- * brim_coordlink_refresh() would), send what is due, (re)connect after the
- * backoff, give up a connection silent past BRIM_SUB_HOLD_MS plus
- * BRIM_SUB_SLACK_MS. Never waits and never fails: a failure closes the
- * connection and a new one is tried after a backoff. Unless FORCE, does
- * nothing when it already ran in this millisecond (data calls call it
- * first thing). C->errmsg is left as it was.
- */
-void brim_coordlink_sub_poll(struct brim_client *c, int force);
-
-/* Close and free C's subscription connection. */
-void brim_coordlink_sub_free(struct brim_client *c);
+int brim_coordlink_bootstrap(struct brim_client *c, int64_t deadline_ms);
 
 /*
  * Called with the OK reply's object (MEMBERS, PLAN, CLUSTER_STATS: the
@@ -314,11 +283,12 @@ typedef int (*brim_coordlink_cb)(const msgpack_object *obj, uint64_t epoch,
 
 /*
  * Send OP (BRIM_OP_MEMBERS, PLAN, CLUSTER_STATS, LEAVE, MAP_FETCH...) to
- * the coordinator of C (connected with coord_addr) with NAME (NULL for
+ * a coordinator of C (a seed that said role coord, or one the nodes
+ * report, tried in turn until one answers) with NAME (NULL for
  * none), ARG_U32 (LEAVE's force, PLAN's kind) and WEIGHT_PPM, and call CB
  * with the reply (admin.c decodes it). Returns 0, the coordinator's error
  * status (brim_errmsg() holds its message) or a transport error.
- * BRIM_EINVAL when C has no coordinator.
+ * BRIM_EINVAL when C is not in cluster mode or knows no coordinator.
  */
 int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                         uint32_t arg_u32, uint32_t weight_ppm,

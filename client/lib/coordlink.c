@@ -1,44 +1,55 @@
 /*
- * client/lib/coordlink.c - libbrim's link to the coordinator in cluster
- * mode (DESIGN.md section 5, PROTOCOL.md 10): the topology fetched with
- * MAP_FETCH or pushed to a held SUBSCRIBE, the member table that turns
- * owner[partition] into a pooled connection, and the generic request to
- * the coordinator that brimctl uses (MEMBERS, LEAVE, PLAN, CLUSTER_STATS).
+ * client/lib/coordlink.c - libbrim's keeper of the topology in cluster
+ * mode (DESIGN.md sections 5 and 12, PROTOCOL.md 5 and 10): the map
+ * fetched with MAP_FETCH from any node or coordinator of the seed list,
+ * fetched again from the node whose data reply named a newer epoch, the
+ * member table that turns owner[partition] into a pooled connection, and
+ * the generic request to a coordinator that brimctl uses (MEMBERS, LEAVE,
+ * PLAN, CLUSTER_STATS).
  *
- * The subscription lives on a connection of its own and, libbrim being
- * synchronous (every byte moves inside an API call), it is advanced one
- * non-blocking step at the start of each call: a call never waits for it,
- * and a coordinator that is gone costs a call nothing but a failed
- * connect() now and then (backoff up to BRIM_SUB_BACKOFF_MAX_MS).
+ * A client holds no coordinator connection once it has a map: nodes serve
+ * the committed topology, and every data reply names the node's committed
+ * epoch, so a client learns of a change from its own traffic. Only admin
+ * calls open a connection to a coordinator (a seed that said so, or one
+ * the nodes report).
  */
 #include "client/lib/client_int.h"
 #include "client/lib/coordlink.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
 #include "proto/ops.h"
 
-/* Decode the topology of REP (MAP_FETCH or SUBSCRIBE) into T. */
-static int
-coord_topo_decode(const struct brim_rep *rep, struct brim_topo *t)
-{
-    int rc;
+/* What the ON_REPLY of MAP_FETCH fills in. */
+struct coord_fetch {
+    struct brim_topo t;      /* the topology, decoded */
+    char            *coords; /* the coordinators the node named, owned */
+};
 
-    if (rep->obj == NULL) {
-        memset(t, 0, sizeof(*t));
-        return BRIM_EBADREPLY;
-    }
-    rc = brim_topo_decode(rep->obj, t, NULL);
-    return rc == BRIM_EBADREQ ? BRIM_EBADREPLY : rc;
-}
-
-/* ON_REPLY of MAP_FETCH: decode the topology into ARG. */
+/* ON_REPLY of MAP_FETCH: decode the topology and the coordinators. */
 static int
 coord_topo_reply(struct brim_call *call, const struct brim_rep *rep)
 {
-    return coord_topo_decode(rep, call->arg);
+    struct coord_fetch *f = call->arg;
+    int                 rc;
+
+    if (rep->obj == NULL) {
+        memset(&f->t, 0, sizeof(f->t));
+        return BRIM_EBADREPLY;
+    }
+    rc = brim_topo_decode(rep->obj, &f->t, NULL);
+    if (rc != 0) {
+        return rc == BRIM_EBADREQ ? BRIM_EBADREPLY : rc;
+    }
+    if (rep->coords != NULL && rep->coords_len > 0
+        && memchr(rep->coords, '\0', rep->coords_len) == NULL)
+    {
+        f->coords = brim_strndup(rep->coords, rep->coords_len);
+    }
+    return 0;
 }
 
 void
@@ -79,7 +90,9 @@ coord_install(struct brim_client *c, struct brim_topo *t)
     c->members = members;
     c->epoch = t->map.epoch;
     c->cluster_id = t->cluster_id;
-    /* Connections to nodes that left the map are closed, not kept. */
+    /* Connections to nodes that left the map are closed, not kept; so is
+     * a seed's that is no member (a coordinator), unless admin calls use
+     * it. */
     for (n = c->nodes; n != NULL; n = n->next) {
         if (n == c->coord) {
             continue;
@@ -94,22 +107,35 @@ coord_install(struct brim_client *c, struct brim_topo *t)
 }
 
 /*
- * Make T (taken over) C's routing map when it is of C's cluster and its
- * epoch is at least MIN_EPOCH; else drop it. Returns 1 (installed), 0 (an
- * older map: dropped), BRIM_EBADREPLY (another cluster) or BRIM_ENOMEM.
+ * Make T (taken over) C's routing map when it may be adopted (DESIGN.md
+ * 12): of C's cluster, an epoch above 0 and above C's, at least one
+ * member UP unless it came from a coordinator (COORD set: the authority
+ * on membership, whose map may be empty after the last leave). Else drop
+ * it. Returns 1 (installed), 0 (dropped: not newer, or no member up),
+ * BRIM_EBADREPLY (another cluster) or BRIM_ENOMEM.
  */
 static int
-coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
+coord_adopt(struct brim_client *c, const char *from, int coord,
+            struct brim_topo *t)
 {
-    int rc;
+    uint32_t i;
+    int      rc, up;
 
     if (c->cluster_id != 0 && t->cluster_id != c->cluster_id) {
-        brim_lib_errmsg(c, "%s: topology of another cluster",
-                        c->coord->link.addr);
+        brim_lib_errmsg(c, "%s: topology of another cluster", from);
         brim_topo_destroy(t);
         return BRIM_EBADREPLY;
     }
-    if (t->map.epoch < min_epoch) {
+    for (i = 0; i < t->nmembers && t->members[i].state != BRIM_MEMBER_UP; i++) {
+    }
+    up = i < t->nmembers || coord; /* a coordinator may say "empty" */
+    if (t->map.epoch == 0 || !up
+        || (c->members != NULL && t->map.epoch <= c->topo.map.epoch))
+    {
+        if (t->map.epoch == 0 || !up) {
+            brim_lib_errmsg(c, "%s: its map (epoch %llu) has no member up",
+                            from, (unsigned long long) t->map.epoch);
+        }
         brim_topo_destroy(t);
         return 0;
     }
@@ -121,242 +147,238 @@ coord_adopt(struct brim_client *c, struct brim_topo *t, uint64_t min_epoch)
     return 1;
 }
 
-int
-brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
+/* Take COORDS (owned) as C's list of coordinators. */
+static void
+coord_set_coords(struct brim_client *c, char *coords)
 {
-    struct brim_topo t;
-    struct brim_call call;
-    int              rc;
-
-    if (c->coord == NULL) {
-        return BRIM_EINVAL;
+    if (coords == NULL) {
+        return;
     }
-    memset(&t, 0, sizeof(t));
-    memset(&call, 0, sizeof(call));
-    call.req.op = BRIM_OP_MAP_FETCH;
-    call.target = c->coord;
-    call.on_reply = coord_topo_reply;
-    call.arg = &t;
-    c->nrefresh++;
-    (void) brim_route_run(c, &call, 1, deadline_ms);
-    rc = call.status;
-    brim_route_calls_destroy(&call, 1);
-    if (rc != 0) {
-        brim_topo_destroy(&t);
-        if (rc == BRIM_EBADREPLY) {
-            brim_lib_errmsg(c, "%s: malformed topology in MAP_FETCH reply",
-                            c->coord->link.addr);
-        }
-        return rc;
-    }
-    /* An older map than ours is dropped (a lagging coordinator). */
-    rc = coord_adopt(c, &t, c->members != NULL ? c->topo.map.epoch : 0);
-    return rc < 0 ? rc : 0;
-}
-
-/* ---- the subscription ---- */
-
-/* Queue a SUBSCRIBE with C's epoch on the subscription's link at NOW. */
-static int
-sub_send(struct brim_client *c, int64_t now)
-{
-    struct brim_sub *s = &c->sub;
-    struct brim_req  req;
-
-    memset(&req, 0, sizeof(req));
-    req.op = BRIM_OP_SUBSCRIBE;
-    req.epoch = c->epoch;
-    req.arg_epoch = c->epoch;
-    s->due_ms = now + BRIM_SUB_HOLD_MS + BRIM_SUB_SLACK_MS;
-    return brim_link_queue(&s->conn->link, &req, NULL, 0, NULL);
+    brim_free(c->coords);
+    c->coords = coords;
 }
 
 /*
- * Handle REP, a SUBSCRIBE's reply (the link took HELLO's): install a
- * newer map and send the next SUBSCRIBE. Returns 0 or the error that ends
- * the connection (a refusal's status).
+ * MAP_FETCH at N by DEADLINE_MS, and the map adopted when it may be.
+ * Returns 1 (a newer map installed), 0 (answered: nothing newer) or the
+ * error (C->errmsg says why).
  */
 static int
-sub_reply(struct brim_client *c, const struct brim_rep *rep)
+coord_fetch(struct brim_client *c, struct brim_pool_node *n,
+            int64_t deadline_ms)
 {
-    struct brim_sub *s = &c->sub;
-    struct brim_topo t;
-    int              rc;
+    struct coord_fetch f;
+    struct brim_call   call;
+    int                rc;
 
-    if (rep->status != 0) {
-        return rep->status; /* DENIED (another cluster)... */
-    }
-    rc = coord_topo_decode(rep, &t);
-    if (rc == 0) {
-        /* Only a newer epoch counts: the same one comes back when the
-         * coordinator's hold runs out, or after a MAP_FETCH got it. */
-        rc = coord_adopt(c, &t, c->epoch + 1);
-        if (rc == 1) {
-            s->npushed++;
+    memset(&f, 0, sizeof(f));
+    memset(&call, 0, sizeof(call));
+    call.req.op = BRIM_OP_MAP_FETCH;
+    call.target = n;
+    call.on_reply = coord_topo_reply;
+    call.arg = &f;
+    (void) brim_route_run(c, &call, 1, deadline_ms);
+    rc = call.status;
+    brim_route_calls_destroy(&call, 1);
+    brim_link_trim(&n->link); /* a large topology's memory */
+    if (rc != 0) {
+        brim_topo_destroy(&f.t);
+        brim_free(f.coords);
+        if (rc == BRIM_EBADREPLY) {
+            brim_lib_errmsg(c, "%s: malformed topology in MAP_FETCH reply",
+                            n->link.addr);
         }
-    } else {
-        brim_topo_destroy(&t);
-    }
-    if (rc < 0) {
         return rc;
     }
-    s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
-    s->attempts = 0;
-    return sub_send(c, s->looked_ms); /* this step's time */
+    coord_set_coords(c, f.coords);
+    return coord_adopt(c, n->link.addr, n->link.peer.role == BRIM_ROLE_COORD,
+                       &f.t);
 }
 
-/* Read what the subscription's socket holds, handling whole replies. */
+/* The Ith address (0-based) of the comma-separated LIST into BUF (SIZE
+ * bytes); 0, or -1 when there is none (or it does not fit). */
 static int
-sub_read(struct brim_client *c)
+coord_list_item(const char *list, uint32_t i, char *buf, size_t size)
 {
-    struct brim_link      *l = &c->sub.conn->link;
-    struct brim_link_reply r;
-    int                    rc;
+    const char *p = list, *end;
+    size_t      len;
 
-    for (;;) {
-        rc = brim_link_read(l);
-        if (rc <= 0) {
-            break; /* 0: it would block */
+    while (p != NULL && i-- > 0) {
+        p = strchr(p, ',');
+        p = p != NULL ? p + 1 : NULL;
+    }
+    if (p == NULL || *p == '\0') {
+        return -1;
+    }
+    end = strchr(p, ',');
+    len = end != NULL ? (size_t) (end - p) : strlen(p);
+    if (len == 0 || len >= size) {
+        return -1;
+    }
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return 0;
+}
+
+/* Add ADDR to C's coordinators unless it is listed. */
+static void
+coord_note_coord(struct brim_client *c, const char *addr)
+{
+    char     item[BRIM_SOCK_ADDR_MAX], *list;
+    size_t   len;
+    uint32_t i;
+
+    for (i = 0; c->coords != NULL
+         && coord_list_item(c->coords, i, item, sizeof(item)) == 0;
+         i++)
+    {
+        if (strcmp(item, addr) == 0) {
+            return;
         }
-        while ((rc = brim_link_take(l, &r)) == 1) {
-            rc = sub_reply(c, &r.rep);
-            if (rc != 0) {
-                return rc;
+    }
+    len = (c->coords != NULL ? strlen(c->coords) + 1 : 0) + strlen(addr) + 1;
+    list = brim_malloc(len);
+    if (list == NULL) {
+        return; /* admin calls will not find it: not worth failing for */
+    }
+    snprintf(list, len, "%s%s%s", c->coords != NULL ? c->coords : "",
+             c->coords != NULL ? "," : "", addr);
+    coord_set_coords(c, list);
+}
+
+/* The deadline of one seed's or member's try: the connect timeout, within
+ * DEADLINE_MS. */
+static int64_t
+coord_try_deadline(const struct brim_client *c, int64_t deadline_ms)
+{
+    return BRIM_MIN(deadline_ms,
+                    brim_sock_now_ms() + 2 * (int64_t) c->connect_timeout_ms);
+}
+
+int
+brim_coordlink_bootstrap(struct brim_client *c, int64_t deadline_ms)
+{
+    struct brim_pool_node *n;
+    char                   addr[BRIM_SOCK_ADDR_MAX];
+    uint32_t               i;
+    int                    rc = BRIM_EINVAL;
+
+    for (i = 0; coord_list_item(c->seeds, i, addr, sizeof(addr)) == 0; i++) {
+        n = brim_pool_get(c, addr);
+        if (n == NULL) {
+            brim_lib_errmsg(c, "out of memory");
+            return BRIM_ENOMEM;
+        }
+        rc = brim_pool_ready(c, n, coord_try_deadline(c, deadline_ms));
+        if (rc == 0) {
+            if (c->cluster_id == 0) {
+                c->cluster_id = n->link.peer.cluster_id;
+            }
+            if (c->home == NULL) {
+                c->home = n; /* its limits bound keys and values */
+            }
+            if (n->link.peer.role == BRIM_ROLE_COORD) {
+                coord_note_coord(c, addr);
+                if (c->role == BRIM_ROLE_ADMIN && c->coord == NULL) {
+                    c->coord = n; /* kept for the admin calls */
+                }
+            }
+            c->nrefresh++;
+            rc = coord_fetch(c, n, coord_try_deadline(c, deadline_ms));
+            if (rc == 1) {
+                return 0;
+            }
+            if (rc == 0) {
+                rc = BRIM_ENONODES; /* errmsg: no member up */
             }
         }
-        if (rc != 0) {
-            return rc;
+        if (n != c->coord && n != c->home) {
+            brim_pool_close(n);
         }
-    }
-    brim_link_trim(l); /* a large topology's memory */
-    return rc;
-}
-
-/* One step of the subscription at NOW, from any state but OFF. */
-static int
-sub_step(struct brim_client *c, int64_t now)
-{
-    struct brim_sub  *s = &c->sub;
-    struct brim_link *l = &s->conn->link;
-    int               rc;
-
-    if (s->state == BRIM_SUB_IDLE) {
-        /* HELLO states what the client knows now. */
-        l->conf.cluster_id = c->cluster_id;
-        l->epoch = c->epoch;
-        rc = brim_link_connect_start(l, s->attempts++);
-        if (rc != 0) {
-            return rc;
+        if (brim_sock_now_ms() >= deadline_ms) {
+            break;
         }
-        s->state = BRIM_SUB_CONNECTING;
-        s->due_ms = now + c->connect_timeout_ms;
-    }
-    if (s->state == BRIM_SUB_CONNECTING) {
-        rc = brim_link_connect_done(l); /* queues HELLO */
-        if (rc == BRIM_EAGAIN) {
-            return now >= s->due_ms ? BRIM_ETIMEDOUT : 0;
-        }
-        if (rc == 0) {
-            /* Pipelined: the coordinator answers in order, HELLO first. */
-            rc = sub_send(c, now);
-        }
-        if (rc != 0) {
-            return rc;
-        }
-        s->state = BRIM_SUB_WAITING;
-    }
-    /* Replies first: one that arrived while C was idle is not a timeout. */
-    rc = sub_read(c);
-    if (rc == 0) {
-        rc = brim_link_flush(l);
-    }
-    if (rc == 0 && now >= s->due_ms) {
-        rc = BRIM_ETIMEDOUT;
     }
     return rc;
 }
 
 int
-brim_coordlink_sub_start(struct brim_client *c)
+brim_coordlink_refresh(struct brim_client *c, int64_t deadline_ms)
 {
-    struct brim_sub *s = &c->sub;
+    struct brim_pool_node *n, *src;
+    char                   addr[BRIM_SOCK_ADDR_MAX];
+    uint64_t               want;
+    uint32_t               i, k, nm;
+    int                    rc = BRIM_ENONODES, got = 0, heard = 0, r;
 
-    /* No AUTH on this connection (PROTOCOL.md 12.1): a coordinator with a
-     * client secret refuses its SUBSCRIBE, and the map then moves on
-     * MOVED, RETRY and unreachable nodes alone. */
-    s->conn = brim_pool_node_new(c, c->coord->link.addr, 0);
-    if (s->conn == NULL) {
-        return BRIM_ENOMEM;
+    if (!c->cluster || c->refreshing) {
+        return BRIM_EINVAL;
     }
-    /* Topology replies exceed the data frame limit (PROTOCOL.md 10.1). */
-    s->conn->link.conf.frame_min = c->coord->link.conf.frame_min;
-    s->state = BRIM_SUB_IDLE;
-    s->backoff_ms = BRIM_SUB_BACKOFF_MIN_MS;
-    s->retry_at_ms = 0;
-    brim_coordlink_sub_poll(c, 1);
-    return 0;
-}
-
-void
-brim_coordlink_sub_poll(struct brim_client *c, int force)
-{
-    struct brim_sub *s = &c->sub;
-    char             keep[BRIM_ERRBUF_LEN];
-    int64_t          now;
-    int              rc;
-
-    if (s->state == BRIM_SUB_OFF) {
-        return;
+    c->refreshing = 1;
+    c->nrefresh++;
+    want = BRIM_MAX(c->epoch_seen, c->epoch + 1);
+    c->epoch_tried = c->epoch_seen;
+    c->tried_ms = brim_sock_now_ms();
+    /* The node that named the newer epoch holds it committed. */
+    src = c->epoch_seen > c->epoch ? c->epoch_src : NULL;
+    if (src != NULL) {
+        r = coord_fetch(c, src, coord_try_deadline(c, deadline_ms));
+        got |= r == 1;
+        heard |= r >= 0;
+        rc = r < 0 ? r : 0;
     }
-    now = brim_sock_now_ms();
-    if ((force == 0 && now == s->looked_ms)
-        || (s->state == BRIM_SUB_IDLE && now < s->retry_at_ms))
+    /* Then a few members, from a different one each time. */
+    nm = c->members != NULL ? c->topo.nmembers : 0;
+    for (k = 0; k < BRIM_MIN(nm, BRIM_REFRESH_MEMBERS_MAX) && c->epoch < want
+         && brim_sock_now_ms() < deadline_ms;
+         k++)
     {
-        return;
+        i = (uint32_t) ((c->nrefresh + k) % nm);
+        n = c->members != NULL && i < c->topo.nmembers ? c->members[i] : NULL;
+        if (n == NULL || n == src || c->topo.members[i].state != BRIM_MEMBER_UP)
+        {
+            continue;
+        }
+        r = coord_fetch(c, n, coord_try_deadline(c, deadline_ms));
+        got |= r == 1;
+        heard |= r >= 0;
+        rc = r < 0 ? r : 0;
     }
-    s->looked_ms = now;
-    /* Its failures are not the call's: keep the call's message. */
-    memcpy(keep, c->errmsg, sizeof(keep));
-    rc = sub_step(c, now);
-    memcpy(c->errmsg, keep, sizeof(keep));
-    if (rc == 0) {
-        return;
+    /* The seeds (perhaps a coordinator) only when no member answered:
+     * while a member dies, its clients ask the live members, not the
+     * coordinator, again and again. */
+    for (i = 0; !heard && c->epoch < want && brim_sock_now_ms() < deadline_ms
+         && coord_list_item(c->seeds, i, addr, sizeof(addr)) == 0;
+         i++)
+    {
+        n = brim_pool_get(c, addr);
+        if (n == NULL) {
+            rc = BRIM_ENOMEM;
+            break;
+        }
+        r = coord_fetch(c, n, coord_try_deadline(c, deadline_ms));
+        got |= r == 1;
+        rc = r < 0 ? r : 0;
+        if (n->link.peer.role == BRIM_ROLE_COORD && n != c->coord) {
+            brim_pool_close(n); /* clients hold no coordinator connection */
+        }
     }
-    brim_pool_close(s->conn);
-    if (rc == BRIM_EUNKNOWNOP || rc == BRIM_EDENIED) {
-        /* A coordinator without SUBSCRIBE, or one that wants a proof this
-         * client cannot give (PROTOCOL.md 12.3): asking again would only
-         * be refused again. MOVED and RETRY still move the map. */
-        s->state = BRIM_SUB_OFF;
-        return;
-    }
-    s->state = BRIM_SUB_IDLE;
-    s->retry_at_ms = now + s->backoff_ms;
-    s->backoff_ms = BRIM_MIN(s->backoff_ms * 2, BRIM_SUB_BACKOFF_MAX_MS);
+    c->refreshing = 0;
+    return got ? 0 : rc;
 }
 
 void
-brim_coordlink_sub_free(struct brim_client *c)
+brim_coordlink_learn(struct brim_client *c, int on)
 {
-    brim_pool_node_free(c->sub.conn);
-    memset(&c->sub, 0, sizeof(c->sub));
-}
-
-void
-brim_coordlink_subscribe(struct brim_client *c, int on)
-{
-    if (c == NULL || c->sub.conn == NULL) {
-        return;
+    if (c != NULL) {
+        c->learn = on;
     }
-    brim_pool_close(c->sub.conn);
-    c->sub.state = on ? BRIM_SUB_IDLE : BRIM_SUB_OFF;
-    c->sub.retry_at_ms = 0;
 }
 
 uint64_t
-brim_coordlink_pushed(const struct brim_client *c)
+brim_coordlink_learned(const struct brim_client *c)
 {
-    return c != NULL ? c->sub.npushed : 0;
+    return c != NULL ? c->nlearned : 0;
 }
 
 /* What brim_coordlink_call() hands its callback. */
@@ -376,17 +398,40 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
     return a->cb(rep->obj, rep->epoch, a->arg);
 }
 
+/* One try of brim_coordlink_call()'s request at N. */
+static int
+coord_call_at(struct brim_client *c, struct brim_pool_node *n,
+              const struct brim_call *proto)
+{
+    struct brim_call call = *proto;
+
+    call.target = n;
+    return brim_route_one(c, &call);
+}
+
+/* True when RC says N could not be asked at all (try another). */
+static int
+coord_unreachable(int rc)
+{
+    return rc == BRIM_ECONNREFUSED || rc == BRIM_ETIMEDOUT || rc == BRIM_ECLOSED
+        || rc == BRIM_ESYS;
+}
+
 int
 brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                     uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
                     void *arg)
 {
-    struct coord_cb_arg a;
-    struct brim_call    call;
+    struct brim_pool_node *n;
+    struct coord_cb_arg    a;
+    struct brim_call       call;
+    char                   addr[BRIM_SOCK_ADDR_MAX];
+    uint32_t               i;
+    int                    rc;
 
-    if (c == NULL || c->coord == NULL) {
+    if (c == NULL || !c->cluster) {
         if (c != NULL) {
-            brim_lib_errmsg(c, "not connected to a coordinator");
+            brim_lib_errmsg(c, "not connected to a cluster");
         }
         return BRIM_EINVAL;
     }
@@ -399,17 +444,42 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
     call.req.name_len = name != NULL ? strlen(name) : 0;
     call.req.arg_u32 = arg_u32;
     call.req.weight_ppm = weight_ppm;
-    call.target = c->coord;
     call.on_reply = coord_obj_reply;
     call.arg = &a;
-    return brim_route_one(c, &call);
+    if (c->coord != NULL) {
+        rc = coord_call_at(c, c->coord, &call);
+        if (!coord_unreachable(rc)) {
+            return rc;
+        }
+    }
+    /* The coordinators the seeds said and the nodes report, in turn. */
+    rc = BRIM_EINVAL;
+    for (i = 0; c->coords != NULL
+         && coord_list_item(c->coords, i, addr, sizeof(addr)) == 0;
+         i++)
+    {
+        n = brim_pool_get(c, addr);
+        if (n == NULL || n == c->coord) {
+            continue;
+        }
+        rc = coord_call_at(c, n, &call);
+        if (!coord_unreachable(rc)) {
+            c->coord = n;
+            return rc;
+        }
+    }
+    if (rc == BRIM_EINVAL) {
+        brim_lib_errmsg(c,
+                        "no coordinator known: give its address "
+                        "among the seeds, or seed with a node");
+    }
+    return rc;
 }
 
 const struct brim_topo *
 brim_coordlink_topo(const struct brim_client *c)
 {
-    return c != NULL && c->coord != NULL && c->members != NULL ? &c->topo
-                                                               : NULL;
+    return c != NULL && c->cluster && c->members != NULL ? &c->topo : NULL;
 }
 
 void

@@ -228,7 +228,7 @@ multi_mget_round(struct brim_client *c, const struct brim_key *keys,
             if (results[parts[i].idx[j]].status != MULTI_PENDING) {
                 continue;
             }
-            if (c->coord != NULL && !calls[i].answered
+            if (c->cluster && !calls[i].answered
                 && calls[i].status != BRIM_ETIMEDOUT) {
                 /* Cluster mode: the node may have left; each key is
                  * asked again through the map. */
@@ -240,7 +240,7 @@ multi_mget_round(struct brim_client *c, const struct brim_key *keys,
         }
     }
     brim_route_calls_destroy(calls, ncalls);
-    if (c->coord != NULL && rc != 0 && rc != BRIM_ETIMEDOUT) {
+    if (c->cluster && rc != 0 && rc != BRIM_ETIMEDOUT) {
         rc = 0;
     }
     if (rc == 0) {

@@ -33,6 +33,9 @@ brim_pool_node_new(struct brim_client *c, const char *addr, int secret)
     conf.role = c->role;
     conf.secret = secret ? c->secret : NULL;
     conf.next_id = &c->next_id; /* one id sequence for the client */
+    /* In cluster mode any node or seed may answer MAP_FETCH with a
+     * topology larger than the data frame limit (PROTOCOL.md 10.1). */
+    conf.frame_min = c->cluster ? BRIM_TOPO_FRAME_MAX : 0;
     if (brim_link_init(&n->link, addr, &conf) != 0) {
         brim_free(n);
         return NULL;
@@ -137,6 +140,11 @@ pool_reply(struct brim_client *c, struct brim_pool_node *n,
     }
     call->answered = 1;
     call->status = rep->status;
+    if (rep->node_epoch > c->epoch_seen) {
+        /* The node has committed a newer epoch (route.c fetches it). */
+        c->epoch_seen = rep->node_epoch;
+        c->epoch_src = n;
+    }
     rc = 0;
     if (rep->status != 0) {
         rc = pool_note_error(c, n, call, rep);

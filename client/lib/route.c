@@ -22,7 +22,7 @@ brim_route_key(struct brim_client *c, const void *key, size_t key_len)
 {
     uint32_t p, o;
 
-    if (c->coord == NULL) {
+    if (!c->cluster) {
         return c->home;
     }
     if (c->members == NULL || c->topo.map.npartitions == 0) {
@@ -109,7 +109,7 @@ route_moved(struct brim_client *c, struct brim_call *call, uint64_t *want)
         return;
     }
     info = brim_op_info(call->req.op);
-    if (c->coord != NULL && call->rep_epoch > c->epoch && info != NULL
+    if (c->cluster && call->rep_epoch > c->epoch && info != NULL
         && (info->flags & BRIM_OPF_KEY) != 0)
     {
         /* A newer epoch: refresh the map, then route by it (the run
@@ -133,7 +133,7 @@ route_moved(struct brim_client *c, struct brim_call *call, uint64_t *want)
     }
     call->redirected = 1;
     call->moved_epoch = call->rep_epoch;
-    if (c->coord == NULL && call->rep_epoch > c->epoch) {
+    if (!c->cluster && call->rep_epoch > c->epoch) {
         c->epoch = call->rep_epoch;
     }
     call->target = owner;
@@ -159,9 +159,8 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc,
              * from a node at a newer epoch refreshes the map first. */
             c->nretry++;
             info = brim_op_info(call->req.op);
-            if (c->coord != NULL && call->status == BRIM_ERETRY
-                && call->rep_epoch > c->epoch)
-            {
+            if (c->cluster && call->status == BRIM_ERETRY
+                && call->rep_epoch > c->epoch) {
                 if (call->rep_epoch > *want) {
                     *want = call->rep_epoch;
                 }
@@ -190,7 +189,7 @@ route_settle(struct brim_client *c, struct brim_call *call, int rc,
         /* Send it again on a new connection: right away the first time
          * (an idle connection the node dropped), with a pause after; in
          * cluster mode the node may have left: look at the map again. */
-        if (c->coord != NULL && call->tries > 1 && *want <= c->epoch) {
+        if (c->cluster && call->tries > 1 && *want <= c->epoch) {
             *want = c->epoch + 1;
         }
         return call->tries > 1;
@@ -278,6 +277,30 @@ route_refresh(struct brim_client *c, struct brim_call **batch, size_t nb,
     }
 }
 
+/*
+ * Cluster mode: a data reply named an epoch newer than the map's
+ * (PROTOCOL.md 5): fetch the map (raise *WANT to it), unless that very
+ * epoch was fetched for within BRIM_REFETCH_MS (the node's map may be
+ * refused: its lease, no member up). The client learns of a change from
+ * its own traffic and needs no subscription.
+ */
+static void
+route_learn(struct brim_client *c, uint64_t *want)
+{
+    if (!c->cluster || !c->learn || c->refreshing || c->epoch_seen <= c->epoch
+        || c->epoch_seen <= *want)
+    {
+        return;
+    }
+    if (c->epoch_seen == c->epoch_tried
+        && brim_sock_now_ms() - c->tried_ms < BRIM_REFETCH_MS)
+    {
+        return;
+    }
+    *want = c->epoch_seen;
+    c->nlearned++;
+}
+
 /* End every pending call: the deadline passed. */
 static void
 route_expire(struct brim_client *c, struct brim_call *calls, size_t ncalls)
@@ -312,11 +335,6 @@ brim_route_run(struct brim_client *c, struct brim_call *calls, size_t ncalls,
     uint64_t               want;
     int                    rc, pause;
 
-    /* Take in a map the coordinator pushed, so that these calls go by it:
-     * one non-blocking look at the subscription, never a wait. */
-    if (c->map.poll != NULL) {
-        c->map.poll(c, 0);
-    }
     batch = &one;
     if (ncalls > 1) {
         batch = brim_malloc(ncalls * sizeof(*batch));
@@ -353,8 +371,8 @@ brim_route_run(struct brim_client *c, struct brim_call *calls, size_t ncalls,
         }
         rc = brim_pool_ready(c, node, deadline_ms);
         if (rc != 0) {
-            if (c->coord != NULL && node != c->coord && rc != BRIM_ETIMEDOUT
-                && rc != BRIM_ENOMEM)
+            if (c->cluster && !c->refreshing && node != c->coord
+                && rc != BRIM_ETIMEDOUT && rc != BRIM_ENOMEM)
             {
                 /* In cluster mode a node that cannot be reached may have
                  * left or died: nothing was sent, so look at the map
@@ -380,6 +398,7 @@ brim_route_run(struct brim_client *c, struct brim_call *calls, size_t ncalls,
         for (i = 0; i < nb; i++) {
             pause |= route_settle(c, batch[i], rc, &want);
         }
+        route_learn(c, &want);
         route_refresh(c, batch, nb, want, deadline_ms);
         if (pause) {
             left = deadline_ms - brim_sock_now_ms();

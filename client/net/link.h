@@ -7,7 +7,7 @@
  *
  * The core does no waiting: queue requests, flush what the socket takes,
  * read or feed bytes, take whole replies. brim-bench drives it from its
- * epoll loop and libbrim's subscription from inside API calls. Blocking
+ * epoll loop. Blocking
  * helpers on top (brim_link_open(), brim_link_wait(), brim_link_call())
  * serve libbrim's calls and the tools' one-off exchanges, each bounded by
  * a deadline on the monotonic clock of client/net/sock.h. A link opened

@@ -107,6 +107,41 @@ dispatch_epoch(struct brim_node *node, struct brim_conn *c,
     return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
 }
 
+/*
+ * MAP_FETCH at a node (DESIGN.md 12): the committed topology, so that a
+ * client needs no coordinator, and after it the coordinators' addresses
+ * (for operators' tools). Refused RETRY while the node has no committed
+ * epoch or its lease is not fresh: a node cut off may hold an old map, and
+ * a client must adopt a map only from a node that may serve by it.
+ */
+static int
+dispatch_map_fetch(struct brim_node *node, struct brim_conn *c,
+                   const struct brim_req *req)
+{
+    struct brim_rep rep;
+
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = req->request_id;
+    if (node->cfg.standalone) {
+        return brim_node_reply_error(c, req->request_id, BRIM_EUNKNOWNOP,
+                                     "map fetch: a standalone node has no "
+                                     "topology");
+    }
+    if (node->topo.committed.map.epoch == 0 || !brim_node_lease_fresh(node)) {
+        rep.status = BRIM_ERETRY;
+        rep.epoch = node->topo.committed.map.epoch;
+        rep.message = rep.epoch == 0 ? "map fetch: no committed epoch yet"
+                                     : "map fetch: this node's lease is not "
+                                       "fresh";
+        rep.message_len = strlen(rep.message);
+        return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+    }
+    rep.topo = &node->topo.committed;
+    rep.coords = node->cfg.coordinator;
+    rep.coords_len = strlen(node->cfg.coordinator);
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
+}
+
 /* Serve the decoded request REQ on C. Returns 0 or an encoding error. */
 static int
 dispatch_serve(struct brim_node *node, struct brim_conn *c,
@@ -176,6 +211,8 @@ dispatch_serve(struct brim_node *node, struct brim_conn *c,
         return brim_migrate_serve(node, c, req);
     case BRIM_OP_LEASE_CONFIRM:
         return brim_node_lease_confirm_serve(node, c, req);
+    case BRIM_OP_MAP_FETCH:
+        return dispatch_map_fetch(node, c, req);
     default:
         if ((brim_op_info(req->op)->flags & BRIM_OPF_KEY) == 0) {
             return brim_node_reply_error(c, req->request_id, BRIM_EUNKNOWNOP,

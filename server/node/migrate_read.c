@@ -74,6 +74,7 @@ fetch_answer_get(struct mig_fetch *f, const struct brim_rep *rep)
     out.value_len = rep->value_len;
     out.flags = rep->flags;
     out.cas = rep->cas;
+    out.node_epoch = f->m->node->topo.committed.map.epoch;
     (void) brim_wire_encode_rep(brim_conn_out(f->c), BRIM_OP_GET, &out);
 }
 

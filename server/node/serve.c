@@ -103,7 +103,8 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
     uint64_t                h;
     int                     rc, route, newer;
 
-    rc = brim_wire_mget_begin(out, req->request_id, req->nkeys, &mark);
+    rc = brim_wire_mget_begin_epoch(out, req->request_id, req->nkeys,
+                                    node->topo.committed.map.epoch, &mark);
     for (i = 0; rc == 0 && i < req->nkeys; i++) {
         brim_wire_req_key(req, i, &key, &key_len);
         h = brim_hash_key(brim_node_seed(node), key, key_len);
@@ -139,8 +140,9 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
         }
     }
     if (rc == 0) {
-        rc = brim_frame_end(out, mark);
-    } else {
+        rc = brim_wire_mget_end(out, node->topo.committed.map.epoch, mark);
+    }
+    if (rc != 0) {
         brim_frame_abort(out, mark);
     }
     return rc;
@@ -264,7 +266,7 @@ serve_toobig(struct brim_node *node, struct brim_conn *c,
                  "after evicting",
                  len + req->key_len, node->cfg.memory_mb);
     }
-    return brim_node_reply_error(c, req->request_id, BRIM_ETOOBIG, msg);
+    return brim_node_reply_data_error(node, c, req, BRIM_ETOOBIG, msg);
 }
 
 /*
@@ -339,6 +341,9 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
 
     memset(&rep, 0, sizeof(rep));
     rep.request_id = req->request_id;
+    /* Every data reply names the committed epoch, so that a client learns
+     * of a change from its own traffic (DESIGN.md 12). */
+    rep.node_epoch = node->topo.committed.map.epoch;
     rc = brim_node_route(node, req->epoch, h, &rep, &newer);
     if (newer) {
         brim_node_coord_fetch(node); /* a client knows a newer epoch */
@@ -363,8 +368,8 @@ serve_keyed(struct brim_node *node, struct brim_conn *c,
         return serve_toobig(node, c, req, h);
     }
     if (rc != 0) {
-        return brim_node_reply_error(c, req->request_id, rc,
-                                     serve_error_text(req->op, rc));
+        return brim_node_reply_data_error(node, c, req, rc,
+                                          serve_error_text(req->op, rc));
     }
     return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
 }
@@ -386,6 +391,26 @@ brim_node_reply_error(struct brim_conn *c, uint64_t id, int status,
     }
     return brim_wire_encode_status(brim_conn_out(c), id, status, msg,
                                    msg != NULL ? strlen(msg) : 0);
+}
+
+int
+brim_node_reply_data_error(struct brim_node *node, struct brim_conn *c,
+                           const struct brim_req *req, int status,
+                           const char *msg)
+{
+    struct brim_rep rep;
+
+    if (-status > BRIM_STATUS_WIRE_MAX) {
+        status = BRIM_ENOMEM; /* local codes never travel */
+    }
+    memset(&rep, 0, sizeof(rep));
+    rep.status = status;
+    rep.request_id = req->request_id;
+    rep.message = msg;
+    rep.message_len = msg != NULL ? strlen(msg) : 0;
+    rep.epoch = node->topo.committed.map.epoch;
+    rep.node_epoch = rep.epoch;
+    return brim_wire_encode_rep(brim_conn_out(c), req->op, &rep);
 }
 
 int

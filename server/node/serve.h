@@ -36,6 +36,16 @@ int brim_node_serve_here(struct brim_node *node, const struct brim_req *req,
                          uint64_t h, struct brim_rep *rep);
 
 /*
+ * Append the error reply of the data op REQ, [STATUS, id, MSG, epoch],
+ * to C's output: the node's committed epoch rides with every data reply
+ * (PROTOCOL.md 5). A local code travels as NOMEM; MSG may be NULL.
+ * Returns 0 or BRIM_ENOMEM.
+ */
+int brim_node_reply_data_error(struct brim_node *node, struct brim_conn *c,
+                               const struct brim_req *req, int status,
+                               const char *msg);
+
+/*
  * Append the error reply [STATUS, ID, MSG] to C's output; a local code
  * (AGAIN, SYS, ...) travels as NOMEM. MSG may be NULL. Returns 0 or
  * BRIM_ENOMEM.

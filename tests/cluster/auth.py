@@ -750,10 +750,11 @@ def brimctl_client_secret(bindir):
     csec = os.path.join(tmp, "client.secret")
     write_secret(csec)
 
-    def run(cl, *args):
+    def run(cl, *args, seeds=None):
         env = {k: v for k, v in os.environ.items()
                if k not in ("BRIM_SECRET_FILE", "BRIM_CLIENT_SECRET_FILE")}
-        p = subprocess.run([ctl, "--coordinator", "127.0.0.1:%d" % cl.cport]
+        p = subprocess.run([ctl, "--coordinator",
+                            seeds or "127.0.0.1:%d" % cl.cport]
                            + list(args), capture_output=True, text=True,
                            timeout=60, env=env)
         print("$ brimctl %s -> %d\n%s%s" % (" ".join(args), p.returncode,
@@ -776,6 +777,13 @@ def brimctl_client_secret(bindir):
             assert p.returncode == 0, p.stderr
         p = run(cl, "--client-secret-file", csec, "get", "k3")
         assert p.returncode == 0 and p.stdout == "v3", p
+        # Seeded with a node alone: its MAP_FETCH wants the proof too
+        # (issue 15: the map comes from nodes, on proven connections).
+        node1 = "127.0.0.1:%d" % cl.nodes["node1"].port
+        p = run(cl, "--client-secret-file", csec, "get", "k3", seeds=node1)
+        assert p.returncode == 0 and p.stdout == "v3", p
+        p = run(cl, "get", "k3", seeds=node1)
+        assert p.returncode != 0 and "--client-secret-file" in p.stderr, p
         # The clients' secret where the cluster's goes: said plainly.
         p = run(cl, "--secret-file", csec, "get", "k3")
         assert p.returncode != 0, p

@@ -6,10 +6,14 @@ against a real brim-coord and three real brim-nodes on free loopback ports
     client_coord.py --list
     client_coord.py --coord C --node N --ctl CTL --tool TOOL CASE
 
-Cases: load, mload, spread, brimctl, stale, leave_last, push (a client
-learns a join's epoch from the coordinator's push, with no data call),
+Cases: load, mload, spread, brimctl, stale, leave_last, learn (a client
+learns a join's epoch from the epoch its data replies carry),
 coord_restart (the coordinator is killed and restarted under a GET/SET
-loop: no call fails, and the subscription comes back by itself), flush,
+loop: no call fails, and epochs are learned after it), flush, fleet
+(1,000 handles: the coordinator keeps only the nodes' connections; a
+client started while it is stopped, or killed, reads and writes),
+node_map (a node's MAP_FETCH, the epoch in its data replies, RETRY once
+its lease is out),
 admin (the typed calls of <brim/admin.h> give what the wire says:
 brim_members() and brim_cluster_stats() against MEMBERS and
 CLUSTER_STATS decoded here, two plans, the refusals, and a leave that
@@ -17,6 +21,7 @@ takes the node out of the list).
 """
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -37,12 +42,24 @@ P = 1024
 STATES = {1: "joining", 2: "up", 3: "leaving", 4: "dead"}
 
 
+def more_files():
+    """preexec_fn: RLIMIT_NOFILE's soft limit up to its hard one (a node
+    of the fleet case holds over 1,000 connections; Debian's soft limit
+    is 1,024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > 65536:
+        hard = 65536
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 class Proc:
     def __init__(self, cmd, log):
         self.cmd, self.log = cmd, log
         self.f = open(log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.f,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     preexec_fn=more_files)
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
@@ -89,8 +106,9 @@ def topo(port):
 
 
 class Cluster:
-    def __init__(self, args, nnodes=3):
+    def __init__(self, args, nnodes=3, node_args=()):
         self.args = args
+        self.node_args = list(node_args)
         self.dir = tempfile.mkdtemp(prefix="brim-client-coord-")
         self.port = bw.free_port()
         self.addr = "127.0.0.1:%d" % self.port
@@ -117,7 +135,8 @@ class Cluster:
     def add(self, name):
         port = bw.free_port()
         p = Proc([self.args.node, "--name", name, "--coordinator", self.addr,
-                  "--listen", "127.0.0.1:%d" % port, "--partitions", str(P)],
+                  "--listen", "127.0.0.1:%d" % port, "--partitions", str(P)]
+                 + self.node_args,
                  os.path.join(self.dir, name + ".log"))
         self.nodes[name] = (p, port)
         wait_port(port, p)
@@ -164,7 +183,8 @@ class Tool:
         self.err = os.path.join(cl.dir, "tool.err")
         with open(self.err, "wb") as f:
             self.p = subprocess.Popen(list(args), stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=f)
+                                      stdout=subprocess.PIPE, stderr=f,
+                                      preexec_fn=more_files)
         self.buf = b""
 
     def stderr(self):
@@ -333,9 +353,9 @@ def case_leave_last(cl, a):
     print(r.stdout.strip())
 
 
-def await_join_push(cl, t):
+def await_join_learn(cl, t):
     """The tool says "ready epoch=E"; a 4th node joins; the tool must see
-    the join's epoch by polling brim_epoch() alone. Returns the epoch."""
+    the join's epoch from its GETs' replies. Returns the epoch."""
     line = t.line()
     assert line.startswith("ready epoch="), line
     e0 = int(line.split("=")[1])
@@ -344,25 +364,26 @@ def await_join_push(cl, t):
     cl.add("node4")
     t1 = cl.wait(lambda t: t["epoch"] > t0 and Cluster.settled(t, 4))
     line = t.line()
-    assert line.startswith("pushed epoch="), line
+    assert line.startswith("learned epoch="), line
     print("join: epoch %d -> %d, %s" % (t0, t1["epoch"], line))
     e = int(line.split()[1].split("=")[1])
     assert t0 < e <= t1["epoch"], (t0, e, t1["epoch"])
     return e
 
 
-def case_push(cl, a):
-    t = Tool(cl, a.tool, cl.addr, "push")
+def case_learn(cl, a):
+    t = Tool(cl, a.tool, cl.addr, "learn")
     try:
-        await_join_push(cl, t)
+        await_join_learn(cl, t)
         r = t.finish()
     finally:
         t.kill()
     print(r)
-    # Connect's MAP_FETCH was the only request besides SUBSCRIBE: no data
-    # call, so no MOVED and no map fetched again.
-    assert int(r["pushed"]) >= 1 and r["moved"] == "0", r
-    assert r["refresh"] == "1", r
+    # The GET's reply named the new epoch: one fetch at connect, one for
+    # the epoch learned (the key did not move, or it moved and its old
+    # owner named the epoch in MOVED: either way few fetches).
+    assert int(r["learned"]) + int(r["moved"]) >= 1, r
+    assert 2 <= int(r["refresh"]) <= 4, r
 
 
 def case_coord_restart(cl, a):
@@ -388,12 +409,13 @@ def case_coord_restart(cl, a):
         # Calls went on while the coordinator was gone, and none failed
         # (the tool exits at the first failure).
         assert marks[2][1] > marks[1][1], marks
-        await_join_push(cl, t)
+        await_join_learn(cl, t)
         r = t.finish()
     finally:
         t.kill()
     print(r)
-    assert int(r["pushed"]) >= 1 and int(r["worst_ms"]) < 3000, r
+    assert int(r["learned"]) + int(r["moved"]) >= 1, r
+    assert int(r["worst_ms"]) < 3000, r
 
 
 def case_flush(cl, a):
@@ -462,16 +484,156 @@ def case_admin(cl, a):
     assert text(members[-1][0]) not in [n for n, _ in t["members"]], t
 
 
+def established(port):
+    """Open TCP connections whose local port is PORT (accepted by the
+    process listening there), from /proc/net/tcp and tcp6."""
+    n = 0
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(f) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for r in rows:
+            parts = r.split()
+            if parts[3] == "01" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                n += 1
+    return n
+
+
+def node_conns(port):
+    """A node's own count of its open connections (STATS connections)."""
+    c = bw.Conn(port)
+    try:
+        st = bw.stats(c)
+    finally:
+        c.close()
+    for v in [st] + [v for v in st.values() if isinstance(v, dict)]:
+        if "connections" in v:
+            return v["connections"]
+    raise AssertionError("no connections in STATS: %r" % (st,))
+
+
+def case_node_map(cl, a):
+    """A node serves MAP_FETCH: the committed topology (the coordinator's,
+    byte for byte) and its coordinator's address; every data reply names
+    its committed epoch; with its lease run out (the coordinator and the
+    other members stopped) it refuses MAP_FETCH, RETRY."""
+    port = cl.nodes["node1"][1]
+    c0 = bw.Conn(cl.port)
+    c = bw.Conn(port)
+    try:
+        want = c0.call(MAP_FETCH, 5)
+        rep = c.call(MAP_FETCH, 5)
+        assert rep[0] == 0 and rep[2] == want[2], (rep[:2], want[:2])
+        assert text(rep[3]) == cl.addr, rep[3:]
+        epoch = rep[2][3]
+        got = [c.call("SET", 6, b"k", b"v", 0, 0),
+               c.call("GET", 7, b"k"), c.call("DEL", 8, b"k"),
+               c.call("GET", 9, b"k"), c.call("MGET", 10, [b"k", b"j"])]
+        print("epoch %d; replies %r" % (epoch, got))
+        for r in got:
+            # OK, NOTFOUND or MOVED: the epoch is the last element (MOVED
+            # names it before the owner).
+            assert r[-1] == epoch or (r[0] == 5 and r[3] == epoch), r
+        stopped = [cl.coord] + [p for n, (p, _) in cl.nodes.items()
+                                if n != "node1"]
+        for p in stopped:
+            os.kill(p.proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while True:
+            rep = c.call(MAP_FETCH, 11)
+            if rep[0] == 6:
+                break
+            assert time.monotonic() < deadline, "lease never ran out"
+            time.sleep(0.1)
+        print("lease out: %r" % (rep,))
+        assert "lease" in text(rep[2]), rep
+    finally:
+        c.close()
+        c0.close()
+    for p in stopped:
+        os.kill(p.proc.pid, signal.SIGKILL)
+        p.proc.wait(timeout=5)
+    cl.nodes["node1"][0].stop(signal.SIGQUIT)
+
+
+FLEET = 1000
+
+
+def case_fleet(cl, a):
+    """1,000 handles seeded with the coordinator: once they have the map
+    the coordinator holds only the nodes' connections; then clients
+    started while the coordinator is stopped (SIGSTOP, then SIGKILL)
+    serve reads and writes from node seeds alone, and so does brim-bench
+    --verify seeded with a node."""
+    base = established(cl.port)
+    assert base == len(cl.nodes), ("coordinator connections before", base)
+    t = Tool(cl, a.tool, cl.addr, "fleet", str(FLEET))
+    try:
+        line = t.line(timeout=90)
+        assert line.startswith("ready handles=%d" % FLEET), line
+        coord = established(cl.port)
+        per_node = {n: node_conns(port) for n, (_, port) in cl.nodes.items()}
+        per_node_tcp = {n: established(port)
+                        for n, (_, port) in cl.nodes.items()}
+        print("%s; coordinator connections %d (nodes %d); per node (STATS) "
+              "%r, (TCP) %r" % (line, coord, len(cl.nodes), per_node,
+                                per_node_tcp))
+        assert coord == len(cl.nodes), coord
+        # Each handle talks to the owners of its 8 keys: well over 1,000
+        # client connections over the three nodes.
+        assert sum(per_node.values()) >= FLEET, per_node
+        assert min(per_node.values()) > FLEET // 3, per_node
+        t.send("done")
+        r = t.finish(timeout=60)
+    finally:
+        t.kill()
+    print(r)
+    node1 = "127.0.0.1:%d" % cl.nodes["node1"][1]
+    node2 = "127.0.0.1:%d" % cl.nodes["node2"][1]
+    for how in (signal.SIGSTOP, signal.SIGKILL):
+        os.kill(cl.coord.proc.pid, how)
+        seeds = "%s,%s" % (cl.addr, node1)   # the coordinator first
+        t0 = time.monotonic()
+        r = run([a.tool, seeds, "load", "200"])
+        print("coordinator %s: %s (%.1f s)" % (
+            how.name, r.stdout.strip(), time.monotonic() - t0))
+        assert r.stdout.startswith("ok n=200"), r.stdout
+        env = dict(os.environ)
+        env.pop("BRIM_SERVER", None)
+        env.pop("BRIM_COORDINATOR", None)
+        run([a.ctl, "--coordinator", node2, "set", "nocoord", how.name],
+            env=env)
+        got = run([a.ctl, "--coordinator", node2, "get", "nocoord"],
+                  env=env).stdout
+        assert got == how.name, got
+    cl.coord.proc.wait(timeout=5)
+    # brim-bench (built beside brimctl) seeded with a node alone.
+    bench = os.path.join(os.path.dirname(a.ctl), "brim-bench")
+    r = run([bench, "--coordinator", node1, "--connections", "4",
+             "--ops", "3000", "--keys", "500", "--verify", "--quiet",
+             "--json"])
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    print("brim-bench seeded with %s, no coordinator: ops %d errors %d "
+          "nodes %d" % (node1, j["ops"], j["errors"], j["nodes"]))
+    assert j["ok"] and j["errors"] == 0 and j["nodes"] == 3, j
+
+
+case_fleet.node_args = ["--max-conns", str(4 * FLEET)]
+
+
 CASES = bt.Cases([
     ("load", case_load), ("mload", case_mload), ("spread", case_spread),
     ("brimctl", case_brimctl), ("stale", case_stale),
-    ("leave_last", case_leave_last), ("push", case_push),
+    ("leave_last", case_leave_last), ("learn", case_learn),
     ("coord_restart", case_coord_restart), ("flush", case_flush),
-    ("admin", case_admin)])
+    ("admin", case_admin), ("fleet", case_fleet),
+    ("node_map", case_node_map)])
 
 
 def run_case(fn, a):
-    cl = Cluster(a)
+    cl = Cluster(a, node_args=getattr(fn, "node_args", ()))
     try:
         fn(cl, a)
     except BaseException:

@@ -17,17 +17,22 @@
  *                                      print "KEY FLAGS HEX" (the value in
  *                                      hex) or "KEY miss": what libbrim
  *                                      reads (tests/cluster/mcport.py)
- *   client_coord_tool COORD push       print "ready epoch=E", then poll
- *                                      brim_epoch() (no data call at all)
- *                                      until the coordinator pushes a newer
- *                                      epoch: a join, within WAIT_MS
+ *   client_coord_tool COORD learn      print "ready epoch=E", then GET one
+ *                                      key every 5 ms until brim_epoch()
+ *                                      is newer: a join, learned from the
+ *                                      data replies' epochs within WAIT_MS
  *   client_coord_tool COORD churn N    SET then GET N keys round and round,
  *                                      every call within the timeout and
  *                                      none failing, while the coordinator
  *                                      is killed and restarted: stdin
  *                                      "mark" prints "mark ops=K", "stop"
- *                                      ends the loop; then as push (the
- *                                      subscription came back by itself)
+ *                                      ends the loop; then as learn
+ *   client_coord_tool SEEDS fleet N    open N more handles at once (RLIMIT_
+ *                                      NOFILE raised to its hard limit),
+ *                                      each SETs and GETs FLEET_KEYS keys,
+ *                                      print "ready handles=N ms=T", wait
+ *                                      for a line on stdin (the counts are
+ *                                      read meanwhile), close them all
  *   client_coord_tool COORD admin      the typed calls of <brim/admin.h>
  *                                      as an admin: print every member,
  *                                      the cluster's stats and node rows,
@@ -44,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <brim.h>
@@ -53,8 +59,10 @@
 #include "proto/topo.h"
 
 #define TIMEOUT_MS 3000
-#define WAIT_MS 20000      /* push: longest wait for an epoch */
+#define WAIT_MS 20000      /* learn: longest wait for an epoch */
 #define CHURN_MAX_MS 60000 /* churn: longest loop without "stop" */
+#define FLEET_KEYS 8       /* fleet: keys each handle writes and reads */
+#define FLEET_MAX 100000   /* fleet: most handles */
 
 static int64_t
 now_ms(void)
@@ -123,6 +131,71 @@ get_all(struct brim_client *c, int n, const char *prefix)
     return 0;
 }
 
+/*
+ * N handles of OPTS open together, each with FLEET_KEYS keys written and
+ * read back; "ready" once all are, then held until a line on stdin.
+ */
+static int
+fleet(const struct brim_opts *opts, int n)
+{
+    struct brim_client **cs;
+    struct rlimit        rl;
+    char                 err[BRIM_ERRBUF_LEN], k[48], line[16];
+    void                *val;
+    size_t               len;
+    int64_t              t0;
+    int                  i, j, rc = 0;
+
+    if (n < 1 || n > FLEET_MAX) {
+        fprintf(stderr, "client_coord_tool: fleet: N is 1 .. %d\n", FLEET_MAX);
+        return 2;
+    }
+    /* Each handle holds a connection per node it talks to. */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    cs = calloc((size_t) n, sizeof(*cs));
+    if (cs == NULL) {
+        return fail("fleet: calloc", BRIM_ENOMEM, NULL);
+    }
+    t0 = now_ms();
+    for (i = 0; i < n && rc == 0; i++) {
+        rc = brim_connect(opts, &cs[i], err);
+        if (rc != 0) {
+            fprintf(stderr, "client_coord_tool: fleet: handle %d: %s: %s\n", i,
+                    brim_err_name(rc), err);
+            break;
+        }
+        for (j = 0; j < FLEET_KEYS && rc == 0; j++) {
+            snprintf(k, sizeof(k), "fleet-%d-%d", i, j);
+            rc = brim_set(cs[i], k, strlen(k), k, strlen(k), 0, 0, NULL);
+            if (rc == 0) {
+                rc = brim_get(cs[i], k, strlen(k), &val, &len);
+            }
+            if (rc == 0) {
+                rc = len == strlen(k) && memcmp(val, k, len) == 0 ? 0 : 1;
+                brim_free(val);
+            }
+            if (rc != 0) {
+                rc = fail(k, rc, cs[i]);
+            }
+        }
+    }
+    if (rc == 0) {
+        printf("ready handles=%d ms=%" PRId64 "\n", n, now_ms() - t0);
+        fflush(stdout);
+        if (fgets(line, sizeof(line), stdin) == NULL) {
+            rc = 1;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        brim_close(cs[i]);
+    }
+    free(cs);
+    return rc;
+}
+
 static int
 mload(struct brim_client *c, int n)
 {
@@ -188,15 +261,18 @@ sleep_ms(long ms)
 }
 
 /*
- * Print "ready epoch=E", then poll brim_epoch() every 5 ms, sending
- * nothing else, until it passes E or WAIT_MS runs out. The epoch can only
- * move by a SUBSCRIBE reply: no data call runs, so no MOVED, no MAP_FETCH.
+ * Print "ready epoch=E", then GET one key every 5 ms until brim_epoch()
+ * passes E or WAIT_MS runs out: the client learns the new epoch from the
+ * epoch its data replies carry (or a MOVED), with no coordinator.
  */
 static int
-await_push(struct brim_client *c)
+await_epoch(struct brim_client *c)
 {
     uint64_t e0, e;
     int64_t  t0;
+    void    *val;
+    size_t   len;
+    int      rc;
 
     e0 = brim_epoch(c);
     printf("ready epoch=%" PRIu64 "\n", e0);
@@ -206,13 +282,20 @@ await_push(struct brim_client *c)
         if (now_ms() - t0 > WAIT_MS) {
             fprintf(stderr,
                     "client_coord_tool: epoch still %" PRIu64
-                    " after %d ms: nothing pushed\n",
+                    " after %d ms: nothing learned\n",
                     e, WAIT_MS);
             return 1;
         }
+        rc = brim_get(c, "learn-key", 9, &val, &len);
+        if (rc == 0) {
+            brim_free(val);
+        } else if (rc != BRIM_ENOTFOUND) {
+            return fail("learn: get", rc, c);
+        }
         sleep_ms(5);
     }
-    printf("pushed epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e, now_ms() - t0);
+    printf("learned epoch=%" PRIu64 " after_ms=%" PRId64 "\n", e,
+           now_ms() - t0);
     fflush(stdout);
     return 0;
 }
@@ -545,9 +628,10 @@ main(int argc, char **argv)
     if (argc == 2
         && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: client_coord_tool COORD MODE [N]\n"
-               "libbrim in cluster mode against the coordinator COORD "
-               "(HOST:PORT), driven by\ntests/cluster/client_coord.py "
-               "(CTest client.coord.*); the MODEs are listed at\nthe top "
+               "libbrim in cluster mode seeded with COORD (HOST:PORT of "
+               "coordinators or nodes,\ncomma-separated), driven by "
+               "tests/cluster/client_coord.py "
+               "(CTest\nclient.coord.*); the MODEs are listed at the top "
                "of tests/cluster/client_coord_tool.c. No environment "
                "variable; no\noption but --help (-h).\n");
         return 0;
@@ -574,14 +658,16 @@ main(int argc, char **argv)
         rc = set_all(c, n, "v", &worst) || get_all(c, n, "v");
     } else if (strcmp(argv[2], "mload") == 0) {
         rc = mload(c, n);
-    } else if (strcmp(argv[2], "push") == 0) {
-        rc = await_push(c);
+    } else if (strcmp(argv[2], "learn") == 0) {
+        rc = await_epoch(c);
     } else if (strcmp(argv[2], "admin") == 0) {
         rc = admin(c);
+    } else if (strcmp(argv[2], "fleet") == 0) {
+        rc = fleet(&opts, n);
     } else if (strcmp(argv[2], "churn") == 0) {
-        rc = churn(c, n, &worst) || await_push(c);
+        rc = churn(c, n, &worst) || await_epoch(c);
     } else if (strcmp(argv[2], "stale") == 0) {
-        brim_coordlink_subscribe(c, 0); /* MOVED is what this tests */
+        brim_coordlink_learn(c, 0); /* MOVED is what this tests */
         rc = set_all(c, n, "v", &worst);
         if (rc == 0) {
             printf("ready epoch=%" PRIu64 "\n", epoch0);
@@ -626,9 +712,9 @@ main(int argc, char **argv)
     }
     brim_coordlink_counts(c, &moved, &retry, &refresh);
     printf("%s n=%d epoch=%" PRIu64 " moved=%" PRIu64 " retry=%" PRIu64
-           " refresh=%" PRIu64 " pushed=%" PRIu64 " worst_ms=%" PRId64 "\n",
+           " refresh=%" PRIu64 " learned=%" PRIu64 " worst_ms=%" PRId64 "\n",
            rc == 0 ? "ok" : "FAILED", n, brim_coordlink_topo(c)->map.epoch,
-           moved, retry, refresh, brim_coordlink_pushed(c), worst);
+           moved, retry, refresh, brim_coordlink_learned(c), worst);
     brim_close(c);
     return rc;
 }

@@ -816,6 +816,112 @@ START_TEST(wire_rep_ttl_left)
 }
 END_TEST
 
+START_TEST(wire_rep_node_epoch)
+{
+    struct brim_rep       rep, got;
+    msgpack_object        empty;
+    const char           *v;
+    size_t                vlen, mark;
+    uint32_t              flags;
+    uint64_t              cas;
+    static const uint32_t ops[] = {BRIM_OP_GET,  BRIM_OP_SET,   BRIM_OP_DEL,
+                                   BRIM_OP_INCR, BRIM_OP_GAT,   BRIM_OP_TOUCH,
+                                   BRIM_OP_CAS,  BRIM_OP_APPEND};
+    size_t                i;
+
+    /* Every data op's OK reply ends with the node's epoch. */
+    for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        memset(&rep, 0, sizeof(rep));
+        rep.request_id = 9;
+        rep.value = "abc";
+        rep.value_len = 3;
+        rep.cas = 42;
+        rep.number = 11;
+        rep.node_epoch = 77;
+        out.len = 0;
+        ck_assert_int_eq(brim_wire_encode_rep(&out, ops[i], &rep), 0);
+        ck_assert_int_eq(parse_out_rep(ops[i], &got), 0);
+        ck_assert_msg(got.node_epoch == 77, "%s: node_epoch %llu",
+                      brim_op_name(ops[i]),
+                      (unsigned long long) got.node_epoch);
+        ck_assert_uint_eq(got.ttl_s, 0); /* the 0 placeholder: never */
+    }
+    /* GET: [0, id, value, flags, cas, ttl_left 0, epoch]; a reader that
+     * predates the epoch reads ttl_left 0, "never expires". */
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = 9;
+    rep.value = "abc";
+    rep.value_len = 3;
+    rep.cas = 42;
+    rep.node_epoch = 5;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_GET, &rep), 0);
+    ck_assert_uint_eq((uint8_t) out.data[BRIM_FRAME_HDR], 0x97);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_GET, &got), 0);
+    ck_assert_uint_eq(got.cas, 42);
+    /* An error of a data op carries it too; MOVED's and RETRY's epoch is
+     * the node's; a reply of an older node has none. */
+    memset(&rep, 0, sizeof(rep));
+    rep.status = BRIM_ENOTFOUND;
+    rep.request_id = 3;
+    rep.node_epoch = 8;
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_GET, &rep), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_GET, &got), 0);
+    ck_assert_int_eq(got.status, BRIM_ENOTFOUND);
+    ck_assert_uint_eq(got.node_epoch, 8);
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x95\x05\x01\xa0\x09\xa3"
+                                              "a:1"),
+                                         BRIM_OP_GET, &lim, &zone, &got, NULL),
+                     0);
+    ck_assert_uint_eq(got.node_epoch, 9);
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x95\x00\x01\xa1v\x00\x00"),
+                                         BRIM_OP_GET, &lim, &zone, &got, NULL),
+                     0);
+    ck_assert_uint_eq(got.node_epoch, 0);
+    /* What is not an unsigned integer there is ignored, as a newer
+     * peer's field would be; other ops never carry one. */
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x97\x00\x01\xa1v\x00\x00"
+                                              "\x00\xa1x"),
+                                         BRIM_OP_GET, &lim, &zone, &got, NULL),
+                     0);
+    ck_assert_uint_eq(got.node_epoch, 0);
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x93\x00\x01\x07"), BRIM_OP_PING,
+                                         &lim, &zone, &got, NULL),
+                     0);
+    ck_assert_uint_eq(got.node_epoch, 0);
+    /* MGET: the builder's epoch after the entries. */
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_mget_begin_epoch(&out, 4, 2, 12, &mark), 0);
+    ck_assert_int_eq(brim_wire_mget_hit(&out, "val", 3, 5, 6), 0);
+    ck_assert_int_eq(brim_wire_mget_miss(&out, BRIM_ENOTFOUND), 0);
+    ck_assert_int_eq(brim_wire_mget_end(&out, 12, mark), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_MGET, &got), 0);
+    ck_assert_uint_eq(got.nentries, 2);
+    ck_assert_uint_eq(got.node_epoch, 12);
+    ck_assert_int_eq(brim_wire_rep_entry(&got, 0, &v, &vlen, &flags, &cas), 0);
+    ck_assert(same_bytes(v, vlen, "val", 3));
+    /* A node's MAP_FETCH names its coordinators after the topology. */
+    memset(&empty, 0, sizeof(empty));
+    empty.type = MSGPACK_OBJECT_ARRAY;
+    memset(&rep, 0, sizeof(rep));
+    rep.request_id = 6;
+    rep.obj = &empty;
+    rep.coords = "127.0.0.1:7400,127.0.0.1:7401";
+    rep.coords_len = strlen(rep.coords);
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_MAP_FETCH, &rep), 0);
+    ck_assert_int_eq(parse_out_rep(BRIM_OP_MAP_FETCH, &got), 0);
+    ck_assert(
+        same_bytes(got.coords, got.coords_len, rep.coords, rep.coords_len));
+    ck_assert_int_eq(brim_wire_parse_rep(BODY("\x93\x00\x01\x90"),
+                                         BRIM_OP_MAP_FETCH, &lim, &zone, &got,
+                                         NULL),
+                     0);
+    ck_assert_ptr_null(got.coords);
+}
+END_TEST
+
 /* ---- limits ---- */
 
 /* Encode a request into OUT (emptied first) and parse it back. */
@@ -1796,6 +1902,7 @@ brim_test_suite(void)
     add_case(s, tcase_create("rep_errors"), wire_rep_errors);
     add_case(s, tcase_create("rep_malformed"), wire_rep_malformed);
     add_case(s, tcase_create("rep_ttl_left"), wire_rep_ttl_left);
+    add_case(s, tcase_create("rep_node_epoch"), wire_rep_node_epoch);
     add_case(s, tcase_create("key_limit"), wire_key_limit);
     add_case(s, tcase_create("value_limit"), wire_value_limit);
     add_case(s, tcase_create("mget_limit"), wire_mget_limit);
