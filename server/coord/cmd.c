@@ -158,6 +158,7 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
     rep.request_id = req->request_id;
     rep.topo = &co->state.committed;
     rep.flush_ms = co->state.flush_ms;
+    mb->known_epoch = co->state.committed.map.epoch;
     return brim_wire_encode_rep(brim_conn_out(c), BRIM_OP_JOIN, &rep);
 }
 

@@ -67,12 +67,14 @@ struct brim_coord_member {
     struct brim_conn         *conn;       /* its node-to-coord connection */
     struct brim_peer          peer;       /* coord-to-node connection */
     struct brim_coord        *coord;
-    int                       need_ack;  /* awaited for the pending epoch */
-    uint64_t                  owe_abort; /* an epoch a former leader left
+    int                       need_ack; /* awaited for the pending epoch */
+    uint64_t known_epoch; /* the committed epoch it was last told of (JOIN's
+                             reply, or member.c's catch-up) */
+    uint64_t owe_abort;   /* an epoch a former leader left
                                            pending: EPOCH_ABORT it once
                                            connected; 0 none */
-    int                       removed;   /* gone: freed once PEER is idle */
-    int                       leaving;   /* LEAVE asked */
+    int      removed;     /* gone: freed once PEER is idle */
+    int      leaving;     /* LEAVE asked */
     /* Its last heartbeat's stats (PROTOCOL.md 10.2, DESIGN.md 8). */
     uint64_t hb_keys, hb_bytes, hb_partitions, hb_rps;
     uint64_t hb_epoch;                     /* its committed epoch then */

@@ -320,6 +320,43 @@ member_hello(struct brim_coord_member *mb)
     brim_peer_set_hello(&mb->peer, &h);
 }
 
+static void member_notify(struct brim_coord_member *mb, uint32_t op,
+                          uint64_t epoch);
+
+/*
+ * A joiner outside the committed map that was told an older one (it
+ * joined while that change was pending; nemesis seed 5 found it, the
+ * cluster's first two epochs): tell it the committed map now, as a
+ * PROPOSE and a COMMIT it takes as a non-member, before the change it
+ * joins with is proposed. Else it would diff that change against the
+ * older map, expect no stream (or one from the wrong node) for the
+ * partitions the committed map's owners hand it, and refuse them, and
+ * the old owners would drop those partitions.
+ */
+static void
+member_catch_up(struct brim_coord_member *mb)
+{
+    struct brim_coord *co = mb->coord;
+    struct brim_req    req;
+    uint64_t           e = co->state.committed.map.epoch;
+
+    if (mb->peer.state != BRIM_PEER_OPEN || e == 0 || mb->known_epoch >= e
+        || in_topo(&co->state.committed, mb->m.name))
+    {
+        return;
+    }
+    brim_log_info("member %s: told epoch %" PRIu64 " (it joined knowing "
+                  "epoch %" PRIu64 ")",
+                  mb->m.name, e, mb->known_epoch);
+    memset(&req, 0, sizeof(req));
+    req.op = BRIM_OP_EPOCH_PROPOSE;
+    req.epoch = e;
+    req.topo = &co->state.committed;
+    member_call(mb, &req, ignore_reply, NULL);
+    member_notify(mb, BRIM_OP_EPOCH_COMMIT, e);
+    mb->known_epoch = e;
+}
+
 /* Connect to MB (HELLO and AUTH first), and send the pending proposal if
  * it owes one. */
 static void
@@ -356,6 +393,7 @@ member_sync(struct brim_coord_member *mb)
         req.op = 0;
         req.arg_epoch = 0;
     }
+    member_catch_up(mb);
     if (mb->need_ack && co->state.has_pending) {
         req.op = BRIM_OP_EPOCH_PROPOSE;
         req.topo = &co->state.pending;
@@ -758,6 +796,7 @@ change_commit(struct brim_coord *co)
             brim_coord_member_remove(mb);
         } else {
             co->dirty = 1; /* joined while this change was pending */
+            member_catch_up(mb);
         }
     }
     subscribers_answer(co, 0);
