@@ -20,6 +20,12 @@ issue_11_alloc_failures allocations fail on the migration path (test
                        hook BRIM_TEST_ALLOC_FAIL): tombstones, inserted
                        entries, stream frames; each failure is retried or
                        refused RETRY, counted, and nothing is lost
+join_during_pending    node3 joins while a change (node1's leave) is
+                       pending (node2 SIGSTOPped, so it does not ack):
+                       the coordinator tells node3 the committed map
+                       before the change that adds it, node3 takes
+                       node2's streams of what node1 handed over, and
+                       every record is verified (once nemesis seed 5)
 issue_10_link_reset    every TCP connection to the joiner reset once
                        (ss -K, root) mid-stream: the links are made
                        again, the streams restart, every record verified
@@ -35,6 +41,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -287,6 +294,46 @@ def issue_10_no_wait_cap(a):
         print("the second join committed %.1f s after the first" % took)
         assert took > 62, "the migration was shorter than the old cap"
         assert "superseded" not in c.logs()
+        verify(c, data, n)
+
+
+@case
+def join_during_pending(a):
+    n = 8000
+    with running(Cluster(a, 2, 256)) as c:
+        data = os.path.join(c.dir, "data.jsonl")
+        make_records(data, n, 1000)
+        load(c, data)
+        with open(os.path.join(c.dir, "node2.pid")) as f:
+            pid2 = int(f.read().split()[0])
+        os.kill(pid2, signal.SIGSTOP)
+        try:
+            # node1's leave is proposed to node1 and node2; node2 cannot
+            # acknowledge, so the change stays pending.
+            c.ctl("leave", "node1")
+            deadline = time.monotonic() + 20
+            while "epoch 2 proposed" not in c.log("coord"):
+                assert time.monotonic() < deadline, "no proposal"
+                time.sleep(0.05)
+            join = subprocess.Popen(
+                [a.launcher, "add-node", "node3", "--dir", c.dir],
+                env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            while "member node3" not in c.log("coord"):
+                assert time.monotonic() < deadline, "node3 did not join"
+                time.sleep(0.05)
+            assert "epoch 2 committed" not in c.log("coord")
+        finally:
+            os.kill(pid2, signal.SIGCONT)
+        out, _ = join.communicate(timeout=240)
+        assert join.returncode == 0, out.decode(errors="replace")
+        wait_quiet(c, 120)
+        coord = c.log("coord")
+        assert "member node3: told epoch 2" in coord, \
+            "node3 was not told the committed map"
+        assert "not completed" not in c.logs()
+        for name in ("node2", "node3"):
+            st = c.node_stats(name)
+            assert st["mig_partitions_out_dropped"] == 0, (name, st)
         verify(c, data, n)
 
 
