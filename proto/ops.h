@@ -42,7 +42,7 @@
  *   STATS    a map of name to value                  (STATS)
  *   HELLO    the peer's hello, epoch and limits      (HELLO)
  *   TOPO     a topology, proto/topo.h               (JOIN, MAP_FETCH, ...)
- *   EPOCH    epoch u64, lease_ms u32                 (HEARTBEAT, LEAVE)
+ *   EPOCH    epoch u64, lease_ms u32, [flush, term]  (HEARTBEAT, LEAVE)
  *   OBJECT   one msgpack object (array or map)       (MEMBERS, PLAN, ...)
  *   AUTH     nonce_s, mac_s (CHALLENGE) or nothing   (AUTH)
  */
@@ -85,6 +85,8 @@ enum brim_rep_shape {
  *   B an array of 0..max_batch_entries stream entries (PROTOCOL.md 11),
  *     each checked (brim_wire_entry_decode()), borrowed
  *   x AUTH's nonce or MAC: bytes of exactly BRIM_WIRE_AUTH_BYTES
+ *   r a coordinator's term u64 (etcd mode: its leadership's election key
+ *     revision; 0 and not sent in file mode; PROTOCOL.md 10.6)
  * KEY_ARG is the argument index of the routing key, -1 when there is none.
  * Codes are stable: never renumber or reuse one.
  */
@@ -118,11 +120,11 @@ enum brim_rep_shape {
        BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \
     XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH,                         \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
-    XX(EPOCH_PROPOSE, 35, 1, 1, "T", -1, BRIM_REP_EMPTY,                       \
+    XX(EPOCH_PROPOSE, 35, 1, 2, "Tr", -1, BRIM_REP_EMPTY,                      \
        BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \
-    XX(EPOCH_COMMIT, 37, 1, 1, "E", -1, BRIM_REP_EMPTY,                        \
+    XX(EPOCH_COMMIT, 37, 1, 2, "Er", -1, BRIM_REP_EMPTY,                       \
        BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                 \
-    XX(EPOCH_ABORT, 38, 1, 1, "E", -1, BRIM_REP_EMPTY,                         \
+    XX(EPOCH_ABORT, 38, 1, 2, "Er", -1, BRIM_REP_EMPTY,                        \
        BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                 \
     XX(MAP_FETCH, 39, 0, 0, "", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)        \
     XX(SUBSCRIBE, 40, 1, 1, "E", -1, BRIM_REP_TOPO, BRIM_OPF_IDEMPOTENT)       \

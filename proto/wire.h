@@ -141,6 +141,9 @@ struct brim_req {
                                           FORWARD_GET and PULL the
                                           sender's last applied flush
                                           (PROTOCOL.md 4.2); 0 = none */
+    uint64_t                term;        /* r: the sending coordinator's term
+                                          (EPOCH_PROPOSE, _COMMIT, _ABORT;
+                                          PROTOCOL.md 10.6); 0 = none */
     const msgpack_object   *keys;        /* K: MGET keys (decoded only) */
     uint32_t                nkeys;       /* K: 1 .. max_mget_keys */
     const char             *section;     /* s: STATS section, may be empty */
@@ -211,6 +214,10 @@ struct brim_rep {
     uint64_t                flush_ms;    /* TOPO, EPOCH: the cluster's last
                                             flush mark, Unix ms (trailing,
                                             sent when not 0) */
+    uint64_t                term;        /* EPOCH: the answering
+                                            coordinator's term, after the
+                                            flush mark (sent as 0 then);
+                                            0: not sent (file mode) */
     const msgpack_object   *obj;         /* TOPO (an array: give it to
                                             brim_topo_decode()), OBJECT; on
                                             encode used when TOPO is NULL */

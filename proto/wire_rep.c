@@ -335,7 +335,8 @@ rep_ok(struct brim_rep *rep, int shape, const msgpack_object *a, uint32_t n,
     case BRIM_REP_EPOCH:
         if (n >= 3 && wire_get_u64(&a[2], &rep->epoch)
             && (n < 4 || wire_get_u32(&a[3], &rep->lease_ms))
-            && (n < 5 || wire_get_u64(&a[4], &rep->flush_ms)))
+            && (n < 5 || wire_get_u64(&a[4], &rep->flush_ms))
+            && (n < 6 || wire_get_u64(&a[5], &rep->term)))
         {
             return 0;
         }
@@ -558,6 +559,9 @@ rep_ok_len(int shape, const struct brim_rep *rep)
         && rep->ttl_s != 0) {
         return len[shape] + 1u; /* the TTL left, trailing */
     }
+    if (shape == BRIM_REP_EPOCH && rep->term != 0) {
+        return len[shape] + 2u; /* the flush mark (maybe 0), the term */
+    }
     if ((shape == BRIM_REP_TOPO || shape == BRIM_REP_EPOCH)
         && rep->flush_ms != 0) {
         return len[shape] + 1u; /* the flush mark, trailing */
@@ -632,8 +636,10 @@ rep_pack_ok(msgpack_packer *pk, int shape, const struct brim_rep *rep)
     case BRIM_REP_EPOCH:
         err |= msgpack_pack_uint64(pk, rep->epoch);
         err |= msgpack_pack_uint32(pk, rep->lease_ms);
-        return err
-            | (rep->flush_ms != 0 ? msgpack_pack_uint64(pk, rep->flush_ms) : 0);
+        if (rep->flush_ms != 0 || rep->term != 0) {
+            err |= msgpack_pack_uint64(pk, rep->flush_ms);
+        }
+        return err | (rep->term != 0 ? msgpack_pack_uint64(pk, rep->term) : 0);
     case BRIM_REP_OBJECT:
         return err | msgpack_pack_object(pk, *rep->obj);
     case BRIM_REP_AUTH:

@@ -64,6 +64,8 @@ req_arg_name(char t)
         return "count";
     case 'm':
         return "flush_ms";
+    case 'r':
+        return "term";
     case 'B':
         return "entries";
     case 'x':
@@ -271,6 +273,9 @@ req_int(struct brim_req *req, char t, const msgpack_object *o)
     case 'm':
         ok = wire_get_u64(o, &req->flush_ms);
         break;
+    case 'r':
+        ok = wire_get_u64(o, &req->term);
+        break;
     default: /* 'I' */
         ok = wire_get_u64(o, &req->hello.incarnation);
         break;
@@ -466,6 +471,8 @@ req_arg_present(const struct brim_req *req, char t)
         return req->delay_s > 0;
     case 'm':
         return req->flush_ms > 0;
+    case 'r':
+        return req->term > 0;
     case 'W':
         return req->weight_ppm > 0;
     case 'M':
@@ -589,6 +596,8 @@ req_pack_arg(msgpack_packer *pk, char t, const struct brim_req *req)
         return msgpack_pack_uint64(pk, req->count);
     case 'm':
         return msgpack_pack_uint64(pk, req->flush_ms);
+    case 'r':
+        return msgpack_pack_uint64(pk, req->term);
     case 'B':
         return req_pack_entries(pk, req);
     case 'x':

@@ -41,6 +41,7 @@ extern "C" {
     XX(NOSPACE, 14, "no room: every node is at its cap")                       \
     XX(NONODES, 15, "no nodes in the cluster")                                 \
     XX(NOTLEADER, 16, "not the leading coordinator")                           \
+    XX(STALETERM, 17, "from a coordinator of an older term")                   \
     XX(AGAIN, 100, "try again: incomplete input")                              \
     XX(TIMEDOUT, 101, "timed out")                                             \
     XX(CONNREFUSED, 102, "connection refused")                                 \

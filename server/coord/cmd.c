@@ -39,6 +39,7 @@ reply_epoch(struct brim_conn *c, uint32_t op, uint64_t id, uint64_t epoch,
     rep.epoch = epoch;
     rep.lease_ms = lease_ms;
     rep.flush_ms = flush_ms;
+    rep.term = brim_coord_term(c->srv->data); /* PROTOCOL.md 10.6 */
     return brim_wire_encode_rep(brim_conn_out(c), op, &rep);
 }
 

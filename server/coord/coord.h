@@ -122,10 +122,15 @@ struct brim_coord_etcd {
 };
 
 struct brim_coord {
-    uv_loop_t                *loop;
-    char                    **argv;    /* main's: a deposed leader runs
+    uv_loop_t         *loop;
+    char             **argv; /* main's: a deposed leader runs
                                              itself again */
-    brim_coord_save_fn        save;    /* the state's back end */
+    brim_coord_save_fn save; /* the state's back end */
+    void (*deposed)(struct brim_coord *co,
+                    const char        *why);  /* a node answered STALETERM:
+                                                step down (leader.c; NULL in
+                                                file mode, which has no
+                                                terms) */
     struct brim_coord_etcd   *etcd;    /* NULL in file mode */
     int                       leading; /* serves membership: always in
                                              file mode */
@@ -216,6 +221,16 @@ int brim_coord_etcd_follow(struct brim_coord *co);
  * our leadership and the state's mod revision; a failed compare makes
  * this coordinator step down (it runs itself again, as a follower). */
 int brim_coord_etcd_save(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN]);
+
+/* The term CO leads in, carried in its EPOCH_PROPOSE, _COMMIT and
+ * _ABORT and its HEARTBEAT replies (PROTOCOL.md 10.6): its etcd leader
+ * key's create revision, 0 in file mode or while not leading. */
+static inline uint64_t
+brim_coord_term(const struct brim_coord *co)
+{
+    return co->etcd != NULL && co->etcd->term > 0 ? (uint64_t) co->etcd->term
+                                                  : 0;
+}
 
 /* member.c: what a coordinator does once it holds the state, at a start
  * or an election: take this process's timings, abort a pending epoch (to

@@ -381,6 +381,7 @@ brim_coord_etcd_start(struct brim_coord *co, char *err)
     e->lease_ttl_ms = (int64_t) co->cfg.election_ttl_s * 1000;
     co->etcd = e;
     co->save = brim_coord_etcd_save;
+    co->deposed = etcd_step_down;
     co->leading = 0;
     co->ack_until_ms = 0;
     brim_log_info("etcd mode: %s as %s, keys %s/*", co->cfg.etcd, co->cfg.name,

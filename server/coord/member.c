@@ -221,6 +221,43 @@ parse_reply(const char *body, size_t len, uint32_t op, struct brim_rep *rep)
     return brim_wire_parse_rep(body, len, op, &lim, &rep_zone, rep, NULL);
 }
 
+/* True when REP says the node has seen a newer coordinator term than
+ * ours (PROTOCOL.md 10.6): this coordinator was deposed, and steps down
+ * (in etcd mode; a file-mode coordinator sends no term, so no node
+ * answers it STALETERM). */
+static int
+member_stale_term(struct brim_coord_member *mb, const struct brim_rep *rep)
+{
+    struct brim_coord *co = mb->coord;
+    char               why[BRIM_ERRBUF_LEN];
+
+    if (rep->status != BRIM_ESTALETERM) {
+        return 0;
+    }
+    snprintf(why, sizeof(why), "member %s answered STALETERM: %.*s", mb->m.name,
+             (int) BRIM_MIN(rep->message_len, 200u), rep->message);
+    brim_log_warn("term %" PRIu64 " fenced: %s", brim_coord_term(co), why);
+    if (co->deposed != NULL) {
+        co->deposed(co, why);
+    }
+    return 1;
+}
+
+/* The reply to an EPOCH_COMMIT or EPOCH_ABORT: nothing to do unless the
+ * node fenced our term. */
+static void
+notify_reply(struct brim_peer *p, int status, const char *body, size_t len,
+             void *arg)
+{
+    struct brim_rep rep;
+
+    (void) arg;
+    if (status == 0 && parse_reply(body, len, BRIM_OP_EPOCH_COMMIT, &rep) == 0)
+    {
+        (void) member_stale_term(p->data, &rep);
+    }
+}
+
 static void
 propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
               void *arg)
@@ -231,6 +268,9 @@ propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
     uint64_t                  epoch = (uint64_t) (uintptr_t) arg;
 
     if (status != 0 || parse_reply(body, len, BRIM_OP_EPOCH_PROPOSE, &rep)) {
+        return;
+    }
+    if (member_stale_term(mb, &rep)) {
         return;
     }
     if (rep.status != 0) {
@@ -265,19 +305,13 @@ propose_reply(struct brim_peer *p, int status, const char *body, size_t len,
 }
 
 static void
-ignore_reply(struct brim_peer *p, int status, const char *body, size_t len,
-             void *arg)
-{
-    (void) p, (void) status, (void) body, (void) len, (void) arg;
-}
-
-static void
 member_call(struct brim_coord_member *mb, struct brim_req *req,
             brim_peer_reply_cb cb, void *arg)
 {
     struct brim_buf f;
 
     brim_buf_init(&f);
+    req->term = brim_coord_term(mb->coord); /* sent by the EPOCH_* ops */
     if (brim_wire_encode_req(&f, req) != 0
         || brim_peer_call(&mb->peer, &f, cb, arg) != 0)
     {
@@ -352,7 +386,7 @@ member_catch_up(struct brim_coord_member *mb)
     req.op = BRIM_OP_EPOCH_PROPOSE;
     req.epoch = e;
     req.topo = &co->state.committed;
-    member_call(mb, &req, ignore_reply, NULL);
+    member_call(mb, &req, notify_reply, NULL);
     member_notify(mb, BRIM_OP_EPOCH_COMMIT, e);
     mb->known_epoch = e;
 }
@@ -389,7 +423,7 @@ member_sync(struct brim_coord_member *mb)
         req.op = BRIM_OP_EPOCH_ABORT;
         req.arg_epoch = mb->owe_abort;
         mb->owe_abort = 0;
-        member_call(mb, &req, ignore_reply, NULL);
+        member_call(mb, &req, notify_reply, NULL);
         req.op = 0;
         req.arg_epoch = 0;
     }
@@ -415,7 +449,7 @@ member_notify(struct brim_coord_member *mb, uint32_t op, uint64_t epoch)
     req.op = op;
     req.epoch = mb->coord->state.committed.map.epoch;
     req.arg_epoch = epoch;
-    member_call(mb, &req, ignore_reply, NULL);
+    member_call(mb, &req, notify_reply, NULL);
 }
 
 /* ---- changes ---- */

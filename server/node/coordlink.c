@@ -226,7 +226,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
 {
     struct brim_node *node = arg;
     struct brim_rep   rep;
-    char              why[256];
+    char              why[BRIM_ERRBUF_LEN];
     uint64_t          sent_ms = node->coordlink.hb_sent_ms;
 
     node->coordlink.hb_out = 0;
@@ -255,6 +255,17 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     if (rep.status != 0) {
         brim_log_warn("coordinator %s: heartbeat: %s", node->coordlink.addr,
                       coord_why(&rep, why, sizeof(why)));
+        return;
+    }
+    if (brim_node_term_check(node, rep.term, node->coordlink.addr, why) != 0) {
+        /* Acknowledged by a deposed leader (PROTOCOL.md 10.6): no lease
+         * from it; the leader is another of the list. */
+        brim_log_warn("coordinator %s acknowledged a heartbeat: %s; not "
+                      "renewing the lease, trying the next",
+                      node->coordlink.addr, why);
+        node->coordlink.followed = 0;
+        node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
+        brim_peer_close(&node->coordlink.peer);
         return;
     }
     if (rep.lease_ms > 0) {

@@ -17,6 +17,7 @@
 
 #include "common/defs.h"
 #include "proto/frame.h"
+#include "proto/ops.h"
 #include "server/log.h"
 #include "server/node/change.h"
 #include "server/node/epoch.h"
@@ -79,6 +80,13 @@ dispatch_epoch(struct brim_node *node, struct brim_conn *c,
                                  : "epoch: needs a coordinator connection");
     }
     errbuf[0] = '\0';
+    rc = brim_node_term_check(node, req->term, c->peer, errbuf);
+    if (rc != 0) {
+        /* A deposed leader's word: refused, so it steps down. */
+        brim_log_warn("%s from %s refused: %s", brim_op_name(req->op), c->peer,
+                      errbuf);
+        return brim_node_reply_error(c, req->request_id, rc, errbuf);
+    }
     switch (req->op) {
     case BRIM_OP_EPOCH_PROPOSE:
         rc = brim_node_propose(node, req->obj, errbuf);

@@ -197,6 +197,19 @@ brim_node_propose(struct brim_node *node, const msgpack_object *t,
     if (rc != 0) {
         return rc;
     }
+    if (topo.map.epoch <= node->topo.epoch_seen
+        && !(node->topo.has_pending
+             && node->topo.pending.map.epoch == topo.map.epoch))
+    {
+        /* An epoch number is used once (PROTOCOL.md 10.6): one seen
+         * aborted or superseded never comes back, whoever sends it. */
+        brim_errfmt(errbuf,
+                    "epoch: %" PRIu64 " is not above epoch %" PRIu64
+                    " this node has seen proposed, committed or aborted",
+                    topo.map.epoch, node->topo.epoch_seen);
+        brim_topo_destroy(&topo);
+        return BRIM_EEXISTS;
+    }
     if (node->topo.has_pending && node->topo.pending.map.epoch > topo.map.epoch)
     {
         /* A node keeps the highest pending epoch (DESIGN.md 7, step 1). */
@@ -208,6 +221,7 @@ brim_node_propose(struct brim_node *node, const msgpack_object *t,
         return BRIM_EEXISTS;
     }
     brim_node_topo_set_pending(node, &topo);
+    node->topo.epoch_seen = BRIM_MAX(node->topo.epoch_seen, topo.map.epoch);
     brim_log_info("epoch %" PRIu64 " pending (committed %" PRIu64 "): %u "
                   "members, this node %s",
                   topo.map.epoch, node->topo.committed.map.epoch, topo.nmembers,
@@ -231,15 +245,38 @@ brim_node_topo_commit(struct brim_node *node, uint64_t epoch,
     t->committed = t->pending;
     t->self = t->self_pending;
     t->was_member |= t->self >= 0;
+    t->epoch_seen = BRIM_MAX(t->epoch_seen, epoch);
     memset(&t->pending, 0, sizeof(t->pending));
     t->has_pending = 0;
     t->self_pending = -1;
     return 0;
 }
 
+int
+brim_node_term_check(struct brim_node *node, uint64_t term, const char *from,
+                     char errbuf[BRIM_ERRBUF_LEN])
+{
+    if (term < node->topo.term) {
+        brim_errfmt(errbuf,
+                    "term %" PRIu64 " is older than term %" PRIu64
+                    " this node has seen",
+                    term, node->topo.term);
+        return BRIM_ESTALETERM;
+    }
+    if (term > node->topo.term) {
+        brim_log_info("coordinator %s leads in term %" PRIu64 " (was %" PRIu64
+                      ")",
+                      from, term, node->topo.term);
+        node->topo.term = term;
+    }
+    return 0;
+}
+
 void
 brim_node_abort(struct brim_node *node, uint64_t epoch)
 {
+    /* Aborted, the number is spent even when it was never pending here. */
+    node->topo.epoch_seen = BRIM_MAX(node->topo.epoch_seen, epoch);
     if (node->topo.has_pending && node->topo.pending.map.epoch == epoch) {
         brim_topo_destroy(&node->topo.pending);
         node->topo.has_pending = 0;

@@ -65,8 +65,10 @@ void brim_node_topo_set_pending(struct brim_node *node, struct brim_topo *topo);
  * EPOCH_PROPOSE: decode topology T (borrowed) and keep it as pending,
  * replacing an older pending one. Returns 0, BRIM_EBADREQ (malformed, or
  * its partitions differ from the node's), BRIM_EDENIED (another cluster)
- * or BRIM_EEXISTS (not newer than the committed or pending epoch), with
- * ERRBUF saying why. On error the node's state is unchanged.
+ * or BRIM_EEXISTS (not newer than the committed or pending epoch, or at
+ * or below an epoch this node has seen proposed, committed or aborted,
+ * other than the pending one proposed again), with ERRBUF saying why. On
+ * error the node's state is unchanged.
  */
 int brim_node_propose(struct brim_node *node, const msgpack_object *t,
                       char errbuf[BRIM_ERRBUF_LEN]);
@@ -79,6 +81,17 @@ int brim_node_propose(struct brim_node *node, const msgpack_object *t,
  */
 int brim_node_topo_commit(struct brim_node *node, uint64_t epoch,
                           struct brim_topo *old, int32_t *old_self);
+
+/*
+ * Fencing by term (PROTOCOL.md 10.6): TERM is the term an EPOCH_* request
+ * or a HEARTBEAT reply from coordinator FROM (NUL-terminated, for the
+ * log) carries, 0 when none (file mode). A term above the highest one
+ * seen becomes it; one below is refused. Returns 0, or BRIM_ESTALETERM
+ * with ERRBUF saying which term this node has seen (the message of the
+ * STALETERM reply).
+ */
+int brim_node_term_check(struct brim_node *node, uint64_t term,
+                         const char *from, char errbuf[BRIM_ERRBUF_LEN]);
 
 /* EPOCH_ABORT EPOCH: forget the pending topology if it is EPOCH. */
 void brim_node_abort(struct brim_node *node, uint64_t epoch);

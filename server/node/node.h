@@ -140,6 +140,12 @@ struct brim_node_topo {
     int32_t          self_pending; /* our index in pending, or -1 */
     int              fenced;       /* the coordinator said DENIED */
     int              was_member;   /* a committed map held this node */
+    uint64_t         term;         /* the highest coordinator term seen
+                                      (PROTOCOL.md 10.6); 0: none (file
+                                      mode) */
+    uint64_t         epoch_seen;   /* the highest epoch seen proposed,
+                                      committed or aborted: a PROPOSE at
+                                      or below it is refused */
 };
 
 /* The serving lease (lease.c; DESIGN.md 7 step 7). */

@@ -22,6 +22,10 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
   notleader_follow           a follower answers NOTLEADER with the
                              leader's address and serves MAP_FETCH; its
                              state writes are refused
+  stale_term_fenced          item 4: a node refuses a coordinator's
+                             EPOCH_* of an older term (STALETERM) and an
+                             epoch number it has seen; a leader a node
+                             fences steps down and the standby carries on
   fault_coord_restart_mid_change, fault_coord_down_serving
                              fault_kill.py's coordinator cases with the
                              state in etcd (acceptance 5: one behaviour)
@@ -428,7 +432,7 @@ class ThreeEtcdCluster(EtcdCluster):
     etcd_members = 3
 
 
-OUTAGE_S = 10
+OUTAGE_S = 20
 
 
 @case
@@ -573,6 +577,108 @@ def notleader_follow(bindir):
         cl.wait_members(2)
         assert "following the leader" in cl.nodes["node2"].output()
         assert "elected" not in cl.coords["c2"].output()
+
+
+def leader_term_after(proc, at=0):
+    """The term PROC's log says it was elected in at or after offset AT
+    of its log (a stepped-down coordinator logs on in the same file), or
+    None."""
+    for ln in proc.output()[at:].splitlines():
+        if "elected leader: term " in ln:
+            return int(ln.split("elected leader: term ")[1].split()[0])
+    return None
+
+
+def leader_term(proc):
+    """The term PROC's log says it was first elected in."""
+    t = leader_term_after(proc)
+    assert t is not None, "no election in %s" % proc.log
+    return t
+
+
+@case
+def stale_term_fenced(bindir):
+    """Issue 15 item 4, fencing by term. The leader's term reaches every
+    node (its heartbeat replies and EPOCH_* requests carry it). A
+    coordinator connection then sends node1 EPOCH_PROPOSE, _COMMIT and
+    _ABORT of the term before: each is refused STALETERM and changes
+    nothing; of the current term, an epoch at or below the committed one
+    is refused EXISTS. Then node1 is told a term one above the leader's
+    (as a newer leader would): the leader's next proposal is refused
+    STALETERM, so it steps down, and the standby (whose term, a later
+    etcd revision, is higher still) commits node4's join. No node is
+    declared dead; brim-bench --verify sees lost=0 stale=0 errors=0."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        standby = cl.coords["c2"]
+        old = cl.coord
+        t1, bench = three_under_load(cl, 14)
+        term = leader_term(old)
+        node1 = cl.nodes["node1"]
+        for n in cl.nodes.values():
+            cl.wait_log(n, "leads in term %d" % term, 5)
+        logged = len(node1.output())
+        c = bw.Conn(node1.port, role=bt.ROLE["COORD"])
+        try:
+            rep = c.call(mb.MAP_FETCH, 2)
+            assert rep[0] == 0 and rep[2][3] == t1["epoch"], rep
+            topo = list(rep[2])
+            nxt = list(topo)
+            nxt[3] = t1["epoch"] + 100          # an epoch never proposed
+            stale = term - 1
+            for rid, op, args in ((3, "EPOCH_PROPOSE", [nxt, stale]),
+                                  (4, "EPOCH_COMMIT", [t1["epoch"] + 100,
+                                                       stale]),
+                                  (5, "EPOCH_ABORT", [t1["epoch"], stale])):
+                rep = c.call(op, rid, *args)
+                assert rep[0] == bt.ST["STALETERM"], (op, rep)
+                print("stale_term_fenced: %s of term %d: %s %r"
+                      % (op, stale, bt.ST_NAME[rep[0]], rep[2]), flush=True)
+            # Of the current term: the committed epoch again is not new.
+            rep = c.call("EPOCH_PROPOSE", 6, topo, term)
+            assert rep[0] == bt.ST["EXISTS"], rep
+            assert " pending (committed" not in node1.output()[logged:], \
+                "a refused proposal was kept"
+            # A newer term than the leader's: node1 fences the leader.
+            rep = c.call("EPOCH_ABORT", 7, 0, term + 1)
+            assert rep[0] == 0, rep
+        finally:
+            c.close()
+        cl.add("node4")
+        cl.wait_log(old, "answered STALETERM", 10)
+        fenced_at = old.output().index("answered STALETERM")
+        # The next leader: the standby, or the deposed one run again (it
+        # revoked its lease on the way out, so it may campaign first).
+        deadline = time.monotonic() + TTL_S + 5
+        while True:
+            terms = [(leader_term_after(p, at), p, port) for p, at, port in
+                     ((old, fenced_at, cl.cport),
+                      (standby, 0, cl.standby[0]))]
+            terms = [t for t in terms if t[0] is not None]
+            if terms:
+                break
+            assert time.monotonic() < deadline, "no leader after the fence"
+            time.sleep(0.05)
+        new_term, leader, cl.cport = max(terms, key=lambda t: t[0])
+        assert new_term > term + 1, (term, new_term)
+        t2, _ = cl.wait_converged(30.0)
+        assert len(fk.names(t2)) == 4, fk.names(t2)
+        print("stale_term_fenced: leader of term %d stepped down (%s); "
+              "%s, elected in term %d, committed epoch %d with 4 members"
+              % (term, [ln.split(" ", 3)[3] for ln in old.output().splitlines()
+                        if "stepping down" in ln][:1],
+                 "c1" if leader is old else "c2", new_term, t2["epoch"]),
+              flush=True)
+        for p in (old, standby):
+            assert ": dead" not in p.output(), p.output()[-3000:]
+        r, rc = bc.result(bench, 60)
+        print("stale_term_fenced: bench lost=%d stale=%d errors=%d ops=%d "
+              "(exit %d)" % (r["lost"], r["stale"], r["errors"], r["ops"],
+                             rc), flush=True)
+        assert r["lost"] == 0 and r["stale"] == 0 and r["errors"] == 0, r
+        for name, n in cl.nodes.items():
+            eps = committed_epochs(n.output())
+            assert all(a < b for a, b in zip(eps, eps[1:])), (name, eps)
 
 
 def file_mode_case(fn):

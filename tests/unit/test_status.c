@@ -52,7 +52,7 @@ START_TEST(status_unknown_code)
     ck_assert_str_eq(brim_err_name(-9999), "UNKNOWN_CODE");
     ck_assert_str_eq(brim_strerror(1), "unknown error");
     ck_assert_str_eq(brim_err_name(1), "UNKNOWN_CODE");
-    ck_assert_str_eq(brim_err_name(-17), "UNKNOWN_CODE"); /* past NOTLEADER */
+    ck_assert_str_eq(brim_err_name(-18), "UNKNOWN_CODE"); /* past STALETERM */
     ck_assert_str_eq(brim_err_name(-99), "UNKNOWN_CODE");
     ck_assert_str_eq(brim_err_name(INT32_MIN), "UNKNOWN_CODE");
 }

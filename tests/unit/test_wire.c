@@ -259,6 +259,9 @@ sample_req(uint32_t op, struct brim_req *req)
         case 'm':
             req->flush_ms = 1796142702821ull; /* a Unix ms flush mark */
             break;
+        case 'r':
+            req->term = 1ull << 40; /* an etcd revision */
+            break;
         case 'B':
             req->entries = sample_entries;
             req->nentries = 2;
@@ -305,6 +308,7 @@ assert_req_eq(const struct brim_req *a, const struct brim_req *b)
     ck_assert_uint_eq(a->partition, b->partition);
     ck_assert_uint_eq(a->count, b->count);
     ck_assert_uint_eq(a->flush_ms, b->flush_ms);
+    ck_assert_uint_eq(a->term, b->term);
     ck_assert_uint_eq(a->nentries, b->nentries);
     for (i = 0; i < a->nentries; i++) {
         ck_assert(same_obj(&a->entries[i], &b->entries[i]));
@@ -337,6 +341,7 @@ assert_rep_eq(const struct brim_rep *a, const struct brim_rep *b)
     ck_assert_mem_eq(&a->limits, &b->limits, sizeof(a->limits));
     ck_assert_uint_eq(a->nentries, b->nentries);
     ck_assert_uint_eq(a->lease_ms, b->lease_ms);
+    ck_assert_uint_eq(a->term, b->term);
     ck_assert(same_obj(a->obj, b->obj));
     ck_assert(same_bytes(a->auth_nonce, a->auth_nonce != NULL ? 32 : 0,
                          b->auth_nonce, b->auth_nonce != NULL ? 32 : 0));
@@ -398,6 +403,19 @@ START_TEST(wire_req_round_trip_every_op)
 }
 END_TEST
 
+/* Encode REQ alone into OUT, check that its array holds ELEMENTS
+ * elements ([op, id, epoch] and the arguments sent), and parse it back
+ * into *GOT. */
+static void
+req_round_trip(const struct brim_req *req, unsigned elements,
+               struct brim_req *got)
+{
+    out.len = 0;
+    ck_assert_int_eq(brim_wire_encode_req(&out, req), 0);
+    ck_assert_uint_eq((unsigned char) out.data[4], 0x90u + elements);
+    ck_assert_int_eq(parse_out_req(got), 0);
+}
+
 START_TEST(wire_req_optional_args)
 {
     struct brim_req req, got;
@@ -418,27 +436,18 @@ START_TEST(wire_req_optional_args)
 
     sample_req(BRIM_OP_HELLO, &req);
     req.hello.name_len = 0;
-    out.len = 0;
-    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
-    ck_assert_uint_eq((unsigned char) out.data[4], 0x97); /* 3 + 4 */
-    ck_assert_int_eq(parse_out_req(&got), 0);
+    req_round_trip(&req, 7, &got); /* 3 + 4 */
     assert_req_eq(&req, &got);
 
     sample_req(BRIM_OP_FLUSH, &req);
     req.delay_s = 0;
     req.flush_ms = 0;
-    out.len = 0;
-    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
-    ck_assert_uint_eq((unsigned char) out.data[4], 0x93);
-    ck_assert_int_eq(parse_out_req(&got), 0);
+    req_round_trip(&req, 3, &got);
     ck_assert_uint_eq(got.op, BRIM_OP_FLUSH);
 
     /* A flush mark without a delay: the zero delay_s before it is sent. */
     req.flush_ms = 1796142702821ull;
-    out.len = 0;
-    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
-    ck_assert_uint_eq((unsigned char) out.data[4], 0x95); /* 3 + 2 */
-    ck_assert_int_eq(parse_out_req(&got), 0);
+    req_round_trip(&req, 5, &got); /* 3 + 2 */
     ck_assert_uint_eq(got.delay_s, 0);
     ck_assert_uint_eq(got.flush_ms, 1796142702821ull);
 
@@ -446,11 +455,19 @@ START_TEST(wire_req_optional_args)
      * node) is the three arguments it always was. */
     sample_req(BRIM_OP_STREAM_BATCH, &req);
     req.flush_ms = 0;
-    out.len = 0;
-    ck_assert_int_eq(brim_wire_encode_req(&out, &req), 0);
-    ck_assert_uint_eq((unsigned char) out.data[4], 0x96); /* 3 + 3 */
-    ck_assert_int_eq(parse_out_req(&got), 0);
+    req_round_trip(&req, 6, &got); /* 3 + 3 */
     assert_req_eq(&req, &got);
+
+    /* A file-mode coordinator's commit carries no term (PROTOCOL.md
+     * 10.6): the epoch alone, as before terms; an etcd leader's has it. */
+    sample_req(BRIM_OP_EPOCH_COMMIT, &req);
+    req.term = 0;
+    req_round_trip(&req, 4, &got); /* 3 + 1 */
+    ck_assert_uint_eq(got.term, 0);
+    req.term = 7;
+    req_round_trip(&req, 5, &got); /* 3 + 2 */
+    ck_assert_uint_eq(got.arg_epoch, 41);
+    ck_assert_uint_eq(got.term, 7);
 }
 END_TEST
 
@@ -1741,15 +1758,28 @@ START_TEST(wire_membership_args)
         ck_assert_uint_eq(got.epoch, 4);
         ck_assert_uint_eq(got.lease_ms, 1500);
         ck_assert_uint_eq(got.flush_ms, 0);
-        /* With the cluster's flush mark, trailing. */
-        rep.flush_ms = 1796142702821ull;
-        out.len = 0;
-        ck_assert_int_eq(brim_wire_encode_rep(&out, BRIM_OP_HEARTBEAT, &rep),
-                         0);
-        ck_assert_uint_eq((unsigned char) out.data[4], 0x95);
-        ck_assert_int_eq(parse_out_rep(BRIM_OP_HEARTBEAT, &got), 0);
-        ck_assert_uint_eq(got.lease_ms, 1500);
-        ck_assert_uint_eq(got.flush_ms, 1796142702821ull);
+        /* With the cluster's flush mark, trailing; then an etcd
+         * leader's term after the mark: a zero mark is sent before it,
+         * so the term keeps its place. */
+        static const struct {
+            uint64_t flush_ms, term;
+            unsigned elements;
+        } tails[] = {{1796142702821ull, 0, 5}, {0, 1ull << 33, 6}};
+
+        for (i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+            rep.flush_ms = tails[i].flush_ms;
+            rep.term = tails[i].term;
+            out.len = 0;
+            ck_assert_int_eq(
+                brim_wire_encode_rep(&out, BRIM_OP_HEARTBEAT, &rep), 0);
+            ck_assert_uint_eq((unsigned char) out.data[4],
+                              0x90u + tails[i].elements);
+            ck_assert_int_eq(parse_out_rep(BRIM_OP_HEARTBEAT, &got), 0);
+            ck_assert_uint_eq(got.epoch, 4);
+            ck_assert_uint_eq(got.lease_ms, 1500);
+            ck_assert_uint_eq(got.flush_ms, tails[i].flush_ms);
+            ck_assert_uint_eq(got.term, tails[i].term);
+        }
         /* And JOIN's: the topology, then the mark. */
         memset(&rep, 0, sizeof(rep));
         rep.request_id = 10;
