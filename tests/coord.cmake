@@ -9,6 +9,12 @@ find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND AND TARGET brim-coord)
   brim_script_tests(PREFIX coord. SCRIPT cluster/coord_membership.py
     TIMEOUT 120 ARGS --coord $<TARGET_FILE:brim-coord>)
+  # The same cases that do not test the state file itself, with the
+  # state in a real etcd (issue 15 acceptance 5; label etcd, skipped, 77,
+  # without Debian's etcd-server).
+  brim_script_tests(PREFIX etcd.coord. SCRIPT cluster/coord_membership_etcd.py
+    TIMEOUT 120 SKIP_CODE 77 LABELS etcd
+    ARGS --coord $<TARGET_FILE:brim-coord>)
 endif()
 
 # SIGTERM's graceful leave with real brim-coord and brim-node processes,

@@ -116,13 +116,23 @@ class FakeNode:
 
 
 class Coord:
+    """brim-coord on a free port with its state in DDIR (file mode; see
+    coord_membership_etcd.py for the same cases on etcd)."""
+
+    def state_args(self, ddir):
+        """The options that say where the state is kept."""
+        return ["--data-dir", ddir]
+
+    def ready(self):
+        """Wait until it serves membership (file mode: once listening)."""
+
     def __init__(self, binary, ddir, *args):
         self.port = bw.free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="brim-coord-",
                                                suffix=".log", delete=False)
-        self.cmd = [binary, "--listen", "127.0.0.1:%d" % self.port,
-                    "--data-dir", ddir, "--partitions", "256",
-                    "--tokens", "16"] + [str(a) for a in args]
+        self.cmd = [binary, "--listen", "127.0.0.1:%d" % self.port] + \
+            self.state_args(ddir) + ["--partitions", "256",
+                                     "--tokens", "16"] + [str(a) for a in args]
         self.proc = subprocess.Popen(self.cmd, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
@@ -135,6 +145,7 @@ class Coord:
             except OSError:
                 assert time.monotonic() < deadline, "coord did not start"
                 time.sleep(0.05)
+        self.ready()
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
