@@ -287,10 +287,10 @@ brim_node_metrics(struct brim_node *node, struct brim_buf *out)
 }
 
 static int
-metrics_route(void *arg, struct brim_buf *body, const char **ctype)
+metrics_route(void *arg, struct brim_http_reply *rep)
 {
-    *ctype = BRIM_PROM_CTYPE;
-    return brim_node_metrics(arg, body);
+    rep->ctype = BRIM_PROM_CTYPE;
+    return brim_node_metrics(arg, rep->body);
 }
 
 static const struct brim_http_route node_routes[] = {
