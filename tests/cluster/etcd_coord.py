@@ -667,6 +667,7 @@ def http_follower(bindir):
     leader with a 307; once the leader is SIGKILLed the standby, elected,
     serves both itself."""
     import http_metrics as hm
+    import json
     promtool = hm.need("promtool")
     cl = HttpEtcdCluster(bindir)
     with cl:
@@ -679,7 +680,7 @@ def http_follower(bindir):
         assert hdrs["location"] == leader_url + "/api/cluster", hdrs
         # Followed, the redirect gives the leader's JSON.
         code, body, ctype = hm.http_get(fport, "/api/cluster")
-        api = __import__("json").loads(body)
+        api = json.loads(body)
         assert code == 200 and ctype == "application/json", (code, ctype)
         assert api["members"] == 3 and len(api["ring"]["nodes"]) == 3, api
         code, hdrs, _ = http_raw(fport, "/")
@@ -703,7 +704,7 @@ def http_follower(bindir):
         cl.coord.proc.wait(timeout=10)
         cl.wait_log(cl.coords["c2"], "elected leader", TTL_S + 5)
         code, hdrs, body = wait_http(fport, "/api/cluster", 200)
-        api = __import__("json").loads(body)
+        api = json.loads(body)
         assert hdrs["content-type"] == "application/json", hdrs
         assert "ring" in api and api["partitions"] == mb.P, api
         assert http_raw(fport, "/")[0] == 200
