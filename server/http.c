@@ -53,13 +53,29 @@ struct brim_http {
     int                           stopping;   /* brim_http_stop() called */
 };
 
+/* The reason phrase of a status a route answers. */
+static const char *
+http_reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 307:
+        return "Temporary Redirect";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "";
+    }
+}
+
 static int
 http_on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    struct http_handler *hh = (struct http_handler *) self;
-    struct brim_buf      body;
-    const char          *ctype = "text/plain; charset=utf-8";
-    int                  rc;
+    struct http_handler   *hh = (struct http_handler *) self;
+    struct brim_buf        body;
+    struct brim_http_reply rep;
+    int                    rc;
 
     /* h2o matches a path's prefix; only the path itself is served. */
     if (!h2o_memis(req->path_normalized.base, req->path_normalized.len,
@@ -75,7 +91,11 @@ http_on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     brim_buf_init(&body);
-    rc = hh->route->fn(hh->http->arg, &body, &ctype);
+    memset(&rep, 0, sizeof(rep));
+    rep.body = &body;
+    rep.ctype = "text/plain; charset=utf-8";
+    rep.status = 200;
+    rc = hh->route->fn(hh->http->arg, &rep);
     if (rc != 0) {
         brim_buf_destroy(&body);
         h2o_send_error_generic(req, rc == BRIM_ENOMEM ? 503 : 500,
@@ -85,12 +105,18 @@ http_on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     hh->http->stats.requests++;
-    req->res.status = 200;
-    req->res.reason = "OK";
+    req->res.status = rep.status;
+    req->res.reason = http_reason(rep.status);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
-                   ctype, strlen(ctype));
+                   rep.ctype, strlen(rep.ctype));
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL,
                    H2O_STRLIT("no-store"));
+    if (rep.location[0] != '\0') {
+        /* h2o keeps a pointer: the value must live in the request's pool. */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL,
+                       h2o_strdup(&req->pool, rep.location, SIZE_MAX).base,
+                       strlen(rep.location));
+    }
     req->res.content_length = body.len;
     h2o_send_inline(req, body.data != NULL ? body.data : "", body.len);
     brim_buf_destroy(&body); /* h2o_send_inline() copied it */

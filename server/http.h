@@ -22,19 +22,34 @@
 
 struct brim_http; /* opaque */
 
+/* The longest Location a route may answer, NUL included. */
+#define BRIM_HTTP_LOCATION_MAX 512
+
+/* What a route answers to one GET (or HEAD). */
+struct brim_http_reply {
+    struct brim_buf *body;   /* an empty buffer, the caller's: the route
+                                appends the body with brim_buf_append */
+    const char      *ctype;  /* its media type, a static string
+                                (text/plain unless the route sets it) */
+    int              status; /* 200 unless the route sets another: 307
+                                (with LOCATION) or 503 */
+    char location[BRIM_HTTP_LOCATION_MAX]; /* the Location header of a
+                                              3xx, NUL-terminated; ""
+                                              none */
+};
+
 /*
- * Write the body of one GET (or HEAD) of a route into BODY (an empty
- * buffer, the caller's; appended with brim_buf_append) and set *CTYPE to
- * its media type (a static string). ARG is brim_http_start()'s. Returns 0,
- * or a negative code: BRIM_ENOMEM answers 503, anything else 500.
+ * Fill REP (body, media type, and a status other than 200 when it
+ * must) for one GET or HEAD of a route. ARG is brim_http_start()'s.
+ * Returns 0, or a negative code, which answers no body of REP's:
+ * BRIM_ENOMEM answers 503, anything else 500.
  */
-typedef int (*brim_http_route_fn)(void *arg, struct brim_buf *body,
-                                  const char **ctype);
+typedef int (*brim_http_route_fn)(void *arg, struct brim_http_reply *rep);
 
 /* One route: requests for exactly PATH (or below it) go to FN. */
 struct brim_http_route {
     const char        *path; /* "/metrics"; static */
-    brim_http_route_fn fn;   /* writes the body */
+    brim_http_route_fn fn;   /* fills the reply */
 };
 
 /* The HTTP port's bounds. */

@@ -104,7 +104,8 @@ struct brim_coord_conn {
 /* etcd mode (--etcd): the election and the state's key (leader.c). */
 struct brim_coord_etcd {
     struct brim_etcd *cli;             /* the gateway client */
-    char              key_leader[192]; /* PREFIX/leader: "NAME ADDR" */
+    char              key_leader[192]; /* PREFIX/leader: "NAME ADDR
+                                            HTTP" (persist.h) */
     char              key_state[192];  /* PREFIX/state: persist bytes */
     int64_t           lease;           /* our lease id, 0 none */
     int64_t           lease_ttl_ms;    /* as etcd granted it */
@@ -118,6 +119,11 @@ struct brim_coord_etcd {
                                             as we last wrote or read it */
     uint64_t          logged_ms;       /* last etcd failure logged */
     uint64_t          read_ms;         /* a follower's last state read */
+    int64_t           leader_term;     /* a follower's: the leader key's
+                                            create revision as last read;
+                                            0 none */
+    uint64_t          leader_seen_ms;  /* loop ms that key was last read
+                                            (0 never) */
     uv_timer_t        timer;           /* campaign and keepalive */
 };
 
@@ -136,6 +142,9 @@ struct brim_coord {
                                              file mode */
     char                      leader_addr[BRIM_ADDR_MAX + 1]; /* the leader
                                              NOTLEADER names; "" unknown */
+    char                      leader_http[BRIM_ADDR_MAX + 1]; /* its HTTP
+                                             port, from the same key; ""
+                                             unknown or none */
     uint64_t                  ack_until_ms; /* loop ms: heartbeats are
                                              acknowledged before it only
                                              (within our etcd lease) */

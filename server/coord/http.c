@@ -5,7 +5,9 @@
  * (brim_coord_stats_frame), so the three agree at the same moment.
  * /api/cluster adds the committed ring's tokens, for a page that draws
  * the ring. JSON through jansson (Debian's libjansson). docs/operations.md
- * lists the metrics and the JSON.
+ * lists the metrics and the JSON. A follower on etcd serves only its own
+ * process's metrics and answers /api/cluster and / with a 307 to the
+ * leader's HTTP port (or a 503 saying why it cannot).
  */
 #include "server/coord/coord.h"
 
@@ -242,10 +244,6 @@ http_metrics_map(struct brim_buf *out, const msgpack_object *map)
         rc = brim_prom_table(out, brim_prom_find(map, "migration"),
                              migration_table, BRIM_ARRAY_LEN(migration_table));
     }
-    if (rc == 0) {
-        rc = brim_prom_table(out, brim_prom_find(map, "auth"),
-                             brim_prom_auth_table, BRIM_PROM_AUTH_ROWS);
-    }
     return rc != 0 ? BRIM_ENOMEM : 0;
 }
 
@@ -256,7 +254,47 @@ http_build(void *arg, struct brim_buf *frame)
     return brim_coord_stats_frame(arg, frame, 0);
 }
 
-/* brim_prom_render_fn: the cluster's metrics, then the HTTP port's. */
+/* True when CO (a follower) read the leader key within the last lease:
+ * a leader named longer ago may have lost its lease since. */
+static int
+http_leader_fresh(const struct brim_coord *co)
+{
+    const struct brim_coord_etcd *e = co->etcd;
+
+    return e != NULL && e->leader_seen_ms != 0 && co->leader_addr[0] != '\0'
+        && uv_now(co->loop) - e->leader_seen_ms <= (uint64_t) e->lease_ttl_ms;
+}
+
+/* This process's place in the election: brim_coord_leader and
+ * brim_coord_term. */
+static int
+http_role(struct brim_buf *out, const struct brim_coord *co)
+{
+    int64_t term = 0;
+    int     rc;
+
+    if (co->leading && co->etcd != NULL) {
+        term = co->etcd->term;
+    } else if (!co->leading && http_leader_fresh(co)) {
+        term = co->etcd->leader_term;
+    }
+    rc = brim_prom_family(out, "brim_coord_leader", BRIM_PROM_GAUGE,
+                          "1 when this coordinator leads (always in file "
+                          "mode), 0 when it follows.");
+    rc |= brim_prom_u64(out, "brim_coord_leader", NULL, co->leading != 0);
+    rc |= brim_prom_family(out, "brim_coord_term", BRIM_PROM_GAUGE,
+                           "The term of the leader this coordinator knows "
+                           "(its own while it leads): the etcd leader key's "
+                           "create revision; 0 for none or in file mode.");
+    rc |= brim_prom_u64(out, "brim_coord_term", NULL,
+                        term > 0 ? (uint64_t) term : 0);
+    return rc;
+}
+
+/* brim_prom_render_fn: this coordinator's role, the cluster's metrics
+ * (on the leader only: a follower has no member's heartbeat, and its
+ * copy of the map is the leader's, not a figure of its own), its
+ * listener's AUTH counters, then the HTTP port's. */
 static int
 http_metrics_render(void *arg, const msgpack_object *map, struct brim_buf *out)
 {
@@ -264,7 +302,14 @@ http_metrics_render(void *arg, const msgpack_object *map, struct brim_buf *out)
     struct brim_http_stats hs;
     int                    rc;
 
-    rc = http_metrics_map(out, map);
+    rc = http_role(out, co);
+    if (rc == 0 && co->leading) {
+        rc = http_metrics_map(out, map);
+    }
+    if (rc == 0) {
+        rc = brim_prom_table(out, brim_prom_find(map, "auth"),
+                             brim_prom_auth_table, BRIM_PROM_AUTH_ROWS);
+    }
     brim_http_get_stats(co->http, &hs);
     if (rc == 0) {
         rc = brim_prom_family(out, "brim_http_connections", BRIM_PROM_GAUGE,
@@ -280,10 +325,65 @@ http_metrics_render(void *arg, const msgpack_object *map, struct brim_buf *out)
 }
 
 static int
-http_metrics_route(void *arg, struct brim_buf *body, const char **ctype)
+http_metrics_route(void *arg, struct brim_http_reply *rep)
 {
-    *ctype = BRIM_PROM_CTYPE;
-    return brim_prom_from_reply(body, http_build, http_metrics_render, arg);
+    rep->ctype = BRIM_PROM_CTYPE;
+    return brim_prom_from_reply(rep->body, http_build, http_metrics_render,
+                                arg);
+}
+
+/*
+ * A follower's answer to PATH ("/api/cluster", "/"): 307 to the same
+ * path on the leader's HTTP port, so that the page and the API work
+ * from whichever coordinator is asked; 503 when no leader is known or
+ * it has no HTTP port, with the reason as {"error": "..."} when AS_JSON,
+ * else as text. Returns 0 or BRIM_ENOMEM.
+ */
+static int
+http_follow(struct brim_coord *co, struct brim_http_reply *rep,
+            const char *path, int as_json)
+{
+    char    why[BRIM_HTTP_LOCATION_MAX + 64];
+    char   *text = NULL;
+    json_t *j;
+    int     rc;
+
+    if (http_leader_fresh(co) && co->leader_http[0] != '\0') {
+        snprintf(rep->location, sizeof(rep->location), "http://%s%s",
+                 co->leader_http, path);
+        rep->status = 307;
+        rep->ctype = "text/plain; charset=utf-8";
+        snprintf(why, sizeof(why), "not the leader: see %s\n", rep->location);
+        return brim_buf_append(rep->body, why, strlen(why));
+    }
+    if (http_leader_fresh(co)) {
+        snprintf(why, sizeof(why),
+                 "not the leader, and the leader (%s) has no HTTP port "
+                 "(--http-listen)",
+                 co->leader_addr);
+    } else {
+        snprintf(why, sizeof(why),
+                 "not the leader, and no leader is known: an election is "
+                 "under way, or etcd cannot be read");
+    }
+    rep->status = 503;
+    if (!as_json) {
+        rep->ctype = "text/plain; charset=utf-8";
+        strcat(why, "\n");
+        return brim_buf_append(rep->body, why, strlen(why));
+    }
+    rep->ctype = "application/json";
+    j = json_pack("{s:s}", "error", why);
+    if (j != NULL) {
+        text = json_dumps(j, JSON_COMPACT);
+    }
+    rc = text != NULL && brim_buf_append(rep->body, text, strlen(text)) == 0
+            && brim_buf_append(rep->body, "\n", 1) == 0
+        ? 0
+        : BRIM_ENOMEM;
+    free(text); /* jansson's, from malloc() */
+    json_decref(j);
+    return rc;
 }
 
 /* ---- /api/cluster ---- */
@@ -426,21 +526,31 @@ http_api_render(void *arg, const msgpack_object *map, struct brim_buf *out)
 }
 
 static int
-http_api_route(void *arg, struct brim_buf *body, const char **ctype)
+http_api_route(void *arg, struct brim_http_reply *rep)
 {
-    *ctype = "application/json";
-    return brim_prom_from_reply(body, http_build, http_api_render, arg);
+    struct brim_coord *co = arg;
+
+    if (!co->leading) {
+        return http_follow(co, rep, "/api/cluster", 1);
+    }
+    rep->ctype = "application/json";
+    return brim_prom_from_reply(rep->body, http_build, http_api_render, arg);
 }
 
-/* The live web view (web.h): the page, built into the binary. */
+/* The live web view (web.h): the page, built into the binary. A
+ * follower sends the browser to the leader's page, whose fetches of
+ * /api/cluster are then to its own origin (no CORS). */
 static int
-http_web_route(void *arg, struct brim_buf *body, const char **ctype)
+http_web_route(void *arg, struct brim_http_reply *rep)
 {
+    struct brim_coord           *co = arg;
     const struct brim_web_asset *a = brim_web_asset("/");
 
-    (void) arg;
-    *ctype = a->content_type;
-    return brim_buf_append(body, (const char *) a->data, a->len);
+    if (!co->leading) {
+        return http_follow(co, rep, "/", 0);
+    }
+    rep->ctype = a->content_type;
+    return brim_buf_append(rep->body, (const char *) a->data, a->len);
 }
 
 static const struct brim_http_route coord_routes[] = {

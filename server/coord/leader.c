@@ -150,24 +150,31 @@ etcd_lease(struct brim_coord *co)
     return 0;
 }
 
-/* The "NAME ADDR" value of a leader key into CO->leader_addr. */
+/* A leader key read by a follower (persist.h's "NAME ADDR HTTP", or the
+ * older "NAME ADDR") into CO->leader_addr, CO->leader_http and the
+ * leader's term. */
 static void
 etcd_note_leader(struct brim_coord *co, const struct brim_etcd_kv *kv)
 {
-    const char *sp;
-    size_t      n;
+    struct brim_coord_leader_value lv;
+    int64_t                        was = co->etcd->leader_term;
 
-    sp = memchr(kv->value, ' ', kv->len);
-    n = sp == NULL ? 0 : kv->len - (size_t) (sp + 1 - (char *) kv->value);
-    if (n > BRIM_ADDR_MAX) {
-        n = 0;
+    co->etcd->leader_seen_ms = etcd_now(co);
+    co->etcd->leader_term = kv->create_revision;
+    if (brim_coord_leader_parse(kv->value, kv->len, &lv) != 0) {
+        co->leader_addr[0] = '\0';
+        co->leader_http[0] = '\0';
+        etcd_log(co, "the leader key", "a value that is not NAME ADDR [HTTP]");
+        return;
     }
-    if (n == 0 || strlen(co->leader_addr) != n
-        || memcmp(co->leader_addr, sp + 1, n) != 0)
+    if (was != kv->create_revision || strcmp(co->leader_addr, lv.addr) != 0
+        || strcmp(co->leader_http, lv.http) != 0)
     {
-        memcpy(co->leader_addr, sp == NULL ? "" : sp + 1, n);
-        co->leader_addr[n] = '\0';
-        brim_log_info("leader is %.*s", (int) kv->len, (char *) kv->value);
+        snprintf(co->leader_addr, sizeof(co->leader_addr), "%s", lv.addr);
+        snprintf(co->leader_http, sizeof(co->leader_http), "%s", lv.http);
+        brim_log_info("leader is %s %s (HTTP %s, term %" PRId64 ")", lv.name,
+                      lv.addr, lv.http[0] != '\0' ? lv.http : "none",
+                      kv->create_revision);
     }
 }
 
@@ -287,6 +294,8 @@ etcd_lead(struct brim_coord *co)
     }
     co->leading = 1;
     snprintf(co->leader_addr, sizeof(co->leader_addr), "%s", co->cfg.listen);
+    snprintf(co->leader_http, sizeof(co->leader_http), "%s",
+             co->cfg.http_listen);
     if (brim_coord_resume(co) != 0) {
         etcd_step_down(co, "the state could not be written");
     }
@@ -296,14 +305,26 @@ etcd_lead(struct brim_coord *co)
 static void
 etcd_campaign(struct brim_coord *co)
 {
-    struct brim_coord_etcd *e = co->etcd;
-    struct brim_etcd_kv     holder;
-    char                    val[BRIM_NAME_MAX + BRIM_ADDR_MAX + 2];
-    char                    err[BRIM_ERRBUF_LEN];
-    int64_t                 rev;
-    int                     n, rc;
+    struct brim_coord_etcd        *e = co->etcd;
+    struct brim_etcd_kv            holder;
+    struct brim_coord_leader_value lv;
+    char                           val[BRIM_COORD_LEADER_VALUE_MAX];
+    char                           err[BRIM_ERRBUF_LEN];
+    int64_t                        rev;
+    int                            n, rc;
 
-    n = snprintf(val, sizeof(val), "%s %s", co->cfg.name, co->cfg.listen);
+    /* main.c checked the name, and the addresses parsed at bind: a
+     * space is refused all the same, as the value could not be read. */
+    snprintf(lv.name, sizeof(lv.name), "%s", co->cfg.name);
+    snprintf(lv.addr, sizeof(lv.addr), "%s", co->cfg.listen);
+    snprintf(lv.http, sizeof(lv.http), "%s", co->cfg.http_listen);
+    n = brim_coord_leader_format(&lv, val, sizeof(val));
+    if (n < 0) {
+        etcd_log(co, "campaign",
+                 "--name, --listen or --http-listen holds a "
+                 "space: not a leader key value");
+        return;
+    }
     rc = brim_etcd_put_if_absent(e->cli, e->key_leader, val, (size_t) n,
                                  e->lease, &rev, &holder, err);
     if (rc == BRIM_EEXISTS && holder.lease == e->lease) {

@@ -729,3 +729,57 @@ brim_persist_load(const char *dir, struct brim_coord_state *state,
     }
     return rc;
 }
+
+int
+brim_coord_leader_format(const struct brim_coord_leader_value *lv, char *out,
+                         size_t len)
+{
+    int n;
+
+    if (lv->name[0] == '\0' || lv->addr[0] == '\0'
+        || strchr(lv->name, ' ') != NULL || strchr(lv->addr, ' ') != NULL
+        || strchr(lv->http, ' ') != NULL)
+    {
+        return BRIM_EINVAL;
+    }
+    n = lv->http[0] == '\0'
+        ? snprintf(out, len, "%s %s", lv->name, lv->addr)
+        : snprintf(out, len, "%s %s %s", lv->name, lv->addr, lv->http);
+    return n < 0 || (size_t) n >= len ? BRIM_EINVAL : n;
+}
+
+/* The next space-separated field of [*P, END) into DST (CAP bytes with
+ * the NUL); *P moves past it and its space. Returns its length, or -1
+ * when it does not fit. */
+static int
+leader_field(const char **p, const char *end, char *dst, size_t cap)
+{
+    const char *sp = memchr(*p, ' ', (size_t) (end - *p));
+    size_t      n = (size_t) ((sp != NULL ? sp : end) - *p);
+
+    if (n >= cap) {
+        return -1;
+    }
+    memcpy(dst, *p, n);
+    dst[n] = '\0';
+    *p = sp != NULL ? sp + 1 : end;
+    return (int) n;
+}
+
+int
+brim_coord_leader_parse(const void *value, size_t len,
+                        struct brim_coord_leader_value *out)
+{
+    struct brim_coord_leader_value lv;
+    const char                    *p = value, *end = p + len;
+
+    memset(&lv, 0, sizeof(lv));
+    if (leader_field(&p, end, lv.name, sizeof(lv.name)) <= 0
+        || leader_field(&p, end, lv.addr, sizeof(lv.addr)) <= 0
+        || leader_field(&p, end, lv.http, sizeof(lv.http)) < 0)
+    {
+        return BRIM_EINVAL;
+    }
+    *out = lv;
+    return 0;
+}

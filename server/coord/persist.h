@@ -5,7 +5,8 @@
  * file is versioned and checksummed and written atomically (a temporary
  * file, fsync, rename, fsync of the directory: DESIGN.md section 5); a
  * torn or corrupt file is refused with a one-line reason, never half
- * loaded. Plain blocking POSIX I/O; no libuv, no logging.
+ * loaded. Plain blocking POSIX I/O; no libuv, no logging. Also the
+ * value of etcd mode's leader key, what leader.c writes and reads.
  *
  * File layout (all integers little-endian; docs/design.md, "Coordinator
  * state file"):
@@ -26,6 +27,7 @@
 
 #include <brim/status.h>
 
+#include "common/ring.h"
 #include "proto/buf.h"
 #include "proto/topo.h"
 
@@ -159,5 +161,38 @@ int brim_persist_save(const char *dir, const struct brim_coord_state *state,
  */
 int brim_persist_load(const char *dir, struct brim_coord_state *state,
                       char errbuf[BRIM_ERRBUF_LEN]);
+
+/*
+ * The value of etcd mode's leader key (PREFIX/leader, leader.c): who
+ * leads, where nodes reach it, and where its HTTP port is. Written as
+ * "NAME ADDR HTTP" (single spaces), or "NAME ADDR" when the leader has
+ * no HTTP port: the two-field form of before HTTP, which readers still
+ * take. Fields after the third are ignored, for later additions.
+ */
+struct brim_coord_leader_value {
+    char name[BRIM_NAME_MAX + 1]; /* --name */
+    char addr[BRIM_ADDR_MAX + 1]; /* --listen, "host:port" */
+    char http[BRIM_ADDR_MAX + 1]; /* --http-listen; "" none */
+};
+
+/*
+ * Write LV's value, NUL-terminated, into OUT (LEN bytes, at least
+ * BRIM_COORD_LEADER_VALUE_MAX). Returns its length in bytes (NUL not
+ * counted), or BRIM_EINVAL when a field is empty where it must not be
+ * (NAME, ADDR), holds a space, or OUT is too small.
+ */
+#define BRIM_COORD_LEADER_VALUE_MAX (BRIM_NAME_MAX + 2 * BRIM_ADDR_MAX + 3)
+int brim_coord_leader_format(const struct brim_coord_leader_value *lv,
+                             char *out, size_t len);
+
+/*
+ * Parse a leader key's VALUE (LEN bytes, not NUL-terminated; borrowed)
+ * into *OUT: "NAME ADDR" or "NAME ADDR HTTP" (OUT->http "" in the first
+ * form), more fields ignored. Returns 0, or BRIM_EINVAL (nothing written)
+ * for a value without NAME and ADDR or with a field longer than its
+ * member holds.
+ */
+int brim_coord_leader_parse(const void *value, size_t len,
+                            struct brim_coord_leader_value *out);
 
 #endif /* BRIM_SERVER_COORD_PERSIST_H */

@@ -111,10 +111,28 @@ static const struct brim_prom_metric node_table[] = {
     {"mig_keys_in_cap", "brim_migration_keys_in_by_reason_total",
      "reason=\"cap\"", C, 0,
      "Entries streamed in, by why their partition moved (arc or cap)."},
+    {"mig_keys_out_arc", "brim_migration_keys_out_by_reason_total",
+     "reason=\"arc\"", C, 0,
+     "Entries streamed out, by why their partition moved (arc or cap)."},
+    {"mig_keys_out_cap", "brim_migration_keys_out_by_reason_total",
+     "reason=\"cap\"", C, 0,
+     "Entries streamed out, by why their partition moved (arc or cap)."},
     {"mig_bytes_in", "brim_migration_bytes_total", "direction=\"in\"", C, 0,
      "Bytes of entries streamed in or out by migration."},
     {"mig_bytes_out", "brim_migration_bytes_total", "direction=\"out\"", C, 0,
      "Bytes of entries streamed in or out by migration."},
+    {"mig_bytes_in_arc", "brim_migration_bytes_in_by_reason_total",
+     "reason=\"arc\"", C, 0,
+     "Bytes of entries streamed in, by why their partition moved."},
+    {"mig_bytes_in_cap", "brim_migration_bytes_in_by_reason_total",
+     "reason=\"cap\"", C, 0,
+     "Bytes of entries streamed in, by why their partition moved."},
+    {"mig_bytes_out_arc", "brim_migration_bytes_out_by_reason_total",
+     "reason=\"arc\"", C, 0,
+     "Bytes of entries streamed out, by why their partition moved."},
+    {"mig_bytes_out_cap", "brim_migration_bytes_out_by_reason_total",
+     "reason=\"cap\"", C, 0,
+     "Bytes of entries streamed out, by why their partition moved."},
     {"mig_batches_in", "brim_migration_batches_total", "direction=\"in\"", C, 0,
      "Stream batches received or sent."},
     {"mig_batches_out", "brim_migration_batches_total", "direction=\"out\"", C,
@@ -269,10 +287,10 @@ brim_node_metrics(struct brim_node *node, struct brim_buf *out)
 }
 
 static int
-metrics_route(void *arg, struct brim_buf *body, const char **ctype)
+metrics_route(void *arg, struct brim_http_reply *rep)
 {
-    *ctype = BRIM_PROM_CTYPE;
-    return brim_node_metrics(arg, body);
+    rep->ctype = BRIM_PROM_CTYPE;
+    return brim_node_metrics(arg, rep->body);
 }
 
 static const struct brim_http_route node_routes[] = {

@@ -20,17 +20,20 @@
 #include "server/log.h"
 
 /*
- * Why each partition coming in moved, OLD to CUR (brim_move_reason_of():
- * a new arc or the cap), so the entries received can be counted by
- * reason. Best effort: without memory, all count as arc.
+ * Why each partition coming in, or queued to stream out, moved OLD to
+ * CUR (brim_move_reason_of(): a new arc or the cap), so the entries
+ * received and sent can be counted by reason; sender and receiver take
+ * it from the same two maps, so their counts agree. Best effort:
+ * without memory, all count as arc.
  */
 static void
 mig_reasons(struct brim_migrate *m, const struct brim_topo *old,
             const struct brim_topo *cur)
 {
     struct brim_ring oring, nring;
+    struct mig_job  *j;
     uint64_t        *pos;
-    uint32_t         p, P = cur->map.npartitions;
+    uint32_t         p, i, P = cur->map.npartitions;
     char             err[BRIM_ERRBUF_LEN];
 
     if (m->in_reason == NULL) {
@@ -55,6 +58,14 @@ mig_reasons(struct brim_migrate *m, const struct brim_topo *old,
         if (m->in_state[p] == IN_FLIGHT && m->in_epoch[p] == cur->map.epoch) {
             m->in_reason[p] = (uint8_t) brim_move_reason_of(
                 &oring, old->map.owner[p], &nring, cur->map.owner[p], pos[p]);
+        }
+    }
+    for (i = 0; i < m->njobs; i++) {
+        j = m->jobs[i];
+        if (j->epoch == cur->map.epoch && j->p < P) {
+            j->reason = (uint8_t) brim_move_reason_of(
+                &oring, old->map.owner[j->p], &nring, cur->map.owner[j->p],
+                pos[j->p]);
         }
     }
     brim_ring_destroy(&oring);
@@ -158,8 +169,10 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
             mig_in_finish(m, p); /* lost while in flight */
         }
     }
-    if (gained > 0) {
+    if (gained > 0 || queued > 0) {
         mig_reasons(m, old, cur);
+    }
+    if (gained > 0) {
         mig_probe_start(m); /* no partition stays in flight */
     }
     if (queued > 0 || gained > 0 || held > 0 || gone > 0) {

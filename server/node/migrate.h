@@ -41,6 +41,9 @@ struct brim_migrate_stats {
     uint64_t forwards_served, pulls_served; /* as the old owner */
     uint64_t keys_in_arc, keys_in_cap;      /* keys_in, by why their
                                           partition moved: they sum to it */
+    uint64_t keys_out_arc, keys_out_cap;    /* keys_out, the same */
+    uint64_t bytes_in_arc, bytes_in_cap;    /* bytes_in, the same */
+    uint64_t bytes_out_arc, bytes_out_cap;  /* bytes_out, the same */
     uint64_t streams_restarted;             /* streams begun again (lost link,
                                          error reply) */
     uint64_t stream_errors;                 /* error replies to stream ops */

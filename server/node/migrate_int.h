@@ -156,6 +156,9 @@ struct mig_job {
     uint64_t                 count;      /* entries sent since BEGIN */
     uint64_t                 keys_total; /* the partition's keys when queued */
     uint32_t                 dest_slot;  /* its receiver in m->dests */
+    uint8_t                  reason;     /* enum brim_move_reason: why P
+                                            moved (0 unknown: counted as
+                                            arc, as coming in) */
     uint64_t                 not_before; /* loop ms: no request before */
 };
 
@@ -264,6 +267,7 @@ struct brim_migrate {
                                         one frame to the receiver holds */
     size_t            batch_bytes;  /* while scanning: the batch bound */
     int               scan_nomem;   /* while scanning: packing failed */
+    uint8_t           scan_reason;  /* while scanning: the job's reason */
     double            pace_next_ms; /* loop ms before which no batch
                                         goes (--migrate-mb-per-s) */
     int               out_running;  /* a migration out is being logged */

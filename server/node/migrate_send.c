@@ -323,9 +323,18 @@ scan_entry(const struct brim_item *it, void *arg)
         return BRIM_SCAN_STOP_BEFORE; /* out of memory: try again */
     }
     m->scratch_n++;
+    need = (size_t) brim_item_key_len(it) + brim_item_val_len(it);
     m->stats.keys_out++;
-    m->stats.bytes_out +=
-        (uint64_t) brim_item_key_len(it) + brim_item_val_len(it);
+    m->stats.bytes_out += need;
+    /* By why the partition moved, as the receiver counts keys_in_*:
+     * both sides take it from the same two committed maps. */
+    if (m->scan_reason == BRIM_MOVE_CAP) {
+        m->stats.keys_out_cap++;
+        m->stats.bytes_out_cap += need;
+    } else {
+        m->stats.keys_out_arc++;
+        m->stats.bytes_out_arc += need;
+    }
     return m->scratch_n >= MIG_BATCH_ENTRIES || m->scratch.len >= m->batch_bytes
         ? BRIM_SCAN_STOP
         : BRIM_SCAN_NEXT;
@@ -362,6 +371,7 @@ job_batch(struct brim_migrate *m, struct mig_job *j, uint64_t now_ms)
     m->now = (uint32_t) time(NULL);
     m->frame_room = brim_link_max_frame(j->dest) - MIG_FRAME_SLACK;
     m->batch_bytes = BRIM_MIN((size_t) MIG_BATCH_BYTES, m->frame_room);
+    m->scan_reason = j->reason;
     j->scan_done = brim_store_scan(node->store, &j->cursor, MIG_SCAN_BUCKETS,
                                    scan_entry, m);
     if (m->scan_nomem && m->scratch_n == 0) {

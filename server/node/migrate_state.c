@@ -317,14 +317,16 @@ mig_insert(struct brim_migrate *m, uint32_t p, uint64_t h,
     mig_fail_disarm(m, MIG_FAIL_INSERT);
     if (rc == 0) {
         m->stats.keys_in++;
+        m->stats.bytes_in += e->key_len + e->value_len;
         /* By why the partition moved, so that the two sum to keys_in
          * (streamed, forwarded and pulled keys alike). */
         if (m->in_reason != NULL && m->in_reason[p] == BRIM_MOVE_CAP) {
             m->stats.keys_in_cap++;
+            m->stats.bytes_in_cap += e->key_len + e->value_len;
         } else {
             m->stats.keys_in_arc++;
+            m->stats.bytes_in_arc += e->key_len + e->value_len;
         }
-        m->stats.bytes_in += e->key_len + e->value_len;
         return 0;
     }
     if (rc == BRIM_EEXISTS) {

@@ -277,6 +277,12 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_tombstones", ms.tombstones);
     emit_u64(e, SEC_MIG, "mig_keys_in_arc", ms.keys_in_arc);
     emit_u64(e, SEC_MIG, "mig_keys_in_cap", ms.keys_in_cap);
+    emit_u64(e, SEC_MIG, "mig_keys_out_arc", ms.keys_out_arc);
+    emit_u64(e, SEC_MIG, "mig_keys_out_cap", ms.keys_out_cap);
+    emit_u64(e, SEC_MIG, "mig_bytes_in_arc", ms.bytes_in_arc);
+    emit_u64(e, SEC_MIG, "mig_bytes_in_cap", ms.bytes_in_cap);
+    emit_u64(e, SEC_MIG, "mig_bytes_out_arc", ms.bytes_out_arc);
+    emit_u64(e, SEC_MIG, "mig_bytes_out_cap", ms.bytes_out_cap);
     emit_u64(e, SEC_MIG, "mig_forwards", ms.forwards);
     emit_u64(e, SEC_MIG, "mig_forward_fails", ms.forward_fails);
     emit_u64(e, SEC_MIG, "mig_pulls", ms.pulls);

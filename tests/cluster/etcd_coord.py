@@ -29,6 +29,13 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
   fault_coord_restart_mid_change, fault_coord_down_serving
                              fault_kill.py's coordinator cases with the
                              state in etcd (acceptance 5: one behaviour)
+  http_follower              issue 16 item 3: two coordinators with
+                             --http-listen; the follower's /metrics
+                             (promtool) says leader 0, its /api/cluster
+                             and / answer 307 to the leader's; the
+                             leader SIGKILLed, the standby serves them
+  http_follower_unknown      503s: the leader has no HTTP port (its key
+                             in the two-field form), then etcd is gone
 
 Skipped (77) without an etcd binary.
 """
@@ -697,6 +704,176 @@ def file_mode_case(fn):
 
 case(file_mode_case(fk.coord_restart_mid_change))
 case(file_mode_case(fk.coord_down_serving))
+
+
+class HttpEtcdCluster(EtcdCluster):
+    """EtcdCluster whose coordinators named in HTTP get --http-listen on
+    a port of their own (self.http[name]), kept across restarts."""
+
+    def __init__(self, bindir, http=("c1", "c2")):
+        self.http_names = http
+        self.http = {}
+        super().__init__(bindir)
+
+    def coord_cmd(self, name, port):
+        cmd = super().coord_cmd(name, port)
+        if name in self.http_names:
+            self.http.setdefault(name, bw.free_port())
+            cmd += ["--http-listen", "127.0.0.1:%d" % self.http[name]]
+        return cmd
+
+
+def http_raw(port, path, timeout=5.0):
+    """(status, headers dict with lower-case names, body bytes) of one GET
+    of http://127.0.0.1:PORT/PATH, redirects not followed."""
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
+def wait_http(port, path, status, timeout=10.0):
+    """Poll until a GET of PATH answers STATUS; returns http_raw's."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = http_raw(port, path)
+            if got[0] == status:
+                return got
+        except OSError as e:
+            got = e
+        assert time.monotonic() < deadline, \
+            "GET :%d%s: %r, not %d" % (port, path, got, status)
+        time.sleep(0.1)
+
+
+def coord_metrics(port, promtool):
+    """A coordinator's /metrics, checked by promtool, parsed."""
+    import http_metrics as hm
+    code, body, ctype = hm.http_get(port, "/metrics")
+    assert code == 200 and ctype.startswith("text/plain; version=0.0.4"), \
+        (code, ctype)
+    hm.promtool_check(promtool, body.decode())
+    return hm.parse_metrics(body.decode())
+
+
+def cluster_names(m):
+    return sorted({name for name, _ in m if name.startswith("brim_cluster_")})
+
+
+@case
+def http_follower(bindir):
+    """Issue 16 item 3 with coordinators on etcd: a follower serves its
+    own /metrics (valid, leader 0, the leader's term, no brim_cluster_*
+    figure: those are the leader's) and points /api/cluster and / at the
+    leader with a 307; once the leader is SIGKILLed the standby, elected,
+    serves both itself."""
+    import http_metrics as hm
+    import json
+    promtool = hm.need("promtool")
+    cl = HttpEtcdCluster(bindir)
+    with cl:
+        for n in ("node1", "node2", "node3"):
+            cl.add(n)
+        cl.wait_members(3)
+        lport, fport = cl.http["c1"], cl.http["c2"]
+        leader_url = "http://127.0.0.1:%d" % lport
+        code, hdrs, body = wait_http(fport, "/api/cluster", 307)
+        assert hdrs["location"] == leader_url + "/api/cluster", hdrs
+        # Followed, the redirect gives the leader's JSON.
+        code, body, ctype = hm.http_get(fport, "/api/cluster")
+        api = json.loads(body)
+        assert code == 200 and ctype == "application/json", (code, ctype)
+        assert api["members"] == 3 and len(api["ring"]["nodes"]) == 3, api
+        code, hdrs, _ = http_raw(fport, "/")
+        assert code == 307 and hdrs["location"] == leader_url + "/", \
+            (code, hdrs)
+        code, body, ctype = hm.http_get(fport, "/")
+        assert code == 200 and b"/api/cluster" in body, (code, ctype)
+        lm, fm = coord_metrics(lport, promtool), coord_metrics(fport,
+                                                               promtool)
+        term = hm.metric(lm, "brim_coord_term")
+        assert hm.metric(lm, "brim_coord_leader") == 1 and term > 0, lm
+        assert hm.metric(lm, "brim_cluster_members", state="up") == 3
+        assert hm.metric(fm, "brim_coord_leader") == 0, fm
+        assert hm.metric(fm, "brim_coord_term") == term, (fm, term)
+        assert cluster_names(fm) == [], cluster_names(fm)
+        print("http_follower: the follower redirects to %s (term %d); its "
+              "/metrics has %d families, none brim_cluster_*" %
+              (leader_url, term, len({n for n, _ in fm})), flush=True)
+        # The leader SIGKILLed: the standby leads and serves both.
+        os.kill(cl.coord.proc.pid, signal.SIGKILL)
+        cl.coord.proc.wait(timeout=10)
+        cl.wait_log(cl.coords["c2"], "elected leader", TTL_S + 5)
+        code, hdrs, body = wait_http(fport, "/api/cluster", 200)
+        api = json.loads(body)
+        assert hdrs["content-type"] == "application/json", hdrs
+        assert "ring" in api and api["partitions"] == mb.P, api
+        assert http_raw(fport, "/")[0] == 200
+        sm = coord_metrics(fport, promtool)
+        assert hm.metric(sm, "brim_coord_leader") == 1, sm
+        assert hm.metric(sm, "brim_coord_term") > term, (sm, term)
+        assert "brim_cluster_epoch" in cluster_names(sm), cluster_names(sm)
+        print("http_follower: after the leader's SIGKILL the standby "
+              "serves /api/cluster (200) at term %d" %
+              hm.metric(sm, "brim_coord_term"), flush=True)
+
+
+@case
+def http_follower_unknown(bindir):
+    """A follower that cannot send a browser to the leader says so at
+    once with a 503, never a hang: first the leader has no HTTP port
+    (its key then has the two-field form of before HTTP, which the
+    follower still reads), then etcd is gone and no leader is known."""
+    import http_metrics as hm
+    import json
+    cl = HttpEtcdCluster(bindir, http=("c2",))
+    with cl:
+        cl.add("node1")
+        cl.wait_members(1)
+        value, _ = cl.etcd.get("/brim/default/leader")
+        assert value == b"c1 127.0.0.1:%d" % cl.cport, value
+        fport = cl.http["c2"]
+        code, hdrs, body = wait_http(fport, "/api/cluster", 503)
+        assert hdrs["content-type"] == "application/json", hdrs
+        err = json.loads(body)["error"]
+        assert "no HTTP port" in err and str(cl.cport) in err, err
+        code, hdrs, body = http_raw(fport, "/")
+        assert code == 503 and hdrs["content-type"].startswith(
+            "text/plain") and b"no HTTP port" in body, (code, hdrs, body)
+        # MAP_FETCH and NOTLEADER still name the leader from the same key.
+        c = bw.Conn(cl.standby[0])
+        try:
+            assert c.call("HELLO", 1, 1, 0, bt.ROLE["ADMIN"], 0)[0] == 0
+            rep = c.call("MEMBERS", 2)
+            assert rep[0] == bt.ST["NOTLEADER"], rep
+            assert rep[2] in (b"127.0.0.1:%d" % cl.cport,
+                              "127.0.0.1:%d" % cl.cport), rep
+        finally:
+            c.close()
+        cl.etcd.close()
+        t0 = time.monotonic()
+        code, hdrs, body = wait_http(fport, "/api/cluster", 503,
+                                     timeout=TTL_S * 3 + 5)
+        while b"no leader is known" not in body:
+            assert time.monotonic() - t0 < TTL_S * 3 + 5, body
+            time.sleep(0.2)
+            code, hdrs, body = http_raw(fport, "/api/cluster")
+        assert code == 503, (code, body)
+        t1 = time.monotonic()
+        code = http_raw(fport, "/")[0]
+        assert code == 503 and time.monotonic() - t1 < 2, code
+        fm = hm.parse_metrics(http_raw(fport, "/metrics")[2].decode())
+        assert hm.metric(fm, "brim_coord_leader") == 0
+        assert hm.metric(fm, "brim_coord_term") == 0
+        print("http_follower_unknown: 503 with the reason, %.1f s after "
+              "etcd was stopped: %s" % (time.monotonic() - t0,
+                                        json.loads(body)["error"]),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -965,6 +965,66 @@ START_TEST(persist_settings_check)
 }
 END_TEST
 
+/* Parse the NUL-terminated TEXT as a leader key value. */
+static int
+leader_parse(const char *text, struct brim_coord_leader_value *lv)
+{
+    return brim_coord_leader_parse(text, strlen(text), lv);
+}
+
+/* etcd mode's leader key: the three-field value round trips, the older
+ * two-field one still parses (no HTTP port), later fields are ignored,
+ * and what lacks a name or address or overflows a field is refused
+ * with nothing written. */
+START_TEST(persist_leader_value)
+{
+    struct brim_coord_leader_value lv, got;
+    char                           buf[BRIM_COORD_LEADER_VALUE_MAX];
+    char                           big[200];
+    int                            n;
+
+    memset(&lv, 0, sizeof(lv));
+    strcpy(lv.name, "c1");
+    strcpy(lv.addr, "127.0.0.1:7000");
+    strcpy(lv.http, "127.0.0.1:7080");
+    n = brim_coord_leader_format(&lv, buf, sizeof(buf));
+    ck_assert_int_eq(n, (int) strlen("c1 127.0.0.1:7000 127.0.0.1:7080"));
+    ck_assert_str_eq(buf, "c1 127.0.0.1:7000 127.0.0.1:7080");
+    ck_assert_int_eq(brim_coord_leader_parse(buf, (size_t) n, &got), 0);
+    ck_assert_str_eq(got.name, "c1");
+    ck_assert_str_eq(got.addr, "127.0.0.1:7000");
+    ck_assert_str_eq(got.http, "127.0.0.1:7080");
+
+    /* No HTTP port: the two-field form, as written before HTTP. */
+    lv.http[0] = '\0';
+    n = brim_coord_leader_format(&lv, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "c1 127.0.0.1:7000");
+    ck_assert_int_eq(leader_parse("c2 10.0.0.2:7000", &got), 0);
+    ck_assert_str_eq(got.name, "c2");
+    ck_assert_str_eq(got.addr, "10.0.0.2:7000");
+    ck_assert_str_eq(got.http, "");
+    ck_assert_int_eq(leader_parse("c3 a:1 b:2 later fields", &got), 0);
+    ck_assert_str_eq(got.http, "b:2");
+
+    /* Refused, *OUT untouched. */
+    memset(&got, 0x5a, sizeof(got));
+    ck_assert_int_eq(leader_parse("", &got), BRIM_EINVAL);
+    ck_assert_int_eq(leader_parse("c1", &got), BRIM_EINVAL);
+    ck_assert_int_eq(leader_parse("c1 ", &got), BRIM_EINVAL);
+    ck_assert_int_eq(leader_parse(" 127.0.0.1:7000", &got), BRIM_EINVAL);
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    big[2] = ' ';
+    ck_assert_int_eq(leader_parse(big, &got), BRIM_EINVAL);
+    ck_assert_uint_eq((unsigned char) got.name[0], 0x5a);
+    strcpy(lv.addr, "a b");
+    ck_assert_int_eq(brim_coord_leader_format(&lv, buf, sizeof(buf)),
+                     BRIM_EINVAL);
+    strcpy(lv.addr, "127.0.0.1:7000");
+    ck_assert_int_eq(brim_coord_leader_format(&lv, buf, 8), BRIM_EINVAL);
+}
+END_TEST
+
 /* Add the TCase TC holding the one test FN, with the fixture. */
 static void
 add_case(Suite *s, TCase *tc, const TTest *fn)
@@ -997,5 +1057,6 @@ brim_test_suite(void)
     add_case(s, tcase_create("epochs_survive"), persist_epochs_survive);
     add_case(s, tcase_create("settings_check"), persist_settings_check);
     add_case(s, tcase_create("nomem"), persist_nomem);
+    add_case(s, tcase_create("leader_value"), persist_leader_value);
     return s;
 }
