@@ -392,6 +392,13 @@ mc_end(struct mc_cmd *mc)
     if (mc->finish != NULL) {
         mc->finish(mc);
     }
+    if (mc->cmd.err == BRIM_MCTEXT_ERR_NONE && mc->cmd.kind > BRIM_MCTEXT_NONE
+        && mc->cmd.kind < BRIM_MCTEXT_KIND_COUNT)
+    {
+        /* Its answer is whole (it may still wait for earlier replies). */
+        brim_node_lat_record(&mc->port->lat[mc->cmd.kind],
+                             uv_hrtime() - mc->start_ns);
+    }
     mc->complete = 1;
     if (mc->copied) {
         brim_buf_destroy(&mc->copy); /* its bytes are no longer needed */

@@ -793,6 +793,7 @@ mc_stream(struct brim_conn *c, const char *data, size_t len, size_t *used)
         return 0;
     }
     *used = cmd.consumed;
+    mc->start_ns = uv_hrtime();
     mc->cmd = cmd;
     mc->raw = data;
     mc->raw_len = cmd.consumed;
@@ -916,6 +917,17 @@ brim_mcport_start(struct brim_node *node, const struct brim_server_config *cfg,
     }
     node->mc = port;
     return 0;
+}
+
+const struct brim_node_lat *
+brim_mcport_latency(const struct brim_node *node, uint32_t kind)
+{
+    if (node->mc == NULL || kind == BRIM_MCTEXT_NONE
+        || kind >= BRIM_MCTEXT_KIND_COUNT)
+    {
+        return NULL;
+    }
+    return &node->mc->lat[kind];
 }
 
 int

@@ -48,6 +48,16 @@ int brim_mcport_port(const struct brim_node *node);
  */
 void brim_mcport_leave(struct brim_node *node);
 
+/*
+ * The memcached port's server-side latency histogram of command KIND
+ * (enum brim_mctext_kind), from the command parsed to its answer whole
+ * (forwards included; before earlier replies on the connection are
+ * sent), in node.h's buckets. NULL when NODE has no memcached port or
+ * KIND names no command. Borrowed: valid while the node runs.
+ */
+const struct brim_node_lat *brim_mcport_latency(const struct brim_node *node,
+                                                uint32_t                kind);
+
 /* Close the listener and every memcached connection (the node stops). */
 void brim_mcport_stop(struct brim_node *node);
 

@@ -87,6 +87,7 @@ struct mc_cmd {
     uint64_t               h;          /* its key's hash */
     uint64_t               number;     /* a meta command's counter */
     uint32_t               failed;     /* a get's keys that failed */
+    uint64_t               start_ns;   /* uv_hrtime() when parsed */
     char                   why[160];   /* the first one's reason */
 };
 
@@ -133,10 +134,13 @@ struct mc_counters {
 
 /* The port: its listener and counters (node->mc). */
 struct brim_mcport {
-    struct brim_node         *node;    /* borrowed */
-    struct brim_server        srv;     /* the memcached listener */
-    struct brim_mctext_limits lim;     /* the parser's */
-    struct mc_counters        st;      /* counters */
+    struct brim_node         *node; /* borrowed */
+    struct brim_server        srv;  /* the memcached listener */
+    struct brim_mctext_limits lim;  /* the parser's */
+    struct mc_counters        st;   /* counters */
+    struct brim_node_lat      lat[BRIM_MCTEXT_KIND_COUNT]; /* server-side
+                                          latency by command: parsed to
+                                          answered (mc_end()) */
     int                       leaving; /* no longer accepting */
 };
 

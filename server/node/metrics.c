@@ -12,6 +12,8 @@
 
 #include "common/defs.h"
 #include "server/http.h"
+#include "proto/mctext.h"
+#include "server/node/mcport.h"
 #include "server/node/stats.h"
 #include "server/prom.h"
 
@@ -200,29 +202,30 @@ metrics_ops(struct brim_buf *out, const msgpack_object *map)
     return rc;
 }
 
-/* The latency histogram of one op: cumulative buckets, sum, count. */
+/* The latency histogram NAME of one op or command, LABEL="VALUE":
+ * cumulative buckets, sum, count. */
 static int
-metrics_lat_op(struct brim_buf *out, const char *op,
-               const struct brim_node_lat *lat)
+metrics_lat_op(struct brim_buf *out, const char *name, const char *label,
+               const char *value, const struct brim_node_lat *lat)
 {
-    static const char *name = "brim_request_duration_seconds";
-    char               labels[96], mname[64];
-    uint64_t           cum = 0;
-    uint32_t           k;
-    int                rc = 0;
+    char     labels[96], mname[64];
+    uint64_t cum = 0;
+    uint32_t k;
+    int      rc = 0;
 
     for (k = 0; rc == 0 && k < BRIM_NODE_LAT_BUCKETS; k++) {
         cum += lat->bucket[k];
         if (k + 1 < BRIM_NODE_LAT_BUCKETS) {
-            snprintf(labels, sizeof(labels), "op=\"%s\",le=\"%.10g\"", op,
-                     (double) (1ull << (k + 8)) * 1e-9);
+            snprintf(labels, sizeof(labels), "%s=\"%s\",le=\"%.10g\"", label,
+                     value, (double) (1ull << (k + 8)) * 1e-9);
         } else {
-            snprintf(labels, sizeof(labels), "op=\"%s\",le=\"+Inf\"", op);
+            snprintf(labels, sizeof(labels), "%s=\"%s\",le=\"+Inf\"", label,
+                     value);
         }
         snprintf(mname, sizeof(mname), "%s_bucket", name);
         rc = brim_prom_u64(out, mname, labels, cum);
     }
-    snprintf(labels, sizeof(labels), "op=\"%s\"", op);
+    snprintf(labels, sizeof(labels), "%s=\"%s\"", label, value);
     snprintf(mname, sizeof(mname), "%s_sum", name);
     rc |= brim_prom_f64(out, mname, labels, (double) lat->sum_ns * 1e-9);
     snprintf(mname, sizeof(mname), "%s_count", name);
@@ -243,8 +246,40 @@ metrics_latency(struct brim_buf *out, struct brim_node *node)
                           "taken from the input to the reply queued.");
     for (code = 0; rc == 0 && code < BRIM_OP_CODE_LIMIT; code++) {
         if (node->stats.ops[code] > 0) {
-            rc =
-                metrics_lat_op(out, brim_op_name(code), &node->stats.lat[code]);
+            rc = metrics_lat_op(out, "brim_request_duration_seconds", "op",
+                                brim_op_name(code), &node->stats.lat[code]);
+        }
+    }
+    return rc;
+}
+
+/* The memcached port's commands that ran, when the node has one. */
+static int
+metrics_mc_latency(struct brim_buf *out, struct brim_node *node)
+{
+    const struct brim_node_lat *lat;
+    uint32_t                    kind, k;
+    uint64_t                    n;
+    int                         rc;
+
+    if (brim_mcport_latency(node, BRIM_MCTEXT_GET) == NULL) {
+        return 0;
+    }
+    rc = brim_prom_family(out, "brim_memcached_request_duration_seconds",
+                          BRIM_PROM_HISTOGRAM,
+                          "Server-side latency of memcached port commands: "
+                          "from the command parsed to its answer whole "
+                          "(forwards to the owner included).");
+    for (kind = BRIM_MCTEXT_NONE + 1; rc == 0 && kind < BRIM_MCTEXT_KIND_COUNT;
+         kind++)
+    {
+        lat = brim_mcport_latency(node, kind);
+        for (n = 0, k = 0; k < BRIM_NODE_LAT_BUCKETS; k++) {
+            n += lat->bucket[k];
+        }
+        if (n > 0) {
+            rc = metrics_lat_op(out, "brim_memcached_request_duration_seconds",
+                                "command", brim_mctext_kind_name(kind), lat);
         }
     }
     return rc;
@@ -276,6 +311,9 @@ metrics_render(void *arg, const msgpack_object *map, struct brim_buf *out)
     }
     if (rc == 0) {
         rc = metrics_latency(out, arg);
+    }
+    if (rc == 0) {
+        rc = metrics_mc_latency(out, arg);
     }
     return rc;
 }

@@ -358,6 +358,81 @@ class Prometheus:
             time.sleep(0.5)
 
 
+def mc_exchange(port, lines):
+    """Send the memcached text LINES (bytes, each ending CRLF) on one
+    connection and read until every one is answered (each answer here
+    is one line: STORED, END, or VALUE ... END)."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(b"".join(lines) + b"version\r\n")
+        buf = b""
+        while not buf.endswith(b"\r\n") or b"VERSION " not in buf:
+            chunk = s.recv(1 << 16)
+            assert chunk, "closed after %r" % buf[-200:]
+            buf += chunk
+        return buf
+    finally:
+        s.close()
+
+
+@case
+def memcached_latency(bindir):
+    """The memcached port's commands have their own server-side latency
+    histogram (brim_memcached_request_duration_seconds by command):
+    every set and get sent to either node is counted once, at the node
+    it was sent to, forwards to the other node included; buckets are
+    cumulative and +Inf is the count; promtool accepts the output."""
+    cl = HttpCluster(bindir, n=0)
+    try:
+        for name in ("node1", "node2"):
+            mport = bw.free_port()
+            cl.add(name, ["--memcached-listen", "127.0.0.1:%d" % mport])
+            cl.nodes[name].mport = mport
+            wait_port(mport, cl.nodes[name])
+        cl.wait_members(2)
+        n = 200
+        sent = {"node1": n // 2, "node2": n - n // 2}
+        for name, count in sent.items():
+            port = cl.nodes[name].mport
+            sets = [b"set %s-k%d 0 0 5\r\nhello\r\n" % (name.encode(), i)
+                    for i in range(count)]
+            out = mc_exchange(port, sets)
+            assert out.count(b"STORED\r\n") == count, out[:300]
+            gets = [b"get %s-k%d\r\n" % (name.encode(), i)
+                    for i in range(count)]
+            out = mc_exchange(port, gets)
+            assert out.count(b"VALUE ") == count, out[:300]
+        for name, p in cl.nodes.items():
+            text = http_get(p.hport, "/metrics")[1].decode()
+            tool = shutil.which("promtool")
+            if tool:
+                promtool_check(tool, text)
+            m = parse_metrics(text)
+            fam = "brim_memcached_request_duration_seconds"
+            for cmd in ("set", "get"):
+                count = metric(m, fam + "_count", command=cmd)
+                assert count == sent[name], (name, cmd, count)
+                buckets = sorted(
+                    (float(dict(lb)["le"].strip('"')), v)
+                    for (mn, lb), v in m.items()
+                    if mn == fam + "_bucket" and ("command", '"%s"' % cmd)
+                    in lb)
+                vals = [v for _, v in buckets]
+                assert vals == sorted(vals), (name, cmd, buckets)
+                assert buckets[-1][0] == float("inf") and \
+                    vals[-1] == count, (name, cmd, buckets[-1], count)
+                assert metric(m, fam + "_sum", command=cmd) > 0
+            print("%s: memcached set/get counted %d/%d, p50 bucket at or "
+                  "under %s s" % (name, metric(m, fam + "_count",
+                                                 command="set"),
+                                  metric(m, fam + "_count", command="get"),
+                                  next(le for le, v in buckets
+                                       if v >= vals[-1] / 2)), flush=True)
+    finally:
+        cl.close()
+
+
 @case
 def prometheus(bindir):
     binary = need("prometheus")
