@@ -289,6 +289,15 @@ def case_brimctl(cl, a):
     assert sum(n["partitions"] for n in nodes) == P, nodes
     text = ctl(cl, a, "nodes").stdout
     assert "node1" in text and "node3" in text, text
+    # The coordinator that answered, first (issue 15): one in file mode.
+    first = text.splitlines()[0]
+    assert first == "coordinator: %s (file mode)" % cl.addr, text
+    st = json.loads(ctl(cl, a, "stats", "--json").stdout)
+    assert st["coordinator"] == {"name": "", "addr": cl.addr,
+                                 "mode": "file", "term": 0,
+                                 "leading": True}, st["coordinator"]
+    text = ctl(cl, a, "stats").stdout
+    assert text.splitlines()[0] == first, text
     r = ctl(cl, a, "leave", "nosuch", want=1)
     assert r.stderr.strip(), "no message for a leave of a non-member"
     t0 = topo(cl.port)["epoch"]
@@ -465,6 +474,15 @@ def case_admin(cl, a):
     assert int(s0["within_cap"]) == int(st["within_cap"]), (s0, st)
     assert int(s0["required"]) == int(st["auth"]["required"]), (s0, st)
     assert int(s0["nnodes"]) == len(st["nodes"]) == 3, (s0, st)
+    # The coordinator that answered: enum brim_coord_mode 1 is "file".
+    k = [dict(kv.split("=", 1) for kv in ln[1:])
+         for ln in lines if ln[0] == "coordinator"][0]
+    want = st["coordinator"]
+    assert text(want["mode"]) == "file" and want["leading"] is True, want
+    assert k == {"name": text(want["name"]), "addr": text(want["addr"]),
+                 "mode": "1", "term": str(want["term"]),
+                 "leading": "1"}, (k, want)
+    assert k["addr"] == cl.addr, k
     rows = [ln[1:] for ln in lines if ln[0] == "node"][:3]
     want = [[text(n["name"]), text(n["addr"]), text(n["state"]),
              str(round(n["weight"] * 1e6)), str(n["partitions"]),
