@@ -749,8 +749,8 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     err |= kv_u64(&pk, "auth_failures", co->guard.stats.failures);
     err |= kv_u64(&pk, "auth_rate_limited", co->guard.stats.rate_limited);
     err |= kv_u64(&pk, "auth_out_failures", co->guard.stats.out_failures);
-    /* The coordinator that answered (issue 15): brimctl names it, and a
-     * follower's /api/cluster says it does not lead. */
+    /* The coordinator that answered (issue 15): brimctl names it, and
+     * /api/cluster says whether it leads. */
     err |= kv_key(&pk, "coordinator");
     err |= msgpack_pack_map(&pk, 5);
     err |= kv_str(&pk, "name", co->etcd != NULL ? co->cfg.name : "");
