@@ -148,6 +148,50 @@ cluster_auth_json(const struct brim_cluster_auth *a, int *oom)
     return o;
 }
 
+/* enum brim_coord_mode as CLUSTER_STATS spells it. */
+static const char *
+cluster_mode_name(int mode)
+{
+    return mode == BRIM_COORD_MODE_ETCD ? "etcd"
+        : mode == BRIM_COORD_MODE_FILE  ? "file"
+                                        : "";
+}
+
+/* The coordinator that answered. */
+static json_t *
+cluster_coord_json(const struct brim_cluster_coord *k, int *oom)
+{
+    json_t *o;
+
+    o = cluster_obj(oom);
+    cluster_put(o, "name", json_string_nocheck(k->name), oom);
+    cluster_put(o, "addr", json_string_nocheck(k->addr), oom);
+    cluster_put(o, "mode", json_string(cluster_mode_name(k->mode)), oom);
+    cluster_put(o, "term", cluster_u64(k->term), oom);
+    cluster_put(o, "leading", json_boolean(k->leading), oom);
+    return o;
+}
+
+/*
+ * The coordinator K as one line into BUF (LEN bytes): "c1 127.0.0.1:7401
+ * (etcd leader, term 7)", "127.0.0.1:7400 (file mode)"; "" when it did
+ * not say (an older coordinator).
+ */
+static void
+cluster_coord_text(const struct brim_cluster_coord *k, char *buf, size_t len)
+{
+    if (k->mode == BRIM_COORD_MODE_UNKNOWN) {
+        buf[0] = '\0';
+    } else if (k->mode == BRIM_COORD_MODE_FILE) {
+        snprintf(buf, len, "%s (file mode)", k->addr);
+    } else if (k->leading) {
+        snprintf(buf, len, "%s %s (etcd leader, term %" PRIu64 ")", k->name,
+                 k->addr, k->term);
+    } else {
+        snprintf(buf, len, "%s %s (etcd, not leading)", k->name, k->addr);
+    }
+}
+
 /* The cluster's stats as one JSON object, or NULL when out of memory. */
 static json_t *
 cluster_stats_json(const struct brim_cluster_stats *st)
@@ -191,6 +235,10 @@ cluster_stats_json(const struct brim_cluster_stats *st)
     cluster_put(o, "migration", cluster_migration_json(&st->migration, &oom),
                 &oom);
     cluster_put(o, "auth", cluster_auth_json(&st->auth, &oom), &oom);
+    if (st->coordinator.mode != BRIM_COORD_MODE_UNKNOWN) {
+        cluster_put(o, "coordinator",
+                    cluster_coord_json(&st->coordinator, &oom), &oom);
+    }
     if (oom) {
         json_decref(o);
         return NULL;
@@ -232,6 +280,34 @@ cluster_plan_json(const struct brim_plan *p)
 
 /* ---- nodes ---- */
 
+/*
+ * nodes' first line, "coordinator: ...", from the cluster's stats (the
+ * coordinator that answered: the leader, as MEMBERS is only answered by
+ * it). Nothing when it does not say; a failed call is named on stderr
+ * and does not change the exit status (the member list was printed).
+ */
+static void
+cluster_nodes_coord(struct brim_ctl *ctl)
+{
+    struct brim_cluster_stats *st;
+    char                       line[256];
+    int                        rc;
+
+    rc = brim_cluster_stats(ctl->client, &st);
+    if (rc != 0) {
+        fprintf(stderr,
+                "brimctl: nodes: could not ask which coordinator leads: "
+                "%s (%s)\n",
+                brim_strerror(rc), brim_errmsg(ctl->client));
+        return;
+    }
+    cluster_coord_text(&st->coordinator, line, sizeof(line));
+    brim_cluster_stats_free(st);
+    if (line[0] != '\0') {
+        printf("coordinator: %s\n", line);
+    }
+}
+
 int
 brim_ctl_nodes(struct brim_ctl *ctl)
 {
@@ -262,11 +338,14 @@ brim_ctl_nodes(struct brim_ctl *ctl)
     }
     rc = BRIM_CTL_EXIT_OK;
     if (ctl->json) {
-        rc = brim_ctl_print_json(out, 0);
-    } else if (json_array_size(out) == 0) {
-        printf("no nodes\n");
+        rc = brim_ctl_print_json(out, 0); /* the array, as it always was */
     } else {
-        brim_ctl_print_table(out, "");
+        cluster_nodes_coord(ctl);
+        if (json_array_size(out) == 0) {
+            printf("no nodes\n");
+        } else {
+            brim_ctl_print_table(out, "");
+        }
     }
     json_decref(out);
     return rc;
@@ -467,13 +546,14 @@ brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact)
 {
     struct brim_cluster_stats *st;
     json_t                    *rep;
-    char                       line[256], waiting[320];
+    char                       line[256], waiting[320], coord[256];
     int                        rc;
 
     rc = brim_cluster_stats(ctl->client, &st);
     if (rc != 0) {
         return brim_ctl_fail(ctl, "stats", rc);
     }
+    cluster_coord_text(&st->coordinator, coord, sizeof(coord));
     rep = cluster_stats_json(st);
     if (rep != NULL && st->migration.active) {
         /* The streams in flight, from the nodes themselves (issue 13):
@@ -513,11 +593,15 @@ brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact)
             json_object_set_new(rep, "change_waiting", json_string(waiting));
         }
         json_object_set_new(rep, "migration", json_string(line));
+        json_object_del(rep, "coordinator"); /* the first line instead */
     }
     brim_cluster_stats_free(st);
     if (ctl->json || rep == NULL) {
         rc = brim_ctl_print_json(rep, compact);
     } else {
+        if (coord[0] != '\0') {
+            printf("coordinator: %s\n", coord); /* as nodes prints it */
+        }
         brim_ctl_print_obj(rep, "");
     }
     json_decref(rep);

@@ -451,9 +451,12 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
     {"stats", "[SECTION]", "print the node's (or the cluster's) statistics",
      "Aligned name/value lines, nested sections as section.name; with\n"
      "--json one object: {\"nodes\": [{\"addr\": ..., \"stats\": {...}}]}.\n"
-     "With --coordinator, the cluster's CLUSTER_STATS; its migration map on\n"
-     "one line: idle or active, partitions done/total (arc, cap), keys\n"
-     "moved, and \"churn X.XX of ideal\" when the coordinator sends churn.\n"
+     "With --coordinator, the cluster's CLUSTER_STATS, after a line naming\n"
+     "the coordinator that answered (\"coordinator: c1 HOST:PORT (etcd\n"
+     "leader, term 7)\" or \"coordinator: HOST:PORT (file mode)\"; --json:\n"
+     "its map \"coordinator\"); its migration map on one line: idle or\n"
+     "active, partitions done/total (arc, cap), keys moved, and \"churn\n"
+     "X.XX of ideal\" when the coordinator sends churn.\n"
      "--watch [S]: print again every S seconds (default 1) until SIGINT or\n"
      "SIGTERM (exit 0), clearing the screen first when stdout is a\n"
      "terminal; with --json one compact object a line.\n",
@@ -470,8 +473,9 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
      "stderr and the exit status is 2. --json prints one object.\n",
      0, 0, BRIM_CTL_OPT_JSON, 0, brim_ctl_migrations},
     {"nodes", "", "list the cluster's members (--coordinator)",
-     "Name, address, state, weight, partitions and heartbeat age; --json\n"
-     "prints an array of objects with those fields.\n",
+     "Name, address, state, weight, partitions and heartbeat age, after a\n"
+     "line naming the coordinator that answered (the leader), as stats\n"
+     "prints it; --json prints an array of objects with those fields.\n",
      0, 0, BRIM_CTL_OPT_JSON, 0, brim_ctl_nodes},
     {"leave", "NAME", "drain node NAME out of the cluster (--coordinator)",
      "--force is needed for the last node. Exits 1 with the coordinator's\n"

@@ -118,7 +118,8 @@ extern const struct brim_ctl_cmd brim_ctl_cmds[];
 /*
  * The exit status and a message on stderr for the libbrim failure RC of
  * WHAT ("get foo"): BRIM_CTL_EXIT_CONN for transport errors (naming the
- * server's address), BRIM_CTL_EXIT_USAGE for BRIM_EINVAL (a key of 0 or
+ * server's address) and for BRIM_ENOTLEADER (no coordinator of the list
+ * leads: an election), BRIM_CTL_EXIT_USAGE for BRIM_EINVAL (a key of 0 or
  * over the node's limit; the message names its length and the limit),
  * BRIM_CTL_EXIT_NO for the server's answers.
  */

@@ -36,7 +36,8 @@ static const struct ctl_opt ctl_opts[] = {
      "cluster mode: nodes or coordinators (HOST:PORT), any of which "
      "serves the map (default $BRIM_COORDINATOR); keys go to their owner "
      "nodes; nodes, leave, plan and the cluster's stats ask a coordinator "
-     "(a seed, or one the nodes name)"},
+     "(a seed, or one the nodes name) and are sent on to the leader a "
+     "follower names"},
     {"--timeout-ms", "MS", 0,
      "connect and request timeout in milliseconds (default 1000 / 5000)"},
     {"--secret-file", "FILE", 0,

@@ -77,6 +77,13 @@ brim_ctl_fail(struct brim_ctl *ctl, const char *what, int rc)
                 brim_ctl_auth_hint(ctl));
         return BRIM_CTL_EXIT_NO;
     }
+    case BRIM_ENOTLEADER:
+        /* libbrim asked every coordinator it knows and none leads (an
+         * election): not a refusal, so exit as unreachable. Its detail
+         * names those tried. */
+        fprintf(stderr, "brimctl: %s: %s\n", what,
+                detail[0] != '\0' ? detail : brim_strerror(rc));
+        return BRIM_CTL_EXIT_CONN;
     case BRIM_ENONODES:
         /* libbrim's detail begins with the same words: say them once. */
         if (strncmp(detail, brim_strerror(rc), strlen(brim_strerror(rc))) == 0)

@@ -114,8 +114,21 @@ static const struct admin_field admin_auth_fields[] = {
             ADMIN_U64),
 };
 
-/* CLUSTER_STATS's top level; "nodes", "migration" and "auth" are read
- * apart (admin_stats_reply()). */
+/* enum brim_coord_mode's names, as CLUSTER_STATS spells them. */
+static const char *const admin_modes[] = {"", "file", "etcd"};
+_Static_assert(BRIM_ARRAY_LEN(admin_modes) == BRIM_COORD_MODE_ETCD + 1,
+               "a name per coordinator mode");
+
+static const struct admin_field admin_coord_fields[] = {
+    ADMIN_F(brim_cluster_coord, "name", name, ADMIN_TEXT),
+    ADMIN_F(brim_cluster_coord, "addr", addr, ADMIN_TEXT),
+    ADMIN_E(brim_cluster_coord, "mode", mode, admin_modes),
+    ADMIN_F(brim_cluster_coord, "term", term, ADMIN_U64),
+    ADMIN_F(brim_cluster_coord, "leading", leading, ADMIN_FLAG),
+};
+
+/* CLUSTER_STATS's top level; "nodes", "migration", "auth" and
+ * "coordinator" are read apart (admin_stats_reply()). */
 static const struct admin_field admin_stats_fields[] = {
     ADMIN_F(brim_cluster_stats, "epoch", epoch, ADMIN_U64),
     ADMIN_F(brim_cluster_stats, "eps", eps, ADMIN_TEXT),
@@ -566,6 +579,12 @@ admin_stats_reply(const msgpack_object *obj, uint64_t epoch, void *arg)
     if (rc == 0 && m != NULL) {
         rc = admin_decode(m, admin_auth_fields,
                           BRIM_ARRAY_LEN(admin_auth_fields), &s->stats.auth);
+    }
+    m = admin_get(obj, "coordinator");
+    if (rc == 0 && m != NULL) {
+        rc = admin_decode(m, admin_coord_fields,
+                          BRIM_ARRAY_LEN(admin_coord_fields),
+                          &s->stats.coordinator);
     }
     if (rc != 0) {
         brim_free(s);

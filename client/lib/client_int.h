@@ -93,7 +93,10 @@ struct brim_call {
     uint64_t                 rep_epoch;     /* MOVED, RETRY: the epoch */
     uint64_t                 moved_epoch;   /* epoch of the last redirect */
     int                      redirected;    /* followed a MOVED already */
-    char                    *redirect;      /* MOVED: owner address, owned */
+    char                    *redirect;      /* MOVED: owner address;
+                                            * NOTLEADER: the leader's,
+                                            * NULL when none is named;
+                                            * owned */
     int64_t                  wait_until_ms; /* its node was unreachable:
                                             * other nodes' calls go first,
                                             * it not before this */
@@ -201,11 +204,12 @@ int brim_pool_ready(struct brim_client *c, struct brim_pool_node *n,
  * while the replies are read (one round trip), and read their replies in
  * order until DEADLINE_MS. Each call gets a new request id; a reply with
  * another id is malformed. For each reply: the call's STATUS and ANSWERED,
- * its ON_REPLY for status 0, REP_EPOCH and REDIRECT for MOVED and RETRY.
- * Returns 0 when every call was answered, else the error that stopped the
- * exchange (BRIM_ETIMEDOUT, BRIM_ECLOSED, BRIM_EBADREPLY, BRIM_ESYS,
- * BRIM_ENOMEM), having closed the connection; unanswered calls then carry
- * it as their STATUS and SENT says whether any byte of theirs left.
+ * its ON_REPLY for status 0, REP_EPOCH and REDIRECT for MOVED and RETRY,
+ * REDIRECT for NOTLEADER (the leader it names). Returns 0 when every call
+ * was answered, else the error that stopped the exchange (BRIM_ETIMEDOUT,
+ * BRIM_ECLOSED, BRIM_EBADREPLY, BRIM_ESYS, BRIM_ENOMEM), having closed the
+ * connection; unanswered calls then carry it as their STATUS and SENT
+ * says whether any byte of theirs left.
  */
 int brim_pool_exchange(struct brim_client *c, struct brim_pool_node *n,
                        struct brim_call **calls, size_t ncalls,
@@ -283,12 +287,20 @@ typedef int (*brim_coordlink_cb)(const msgpack_object *obj, uint64_t epoch,
 
 /*
  * Send OP (BRIM_OP_MEMBERS, PLAN, CLUSTER_STATS, LEAVE, MAP_FETCH...) to
- * a coordinator of C (a seed that said role coord, or one the nodes
- * report, tried in turn until one answers) with NAME (NULL for
- * none), ARG_U32 (LEAVE's force, PLAN's kind) and WEIGHT_PPM, and call CB
- * with the reply (admin.c decodes it). Returns 0, the coordinator's error
- * status (brim_errmsg() holds its message) or a transport error.
- * BRIM_EINVAL when C is not in cluster mode or knows no coordinator.
+ * a coordinator of C with NAME (NULL for none), ARG_U32 (LEAVE's force,
+ * PLAN's kind) and WEIGHT_PPM, and call CB with the reply (admin.c
+ * decodes it). Asked first: C->coord (the last one that answered), then
+ * C->coords in turn (seeds that said role coord, and those the nodes
+ * report) until one answers; one that cannot be reached within the
+ * connect timeout is passed over. A NOTLEADER answer (PROTOCOL.md 10.5)
+ * naming a leader sends the call there (at most 3 such hops a call, no
+ * coordinator asked twice); one naming none (an election) passes to the
+ * next. The coordinator that answered becomes C->coord. Returns 0, the
+ * coordinator's error status (brim_errmsg() holds its message), a
+ * transport error, or BRIM_ENOTLEADER when no coordinator asked leads
+ * (brim_errmsg(): "no coordinator leads (an election is in progress?):
+ * tried A, B"). BRIM_EINVAL when C is not in cluster mode or knows no
+ * coordinator.
  */
 int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                         uint32_t arg_u32, uint32_t weight_ppm,

@@ -5,7 +5,8 @@
  * fetched again from the node whose data reply named a newer epoch, the
  * member table that turns owner[partition] into a pooled connection, and
  * the generic request to a coordinator that brimctl uses (MEMBERS, LEAVE,
- * PLAN, CLUSTER_STATS).
+ * PLAN, CLUSTER_STATS), sent on to the leader a follower names
+ * (NOTLEADER, PROTOCOL.md 10.5).
  *
  * A client holds no coordinator connection once it has a map: nodes serve
  * the committed topology, and every data reply names the node's committed
@@ -398,15 +399,102 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
     return a->cb(rep->obj, rep->epoch, a->arg);
 }
 
-/* One try of brim_coordlink_call()'s request at N. */
+/* NOTLEADER answers naming a leader that one admin call follows at most:
+ * two followers that name each other (a stale leader key) cannot bounce
+ * it (PROTOCOL.md 10.5). */
+#define COORD_LEADER_HOPS 3
+
+/* Coordinators one admin call asked that did not answer it, kept for its
+ * message. */
+#define COORD_TRIED_MAX 8
+
+/* The coordinators one admin call asked that did not answer it: each
+ * said NOTLEADER or could not be asked. */
+struct coord_tried {
+    struct brim_pool_node *n[COORD_TRIED_MAX];         /* in the order asked */
+    int                    notleader[COORD_TRIED_MAX]; /* it said NOTLEADER
+                                                        * (else unreachable) */
+    uint32_t               count;                      /* entries of N */
+    uint32_t               nnotleader; /* NOTLEADER answers, also past N */
+    uint32_t               hops;       /* leaders followed */
+};
+
+/* Non-zero when N is in T. */
+static int
+coord_tried_has(const struct coord_tried *t, const struct brim_pool_node *n)
+{
+    uint32_t i;
+
+    for (i = 0; i < t->count && t->n[i] != n; i++) {
+    }
+    return i < t->count;
+}
+
+/* Note in T that N said NOTLEADER (NOTLEADER set) or was unreachable. */
+static void
+coord_tried_add(struct coord_tried *t, struct brim_pool_node *n, int notleader)
+{
+    t->nnotleader += notleader != 0;
+    if (t->count < COORD_TRIED_MAX && !coord_tried_has(t, n)) {
+        t->notleader[t->count] = notleader;
+        t->n[t->count++] = n;
+    }
+}
+
+/* C's message for a call that found no leader: "no coordinator leads (an
+ * election is in progress?): tried A, B (unreachable)". */
+static void
+coord_tried_errmsg(struct brim_client *c, const struct coord_tried *t)
+{
+    char     list[BRIM_ERRBUF_LEN];
+    size_t   len = 0;
+    uint32_t i;
+
+    list[0] = '\0';
+    for (i = 0; i < t->count && len < sizeof(list); i++) {
+        len += (size_t) snprintf(list + len, sizeof(list) - len, "%s%s%s",
+                                 i > 0 ? ", " : "", t->n[i]->link.addr,
+                                 t->notleader[i] ? "" : " (unreachable)");
+    }
+    brim_lib_errmsg(c,
+                    "no coordinator leads (an election is in progress?): "
+                    "tried %s",
+                    list);
+}
+
+/*
+ * One try of brim_coordlink_call()'s request PROTO at N: connected within
+ * the connect timeout, answered within request_timeout_ms. Returns its
+ * status; on BRIM_ENOTLEADER *LEADER is
+ * the leader N names (a new string the caller frees), or NULL when N
+ * names none.
+ */
 static int
 coord_call_at(struct brim_client *c, struct brim_pool_node *n,
-              const struct brim_call *proto)
+              const struct brim_call *proto, char **leader)
 {
     struct brim_call call = *proto;
+    int              rc;
 
+    /* Connected first, within the connect timeout: route.c would try an
+     * unreachable node other than C->coord until the call's deadline,
+     * and the next coordinator is worth more. */
+    rc = brim_pool_ready(c, n, coord_try_deadline(c, brim_route_deadline(c)));
+    if (rc != 0) {
+        return rc;
+    }
     call.target = n;
-    return brim_route_one(c, &call);
+    (void) brim_route_run(c, &call, 1, brim_route_deadline(c));
+    rc = call.status;
+    if (rc == BRIM_ENOTLEADER) {
+        *leader = call.redirect; /* taken over */
+        call.redirect = NULL;
+    }
+    brim_route_calls_destroy(&call, 1);
+    if (rc == 0) {
+        c->errmsg[0] = '\0';
+    }
+    return rc;
 }
 
 /* True when RC says N could not be asked at all (try another). */
@@ -417,17 +505,62 @@ coord_unreachable(int rc)
         || rc == BRIM_ESYS;
 }
 
+/*
+ * Ask N the call CALL, then the leader each NOTLEADER answer names (at
+ * most COORD_LEADER_HOPS in the whole call, none asked twice), noting in
+ * T each that did not answer. Returns the first status that is neither
+ * NOTLEADER nor a transport error, with *AT the coordinator that gave it;
+ * else the last NOTLEADER or transport error, *AT untouched. A follower's
+ * connection is closed: only the leader's is kept.
+ */
+static int
+coord_ask(struct brim_client *c, struct brim_pool_node *n,
+          const struct brim_call *call, struct coord_tried *t,
+          struct brim_pool_node **at)
+{
+    struct brim_pool_node *next;
+    char                  *leader;
+    int                    rc;
+
+    for (;;) {
+        leader = NULL;
+        rc = coord_call_at(c, n, call, &leader);
+        if (rc != BRIM_ENOTLEADER) {
+            if (coord_unreachable(rc)) {
+                coord_tried_add(t, n, 0);
+            } else {
+                *at = n;
+            }
+            return rc;
+        }
+        coord_tried_add(t, n, 1);
+        next = NULL;
+        if (leader != NULL && t->hops < COORD_LEADER_HOPS) {
+            next = brim_pool_get(c, leader);
+            coord_note_coord(c, leader);
+        }
+        brim_free(leader);
+        brim_pool_close(n);
+        if (next == NULL || next == n || coord_tried_has(t, next)) {
+            return rc;
+        }
+        t->hops++;
+        n = next;
+    }
+}
+
 int
 brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                     uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
                     void *arg)
 {
-    struct brim_pool_node *n;
+    struct brim_pool_node *n, *at = NULL;
+    struct coord_tried     tried;
     struct coord_cb_arg    a;
     struct brim_call       call;
     char                   addr[BRIM_SOCK_ADDR_MAX];
     uint32_t               i;
-    int                    rc;
+    int                    rc = BRIM_EINVAL;
 
     if (c == NULL || !c->cluster) {
         if (c != NULL) {
@@ -446,27 +579,29 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
     call.req.weight_ppm = weight_ppm;
     call.on_reply = coord_obj_reply;
     call.arg = &a;
+    memset(&tried, 0, sizeof(tried));
     if (c->coord != NULL) {
-        rc = coord_call_at(c, c->coord, &call);
-        if (!coord_unreachable(rc)) {
-            return rc;
-        }
+        rc = coord_ask(c, c->coord, &call, &tried, &at);
     }
-    /* The coordinators the seeds said and the nodes report, in turn. */
-    rc = BRIM_EINVAL;
-    for (i = 0; c->coords != NULL
+    /* The coordinators the seeds said and the nodes report, in turn; a
+     * NOTLEADER answer with no leader named (an election) leads here. */
+    for (i = 0; at == NULL && c->coords != NULL
          && coord_list_item(c->coords, i, addr, sizeof(addr)) == 0;
          i++)
     {
         n = brim_pool_get(c, addr);
-        if (n == NULL || n == c->coord) {
+        if (n == NULL || coord_tried_has(&tried, n)) {
             continue;
         }
-        rc = coord_call_at(c, n, &call);
-        if (!coord_unreachable(rc)) {
-            c->coord = n;
-            return rc;
-        }
+        rc = coord_ask(c, n, &call, &tried, &at);
+    }
+    if (at != NULL) {
+        c->coord = at; /* the leader: later calls go to it first */
+        return rc;
+    }
+    if (tried.nnotleader > 0) {
+        coord_tried_errmsg(c, &tried);
+        return BRIM_ENOTLEADER;
     }
     if (rc == BRIM_EINVAL) {
         brim_lib_errmsg(c,

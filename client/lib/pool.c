@@ -91,7 +91,8 @@ brim_pool_free(struct brim_client *c)
     c->home = NULL;
 }
 
-/* Record in CALL what a non-OK reply REP says (message, MOVED, RETRY). */
+/* Record in CALL what a non-OK reply REP says (message, MOVED, RETRY,
+ * NOTLEADER). */
 static int
 pool_note_error(struct brim_client *c, struct brim_pool_node *n,
                 struct brim_call *call, const struct brim_rep *rep)
@@ -115,6 +116,21 @@ pool_note_error(struct brim_client *c, struct brim_pool_node *n,
         call->redirect = brim_strndup(rep->owner, rep->owner_len);
         if (call->redirect == NULL) {
             return BRIM_ENOMEM;
+        }
+    }
+    if (rep->status == BRIM_ENOTLEADER) {
+        /* The message is the leader's "host:port", empty when the
+         * coordinator knows none (PROTOCOL.md 10.5); one that cannot be
+         * an address counts as none. */
+        brim_free(call->redirect);
+        call->redirect = NULL;
+        if (rep->message_len > 0 && rep->message_len < BRIM_SOCK_ADDR_MAX
+            && memchr(rep->message, '\0', rep->message_len) == NULL)
+        {
+            call->redirect = brim_strndup(rep->message, rep->message_len);
+            if (call->redirect == NULL) {
+                return BRIM_ENOMEM;
+            }
         }
     }
     return 0;

@@ -668,7 +668,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     eps_text(t->eps_ppm, eps, sizeof(eps));
     moved = co->last_arc + co->last_cap;
 
-    if (brim_wire_stats_begin(out, request_id, 19, &mark) != 0) {
+    if (brim_wire_stats_begin(out, request_id, 20, &mark) != 0) {
         brim_free(count);
         brim_free(disp);
         brim_free(caps);
@@ -750,6 +750,18 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     err |= kv_u64(&pk, "auth_failures", co->guard.stats.failures);
     err |= kv_u64(&pk, "auth_rate_limited", co->guard.stats.rate_limited);
     err |= kv_u64(&pk, "auth_out_failures", co->guard.stats.out_failures);
+    /* The coordinator that answered (issue 15): brimctl names it, and
+     * /api/cluster says whether it leads. */
+    err |= kv_key(&pk, "coordinator");
+    err |= msgpack_pack_map(&pk, 5);
+    err |= kv_str(&pk, "name", co->etcd != NULL ? co->cfg.name : "");
+    err |= kv_str(&pk, "addr", co->cfg.listen);
+    err |= kv_str(&pk, "mode", co->etcd != NULL ? "etcd" : "file");
+    err |= kv_u64(&pk, "term",
+                  co->etcd != NULL && co->leading && co->etcd->term > 0
+                      ? (uint64_t) co->etcd->term
+                      : 0);
+    err |= kv_bool(&pk, "leading", co->leading);
     brim_free(count);
     brim_free(disp);
     brim_free(caps);

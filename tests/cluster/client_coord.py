@@ -17,7 +17,9 @@ its lease is out),
 admin (the typed calls of <brim/admin.h> give what the wire says:
 brim_members() and brim_cluster_stats() against MEMBERS and
 CLUSTER_STATS decoded here, two plans, the refusals, and a leave that
-takes the node out of the list).
+takes the node out of the list),
+notleader_loop (two fake followers naming each other: brimctl's admin
+call visits each once and is answered by the real coordinator).
 """
 import json
 import os
@@ -36,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "support")]
 import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
+import node_cluster as nc  # noqa: E402
 
 MAP_FETCH = bt.OP["MAP_FETCH"]
 P = 1024
@@ -274,6 +277,13 @@ def ctl(cl, a, *args, want=0, env_coord=False):
     return run(cmd + list(args), want=want, env=env)
 
 
+def ctl_at(a, seeds, *args, want=0):
+    """brimctl --coordinator SEEDS ARGS, no BRIM_* from the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_")}
+    return run([a.ctl, "--coordinator", seeds] + list(args), want=want,
+               env=env)
+
+
 def case_brimctl(cl, a):
     ctl(cl, a, "set", "alpha", "one")
     ctl(cl, a, "set", "beta", "two", env_coord=True)
@@ -289,6 +299,15 @@ def case_brimctl(cl, a):
     assert sum(n["partitions"] for n in nodes) == P, nodes
     text = ctl(cl, a, "nodes").stdout
     assert "node1" in text and "node3" in text, text
+    # The coordinator that answered, first (issue 15): one in file mode.
+    first = text.splitlines()[0]
+    assert first == "coordinator: %s (file mode)" % cl.addr, text
+    st = json.loads(ctl(cl, a, "stats", "--json").stdout)
+    assert st["coordinator"] == {"name": "", "addr": cl.addr,
+                                 "mode": "file", "term": 0,
+                                 "leading": True}, st["coordinator"]
+    text = ctl(cl, a, "stats").stdout
+    assert text.splitlines()[0] == first, text
     r = ctl(cl, a, "leave", "nosuch", want=1)
     assert r.stderr.strip(), "no message for a leave of a non-member"
     t0 = topo(cl.port)["epoch"]
@@ -465,6 +484,15 @@ def case_admin(cl, a):
     assert int(s0["within_cap"]) == int(st["within_cap"]), (s0, st)
     assert int(s0["required"]) == int(st["auth"]["required"]), (s0, st)
     assert int(s0["nnodes"]) == len(st["nodes"]) == 3, (s0, st)
+    # The coordinator that answered: enum brim_coord_mode 1 is "file".
+    k = [dict(kv.split("=", 1) for kv in ln[1:])
+         for ln in lines if ln[0] == "coordinator"][0]
+    want = st["coordinator"]
+    assert text(want["mode"]) == "file" and want["leading"] is True, want
+    assert k == {"name": text(want["name"]), "addr": text(want["addr"]),
+                 "mode": "1", "term": str(want["term"]),
+                 "leading": "1"}, (k, want)
+    assert k["addr"] == cl.addr, k
     rows = [ln[1:] for ln in lines if ln[0] == "node"][:3]
     want = [[text(n["name"]), text(n["addr"]), text(n["state"]),
              str(round(n["weight"] * 1e6)), str(n["partitions"]),
@@ -623,13 +651,70 @@ def case_fleet(cl, a):
 case_fleet.node_args = ["--max-conns", str(4 * FLEET)]
 
 
+class FakeFollower(nc.FakeCoord):
+    """node_cluster.py's fake coordinator as one in etcd mode that does
+    not lead: HELLO as a coordinator of cluster CID, every other op
+    NOTLEADER naming self.leader ("" by default: none)."""
+
+    def __init__(self, cid):
+        self.cid, self.leader = cid, ""
+        super().__init__()
+
+    def answer(self, r):
+        if r[0] == bt.OP["HELLO"]:
+            return [0, r[1], 1, self.cid, bt.ROLE["COORD"], 77, 0, "fake",
+                    250, 1 << 20, 1 << 26, 1024]
+        return [bt.ST["NOTLEADER"], r[1], self.leader]
+
+    def count(self, op):
+        return len(self.requests(op))
+
+
+def case_notleader_loop(cl, a):
+    """Two followers that name each other (a stale leader key) do not
+    bounce an admin call: brimctl seeded A,B,COORD asks A, is sent to B,
+    does not go back to A, and gets its answer from the coordinator of
+    the list, which the nodes line then names; A and B are sent MEMBERS
+    once each and CLUSTER_STATS never (the call after goes to the leader
+    that answered). Then, naming no leader, each is asked once and passed
+    over."""
+    c = bw.Conn(cl.port)
+    try:
+        cid = c.call("HELLO", 1, 1, 0, bt.ROLE["ADMIN"], 0)[3]
+    finally:
+        c.close()
+    fa, fb = FakeFollower(cid), FakeFollower(cid)
+    try:
+        fa.leader, fb.leader = fb.addr, fa.addr
+        r = ctl_at(a, ",".join([fa.addr, fb.addr, cl.addr]), "nodes")
+        print("seeded A,B,COORD: exit %d\n%s%s"
+              % (r.returncode, r.stdout, r.stderr))
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert r.stdout.splitlines()[0] == \
+            "coordinator: %s (file mode)" % cl.addr, r.stdout
+        got = [(f.count("MEMBERS"), f.count("CLUSTER_STATS"))
+               for f in (fa, fb)]
+        assert got == [(1, 0), (1, 0)], got
+        # No leader named (an election): each is passed over in turn.
+        fa.leader = fb.leader = ""
+        r = ctl_at(a, ",".join([fa.addr, fb.addr, cl.addr]), "stats")
+        assert r.stdout.splitlines()[0] == \
+            "coordinator: %s (file mode)" % cl.addr, r.stdout
+        got = [(f.count("MEMBERS"), f.count("CLUSTER_STATS"))
+               for f in (fa, fb)]
+        assert got == [(1, 1), (1, 1)], got
+    finally:
+        fa.close()
+        fb.close()
+
+
 CASES = bt.Cases([
     ("load", case_load), ("mload", case_mload), ("spread", case_spread),
     ("brimctl", case_brimctl), ("stale", case_stale),
     ("leave_last", case_leave_last), ("learn", case_learn),
     ("coord_restart", case_coord_restart), ("flush", case_flush),
     ("admin", case_admin), ("fleet", case_fleet),
-    ("node_map", case_node_map)])
+    ("node_map", case_node_map), ("notleader_loop", case_notleader_loop)])
 
 
 def run_case(fn, a):

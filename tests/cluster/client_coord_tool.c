@@ -417,7 +417,8 @@ print_plan(const char *what, const struct brim_plan *p)
     return 0;
 }
 
-/* Print the cluster's stats: one "stats" line, one "node" line a row. */
+/* Print the cluster's stats: one "stats" line, one "coordinator" line,
+ * one "node" line a row. */
 static int
 print_stats(struct brim_client *c, uint64_t *epoch)
 {
@@ -436,6 +437,9 @@ print_stats(struct brim_client *c, uint64_t *epoch)
            st->epoch, st->eps, st->partitions, st->members, st->cap,
            st->within_cap, st->displaced, st->nnodes, st->migration.active,
            st->auth.required);
+    printf("coordinator name=%s addr=%s mode=%d term=%" PRIu64 " leading=%d\n",
+           st->coordinator.name, st->coordinator.addr, st->coordinator.mode,
+           st->coordinator.term, st->coordinator.leading);
     for (i = 0; i < st->nnodes; i++) {
         printf("node %s %s %s %" PRIu32 " %" PRIu64 " %" PRIu64 "\n",
                st->nodes[i].name, st->nodes[i].addr,

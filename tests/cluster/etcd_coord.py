@@ -36,6 +36,12 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
                              leader SIGKILLed, the standby serves them
   http_follower_unknown      503s: the leader has no HTTP port (its key
                              in the two-field form), then etcd is gone
+  brimctl_follows_notleader  brimctl given a follower reaches the leader
+                             and names it (nodes, stats --json, plan)
+  brimctl_after_leader_killed
+                             brimctl given the killed leader and the
+                             standby: a clear error during the election,
+                             then the new leader, named with its term
 
 Skipped (77) without an etcd binary.
 """
@@ -874,6 +880,121 @@ def http_follower_unknown(bindir):
               "etcd was stopped: %s" % (time.monotonic() - t0,
                                         json.loads(body)["error"]),
               flush=True)
+def brimctl(cl, *args):
+    """brimctl of the build tree with ARGS (no BRIM_* from the caller's
+    environment): the finished process, output as text."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRIM_")}
+    return subprocess.run([os.path.join(cl.bindir, "brimctl")] + list(args),
+                          capture_output=True, text=True, timeout=30,
+                          env=env)
+
+
+def elected_term(proc):
+    """The term of PROC's last "elected leader: term T" log line."""
+    lines = [ln for ln in proc.output().splitlines()
+             if "elected leader: term " in ln]
+    assert lines, proc.output()[-2000:]
+    return int(lines[-1].split("elected leader: term ")[1].split()[0])
+
+
+def three_nodes(cl):
+    """Nodes 1-3 joined: returns the leader's and the standby's addresses
+    and the leader's term."""
+    for i in range(1, 4):
+        cl.add("node%d" % i)
+    cl.wait_members(3)
+    return ("127.0.0.1:%d" % cl.cport, "127.0.0.1:%d" % cl.standby[0],
+            elected_term(cl.coord))
+
+
+def listed_nodes(lines):
+    """The names in the table of brimctl nodes' LINES (after the
+    coordinator line and the header)."""
+    return sorted(ln.split()[0] for ln in lines[2:])
+
+
+@case
+def brimctl_follows_notleader(bindir):
+    """libbrim's admin calls follow NOTLEADER (issue 15): brimctl given
+    only the follower lists the nodes, the leader's answer, and names the
+    leader; given the follower then the leader, stats --json carries the
+    leader's name, address and term; plan through the follower works."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        leader, follower, term = three_nodes(cl)
+        p = brimctl(cl, "--coordinator", follower, "nodes")
+        print("brimctl --coordinator FOLLOWER nodes: exit %d\n%s%s"
+              % (p.returncode, p.stdout, p.stderr), flush=True)
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        lines = p.stdout.splitlines()
+        assert lines[0] == "coordinator: c1 %s (etcd leader, term %d)" \
+            % (leader, term), lines
+        assert listed_nodes(lines) == ["node1", "node2", "node3"], lines
+        p = brimctl(cl, "--coordinator", follower + "," + leader, "stats",
+                    "--json")
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        import json
+        got = json.loads(p.stdout)["coordinator"]
+        print("stats --json via the follower: coordinator %r" % got,
+              flush=True)
+        assert got == {"name": "c1", "addr": leader, "mode": "etcd",
+                       "term": term, "leading": True}, got
+        p = brimctl(cl, "--coordinator", follower, "plan", "join", "node9")
+        assert p.returncode == 0 and "partitions_moved" in p.stdout, \
+            (p.returncode, p.stdout, p.stderr)
+        # The follower itself still answers NOTLEADER: brimctl went on.
+        c = bw.Conn(cl.standby[0])
+        try:
+            assert c.call("HELLO", 1, 1, 0, bt.ROLE["ADMIN"], 0)[0] == 0
+            rep = c.call("CLUSTER_STATS", 2)
+            assert rep[0] == bt.ST["NOTLEADER"], rep
+        finally:
+            c.close()
+
+
+@case
+def brimctl_after_leader_killed(bindir):
+    """The leader SIGKILLed: brimctl --coordinator OLDLEADER,STANDBY nodes
+    fails at once with a clear message while no coordinator leads (the
+    standby names the dead leader until its lease lapses), then reaches
+    the standby once elected, within the election TTL + 2 s of the kill,
+    and names it with its new term."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        old, standby, term1 = three_nodes(cl)
+        os.kill(cl.coord.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        cl.coord.proc.wait(timeout=10)
+        seeds = old + "," + standby
+        first = brimctl(cl, "--coordinator", seeds, "nodes")
+        print("right after the kill: exit %d\n%s%s"
+              % (first.returncode, first.stdout, first.stderr), flush=True)
+        # Within the dead leader's lease: no coordinator leads yet.
+        assert first.returncode == 2, (first.stdout, first.stderr)
+        assert "no coordinator leads (an election is in progress?): " \
+            "tried %s" % standby in first.stderr, first.stderr
+        assert old in first.stderr, first.stderr
+        tries = 1
+        while True:
+            p = brimctl(cl, "--coordinator", seeds, "nodes")
+            tries += 1
+            took = time.monotonic() - killed_at
+            if p.returncode == 0:
+                break
+            assert p.returncode == 2 and "no coordinator leads" in p.stderr, \
+                (p.returncode, p.stdout, p.stderr)
+            assert took < TTL_S + 2.0, \
+                "no leader %.1f s after the kill: %s" % (took, p.stderr)
+            time.sleep(0.1)
+        term2 = elected_term(cl.coords["c2"])
+        print("brimctl reached the new leader %.2f s after the kill "
+              "(%d tries, bound %d s):\n%s"
+              % (took, tries, TTL_S + 2, p.stdout), flush=True)
+        assert term2 > term1, (term1, term2)
+        lines = p.stdout.splitlines()
+        assert lines[0] == "coordinator: c2 %s (etcd leader, term %d)" \
+            % (standby, term2), lines
+        assert listed_nodes(lines) == ["node1", "node2", "node3"], lines
 
 
 if __name__ == "__main__":

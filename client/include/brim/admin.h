@@ -22,8 +22,15 @@
  * connection is closed), BRIM_EUNKNOWNOP (a coordinator that does not
  * serve the op), BRIM_ENOMEM and the transport errors of the data calls
  * in <brim.h> (BRIM_ETIMEDOUT within request_timeout_ms, BRIM_ECLOSED,
- * BRIM_ECONNREFUSED, BRIM_ESYS). Out-parameters are written only on
- * success.
+ * BRIM_ECONNREFUSED, BRIM_ESYS), and BRIM_ENOTLEADER: with several
+ * coordinators on etcd, none of those the client knows leads (an election
+ * is in progress; brim_errmsg() names those tried). Out-parameters are
+ * written only on success.
+ *
+ * Which coordinator: the one that last answered, else each the client
+ * knows in turn (the seeds that are coordinators, then those the nodes
+ * name). A follower's NOTLEADER answer sends the call on to the leader it
+ * names, which later calls then ask first (PROTOCOL.md 10.5).
  */
 #ifndef BRIM_ADMIN_H
 #define BRIM_ADMIN_H
@@ -205,6 +212,30 @@ struct brim_cluster_auth {
                                      * AUTH failed */
 };
 
+/* How the coordinator that answered keeps the cluster's state. */
+enum brim_coord_mode {
+    BRIM_COORD_MODE_UNKNOWN = 0, /* not said (an older coordinator) */
+    BRIM_COORD_MODE_FILE = 1,    /* one coordinator, its --data-dir */
+    BRIM_COORD_MODE_ETCD = 2     /* several on etcd, one elected leader
+                                  * (--etcd, docs/operations.md) */
+};
+
+/* The coordinator that answered brim_cluster_stats() (issue 15). */
+struct brim_cluster_coord {
+    char     name[BRIM_ADMIN_NAME_MAX + 1]; /* its --name in etcd mode;
+                                             * "" in file mode */
+    char     addr[BRIM_ADMIN_ADDR_MAX + 1]; /* its "host:port" (--listen:
+                                             * what NOTLEADER names) */
+    int      mode;                          /* enum brim_coord_mode */
+    uint64_t term;                          /* etcd mode: the term it
+                                             * leads in (its leader key's
+                                             * create revision, rising
+                                             * with each election); 0 in
+                                             * file mode or not leading */
+    int      leading;                       /* non-zero: it leads (always
+                                             * in file mode) */
+};
+
 /* The cluster as the coordinator sees it (DESIGN.md section 8). */
 struct brim_cluster_stats {
     uint64_t                      epoch;      /* committed epoch */
@@ -232,14 +263,17 @@ struct brim_cluster_stats {
                                                 * map's members */
     uint64_t                      bytes;               /* bytes of every node */
     uint64_t                      requests_per_sec;    /* of every node */
-    uint64_t                      displaced; /* partitions not at their
+    uint64_t                      displaced;   /* partitions not at their
                                                 * ring owner */
-    struct brim_cluster_node     *nodes;     /* NNODES rows, one per node
+    struct brim_cluster_node     *nodes;       /* NNODES rows, one per node
                                                 * the coordinator knows; in
                                                 * the same allocation */
-    size_t                        nnodes;    /* rows */
-    struct brim_cluster_migration migration; /* the last change's */
-    struct brim_cluster_auth      auth;      /* the coordinator's */
+    size_t                        nnodes;      /* rows */
+    struct brim_cluster_migration migration;   /* the last change's */
+    struct brim_cluster_auth      auth;        /* the coordinator's */
+    struct brim_cluster_coord     coordinator; /* the one that answered;
+                                                * all 0 from an older
+                                                * coordinator */
 };
 
 /*
