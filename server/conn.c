@@ -571,7 +571,14 @@ server_connection_cb(uv_stream_t *ls, int status)
         srv->stats.conns_refused++;
         brim_log_warn("%s: refused: %u connections already open (max_conns)",
                       c->peer, srv->cfg.max_conns);
-        brim_conn_fail(c, BRIM_EBUSY, "too many connections (max_conns)");
+        if (srv->cfg.refuse_line != NULL) {
+            /* The stream's own protocol (memcached's line). */
+            (void) brim_buf_append(&c->out, srv->cfg.refuse_line,
+                                   strlen(srv->cfg.refuse_line));
+            brim_conn_drain(c);
+        } else {
+            brim_conn_fail(c, BRIM_EBUSY, "too many connections (max_conns)");
+        }
         return;
     }
     conn_read_start(c);

@@ -85,6 +85,10 @@ struct brim_server_config {
                                        else bytes to STREAM (frames are
                                        not parsed, max_frame_bytes
                                        unused, DISPATCH may be NULL) */
+    const char       *refuse_line;     /* with STREAM: the bytes written to
+                                       a connection refused over
+                                       max_conns (NUL-terminated,
+                                       static), NULL: a brim BUSY frame */
 };
 
 /* Counters of one listener. */

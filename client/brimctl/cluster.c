@@ -127,6 +127,8 @@ cluster_migration_json(const struct brim_cluster_migration *m, int *oom)
     cluster_put(o, "keys_moved", cluster_u64(m->keys_moved), oom);
     cluster_put(o, "keys_moved_arc", cluster_u64(m->keys_moved_arc), oom);
     cluster_put(o, "keys_moved_cap", cluster_u64(m->keys_moved_cap), oom);
+    cluster_put(o, "partitions_unfinished",
+                cluster_u64(m->partitions_unfinished), oom);
     cluster_put(o, "keys_at_commit", cluster_u64(m->keys_at_commit), oom);
     cluster_put(o, "ideal_keys", json_real(m->ideal_keys), oom);
     cluster_put(o, "churn", json_real(m->churn), oom);
@@ -355,12 +357,13 @@ brim_ctl_nodes(struct brim_ctl *ctl)
 
 /* Where the leave of one node stands, from the cluster's stats. */
 struct cluster_leave_state {
-    int      listed;    /* the node is among the nodes */
-    char     state[16]; /* its state ("leaving") */
-    int      active;    /* migration.active */
-    uint64_t done;      /* migration.partitions_done */
-    uint64_t total;     /* migration.partitions_total */
-    uint64_t keys;      /* migration.keys_moved */
+    int      listed;     /* the node is among the nodes */
+    char     state[16];  /* its state ("leaving") */
+    int      active;     /* migration.active */
+    uint64_t done;       /* migration.partitions_done */
+    uint64_t total;      /* migration.partitions_total */
+    uint64_t keys;       /* migration.keys_moved */
+    uint64_t unfinished; /* migration.partitions_unfinished */
 };
 
 /* Read the leave of NAME out of ST into *LS. */
@@ -382,6 +385,7 @@ cluster_leave_state(const struct brim_cluster_stats *st, const char *name,
     ls->done = st->migration.partitions_done;
     ls->total = st->migration.partitions_total;
     ls->keys = st->migration.keys_moved;
+    ls->unfinished = st->migration.partitions_unfinished;
 }
 
 /*
@@ -433,6 +437,17 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
             return BRIM_CTL_EXIT_CONN;
         }
         brim_ctl_sleep(left < 0.2 ? left : 0.2);
+    }
+    if (ls.unfinished > 0) {
+        /* Not a hand-over: the node stopped (killed, cut off) first. */
+        brim_ctl_progress_clear(&prog);
+        fprintf(stderr,
+                "brimctl: leave %s: %" PRIu64 " of %" PRIu64
+                " partitions ended before their stream did (the node "
+                "stopped before handing them over): the keys it had not "
+                "sent are lost\n",
+                name, ls.unfinished, ls.total);
+        return BRIM_CTL_EXIT_NO;
     }
     brim_ctl_progress_draw(&prog, 1, 1, "leave %s: done", name);
     printf("%s: left the cluster in %.1f s (migration %" PRIu64 "/%" PRIu64

@@ -183,7 +183,19 @@ cmd_flush(struct brim_ctl *ctl)
     int rc;
 
     rc = brim_flush(ctl->client, ctl->delay_s);
-    return rc == 0 ? BRIM_CTL_EXIT_OK : brim_ctl_fail(ctl, "flush", rc);
+    if (rc != 0) {
+        return brim_ctl_fail(ctl, "flush", rc);
+    }
+    /* Say what was dropped: a cluster's whole data is one word away. */
+    printf("flushed %s%s",
+           ctl->coord != NULL        ? "every node of the cluster"
+               : ctl->server != NULL ? ctl->server
+                                     : BRIM_CTL_DEFAULT_SERVER,
+           ctl->delay_s > 0 ? "" : "\n");
+    if (ctl->delay_s > 0) {
+        printf(" (items expire in %u s)\n", (unsigned) ctl->delay_s);
+    }
+    return BRIM_CTL_EXIT_OK;
 }
 
 /* ---- stats ---- */
@@ -494,8 +506,11 @@ const struct brim_ctl_cmd brim_ctl_cmds[] = {
      "plan join NAME [--weight W], plan leave NAME: the coordinator's\n"
      "estimate, nothing moves.\n",
      2, 2, BRIM_CTL_OPT_JSON | BRIM_CTL_OPT_WEIGHT, 1, brim_ctl_plan},
-    {"flush", "", "drop every item of the node (admin)", NULL, 0, 0,
-     BRIM_CTL_OPT_DELAY, 1, cmd_flush},
+    {"flush", "", "drop every item: the node's, every node's (--coordinator)",
+     "With --server, that node's items; with --coordinator (or\n"
+     "BRIM_COORDINATOR), every member's: the whole cluster's data. Needs\n"
+     "the admin role (and the secret where the cluster has one).\n",
+     0, 0, BRIM_CTL_OPT_DELAY, 1, cmd_flush},
     {"import", "FILE|-", "store the records of FILE (-: stdin), batched",
      "Each record goes under PREFIX + its key, pipelined in batches.\n"
      "--format deb822 (default): Debian control records (apt-cache\n"

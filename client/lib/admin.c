@@ -102,6 +102,8 @@ static const struct admin_field admin_migration_fields[] = {
             ADMIN_U64),
     ADMIN_F(brim_cluster_migration, "ideal_keys", ideal_keys, ADMIN_F64),
     ADMIN_F(brim_cluster_migration, "churn", churn, ADMIN_F64),
+    ADMIN_F(brim_cluster_migration, "partitions_unfinished",
+            partitions_unfinished, ADMIN_U64),
 };
 
 static const struct admin_field admin_auth_fields[] = {

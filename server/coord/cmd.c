@@ -213,6 +213,8 @@ hb_stats(struct brim_coord_member *mb, const msgpack_object *map)
          offsetof(struct brim_coord_member, hb_mig_out_pending)},
         {"mig_in_arc", offsetof(struct brim_coord_member, hb_mig_in_arc)},
         {"mig_in_cap", offsetof(struct brim_coord_member, hb_mig_in_cap)},
+        {"mig_in_unfinished",
+         offsetof(struct brim_coord_member, hb_mig_in_unfinished)},
     };
     const msgpack_object_kv *kv;
     uint32_t                 i, f;
@@ -558,6 +560,8 @@ struct mig_progress {
     uint64_t keys_moved; /* entries received since the last commit */
     uint64_t keys_arc;   /* of them, of partitions moved by a new arc */
     uint64_t keys_cap;   /* of them, of partitions moved by the cap */
+    uint64_t unfinished; /* partitions completed before their stream
+                            ended (a source died or left early) */
 };
 
 static void
@@ -589,6 +593,10 @@ mig_progress(const struct brim_coord *co, struct mig_progress *mp)
         }
         if (mb->hb_mig_in_cap > mb->mig_cap_base) {
             mp->keys_cap += mb->hb_mig_in_cap - mb->mig_cap_base;
+        }
+        if (mb->hb_mig_in_unfinished > mb->mig_unfinished_base) {
+            mp->unfinished +=
+                mb->hb_mig_in_unfinished - mb->mig_unfinished_base;
         }
     }
     if (unheard && co->last_streams) {
@@ -721,7 +729,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     }
     mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");
-    err |= msgpack_pack_map(&pk, 14);
+    err |= msgpack_pack_map(&pk, 15);
     err |= kv_bool(&pk, "active", mp.active);
     /* Why a join or leave waits ("" when none does), and how long. */
     err |= kv_str(&pk, "waiting", co->wait_why);
@@ -735,6 +743,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     err |= kv_u64(&pk, "moved_arc", co->last_arc);
     err |= kv_u64(&pk, "moved_cap", co->last_cap);
     err |= kv_u64(&pk, "keys_moved", mp.keys_moved);
+    err |= kv_u64(&pk, "partitions_unfinished", mp.unfinished);
     err |= kv_u64(&pk, "keys_moved_arc", mp.keys_arc);
     err |= kv_u64(&pk, "keys_moved_cap", mp.keys_cap);
     err |= kv_u64(&pk, "keys_at_commit", co->last_keys_total);

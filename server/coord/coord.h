@@ -90,6 +90,9 @@ struct brim_coord_member {
     uint64_t mig_in_base;                  /* hb_mig_in when the last change
                                            committed */
     uint64_t mig_arc_base, mig_cap_base;   /* the same, by why */
+    uint64_t hb_mig_in_unfinished;         /* partitions it completed
+                                           before their stream ended */
+    uint64_t mig_unfinished_base;          /* that at the last commit */
 };
 
 /* Per-connection state (brim_conn data). */

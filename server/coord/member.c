@@ -774,6 +774,7 @@ change_baseline(struct brim_coord *co, const struct brim_topo *old)
         mb->mig_in_base = mb->hb_mig_in;
         mb->mig_arc_base = mb->hb_mig_in_arc;
         mb->mig_cap_base = mb->hb_mig_in_cap;
+        mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
         before = brim_topo_find(old, mb->m.name) >= 0;
         after = brim_topo_find(t, mb->m.name) >= 0;
         if (before) {

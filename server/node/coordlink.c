@@ -43,7 +43,7 @@
 #define COORD_LINGER_MS 500      /* answer MOVED this long, then exit */
 #define COORD_LEAVE_POLL_MS 20   /* how often the leave is checked */
 #define COORD_LEAVE_LOG_MS 10000 /* progress of a long leave, logged */
-#define COORD_HB_STATS 9         /* stats a HEARTBEAT carries */
+#define COORD_HB_STATS 10        /* stats a HEARTBEAT carries */
 
 static void coord_connect(struct brim_node *node);
 static int  leave_removed(struct brim_node *node);
@@ -292,10 +292,16 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
 static void
 coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
 {
-    static const char *names[COORD_HB_STATS] = {
-        "keys",      "bytes",         "partitions",      "requests_per_sec",
-        "mig_in",    "mig_in_flight", "mig_out_pending", "mig_in_arc",
-        "mig_in_cap"};
+    static const char        *names[COORD_HB_STATS] = {"keys",
+                                                       "bytes",
+                                                       "partitions",
+                                                       "requests_per_sec",
+                                                       "mig_in",
+                                                       "mig_in_flight",
+                                                       "mig_out_pending",
+                                                       "mig_in_arc",
+                                                       "mig_in_cap",
+                                                       "mig_in_unfinished"};
     struct brim_store_stats   ss;
     struct brim_migrate_stats ms;
     uint64_t                  v[COORD_HB_STATS];
@@ -312,6 +318,7 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
     v[6] = ms.partitions_out_pending;
     v[7] = ms.keys_in_arc;
     v[8] = ms.keys_in_cap;
+    v[9] = ms.partitions_in_unfinished;
     for (i = 0; i < COORD_HB_STATS; i++) {
         kv[i].key.type = MSGPACK_OBJECT_STR;
         kv[i].key.via.str.ptr = names[i];

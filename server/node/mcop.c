@@ -323,6 +323,8 @@ mc_cmd_new(struct mc_client *cl)
     mc->first_slot = 0;
     mc->failed = 0;
     mc->why[0] = '\0';
+    mc->held = 0;
+    mc->oom = 0;
     if (cl->tail != NULL) {
         cl->tail->next = mc;
     } else {
@@ -334,12 +336,32 @@ mc_cmd_new(struct mc_client *cl)
     return mc;
 }
 
-/* Release MC's memory (it left the FIFO). */
-static void
-op_cmd_free(struct mc_cmd *mc)
+int
+mc_hold(struct mc_cmd *mc, size_t len)
+{
+    struct brim_mcport *port = mc->port;
+    size_t              limit = port->srv.cfg.out_total_limit;
+
+    /* Up to a connection's own output limit a get is always held (as a
+     * brim connection passes the pool by one batch); beyond it only
+     * while the pool has room, so a slow reader cannot starve others. */
+    if (limit != 0 && mc->held + len > port->srv.cfg.out_high_water
+        && port->srv.stats.out_bytes + port->get_held + len > limit)
+    {
+        return -1;
+    }
+    port->get_held += len;
+    mc->held += len;
+    return 0;
+}
+
+void
+mc_cmd_free(struct mc_cmd *mc)
 {
     uint32_t i;
 
+    mc->port->get_held -= mc->held;
+    mc->held = 0;
     for (i = 0; mc->slots != NULL && i < mc->nslots; i++) {
         brim_free(mc->slots[i].value);
     }
@@ -376,7 +398,7 @@ op_advance(struct mc_client *cl)
             cl->tail = NULL;
         }
         cl->n--;
-        op_cmd_free(mc);
+        mc_cmd_free(mc);
     }
 }
 

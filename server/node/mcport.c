@@ -24,14 +24,34 @@
 
 /* ---- the get family ---- */
 
-/* Append a hit of MC's get for KEY (VALUE line and data). */
+/* memcached's answer to a get it cannot hold the reply of. */
+#define GET_OOM "out of memory writing get response"
+
+/* MC's get is over the reply pool (mc_hold()): it fails as a whole. */
+static void
+get_oom(struct mc_cmd *mc)
+{
+    if (!mc->oom) {
+        mc->oom = 1;
+        mc->failed++;
+        snprintf(mc->why, sizeof(mc->why), "%s", GET_OOM);
+    }
+}
+
+/* Append a hit of MC's get for KEY (VALUE line and data); HELD: its
+ * value was counted in the pool when it was kept. */
 static void
 get_put_hit(struct mc_cmd *mc, const char *key, size_t key_len,
-            const char *value, size_t len, uint32_t flags, uint64_t cas)
+            const char *value, size_t len, uint32_t flags, uint64_t cas,
+            int held)
 {
     int with_cas =
         mc->cmd.kind == BRIM_MCTEXT_GETS || mc->cmd.kind == BRIM_MCTEXT_GATS;
 
+    if (mc->oom || (!held && mc_hold(mc, len + key_len + 64) != 0)) {
+        get_oom(mc);
+        return;
+    }
     (void) brim_mctext_put_value(mc_out(mc), key, key_len, flags, value, len,
                                  with_cas, cas);
 }
@@ -57,13 +77,18 @@ get_done(struct mc_cmd *mc, uint32_t i, const struct brim_rep *rep)
     if (mc->slots == NULL) {
         if (rep->status == 0) {
             get_put_hit(mc, mc->req.key, mc->req.key_len, rep->value,
-                        rep->value_len, rep->flags, rep->cas);
+                        rep->value_len, rep->flags, rep->cas, 0);
         }
         return;
     }
     s = &mc->slots[i];
     s->status = rep->status;
     if (rep->status != 0) {
+        return;
+    }
+    if (mc->oom || mc_hold(mc, rep->value_len + 300) != 0) {
+        s->status = BRIM_ENOMEM;
+        get_oom(mc);
         return;
     }
     s->flags = rep->flags;
@@ -105,7 +130,7 @@ get_finish(struct mc_cmd *mc)
         if (mc->slots[i].status == 0 && mc->slots[i].value != NULL) {
             get_put_hit(mc, key, key_len, mc->slots[i].value,
                         mc->slots[i].value_len, mc->slots[i].flags,
-                        mc->slots[i].cas);
+                        mc->slots[i].cas, 1);
         }
     }
     (void) brim_mctext_put_reply(mc_out(mc), BRIM_MCTEXT_REPLY_END);
@@ -828,12 +853,7 @@ mc_conn_close(struct brim_conn *c)
     /* Every command has ended (a running one holds a reference). */
     for (mc = cl->head; mc != NULL; mc = next) {
         next = mc->next;
-        brim_buf_destroy(&mc->copy);
-        brim_buf_destroy(&mc->out);
-        brim_free(mc->slots);
-        if (mc != &cl->first) {
-            brim_free(mc);
-        }
+        mc_cmd_free(mc);
     }
     brim_free(cl);
     c->data = NULL;
@@ -908,10 +928,15 @@ brim_mcport_start(struct brim_node *node, const struct brim_server_config *cfg,
     cc.gone = NULL; /* no AUTH on this port */
     cc.gone_arg = NULL;
     cc.stream = mc_stream;
+    cc.refuse_line = "ERROR Too many open connections\r\n"; /* memcached's */
     if (brim_server_listen(&port->srv, node->loop, node->cfg.memcached_listen,
                            &cc, NULL, mc_conn_close, port, errbuf)
         != 0)
     {
+        char why[BRIM_ERRBUF_LEN];
+
+        snprintf(why, sizeof(why), "%s", errbuf);
+        brim_errfmt(errbuf, "--memcached-listen: %s", why);
         brim_free(port);
         return BRIM_ESYS;
     }

@@ -88,6 +88,8 @@ struct mc_cmd {
     uint64_t               number;     /* a meta command's counter */
     uint32_t               failed;     /* a get's keys that failed */
     uint64_t               start_ns;   /* uv_hrtime() when parsed */
+    size_t                 held;       /* its bytes in port->get_held */
+    int                    oom;        /* a get refused for the pool */
     char                   why[160];   /* the first one's reason */
 };
 
@@ -141,7 +143,10 @@ struct brim_mcport {
     struct brim_node_lat      lat[BRIM_MCTEXT_KIND_COUNT]; /* server-side
                                           latency by command: parsed to
                                           answered (mc_end()) */
-    int                       leaving; /* no longer accepting */
+    size_t                    get_held; /* bytes of get replies built
+                                          and not yet on a connection
+                                          (mc_hold()) */
+    int                       leaving;  /* no longer accepting */
 };
 
 /*
@@ -189,6 +194,22 @@ void mc_end(struct mc_cmd *mc);
  * when the FIFO is empty, else a new one. Returns NULL when out of memory.
  */
 struct mc_cmd *mc_cmd_new(struct mc_client *cl);
+
+/*
+ * Count LEN more bytes of MC's get reply (a hit's line and value, or a
+ * value kept for its turn) against the port's reply pool (--buffer-mb:
+ * the unsent replies of every connection plus the get replies being
+ * built), so that one get of many big values cannot hold more memory
+ * than the pool: up to --output-limit-kb a get is always held, beyond it
+ * only while the pool has room. Returns 0 (counted until MC is freed) or
+ * -1 (nothing counted; the get fails with memcached's "SERVER_ERROR out
+ * of memory writing get response").
+ */
+int mc_hold(struct mc_cmd *mc, size_t len);
+
+/* Free MC (it left the FIFO, or its connection closed): its reply, its
+ * copy, its kept values, and its bytes in the pool. */
+void mc_cmd_free(struct mc_cmd *mc);
 
 /* The brim op of a storage command KIND (set add replace append prepend
  * cas, or an ms's store kind). */

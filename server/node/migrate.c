@@ -111,6 +111,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                            p);
             mig_in_finish(m, p);
             m->stats.partitions_in_done++;
+            m->stats.partitions_in_unfinished++;
             gone++;
         } else {
             m->in_src[p] = (uint16_t) src;
@@ -157,6 +158,7 @@ brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                  * declared dead; docs/design.md, "Leases".) */
                 if (m->in_state[p] == IN_FLIGHT) {
                     mig_in_finish(m, p);
+                    m->stats.partitions_in_unfinished++;
                 }
                 if (o < old->nmembers) {
                     brim_store_drop_partition(node->store, p);

@@ -62,9 +62,13 @@ struct brim_migrate_stats {
     uint64_t pace_slice_us;      /* the slice now, us per 2 ms window */
     uint64_t probes_source_gone; /* partitions completed because
                                          their source held no copy */
-    uint32_t partitions_in_flight;   /* incoming, BEGIN .. END */
-    uint32_t partitions_out_pending; /* outgoing, queued or streaming */
-    uint32_t delay_ms;               /* BRIM_TEST_STREAM_DELAY_MS */
+    uint64_t partitions_in_unfinished; /* completed before their stream
+                                         ended: the source died, left or
+                                         held no copy (keys it had not
+                                         sent are not here) */
+    uint32_t partitions_in_flight;     /* incoming, BEGIN .. END */
+    uint32_t partitions_out_pending;   /* outgoing, queued or streaming */
+    uint32_t delay_ms;                 /* BRIM_TEST_STREAM_DELAY_MS */
 };
 
 /*

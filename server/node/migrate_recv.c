@@ -444,6 +444,7 @@ probe_one(struct brim_migrate *m, uint32_t p, uint32_t idle)
         m->stats.probes_source_gone++;
         mig_in_finish(m, p);
         m->stats.partitions_in_done++;
+        m->stats.partitions_in_unfinished++;
         return;
     }
     if (brim_link_ensure(d)) {

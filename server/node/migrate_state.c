@@ -297,6 +297,7 @@ mig_in_source_gone(struct brim_migrate *m, uint32_t p, uint64_t epoch,
                        p, why);
         mig_in_finish(m, p);
         m->stats.partitions_in_done++;
+        m->stats.partitions_in_unfinished++;
     }
 }
 

@@ -303,6 +303,8 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_tombstone_refusals", ms.tomb_refusals);
     emit_u64(e, SEC_MIG, "mig_probes", ms.probes);
     emit_u64(e, SEC_MIG, "mig_probes_source_gone", ms.probes_source_gone);
+    emit_u64(e, SEC_MIG, "mig_partitions_in_unfinished",
+             ms.partitions_in_unfinished);
     emit_u64(e, SEC_MIG, "mig_stream_delay_ms", ms.delay_ms);
     emit_streams_out(e, node);
     emit_ops(e, node);

@@ -17,6 +17,8 @@ Cases (each its own CTest test, tests/client.cmake):
               and stats --watch --json prints a JSON line per interval
               until SIGINT; then one key is overwritten with brimctl set
               and another deleted, and verify exits 1 naming both.
+  leave_killed  node4 SIGKILLed while its leave streams (at 1 MB/s):
+              leave --wait exits 1 and says its unsent keys are lost
   leave_wait  three nodes and node4; import, verify --loop in the
               background, leave node4 --wait (exit 0 once node4 is gone),
               then SIGTERM ends the loop: its reads=... line, no different
@@ -301,6 +303,33 @@ def leave_wait(cl, ctl, tmp):
     while ctl.run("verify", path)[0] != 0:
         expect(time.monotonic() < end, "keys missing 10 s after the leave")
         time.sleep(0.5)
+
+
+@case
+def leave_killed(cl, ctl, tmp):
+    """A node killed while its leave streams is not reported as a clean
+    leave: brimctl leave --wait exits 1, saying how many partitions ended
+    before their stream did and that the keys not sent are lost."""
+    deb, _ = deb822(160000)
+    path = write(tmp, "dump.txt", deb)
+    env = cl.env
+    cl.env = dict(env, BRIM_NODE_ARGS="--migrate-mb-per-s 1")
+    try:
+        cl.run("add-node", "node4")
+    finally:
+        cl.env = env
+    import_file(ctl, path, [], 159999, 1, 1)
+    with open(os.path.join(cl.dir, "node4.pid")) as f:
+        pid4 = int(f.read().split()[0])
+    leave = ctl.spawn("leave", "node4", "--wait", "--timeout", "60")
+    time.sleep(1.5)
+    expect(leave.poll() is None, "the leave ended within 1.5 s at 1 MB/s")
+    os.kill(pid4, signal.SIGKILL)
+    rc, out, err = ctl.finish(leave, None, 60)
+    expect(rc == 1, "leave --wait of a killed node: exit %d" % rc)
+    expect("ended before their stream did" in err and "lost" in err,
+           "leave --wait of a killed node said %r" % err[-500:])
+    expect("left the cluster" not in out, "reported as left: %r" % out)
 
 
 def main():

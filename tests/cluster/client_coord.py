@@ -442,7 +442,8 @@ def case_flush(cl, a):
     run([a.tool, cl.addr, "load", "500"])
     before = {n: node_keys(port) for n, (_, port) in cl.nodes.items()}
     assert sum(before.values()) == 500 and min(before.values()) > 0, before
-    ctl(cl, a, "flush")
+    out = ctl(cl, a, "flush")
+    assert "flushed every node of the cluster" in out.stdout, out.stdout
     after = {n: node_keys(port) for n, (_, port) in cl.nodes.items()}
     print("keys per node before %r, after flush %r" % (before, after))
     assert sum(after.values()) == 0, after

@@ -80,15 +80,32 @@ class Etcd:
         base = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.dir = tempfile.mkdtemp(prefix="brim-etcd-", dir=base)
         self.names = ["e%d" % i for i in range(1, n + 1)]
-        self.curl = {m: "http://127.0.0.1:%d" % bw.free_port()
-                     for m in self.names}
-        self.purl = {m: "http://127.0.0.1:%d" % bw.free_port()
-                     for m in self.names}
-        self.url = ",".join(self.curl[m] for m in self.names)
-        self.procs = {}
-        for m in self.names:
-            self.start(m, "new")
-        self.wait_ready()
+        for attempt in range(3):
+            # Ports picked free can be taken by a test running beside
+            # this one before etcd binds them: then etcd exits, and the
+            # cluster is made again on other ports.
+            self.curl = {m: "http://127.0.0.1:%d" % bw.free_port()
+                         for m in self.names}
+            self.purl = {m: "http://127.0.0.1:%d" % bw.free_port()
+                         for m in self.names}
+            self.url = ",".join(self.curl[m] for m in self.names)
+            self.procs = {}
+            for m in self.names:
+                self.start(m, "new")
+            try:
+                self.wait_ready()
+                return
+            except AssertionError:
+                if attempt == 2:
+                    raise
+                print("etcd did not start (attempt %d); again on other "
+                      "ports" % (attempt + 1), flush=True)
+                for q in self.procs.values():
+                    if q.poll() is None:
+                        q.kill()
+                    q.wait(timeout=10)
+                shutil.rmtree(self.dir, ignore_errors=True)
+                os.makedirs(self.dir)
 
     def start(self, m, state):
         cluster = ",".join("%s=%s" % (x, self.purl[x]) for x in self.names)

@@ -681,6 +681,103 @@ def hostile_input(args):
         n.stop()
 
 
+def big_get_bounded(port, pid, keys, what, pool_kib):
+    """One get line naming KEYS (values of about 1 MiB, stored) many
+    times over, from a client that does not read for a while: the node
+    answers it
+    SERVER_ERROR out of memory writing get response rather than holding
+    the reply, its RSS grows by no more than about the pool, and a get
+    within the pool is still served whole on another connection."""
+    rss0 = rss_kib(pid)
+    slow = socket.create_connection(("127.0.0.1", port))
+    line = b"get " + b" ".join(keys * 10) + b"\r\n"
+    slow.sendall(line)
+    time.sleep(1.5)
+    grew = rss_kib(pid) - rss0
+    r = Raw(port)
+    got = r.ask(b"get " + b" ".join(keys[:2]) + b"\r\n", b"END\r\n")
+    check(got.count(b"VALUE ") == 2, "%s: a get of two big values beside "
+          "it: %r", what, got[:200])
+    r.close()
+    # The slow client's reply ends with the error line (read it now).
+    slow.settimeout(10)
+    tail, deadline = b"", time.monotonic() + 20
+    while b"\r\n" not in tail[-200:] or not (
+            tail.endswith(b"END\r\n") or tail.endswith(b"response\r\n")):
+        check(time.monotonic() < deadline, "%s: no end of the big get's "
+              "reply (%d bytes read)", what, len(tail))
+        chunk = slow.recv(1 << 20)
+        check(chunk, "%s: closed after %d bytes", what, len(tail))
+        tail = (tail + chunk)[-(4 << 20):]
+    slow.close()
+    print("%s: a get of %d values of 1 MiB from a client that does not "
+          "read: RSS grew %d KiB (pool %d KiB); it ends %r"
+          % (what, len(keys) * 10, grew, pool_kib, tail[-60:]))
+    check(tail.endswith(b"SERVER_ERROR out of memory writing get "
+                        b"response\r\n"), "%s: ends %r", what, tail[-80:])
+    check(grew < pool_kib + (24 << 10), "%s: RSS grew %d KiB for a %d KiB "
+          "pool", what, grew, pool_kib)
+
+
+@case
+def big_get_pool(args):
+    """A multi-key get is held to the port's reply pool (--buffer-mb),
+    standalone and across a cluster's forwards: a get of 300 values of
+    1 MiB (300 MiB of reply) to a client that never reads is refused as
+    memcached refuses a reply it cannot allocate, with the node's memory
+    bounded by the pool; gets within it are served."""
+    n = Standalone(args, "--memory-mb", "128", "--buffer-mb", "16")
+    try:
+        r = Raw(n.mport)
+        val = os.urandom(1000000)
+        keys = [b"mb%d" % i for i in range(30)]
+        for k in keys:
+            check(r.ask(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(val), val))
+                  == b"STORED\r\n", "set %r", k)
+        r.close()
+        big_get_bounded(n.mport, n.proc.pid, keys, "standalone", 16 << 10)
+    finally:
+        n.stop()
+    with cluster(args, n=2, node_args=["--memory-mb", "128",
+                                       "--buffer-mb", "16"]) as cl:
+        first = cl.nodes["node1"]
+        r = Raw(first.mport)
+        for k in keys:
+            check(r.ask(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(val), val))
+                  == b"STORED\r\n", "set %r", k)
+        r.close()
+        big_get_bounded(first.mport, first.pid, keys, "cluster", 16 << 10)
+
+
+@case
+def too_many_conns(args):
+    """A connection over --max-conns is refused in memcached's words
+    (its line, then the close), not in the brim port's binary frame; the
+    connections already open are served."""
+    n = Standalone(args, "--max-conns", "4")
+    try:
+        held = [Raw(n.mport) for _ in range(4)]
+        for r in held:
+            check(r.ask(b"version\r\n").startswith(b"VERSION "),
+                  "an open connection is served")
+        extra = socket.create_connection(("127.0.0.1", n.mport), timeout=5)
+        got = b""
+        while True:
+            chunk = extra.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        extra.close()
+        check(got == b"ERROR Too many open connections\r\n",
+              "refused with %r", got)
+        check(held[0].ask(b"version\r\n").startswith(b"VERSION "),
+              "still served after the refusal")
+        for r in held:
+            r.close()
+    finally:
+        n.stop()
+
+
 def bench_start(args, port, duration):
     cmd = [os.path.join(args.bin, "brim-bench"), "--target", "memcached",
            "--server", "127.0.0.1:%d" % port, "--verify", "--connections",

@@ -187,17 +187,21 @@ struct brim_cluster_migration {
     uint64_t epoch;                            /* the epoch the change made */
     uint64_t partitions_total;                 /* partitions it moves */
     uint64_t partitions_done;                  /* of them, arrived */
-    uint64_t moved_arc;      /* of the total, moved for an arc */
-    uint64_t moved_cap;      /* of the total, moved for the cap */
-    uint64_t keys_moved;     /* keys streamed since the commit */
-    uint64_t keys_moved_arc; /* of them, of partitions moved by arc */
-    uint64_t keys_moved_cap; /* of them, of partitions moved by cap */
-    uint64_t keys_at_commit; /* keys in the cluster at the commit */
-    double   ideal_keys;     /* keys any change must move: the
+    uint64_t moved_arc;             /* of the total, moved for an arc */
+    uint64_t moved_cap;             /* of the total, moved for the cap */
+    uint64_t keys_moved;            /* keys streamed since the commit */
+    uint64_t keys_moved_arc;        /* of them, of partitions moved by arc */
+    uint64_t keys_moved_cap;        /* of them, of partitions moved by cap */
+    uint64_t keys_at_commit;        /* keys in the cluster at the commit */
+    double   ideal_keys;            /* keys any change must move: the
                                      * leavers' plus the joiners' share of
                                      * the rest */
-    double   churn;          /* keys_moved / ideal_keys (0 when
+    double   churn;                 /* keys_moved / ideal_keys (0 when
                                      * ideal_keys is 0) */
+    uint64_t partitions_unfinished; /* of partitions_done, completed
+                                     * before their stream ended: the
+                                     * source died or left first, and
+                                     * what it had not sent is lost */
 };
 
 /* The coordinator's own AUTH counters (PROTOCOL.md 12.4). */
