@@ -766,10 +766,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     err |= kv_str(&pk, "name", co->etcd != NULL ? co->cfg.name : "");
     err |= kv_str(&pk, "addr", co->cfg.listen);
     err |= kv_str(&pk, "mode", co->etcd != NULL ? "etcd" : "file");
-    err |= kv_u64(&pk, "term",
-                  co->etcd != NULL && co->leading && co->etcd->term > 0
-                      ? (uint64_t) co->etcd->term
-                      : 0);
+    err |= kv_u64(&pk, "term", brim_coord_term(co));
     err |= kv_bool(&pk, "leading", co->leading);
     brim_free(count);
     brim_free(disp);

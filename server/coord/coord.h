@@ -240,8 +240,9 @@ int brim_coord_etcd_save(struct brim_coord *co, char errbuf[BRIM_ERRBUF_LEN]);
 static inline uint64_t
 brim_coord_term(const struct brim_coord *co)
 {
-    return co->etcd != NULL && co->etcd->term > 0 ? (uint64_t) co->etcd->term
-                                                  : 0;
+    return co->etcd != NULL && co->leading && co->etcd->term > 0
+        ? (uint64_t) co->etcd->term
+        : 0;
 }
 
 /* member.c: what a coordinator does once it holds the state, at a start

@@ -270,12 +270,10 @@ http_leader_fresh(const struct brim_coord *co)
 static int
 http_role(struct brim_buf *out, const struct brim_coord *co)
 {
-    int64_t term = 0;
+    int64_t term = (int64_t) brim_coord_term(co);
     int     rc;
 
-    if (co->leading && co->etcd != NULL) {
-        term = co->etcd->term;
-    } else if (!co->leading && http_leader_fresh(co)) {
+    if (!co->leading && http_leader_fresh(co)) {
         term = co->etcd->leader_term;
     }
     rc = brim_prom_family(out, "brim_coord_leader", BRIM_PROM_GAUGE,
