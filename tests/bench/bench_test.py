@@ -49,6 +49,7 @@ KEY_SIZE = 32
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import brimtest as bt  # noqa: E402
+import ports  # noqa: E402
 
 SKIP = bt.SKIP
 
@@ -59,9 +60,7 @@ def fail(msg):
 
 
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_port()
 
 
 def key_text(i):

@@ -19,9 +19,7 @@ every wait is bounded.
 """
 import json
 import os
-import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import brimtest as bt  # noqa: E402
+import ports  # noqa: E402
 
 CASES = bt.Cases()
 case = CASES
@@ -42,22 +41,10 @@ def fail(msg):
 
 def free_base(n=8):
     """A base port with N free ports after it (bound and released)."""
-    for _ in range(200):
-        base = random.randint(20000, 32000 - n)
-        socks = []
-        try:
-            for p in range(base, base + n):
-                s = socket.socket()
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    fail("no free port range")
+    try:
+        return ports.free_base(n)
+    except AssertionError as e:
+        fail(str(e))
 
 
 class Cluster:

@@ -37,10 +37,8 @@ Cases:
 import contextlib
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,8 +47,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import brimtest as bt  # noqa: E402
+import ports  # noqa: E402
 
-PORT_LO, PORT_HI = 33000, 33999
 CASES = bt.Cases()
 
 
@@ -58,27 +56,11 @@ def fail(msg):
     raise AssertionError(msg)
 
 
-def port_free(port):
-    """Can PORT and its cluster bus port be bound on loopback now?"""
-    for p in (port, port + 10000):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                return False
-    return True
-
-
 def pick_ports(n):
-    """N consecutive free ports in PORT_LO..PORT_HI (random start: another
-    test may run at once); bounded tries."""
-    rnd = random.Random(os.getpid() ^ int(time.time() * 1000))
-    for _ in range(50):
-        base = rnd.randrange(PORT_LO, PORT_HI - n + 1)
-        ports = list(range(base, base + n))
-        if all(port_free(p) for p in ports):
-            return ports
-    fail("no %d free ports in %d-%d after 50 tries" % (n, PORT_LO, PORT_HI))
+    """N consecutive free ports with their cluster bus ports (+10000), all
+    below the ephemeral range (ports.py)."""
+    base = ports.free_base(n, also=(10000,))
+    return list(range(base, base + n))
 
 
 def tools():

@@ -50,9 +50,9 @@ fail() {
     failures=$((failures + 1))
 }
 
+# A free port below the ephemeral range (tests/support/ports.py).
 free_port() {
-    python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    python3 "$(dirname "$0")/../support/ports.py"
 }
 
 # start_node [NODE_ARGS...]: a brim-node on a free port; $server is it.

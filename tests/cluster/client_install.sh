@@ -45,8 +45,7 @@ done
 [ -n "$(find "$prefix" -name 'libbrim.so*' -print -quit)" ] \
     || { echo "libbrim.so not installed"; exit 1; }
 
-port=$(python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 "$(dirname "$0")/../support/ports.py")
 cat >"$prefix/example.c" <<EOC
 #include <stdio.h>
 #include <string.h>
@@ -110,8 +109,7 @@ awk '/^## A first program/ { f = 1 } f && /^```c/ { g = 1; next }
      g && /^```/ { exit } g { print }' "$client_md" >"$prefix/app.c"
 grep -q '127.0.0.1:11311' "$prefix/app.c" \
     || { echo "no program with 127.0.0.1:11311 in $client_md"; exit 1; }
-port=$(python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 "$(dirname "$0")/../support/ports.py")
 sed -i "s/127\.0\.0\.1:11311/127.0.0.1:$port/" "$prefix/app.c"
 "$node_bin" --standalone --listen "127.0.0.1:$port" >"$prefix/node.log" 2>&1 &
 node_pid=$!

@@ -47,23 +47,41 @@ sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* A loopback listening (LISTEN) or plain socket bound to PORT (0: any). */
+/* A TCP socket with SO_REUSEADDR (as libuv binds) bound to 127.0.0.1:PORT
+ * (0: any); -1 when the socket or the bind fails. */
 static int
-bind_loopback(int port, int listen_too, int *bound_port)
+loopback_socket_bound(int port)
 {
     struct sockaddr_in sa;
-    socklen_t          len;
     int                fd, one;
 
     fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
+    if (fd < 0) {
+        return -1;
+    }
     one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = htons((uint16_t) port);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+    if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A loopback listening (LISTEN) or plain socket bound to PORT (0: any). */
+static int
+bind_loopback(int port, int listen_too, int *bound_port)
+{
+    struct sockaddr_in sa;
+    socklen_t          len;
+    int                fd;
+
+    fd = loopback_socket_bound(port);
+    ck_assert_int_ge(fd, 0);
     if (listen_too) {
         ck_assert_int_eq(listen(fd, 16), 0);
     }
@@ -73,14 +91,59 @@ bind_loopback(int port, int listen_too, int *bound_port)
     return fd;
 }
 
+#define FREE_PORT_LO 20000 /* tests/support/ports.py's range */
+#define FREE_PORT_HI 32000
+
+/* The first port of the ephemeral range (32768 when unreadable). */
+static int
+ephemeral_low(void)
+{
+    FILE *f;
+    int   lo = 32768;
+
+    f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &lo) != 1) {
+            lo = 32768;
+        }
+        fclose(f);
+    }
+    return lo;
+}
+
+/* True when 127.0.0.1:PORT can be bound now (with SO_REUSEADDR, as libuv). */
+static int
+port_bindable(int port)
+{
+    int fd;
+
+    fd = loopback_socket_bound(port);
+    if (fd < 0) {
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
 int
 client_free_port(void)
 {
-    int fd, port;
+    struct timespec ts;
+    int             hi, tries, port;
+    unsigned        seed;
 
-    fd = bind_loopback(0, 0, &port);
-    close(fd);
-    return port;
+    hi = ephemeral_low() < FREE_PORT_HI ? ephemeral_low() : FREE_PORT_HI;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    seed = (unsigned) ts.tv_nsec ^ (unsigned) getpid() << 16;
+    for (tries = 0; tries < 500; tries++) {
+        port = FREE_PORT_LO
+            + (int) (rand_r(&seed) % (unsigned) (hi - FREE_PORT_LO));
+        if (port_bindable(port)) {
+            return port;
+        }
+    }
+    ck_abort_msg("no free port in %d..%d after 500 tries", FREE_PORT_LO, hi);
+    return 0;
 }
 
 /* True when something accepts TCP connections on 127.0.0.1:PORT. */

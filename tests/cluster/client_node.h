@@ -36,7 +36,10 @@ void client_node_start_on(struct client_node *node, const char *const *extra);
 /* SIGTERM, then SIGKILL after 3 s; reaps the child. 0 pid: nothing. */
 void client_node_stop(struct client_node *node);
 
-/* A port nothing listens on now (bound to 0, then closed). */
+/* A loopback port nothing is bound to now, below the ephemeral range so
+ * no outgoing connection takes it before the node binds it, from a random
+ * start (tests/support/ports.py's rule, without its reservation files).
+ * Aborts the test when none of 500 tries is free. */
 int client_free_port(void);
 
 /* Milliseconds of CLOCK_MONOTONIC. */

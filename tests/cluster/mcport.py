@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import brimtest as bt  # noqa: E402
 import brimwire as bw  # noqa: E402
+import ports  # noqa: E402
 import bench_cluster  # noqa: E402
 import migrate_basic as mb  # noqa: E402
 
@@ -40,28 +41,10 @@ def check(cond, msg, *args):
         raise AssertionError(msg % args if args else msg)
 
 
-def port_free(p):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind(("127.0.0.1", p))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
-def free_ports(n, lo=34000, hi=34999, also=None):
-    """N consecutive free ports in LO..HI (and the N from BASE + ALSO)."""
-    for _ in range(200):
-        base = random.randint(lo, hi - n)
-        want = list(range(base, base + n))
-        if also is not None:
-            want += [p + also for p in want]
-        if all(port_free(p) for p in want):
-            return base
-    raise AssertionError("no %d free ports in %d..%d" % (n, lo, hi))
+def free_ports(n, also=None):
+    """A base of N consecutive free ports (and the N from BASE + ALSO),
+    below the ephemeral range (ports.py)."""
+    return ports.free_base(n, also=() if also is None else (also,))
 
 
 class Standalone:
@@ -223,7 +206,7 @@ def memccapable_cluster(args):
     env = dict(os.environ, BRIM_BIN=args.bin, BRIM_CLUSTER_MC_OFFSET="500",
                BRIM_NODE_ARGS="--memcached-allow-flush")
     try:
-        base = free_ports(4, 34000, 34400, also=500)
+        base = free_ports(4, also=500)
         out = brim_cluster(args, "up", "--nodes", "3", "--base-port",
                            str(base), "--dir", d, env=env)
         with open(os.path.join(d, "memcached")) as f:

@@ -36,6 +36,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "support"))
 import brimtest as bt  # noqa: E402
+import ports  # noqa: E402
 
 # Cases checked by hand against memcached 1.6.18 while writing the parser.
 FIXED = [
@@ -207,11 +208,7 @@ def gen_case(rng):
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return ports.free_port()
 
 
 def start_memcached(path):

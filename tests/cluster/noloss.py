@@ -42,7 +42,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import brimtest as bt  # noqa: E402
+import ports  # noqa: E402
 
 CASES = bt.Cases()
 case = CASES
@@ -59,21 +59,7 @@ case = CASES
 
 def free_base(span):
     """A base port below the ephemeral range with SPAN free ports."""
-    rng = random.Random(os.getpid() ^ int(time.time()))
-    for _ in range(500):
-        base = rng.randrange(20000, 30000)
-        ok = True
-        for port in range(base, base + span):
-            s = socket.socket()
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                ok = False
-            finally:
-                s.close()
-        if ok:
-            return base
-    raise AssertionError("no free ports")
+    return ports.free_base(span)
 
 
 class Cluster:

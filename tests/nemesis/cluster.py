@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import brimtest as bt  # noqa: E402  (the op table, read from proto/ops.h)
 import brimwire as bw  # noqa: E402  (the project's wire codec for tests)
+import ports  # noqa: E402  (free loopback ports)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
@@ -37,47 +38,15 @@ def die_with_parent():
 OP_MAP_FETCH = bt.OP["MAP_FETCH"]
 OP_CLUSTER_STATS = bt.OP["CLUSTER_STATS"]
 OWNER_NONE = 65535
-PORT_LO, PORT_HI = 20000, 32000     # below the usual ephemeral range
-
-
-def ephemeral_low():
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def port_free(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 class Ports:
-    """Free loopback ports below the ephemeral range, from a random start
-    (not the seed's generator: ports are no decision of the run)."""
-
-    def __init__(self):
-        hi = min(PORT_HI, ephemeral_low())
-        rnd = int.from_bytes(os.urandom(4), "little")
-        self.lo, self.hi = PORT_LO, hi
-        self.next = PORT_LO + rnd % (hi - PORT_LO - 200)
-        self.used = set()
+    """Free loopback ports below the ephemeral range (tests/support/
+    ports.py: a random start, not the seed's generator, since ports are
+    no decision of the run)."""
 
     def take(self):
-        for _ in range(self.hi - self.lo):
-            p = self.next
-            self.next = self.next + 1 if self.next + 1 < self.hi else self.lo
-            if p not in self.used and port_free(p):
-                self.used.add(p)
-                return p
-        raise RuntimeError("no free port in %d..%d" % (self.lo, self.hi))
+        return ports.free_port()
 
 
 class Proc:

@@ -23,6 +23,7 @@ import tempfile
 import time
 
 import brimtest
+import ports
 
 try:                                    # Debian: python3-msgpack
     import msgpack as _msgpack
@@ -359,11 +360,8 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
 
 
 def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A free loopback port below the ephemeral range (ports.py)."""
+    return ports.free_port()
 
 
 def is_sanitized(binary):

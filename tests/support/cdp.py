@@ -11,13 +11,14 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
 
 import websocket  # python3-websocket
+
+import ports
 
 
 def chromium_path():
@@ -29,11 +30,7 @@ def chromium_path():
 
 
 def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return ports.free_port()
 
 
 class Browser:
