@@ -42,7 +42,7 @@ def fail(msg):
 def free_base(n=8):
     """A base port with N free ports after it (bound and released)."""
     try:
-        return ports.free_base(n)
+        return ports.cluster_base(n)
     except AssertionError as e:
         fail(str(e))
 

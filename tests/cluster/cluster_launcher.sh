@@ -9,16 +9,8 @@ SCRIPT=$1
 export BRIM_BIN=$2
 # shellcheck source=launcher_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/launcher_lib.sh"
-# A base port with 6 free ports after it.
-BASE=$(python3 -c 'import socket,random
-for _ in range(200):
-    b=random.randrange(20000,32000); ok=True
-    for p in range(b,b+7):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",p))
-        except OSError: ok=False
-        s.close()
-    if ok: print(b); break')
+# A base port with 6 free ports after it, and their memcached ports.
+BASE=$(python3 "$(dirname "${BASH_SOURCE[0]}")/../support/ports.py" --cluster 7)
 
 "$SCRIPT" --help | grep -q "remove-node" || fail "--help"
 out=$("$SCRIPT" up --nodes 3 --dir "$D" --base-port "$BASE" --partitions 256) || fail "up: $out"

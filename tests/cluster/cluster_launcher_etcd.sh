@@ -15,15 +15,7 @@ LAUNCHER_PREFIX=brim-launcher-etcd
 . "$(dirname "${BASH_SOURCE[0]}")/launcher_lib.sh"
 # A base port with the ports brim-cluster uses above it free: the nodes
 # (BASE+1..), their memcached ports (+1000), coord2 (+1999), etcd (+2000..).
-BASE=$(python3 -c 'import socket,random
-for _ in range(200):
-    b=random.randrange(20000,30000); ok=True
-    for p in list(range(b,b+4))+list(range(b+1001,b+1004))+list(range(b+1999,b+2006)):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",p))
-        except OSError: ok=False
-        s.close()
-    if ok: print(b); break')
+BASE=$(python3 "$(dirname "${BASH_SOURCE[0]}")/../support/ports.py" --cluster 4 --etcd 3)
 
 out=$("$SCRIPT" up --nodes 2 --dir "$D" --base-port "$BASE" --partitions 256 --etcd 3) \
     || fail "up: $out"

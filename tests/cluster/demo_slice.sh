@@ -79,16 +79,7 @@ DISTINCT=$(apt-cache dumpavail | awk -v n="$RECORDS" \
     | sort -u | wc -l)
 [ "$DISTINCT" -gt 0 ] || fail "no Package names in the first $RECORDS records"
 
-BASE=$(python3 -c 'import random, socket
-for _ in range(200):
-    b = random.randrange(20000, 32000); ok = True
-    for p in range(b, b + 8):
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try: s.bind(("127.0.0.1", p))
-        except OSError: ok = False
-        s.close()
-    if ok: print(b); break')
+BASE=$(python3 "$(dirname "${BASH_SOURCE[0]}")/../support/ports.py" --cluster 8)
 [ -n "$BASE" ] || fail "no free range of 8 ports"
 
 # Remember the PIDs while the demo runs (it removes the files at its end).

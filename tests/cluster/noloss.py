@@ -59,7 +59,7 @@ case = CASES
 
 def free_base(span):
     """A base port below the ephemeral range with SPAN free ports."""
-    return ports.free_base(span)
+    return ports.cluster_base(span)
 
 
 class Cluster:

@@ -70,26 +70,12 @@ for b in brim-coord brim-node brim-bench; do
 done
 command -v python3 >/dev/null || die "python3 is needed for the report"
 
-# True when nothing listens on 127.0.0.1:PORT.
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A base port in 24000-28990 (below Linux's ephemeral range, 32768 up,
-# so no outgoing socket holds it) with the 10 ports after it free (the
-# coordinator, five nodes, room for brim-cluster's next-free-port search).
-pick_base() {
-    local b p ok
-    for _ in $(seq 1 100); do
-        b=$((24000 + RANDOM % 4990))
-        ok=1
-        for p in $(seq "$b" $((b + 9))); do
-            port_free "$p" || { ok=0; break; }
-        done
-        [ $ok = 1 ] && { echo "$b"; return 0; }
-    done
-    return 1
-}
+# A base port below the ephemeral range with the 10 ports after it free
+# (the coordinator, five nodes, room for brim-cluster's next-free-port
+# search) and their memcached ports (tests/support/ports.py).
 if [ -z "$BASE" ]; then
-    BASE=$(pick_base) || die "no free port range in 24000-29000"
+    BASE=$(python3 "$(dirname "${BASH_SOURCE[0]}")/../support/ports.py" \
+        --cluster 10) || die "no free port range (tests/support/ports.py)"
 fi
 [[ "$BASE" =~ ^[0-9]+$ ]] && [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65000 ] \
     || usage_err "--base-port: 1024 to 65000, not '$BASE'"

@@ -11,8 +11,9 @@ them, from a random start, each checked by binding it, and each reserved
 for RESERVE_S seconds by a file in DIR (O_EXCL), so two tests running at
 once never pick the same one.
 
-As a command: `python3 ports.py [N]` prints N free ports (1 by default),
-one per line, for the shell tests.
+As a command, for the shell tests: `python3 ports.py [N]` prints N free
+ports (1 by default), one per line; `python3 ports.py --cluster N [--etcd
+M]` prints a --base-port for deploy/brim-cluster (cluster_base()).
 """
 
 import os
@@ -75,20 +76,20 @@ def _range():
     return PORT_LO, hi
 
 
-def free_base(n=1, also=()):
-    """A port BASE with BASE..BASE+N-1 (and each of them plus every offset
-    in ALSO) free and reserved for this process.  Raises AssertionError
-    when none is found in 500 tries."""
+def free_set(offsets):
+    """A port BASE with BASE+o free and reserved for this process for every
+    o in OFFSETS (>= 0).  Raises AssertionError when none is found in 500
+    tries."""
+    offsets = sorted(set(offsets))
     lo, hi = _range()
-    span = max(offsets for offsets in list(also) + [0])
-    top = hi - n - span
-    if top <= lo:
-        raise AssertionError("port range %d..%d too small for %d ports"
-                             % (lo, hi, n))
-    start = lo + int.from_bytes(os.urandom(4), "little") % (top - lo)
+    span = offsets[-1] + 1
+    if hi - span <= lo:
+        raise AssertionError("port range %d..%d too small for offsets up "
+                             "to %d" % (lo, hi, span - 1))
+    start = int.from_bytes(os.urandom(4), "little") % (hi - span - lo)
     for i in range(500):
-        base = lo + (start - lo + i * (n + span + 7)) % (top - lo)
-        want = [p + o for p in range(base, base + n) for o in [0] + list(also)]
+        base = lo + (start + i * (len(offsets) + 7)) % (hi - span - lo)
+        want = [base + o for o in offsets]
         if any(p in _given for p in want):
             continue
         if not all(bindable(p) for p in want):
@@ -97,7 +98,26 @@ def free_base(n=1, also=()):
             continue
         _given.update(want)
         return base
-    raise AssertionError("no %d free ports in %d..%d" % (n, lo, hi))
+    raise AssertionError("no free ports at offsets %s in %d..%d"
+                         % (offsets, lo, hi))
+
+
+def free_base(n=1, also=()):
+    """A port BASE with BASE..BASE+N-1 free and reserved, and each of them
+    plus every offset in ALSO (free_set())."""
+    return free_set([i + a for i in range(n) for a in [0] + list(also)])
+
+
+def cluster_base(n, etcd=0):
+    """A --base-port for deploy/brim-cluster with N ports of its own
+    (the coordinator and the nodes, added ones included): BASE..BASE+N-1
+    and their memcached ports (+1000, BRIM_CLUSTER_MC_OFFSET's default);
+    with ETCD members, a second coordinator (+1999) and etcd's client and
+    peer ports (+2000 ..)."""
+    offsets = [i + a for i in range(n) for a in (0, 1000)]
+    if etcd:
+        offsets += range(1999, 2000 + 2 * etcd + 2)
+    return free_set(offsets)
 
 
 def free_port():
@@ -105,6 +125,17 @@ def free_port():
     return free_base(1)
 
 
-if __name__ == "__main__":
-    for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):
+def main(argv):
+    """ports.py [COUNT] | --cluster N [--etcd M]: COUNT free ports, one per
+    line, or a --base-port for deploy/brim-cluster (cluster_base())."""
+    if argv and argv[0] == "--cluster":
+        etcd = int(argv[3]) if len(argv) > 3 and argv[2] == "--etcd" else 0
+        print(cluster_base(int(argv[1]), etcd))
+        return 0
+    for _ in range(int(argv[0]) if argv else 1):
         print(free_port())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
