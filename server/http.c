@@ -86,8 +86,12 @@ http_on_req(h2o_handler_t *self, h2o_req_t *req)
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"))
         && !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
     {
+        /* RFC 9110 15.5.6: a 405 names the methods the resource has. */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL,
+                       H2O_STRLIT("GET, HEAD"));
         h2o_send_error_generic(req, 405, "Method Not Allowed",
-                               "only GET and HEAD\n", 0);
+                               "only GET and HEAD\n",
+                               H2O_SEND_ERROR_KEEP_HEADERS);
         return 0;
     }
     brim_buf_init(&body);

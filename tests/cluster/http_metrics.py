@@ -60,15 +60,16 @@ CASES = bt.Cases()
 case = CASES
 
 
-def http_get(port, path, timeout=5.0, method="GET"):
-    """(status, body bytes, content type) of METHOD http://127.0.0.1:PORT/PATH."""
+def http_get(port, path, timeout=5.0, method="GET", header="Content-Type"):
+    """(status, body bytes, HEADER's value) of METHOD
+    http://127.0.0.1:PORT/PATH."""
     req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
                                  method=method)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read(), r.headers.get("Content-Type")
+            return r.status, r.read(), r.headers.get(header)
     except urllib.error.HTTPError as e:
-        return e.code, e.read(), e.headers.get("Content-Type")
+        return e.code, e.read(), e.headers.get(header)
 
 
 def parse_metrics(text):
@@ -295,7 +296,8 @@ def promtool(bindir):
         assert http_get(cl.chttp, "/nothing")[0] == 404
         assert http_get(cl.chttp, "/metricsx")[0] == 404
         assert http_get(cl.nodes["node1"].hport, "/api/cluster")[0] == 404
-        assert http_get(cl.chttp, "/metrics", method="POST")[0] == 405
+        rep = http_get(cl.chttp, "/metrics", method="POST", header="Allow")
+        assert rep[0] == 405 and rep[2] == "GET, HEAD", rep
         # A scraper's keep-alive connection does not hold the exit.
         idle = socket.create_connection(("127.0.0.1", cl.chttp), 5)
         idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
