@@ -26,6 +26,7 @@ struct mig_stream {
     char     dest[BRIM_ADMIN_ADDR_MAX + 1];
     uint64_t partitions, done, dropped, keys_sent, bytes_sent, keys_left;
     uint64_t elapsed_ms;
+    uint64_t epoch; /* of the latest change that queued partitions to it */
 };
 
 /* What one node's STATS callback collects. */
@@ -72,6 +73,8 @@ mig_stats_cb(const struct brim_stat *st, void *arg)
         field = &s->keys_left;
     } else if (strcmp(st->name, "elapsed_ms") == 0) {
         field = &s->elapsed_ms;
+    } else if (strcmp(st->name, "epoch") == 0) {
+        field = &s->epoch;
     }
     if (field != NULL) {
         *field = st->u64;
@@ -122,6 +125,17 @@ mig_ask_node(struct brim_ctl *ctl, const char *addr, struct mig_node *mn,
     return rc;
 }
 
+/* True when S is a finished stream of a change before the cluster's last
+ * (a node keeps its last streams out until its next change sends it
+ * some: after a leave, the other members' rows are those of the join
+ * before it). A node older than the epoch field (0) is always shown. */
+static int
+mig_stale(const struct brim_cluster_stats *st, const struct mig_stream *s)
+{
+    return s->epoch != 0 && s->epoch < st->migration.epoch
+        && s->done + s->dropped >= s->partitions;
+}
+
 /* One stream's row: names, counts, the rate over its elapsed time and the
  * ETA at that rate (null while nothing was sent). NULL when out of memory. */
 static json_t *
@@ -138,16 +152,17 @@ mig_row(const struct brim_cluster_stats *st, const struct brim_cluster_node *n,
         : keys_rate > 0     ? json_real((double) s->keys_left / keys_rate)
         : s->keys_left == 0 ? json_real(0)
                             : json_null();
-    return json_pack(
-        "{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:I, "
-        "s:o, s:f, s:s, s:s}",
-        "source", n->name, "destination", mig_name(st, s->dest), "state",
-        streaming ? "streaming" : "done", "partitions",
-        (json_int_t) s->partitions, "done", (json_int_t) s->done, "dropped",
-        (json_int_t) s->dropped, "keys_sent", (json_int_t) s->keys_sent,
-        "bytes_sent", (json_int_t) s->bytes_sent, "mb_per_s", rate / 1e6,
-        "keys_left", (json_int_t) s->keys_left, "eta_s", eta, "elapsed_s", secs,
-        "source_addr", n->addr, "destination_addr", s->dest);
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:I, "
+                     "s:o, s:f, s:I, s:s, s:s}",
+                     "source", n->name, "destination", mig_name(st, s->dest),
+                     "state", streaming ? "streaming" : "done", "partitions",
+                     (json_int_t) s->partitions, "done", (json_int_t) s->done,
+                     "dropped", (json_int_t) s->dropped, "keys_sent",
+                     (json_int_t) s->keys_sent, "bytes_sent",
+                     (json_int_t) s->bytes_sent, "mb_per_s", rate / 1e6,
+                     "keys_left", (json_int_t) s->keys_left, "eta_s", eta,
+                     "elapsed_s", secs, "epoch", (json_int_t) s->epoch,
+                     "source_addr", n->addr, "destination_addr", s->dest);
 }
 
 /* Print DOC as text: the change, the wait, the streams, the failures. */
@@ -181,8 +196,9 @@ mig_print(const json_t *doc)
         json_object_del((json_t *) e, "destination_addr");
     }
     if (json_array_size(streams) == 0) {
-        printf("no stream: no node has streamed partitions out since it "
-               "started\n");
+        printf("no stream: no member has streamed partitions of epoch %lld "
+               "out (a node that left took its rows with it)\n",
+               (long long) json_integer_value(json_object_get(doc, "epoch")));
     } else {
         brim_ctl_print_table(streams, "");
     }
@@ -223,6 +239,9 @@ brim_ctl_streams_json(struct brim_ctl *ctl, const struct brim_cluster_stats *st,
             continue;
         }
         for (k = 0; !oom && k < mn->n; k++) {
+            if (mig_stale(st, &mn->s[k])) {
+                continue;
+            }
             oom |= json_array_append_new(streams,
                                          mig_row(st, &st->nodes[i], &mn->s[k]))
                 != 0;

@@ -310,6 +310,7 @@ brim_migrate_streams_out(struct brim_node               *node,
         out[i].dropped = d->dropped;
         out[i].keys_sent = d->keys;
         out[i].bytes_sent = d->bytes;
+        out[i].epoch = d->epoch;
         out[i].elapsed_ms =
             (d->done + d->dropped < d->partitions ? now_ms : d->last_ms)
             - d->since_ms;

@@ -188,6 +188,8 @@ struct brim_migrate_stream_out {
                              less what each stream has sent) */
     uint64_t elapsed_ms; /* ms from its first partition queued to now, or
                              to its last one's end once all have ended */
+    uint64_t epoch;      /* the epoch of the latest change whose partitions
+                             were queued to it */
 };
 
 /*

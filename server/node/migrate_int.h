@@ -204,6 +204,7 @@ struct mig_dest {
     uint32_t partitions; /* queued */
     uint32_t done, dropped;
     uint64_t keys, bytes; /* batched to it */
+    uint64_t epoch;       /* the latest migration id's epoch queued to it */
 };
 
 /* One node's migration state (node->mig), made on first use. */

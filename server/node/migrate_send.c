@@ -142,6 +142,8 @@ mig_job_queue(struct brim_migrate *m, uint64_t epoch, uint32_t p,
     j->keys_total = brim_store_partition_items(m->node->store, p);
     j->dest_slot = dest_slot(m, dest);
     m->dests[j->dest_slot].partitions++;
+    m->dests[j->dest_slot].epoch =
+        BRIM_MAX(m->dests[j->dest_slot].epoch, epoch);
     brim_store_cursor_init(&j->cursor, p);
     m->jobs[m->njobs++] = j;
     m->stats.partitions_out_pending++;

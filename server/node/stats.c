@@ -114,7 +114,7 @@ emit_streams_out(struct stats_emit *e, struct brim_node *node)
 {
     static const char *names[] = {"partitions", "done",       "dropped",
                                   "keys_sent",  "bytes_sent", "keys_left",
-                                  "elapsed_ms"};
+                                  "elapsed_ms", "epoch"};
     struct brim_migrate_stream_out so[BRIM_MIGRATE_DESTS_MAX];
     char                           name[160];
     uint64_t                       v[sizeof(names) / sizeof(names[0])];
@@ -133,6 +133,7 @@ emit_streams_out(struct stats_emit *e, struct brim_node *node)
         v[4] = so[i].bytes_sent;
         v[5] = so[i].keys_left;
         v[6] = so[i].elapsed_ms;
+        v[7] = so[i].epoch;
         snprintf(name, sizeof(name), "stream_to:%.127s", so[i].dest);
         e->rc = brim_wire_stats_map(e->out, name, BRIM_ARRAY_LEN(names));
         for (k = 0; e->rc == 0 && k < BRIM_ARRAY_LEN(names); k++) {

@@ -13,7 +13,9 @@ streams_listed   while a join streams (slowed by the test hook), every
                  sent, a rate and an ETA; a second join asked meanwhile
                  shows the coordinator's reason; at the end every row is
                  done, nothing dropped, no key left, and the keys sent to
-                 the joiner cover what the coordinator says moved
+                 the joiner cover what the coordinator says moved; after
+                 the joiner leaves, only rows of the leave's epoch are
+                 listed (none of the join before it)
 """
 import json
 import os
@@ -109,6 +111,7 @@ def streams_listed(bindir):
             migrations(bindir, cl.cport)), 20)
         assert m["waiting"] == "", m
         assert m["streams"], m
+        m5 = m["epoch"]
         for r in m["streams"]:
             assert r["state"] == "done", r
             assert r["done"] == r["partitions"] and r["dropped"] == 0, r
@@ -123,6 +126,24 @@ def streams_listed(bindir):
         assert "streams" not in st, st     # idle: the nodes are not asked
         moved = st["migration"]["keys_moved"]
         assert sent >= moved > 0, (sent, moved, m["streams"])
+        assert all(r["epoch"] == m["epoch"] for r in m["streams"]), m
+
+        # node5 leaves: its rows leave with it, and the members' rows of
+        # node5's join (an earlier epoch) are not shown as this change's.
+        out = brimctl(bindir, cl.cport, "leave", "node5", "--wait",
+                      "--timeout", "60")
+        assert "left the cluster" in out, out
+        m = poll("idle migration after the leave",
+                 lambda: (lambda m: m if not m["active"] and
+                          m["epoch"] > m5 else None)(
+                     migrations(bindir, cl.cport)), 20)
+        for r in m["streams"]:
+            assert r["epoch"] == m["epoch"], (r, m["epoch"])
+            assert "node5" not in (r["source"], r["destination"]), r
+        text = brimctl(bindir, cl.cport, "migrations")
+        if not m["streams"]:
+            assert "no stream" in text and "epoch %d" % m["epoch"] in text, \
+                text
     except BaseException:
         cl.dump()
         raise
