@@ -37,6 +37,7 @@
 #include "server/node/migrate.h"
 
 #define COORD_HEARTBEAT_MS 500    /* default interval */
+#define COORD_EARLY_HB_MS 100     /* early heartbeats: at most one per */
 #define COORD_BACKOFF_MIN_MS 100  /* first reconnect delay */
 #define COORD_BACKOFF_MAX_MS 5000 /* longest reconnect delay */
 
@@ -654,6 +655,34 @@ coord_watch_cb(uv_timer_t *t)
     brim_peer_close(&cl->peer);
 }
 
+/*
+ * A migration at this node just ended (node->migration_idle): heartbeat
+ * now rather than up to an interval later, so the coordinator sees the
+ * change complete (brimctl leave --wait, a join held behind it) as soon as
+ * the last receiver has it. At most one early heartbeat per
+ * COORD_EARLY_HB_MS: a receiver whose partitions arrive one after another
+ * is idle between them.
+ */
+static void
+coord_migration_idle(struct brim_node *node)
+{
+    struct brim_node_coordlink *cl = &node->coordlink;
+    uint64_t                    now = uv_now(node->loop), at = now;
+
+    if (cl->peer.state != BRIM_PEER_OPEN || !cl->joined || node->stopping) {
+        return;
+    }
+    if (cl->hb_early_ms != 0 && now - cl->hb_early_ms < COORD_EARLY_HB_MS) {
+        at = cl->hb_early_ms + COORD_EARLY_HB_MS; /* the earliest allowed */
+    }
+    if (cl->hb_due_ms != 0 && cl->hb_due_ms <= at) {
+        return; /* the next one goes out soon enough */
+    }
+    cl->hb_early_ms = at;
+    cl->hb_due_ms = at; /* not late: it goes out before it was due */
+    uv_timer_start(&cl->timer, coord_timer_cb, at - now, 0);
+}
+
 void
 brim_node_coord_start(struct brim_node *node)
 {
@@ -663,6 +692,7 @@ brim_node_coord_start(struct brim_node *node)
     uv_timer_init(node->loop, &node->coordlink.timer);
     node->coordlink.heartbeat_ms = COORD_HEARTBEAT_MS;
     node->coordlink.backoff_ms = COORD_BACKOFF_MIN_MS;
+    node->migration_idle = coord_migration_idle;
     coord_pick_next(node);
     coord_connect(node);
     if (strchr(node->cfg.coordinator, ',') != NULL) {
@@ -675,6 +705,7 @@ brim_node_coord_start(struct brim_node *node)
 void
 brim_node_coord_stop(struct brim_node *node)
 {
+    node->migration_idle = NULL;
     brim_peer_close(&node->coordlink.peer);
     uv_close((uv_handle_t *) &node->coordlink.timer, NULL);
     if (node->coordlink.watch_init) {

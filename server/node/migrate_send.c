@@ -181,6 +181,9 @@ job_finish(struct brim_migrate *m, struct mig_job *j, int ok, const char *why)
     job_set_state(j, OUT_DONE);
     BRIM_ASSERT(m->stats.partitions_out_pending > 0);
     m->stats.partitions_out_pending--;
+    if (m->stats.partitions_out_pending == 0 && node->migration_idle != NULL) {
+        node->migration_idle(node); /* runs on the next loop turn */
+    }
     brim_store_cursor_release(node->store, &j->cursor);
     if (!mig_owns(node, j->p) && !out_other_job(m, j)) {
         left = brim_store_drop_partition(node->store, j->p);

@@ -284,6 +284,9 @@ mig_in_finish(struct brim_migrate *m, uint32_t p)
                       "(%.1f MB/s)",
                       m->stats.keys_in - m->in_since_keys, bytes, ms,
                       ms > 0 ? bytes / 1e3 / (double) ms : 0.0);
+        if (m->node->migration_idle != NULL) {
+            m->node->migration_idle(m->node);
+        }
     }
 }
 

@@ -200,6 +200,8 @@ struct brim_node_coordlink {
                                            loop), ms */
     uint64_t         hb_late;                 /* heartbeats that went out more
                                            than a tenth of the lease late */
+    uint64_t         hb_early_ms;             /* loop ms of the last heartbeat
+                                           sent early (migration_idle) */
     uint32_t         lease_ms;                /* the lease the coordinator last
                                            gave; 0: none yet */
     char             addr[BRIM_ADDR_MAX + 1]; /* the coordinator in use: one
@@ -281,9 +283,15 @@ struct brim_node {
     void (*stop)(struct brim_node *node);      /* main.c's:
                                             close everything, let the loop
                                             end (exit_code is returned) */
-    int               stopping;                /* a signal asked to stop */
-    int               exit_code;               /* main()'s return value */
-    struct brim_guard guard;                   /* AUTH on our listener, and
+    void (*migration_idle)(struct brim_node *node); /* coordlink.c's, or
+                                            NULL: called when the last
+                                            incoming partition is complete
+                                            or the last outgoing one ended
+                                            (migrate*.c), to tell the
+                                            coordinator now */
+    int               stopping;                     /* a signal asked to stop */
+    int               exit_code;                    /* main()'s return value */
+    struct brim_guard guard;                        /* AUTH on our listener, and
                                             the secrets */
 };
 
