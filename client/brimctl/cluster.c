@@ -150,15 +150,6 @@ cluster_auth_json(const struct brim_cluster_auth *a, int *oom)
     return o;
 }
 
-/* enum brim_coord_mode as CLUSTER_STATS spells it. */
-static const char *
-cluster_mode_name(int mode)
-{
-    return mode == BRIM_COORD_MODE_ETCD ? "etcd"
-        : mode == BRIM_COORD_MODE_FILE  ? "file"
-                                        : "";
-}
-
 /* The coordinator that answered. */
 static json_t *
 cluster_coord_json(const struct brim_cluster_coord *k, int *oom)
@@ -168,7 +159,7 @@ cluster_coord_json(const struct brim_cluster_coord *k, int *oom)
     o = cluster_obj(oom);
     cluster_put(o, "name", json_string_nocheck(k->name), oom);
     cluster_put(o, "addr", json_string_nocheck(k->addr), oom);
-    cluster_put(o, "mode", json_string(cluster_mode_name(k->mode)), oom);
+    cluster_put(o, "mode", json_string(brim_coord_mode_name(k->mode)), oom);
     cluster_put(o, "term", cluster_u64(k->term), oom);
     cluster_put(o, "leading", json_boolean(k->leading), oom);
     return o;

@@ -175,6 +175,15 @@ brim_node_state_name(int state)
     return admin_states[state];
 }
 
+const char *
+brim_coord_mode_name(int mode)
+{
+    if (mode <= BRIM_COORD_MODE_UNKNOWN || mode > BRIM_COORD_MODE_ETCD) {
+        return admin_modes[BRIM_COORD_MODE_UNKNOWN];
+    }
+    return admin_modes[mode];
+}
+
 /* The bytes of the str or bin O into *P, *LEN; -1 for another type. */
 static int
 admin_bytes(const msgpack_object *o, const char **p, size_t *len)

@@ -224,6 +224,13 @@ enum brim_coord_mode {
                                   * (--etcd, docs/operations.md) */
 };
 
+/*
+ * The name of MODE (an enum brim_coord_mode) as CLUSTER_STATS spells it:
+ * "file", "etcd"; "" for BRIM_COORD_MODE_UNKNOWN or any other value.
+ * Static; never free it.
+ */
+BRIM_EXTERN const char *brim_coord_mode_name(int mode);
+
 /* The coordinator that answered brim_cluster_stats() (issue 15). */
 struct brim_cluster_coord {
     char     name[BRIM_ADMIN_NAME_MAX + 1]; /* its --name in etcd mode;
