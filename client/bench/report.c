@@ -113,11 +113,13 @@ brim_bench_report_text(FILE *f, const struct brim_bench_opts *o,
     }
     if (o->verify) {
         fprintf(f,
-                "verify: %llu reads checked, %llu stale, %llu lost; "
-                "%llu writes sent as reads (key busy)\n",
+                "verify: %llu reads checked: %llu stale reads and %llu "
+                "lost reads, of %llu stale and %llu lost keys; %llu writes "
+                "sent as reads (key busy)\n",
                 (unsigned long long) r->reads_checked,
                 (unsigned long long) r->stale_reads,
                 (unsigned long long) r->lost_reads,
+                (unsigned long long) r->stale, (unsigned long long) r->lost,
                 (unsigned long long) r->writes_demoted);
     }
     /* Every failed run says so, in the order of brim_bench_result_failed():
