@@ -679,6 +679,7 @@ coord_migration_idle(struct brim_node *node)
         return; /* the next one goes out soon enough */
     }
     cl->hb_early_ms = at;
+    cl->hb_early++;
     cl->hb_due_ms = at; /* not late: it goes out before it was due */
     uv_timer_start(&cl->timer, coord_timer_cb, at - now, 0);
 }

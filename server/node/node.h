@@ -202,6 +202,7 @@ struct brim_node_coordlink {
                                            than a tenth of the lease late */
     uint64_t         hb_early_ms;             /* loop ms of the last heartbeat
                                            sent early (migration_idle) */
+    uint64_t         hb_early;                /* heartbeats sent early */
     uint32_t         lease_ms;                /* the lease the coordinator last
                                            gave; 0: none yet */
     char             addr[BRIM_ADDR_MAX + 1]; /* the coordinator in use: one

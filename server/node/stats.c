@@ -214,6 +214,7 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_NODE, "heartbeat_late_max_ms",
              node->coordlink.hb_late_max_ms);
     emit_u64(e, SEC_NODE, "heartbeats_late", node->coordlink.hb_late);
+    emit_u64(e, SEC_NODE, "heartbeats_early", node->coordlink.hb_early);
     emit_u64(e, SEC_NODE, "uptime_s", (uint64_t) time(NULL) - node->start_unix);
     emit_u64(e, SEC_NODE, "requests", node->stats.requests);
     emit_u64(e, SEC_NODE, "internal_requests", node->stats.internal_requests);

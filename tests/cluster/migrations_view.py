@@ -112,6 +112,10 @@ def streams_listed(bindir):
         assert m["waiting"] == "", m
         assert m["streams"], m
         m5 = m["epoch"]
+        # Every node the change streamed to or from told the coordinator
+        # of its end at once, not at its next heartbeat.
+        for name in ("node1", "node2", "node3", "node4", "node5"):
+            assert cl.stats(name)["heartbeats_early"] >= 1, name
         for r in m["streams"]:
             assert r["state"] == "done", r
             assert r["done"] == r["partitions"] and r["dropped"] == 0, r
