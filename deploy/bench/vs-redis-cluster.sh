@@ -285,10 +285,13 @@ print(v)' "$1"
 }
 
 # Wait (at most 600 s) until the migration of an epoch above AFTER is over.
+# One `brimctl stats` per look (both fields from the same answer).
 brim_wait_balanced() {   # AFTER
     local t0=$SECONDS
-    until [ "$(bstat migration.epoch)" -gt "$1" ] \
-          && [ "$(bstat migration.active)" = False ]; do
+    until ctl stats --json | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["migration"]
+sys.exit(0 if m["epoch"] > int(sys.argv[1]) and not m["active"] else 1)' "$1"; do
         [ $((SECONDS - t0)) -lt 600 ] || die "brim: the migration did not end in 600 s"
         sleep 0.1
     done

@@ -342,10 +342,14 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c,
                       ? ": every member is leaving, the cluster stops"
                       : "");
     mb->leaving = 1;
-    /* Leaves that arrive together are one change, as joins are (systemd
-     * or a container runtime stop every node at once): the change starts
-     * a join window after the first of them. */
-    if (co->join_since_ms == 0) {
+    if (cc->role != BRIM_ROLE_NODE) {
+        /* An operator's leave (brimctl leave) is one deliberate change:
+         * it starts at the next tick, not a join window later. */
+        co->dirty = 1;
+    } else if (co->join_since_ms == 0) {
+        /* Leaves that nodes ask together are one change, as joins are
+         * (systemd or a container runtime stops every node at once): the
+         * change starts a join window after the first of them. */
         co->join_since_ms = uv_now(co->loop);
     }
     return reply_epoch(c, BRIM_OP_LEAVE, req->request_id,
