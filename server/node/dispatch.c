@@ -92,6 +92,8 @@ dispatch_epoch(struct brim_node *node, struct brim_conn *c,
         rc = brim_node_propose(node, req->obj, errbuf);
         if (rc != 0) {
             brim_log_warn("EPOCH_PROPOSE from %s refused: %s", c->peer, errbuf);
+        } else {
+            brim_migrate_prepare(node); /* links for the forwards */
         }
         break;
     case BRIM_OP_EPOCH_COMMIT:

@@ -286,6 +286,47 @@ brim_migrate_get_stats(struct brim_node *node, struct brim_migrate_stats *out)
     out->links_lost = node->links.lost;
 }
 
+void
+brim_migrate_prepare(struct brim_node *node)
+{
+    const struct brim_topo   *cur = &node->topo.committed;
+    const struct brim_topo   *next = &node->topo.pending;
+    const struct brim_member *sm;
+    struct brim_node_link    *l;
+    uint8_t                  *from;
+    uint32_t                  p, P = cur->map.npartitions, i;
+    uint16_t                  o;
+    int32_t                   self = node->topo.self;
+
+    if (!node->topo.has_pending || node->topo.self_pending < 0
+        || cur->map.epoch == 0 || next->map.npartitions != P
+        || cur->nmembers == 0)
+    {
+        return;
+    }
+    from = brim_calloc(cur->nmembers, 1);
+    if (from == NULL) {
+        return; /* the commit connects them */
+    }
+    for (p = 0; p < P; p++) {
+        o = cur->map.owner[p];
+        if (next->map.owner[p] == (uint16_t) node->topo.self_pending
+            && o < cur->nmembers && (self < 0 || o != (uint16_t) self))
+        {
+            from[o] = 1;
+        }
+    }
+    for (i = 0; i < cur->nmembers; i++) {
+        sm = &cur->members[i];
+        if (from[i] && sm->state != BRIM_MEMBER_DEAD && sm->addr[0] != '\0'
+            && (l = brim_link_get(&node->links, sm->addr)) != NULL)
+        {
+            (void) brim_link_ensure(l);
+        }
+    }
+    brim_free(from);
+}
+
 uint32_t
 brim_migrate_streams_out(struct brim_node               *node,
                          struct brim_migrate_stream_out *out, uint32_t max)

@@ -81,6 +81,16 @@ struct brim_migrate_stats {
 void brim_migrate_commit(struct brim_node *node, const struct brim_topo *old,
                          int32_t old_self, uint8_t *keep);
 
+/*
+ * An epoch was proposed (node->topo.pending). Opens, now, this node's links
+ * to the members the pending map takes partitions from for it: at the
+ * commit, reads of keys not streamed yet are forwarded to them
+ * (brim_migrate_fetch), and one that finds its link still connecting is
+ * answered RETRY. A no-op when this node gains nothing or has no committed
+ * map. Out of memory for a link: that link is left to the commit.
+ */
+void brim_migrate_prepare(struct brim_node *node);
+
 /* True when a partition of ours is queued or streaming out. */
 int brim_migrate_out_busy(struct brim_node *node, uint32_t partition);
 
