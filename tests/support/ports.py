@@ -71,6 +71,15 @@ def _reserve(port):
     return False
 
 
+def _release(ports):
+    """Drop this process's reservation files of PORTS."""
+    for port in ports:
+        try:
+            os.unlink(os.path.join(DIR, str(port)))
+        except FileNotFoundError:
+            pass
+
+
 def _range():
     hi = min(PORT_HI, ephemeral_low())
     return PORT_LO, hi
@@ -94,7 +103,13 @@ def free_set(offsets):
             continue
         if not all(bindable(p) for p in want):
             continue
-        if not all(_reserve(p) for p in want):
+        taken = []
+        for p in want:
+            if not _reserve(p):
+                break
+            taken.append(p)
+        if len(taken) < len(want):
+            _release(taken)      # one was held elsewhere: free the rest
             continue
         _given.update(want)
         return base
