@@ -33,6 +33,7 @@ struct conn_write {
 
 static void conn_close(struct brim_conn *c);
 static void conn_read_start(struct brim_conn *c);
+static void conn_eof_maybe_end(struct brim_conn *c);
 
 int
 brim_err_from_uv(int uv_err)
@@ -221,13 +222,19 @@ void
 brim_conn_ref(struct brim_conn *c)
 {
     c->refs++;
+    c->holds++;
 }
 
 void
 brim_conn_unref(struct brim_conn *c)
 {
-    BRIM_ASSERT(c->refs > 0);
+    BRIM_ASSERT(c->refs > 0 && c->holds > 0);
     c->refs--;
+    c->holds--;
+    if (c->refs > 0) {
+        conn_eof_maybe_end(c); /* its last work in flight may be done */
+        return;
+    }
     conn_maybe_free(c);
 }
 
@@ -262,6 +269,29 @@ brim_conn_resume(struct brim_conn *c)
     brim_conn_flush(c); /* paused for output: the write callback goes on */
 }
 
+/*
+ * C's peer shut its sending side (a half-close): once every command read
+ * is answered (no deferral, no work in flight, no whole command left in
+ * its input) C closes after the replies are sent. An incomplete command
+ * left in the input is dropped, as memcached does. Not while C is
+ * dispatching: its caller checks again when that ends.
+ */
+static void
+conn_eof_maybe_end(struct brim_conn *c)
+{
+    if (!c->eof || c->processing || c->deferred || c->holds > 0
+        || c->state != BRIM_CONN_READING)
+    {
+        return; /* PAUSED: the write callback processes, then checks */
+    }
+    if (c->in.len > 0) {
+        brim_log_debug("%s: %zu bytes of an incomplete command at EOF dropped",
+                       c->peer, c->in.len);
+        brim_buf_consume(&c->in, c->in.len);
+    }
+    brim_conn_drain(c);
+}
+
 /* True when SRV's unsent replies, all connections together, pass its
  * out_total_limit. */
 static int
@@ -285,6 +315,7 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
     int                 rc;
 
     srv->frame_start_ns = uv_hrtime();
+    c->processing++;
     while (c->state == BRIM_CONN_READING && !c->deferred) {
         if (c->out.len + c->out_inflight > srv->cfg.out_high_water) {
             conn_set_state(c, BRIM_CONN_PAUSED);
@@ -337,6 +368,7 @@ conn_process(struct brim_conn *c, const char *data, size_t len)
             break;
         }
     }
+    c->processing--;
     return off;
 }
 
@@ -465,6 +497,14 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         srv->read_buf_busy = 0; /* returned, whatever happens below */
     }
     if (nread <= 0) { /* 0 is EAGAIN, not an error */
+        if (nread == UV_EOF && c->state == BRIM_CONN_READING) {
+            /* A half-close: the peer may still read. What it sent is
+             * answered first (replies deferred or forwarded included). */
+            c->eof = 1;
+            uv_read_stop(s);
+            conn_eof_maybe_end(c);
+            return;
+        }
         if (nread < 0) {
             /* A peer that closes, or resets (a client that exits), is
              * how connections end: not worth a line but at debug. */
@@ -504,6 +544,10 @@ conn_read_start(struct brim_conn *c)
 {
     int rc;
 
+    if (c->eof) {
+        conn_eof_maybe_end(c); /* nothing more to read */
+        return;
+    }
     rc = uv_read_start((uv_stream_t *) &c->tcp, conn_alloc_cb, conn_read_cb);
     if (rc != 0) {
         brim_log_warn("%s: read start: %s", c->peer, uv_strerror(rc));

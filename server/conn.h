@@ -162,6 +162,15 @@ struct brim_conn {
                                        dispatched or read until resumed */
     int                   paused_total;   /* paused for the server's
                                        out_total_limit, not its own */
+    int                   eof;            /* the peer shut its sending side
+                                       (a half-close, e.g. nc -q1, or
+                                       a client's shutdown(SHUT_WR)):
+                                       nothing more is read; the
+                                       commands already read are
+                                       answered, then C closes */
+    uint32_t              holds;          /* brim_conn_ref()s not yet
+                                       dropped (work in flight) */
+    int                   processing;     /* inside conn_process() */
     uint64_t              last_active_ms; /* loop time of the last read */
     void                 *data;     /* the daemon's per-connection state */
     struct brim_conn_auth auth;     /* its AUTH (server/guard.h) */

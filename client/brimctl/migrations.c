@@ -5,7 +5,9 @@
  * 13). The coordinator's CLUSTER_STATS gives the members, their addresses
  * and the change's summary; each member's STATS section "migration" gives
  * its "stream_to:ADDR" maps (server/node/stats.c), asked of the node
- * directly with the same secret and role as the coordinator.
+ * directly with the same secret and role as the coordinator. The last
+ * change's departed nodes are asked too: a leaver is no longer a member
+ * while it streams what it held, and it exits once that is done.
  */
 #include "client/brimctl/ctl.h"
 
@@ -82,7 +84,7 @@ mig_stats_cb(const struct brim_stat *st, void *arg)
     return 0;
 }
 
-/* The member name of ADDR in ST, or ADDR itself. */
+/* The member name of ADDR in ST (or of a departed node), or ADDR. */
 static const char *
 mig_name(const struct brim_cluster_stats *st, const char *addr)
 {
@@ -91,6 +93,11 @@ mig_name(const struct brim_cluster_stats *st, const char *addr)
     for (i = 0; i < st->nnodes; i++) {
         if (strcmp(st->nodes[i].addr, addr) == 0) {
             return st->nodes[i].name;
+        }
+    }
+    for (i = 0; i < st->ndeparted; i++) {
+        if (strcmp(st->departed[i].addr, addr) == 0) {
+            return st->departed[i].name;
         }
     }
     return addr;
@@ -214,27 +221,33 @@ json_t *
 brim_ctl_streams_json(struct brim_ctl *ctl, const struct brim_cluster_stats *st,
                       json_t *errs)
 {
-    struct mig_node *mn;
-    json_t          *streams;
-    char             err[BRIM_ERRBUF_LEN];
-    size_t           i, k;
-    int              rc, oom;
+    struct mig_node                *mn;
+    const struct brim_cluster_node *n;
+    json_t                         *streams;
+    char                            err[BRIM_ERRBUF_LEN];
+    size_t                          i, k;
+    int                             rc, oom, gone;
 
     mn = malloc(sizeof(*mn));
     streams = json_array();
     oom = mn == NULL || streams == NULL;
-    for (i = 0; !oom && i < st->nnodes; i++) {
-        if (st->nodes[i].state == BRIM_NODE_DEAD) {
+    for (i = 0; !oom && i < st->nnodes + st->ndeparted; i++) {
+        gone = i >= st->nnodes;
+        n = gone ? &st->departed[i - st->nnodes] : &st->nodes[i];
+        if (!gone && n->state == BRIM_NODE_DEAD) {
             continue;
         }
         mn->n = 0;
         err[0] = '\0';
-        rc = mig_ask_node(ctl, st->nodes[i].addr, mn, err);
+        rc = mig_ask_node(ctl, n->addr, mn, err);
+        if (rc != 0 && gone) {
+            continue; /* it left once its streams ended: nothing to show */
+        }
         if (rc != 0) {
             oom |= json_array_append_new(
                        errs,
-                       json_pack("{s:s, s:s}", "node", st->nodes[i].name,
-                                 "error", err[0] ? err : brim_strerror(rc)))
+                       json_pack("{s:s, s:s}", "node", n->name, "error",
+                                 err[0] ? err : brim_strerror(rc)))
                 != 0;
             continue;
         }
@@ -242,9 +255,8 @@ brim_ctl_streams_json(struct brim_ctl *ctl, const struct brim_cluster_stats *st,
             if (mig_stale(st, &mn->s[k])) {
                 continue;
             }
-            oom |= json_array_append_new(streams,
-                                         mig_row(st, &st->nodes[i], &mn->s[k]))
-                != 0;
+            oom |=
+                json_array_append_new(streams, mig_row(st, n, &mn->s[k])) != 0;
         }
     }
     free(mn);

@@ -542,10 +542,10 @@ brim_plan(struct brim_client *c, int kind, const char *name,
 
 /* ---- cluster statistics ---- */
 
-/* One allocation: the stats, then their node rows. */
+/* One allocation: the stats, then their node rows, then the departed. */
 struct admin_stats {
     struct brim_cluster_stats stats;  /* what the caller gets */
-    struct brim_cluster_node  rows[]; /* stats.nodes points here */
+    struct brim_cluster_node  rows[]; /* stats.nodes, then stats.departed */
 };
 
 /* brim_coordlink_call() callback of CLUSTER_STATS: a new struct admin_stats
@@ -555,8 +555,8 @@ admin_stats_reply(const msgpack_object *obj, uint64_t epoch, void *arg)
 {
     struct admin_stats  **out = arg;
     struct admin_stats   *s;
-    const msgpack_object *nodes, *m;
-    uint32_t              i, n;
+    const msgpack_object *nodes, *gone, *m;
+    uint32_t              i, n, ng;
     int                   rc;
 
     (void) epoch;
@@ -564,21 +564,31 @@ admin_stats_reply(const msgpack_object *obj, uint64_t epoch, void *arg)
         return BRIM_EBADREPLY;
     }
     nodes = admin_get(obj, "nodes");
-    if (nodes != NULL && nodes->type != MSGPACK_OBJECT_ARRAY) {
+    gone = admin_get(obj, "departed"); /* absent from older coordinators */
+    if ((nodes != NULL && nodes->type != MSGPACK_OBJECT_ARRAY)
+        || (gone != NULL && gone->type != MSGPACK_OBJECT_ARRAY))
+    {
         return BRIM_EBADREPLY;
     }
     n = nodes != NULL ? nodes->via.array.size : 0;
-    s = brim_calloc(1, sizeof(*s) + (size_t) n * sizeof(s->rows[0]));
+    ng = gone != NULL ? gone->via.array.size : 0;
+    s = brim_calloc(1, sizeof(*s) + ((size_t) n + ng) * sizeof(s->rows[0]));
     if (s == NULL) {
         return BRIM_ENOMEM;
     }
     s->stats.nodes = n > 0 ? s->rows : NULL;
     s->stats.nnodes = n;
+    s->stats.departed = ng > 0 ? s->rows + n : NULL;
+    s->stats.ndeparted = ng;
     rc = admin_decode(obj, admin_stats_fields,
                       BRIM_ARRAY_LEN(admin_stats_fields), &s->stats);
     for (i = 0; rc == 0 && i < n; i++) {
         rc = admin_decode(&nodes->via.array.ptr[i], admin_node_fields,
                           BRIM_ARRAY_LEN(admin_node_fields), &s->rows[i]);
+    }
+    for (i = 0; rc == 0 && i < ng; i++) {
+        rc = admin_decode(&gone->via.array.ptr[i], admin_node_fields,
+                          BRIM_ARRAY_LEN(admin_node_fields), &s->rows[n + i]);
     }
     m = admin_get(obj, "migration");
     if (rc == 0 && m != NULL) {

@@ -680,7 +680,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     eps_text(t->eps_ppm, eps, sizeof(eps));
     moved = co->last_arc + co->last_cap;
 
-    if (brim_wire_stats_begin(out, request_id, 20, &mark) != 0) {
+    if (brim_wire_stats_begin(out, request_id, 21, &mark) != 0) {
         brim_free(count);
         brim_free(disp);
         brim_free(caps);
@@ -730,6 +730,15 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
                       uv_now(co->loop) - mb->last_hb_ms);
         err |= kv_u64(&pk, "migration_in", mb->hb_mig_in_flight);
         err |= kv_u64(&pk, "migration_out", mb->hb_mig_out_pending);
+    }
+    /* The last change's leavers (and dead): no longer members, they may
+     * still stream what they held; brimctl migrations asks them too. */
+    err |= kv_key(&pk, "departed");
+    err |= msgpack_pack_array(&pk, t->ndeparted);
+    for (i = 0; i < t->ndeparted; i++) {
+        err |= msgpack_pack_map(&pk, 2);
+        err |= kv_str(&pk, "name", t->departed[i].name);
+        err |= kv_str(&pk, "addr", t->departed[i].addr);
     }
     mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");

@@ -376,6 +376,19 @@ class Raw:
         self.s.close()
 
 
+def key_per_owner(t, prefix, n=3):
+    """{owner name: the first key PREFIX<i> it owns in topology T}, one for
+    each of the N nodes."""
+    keys = {}
+    for i in range(2000):
+        k = prefix + b"%d" % i
+        keys.setdefault(mb.owner_name(t, k), k)
+        if len(keys) == n:
+            break
+    check(len(keys) == n, "no key for every node: %r", keys)
+    return keys
+
+
 # Flags docs/memcached.md lists as not served, per command, and the line
 # memcached 1.6.18 answers a flag it does not know with.
 UNSUPPORTED = [(b"mg k h", b"CLIENT_ERROR invalid flag"),
@@ -399,13 +412,7 @@ def meta_raw(args):
         t = cl.fetch()
         r = Raw(cl.nodes["node1"].mport)
         # One key owned by each node.
-        keys = {}
-        for i in range(2000):
-            k = b"m%d" % i
-            keys.setdefault(mb.owner_name(t, k), k)
-            if len(keys) == 3:
-                break
-        check(len(keys) == 3, "no key for every node: %r", keys)
+        keys = key_per_owner(t, b"m")
         for owner, k in sorted(keys.items()):
             what = "%s (owned by %s)" % (k.decode(), owner)
             # A miss: EN echoes O and k; quiet hides it.
@@ -1159,6 +1166,50 @@ def gat_split_by_owner(args):
             check(r == b"HD t-1\r\n", "TTL of %r after gat 0: %r", k, r)
         m.close()
         c.close()
+
+
+@case
+def half_close(args):
+    """A client that sends its commands and shuts its sending side
+    (shutdown(SHUT_WR), as `nc -q1` or a script piping into a socket
+    does) gets every reply before the port closes: sets, gets, incr and
+    a multi-key get of keys owned by each of 3 nodes, through node2's
+    port, so most of them wait on forwards when the EOF arrives."""
+    with cluster(args) as cl:
+        t = cl.fetch()
+        port = cl.nodes["node2"].mport
+        keys = key_per_owner(t, b"h")
+        order = [keys[n] for n in sorted(keys)]
+        for rounds in (1, 50):
+            req, want = b"", b""
+            for r in range(rounds):
+                for k in order:
+                    req += (b"set %s 0 0 2\r\n%02d\r\nget %s\r\n"
+                            b"set %sc 0 0 1\r\n5\r\nincr %sc %d\r\n"
+                            % (k, r, k, k, k, r + 1))
+                    want += (b"STORED\r\nVALUE %s 0 2\r\n%02d\r\nEND\r\n"
+                             b"STORED\r\n%d\r\n" % (k, r, 6 + r))
+                req += b"get " + b" ".join(order) + b"\r\n"
+                want += b"".join(b"VALUE %s 0 2\r\n%02d\r\n" % (k, r)
+                                 for k in order) + b"END\r\n"
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(req)
+            s.shutdown(socket.SHUT_WR)
+            got, deadline = b"", time.monotonic() + 15
+            while time.monotonic() < deadline:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            s.close()
+            check(got == want, "after a half-close, %d of %d reply bytes; "
+                  "first difference at %d: got %r", len(got), len(want),
+                  next((i for i in range(min(len(got), len(want)))
+                        if got[i] != want[i]), min(len(got), len(want))),
+                  got[-200:])
+            print("half-close after %d commands (keys of %s): %d reply "
+                  "bytes, all, then the port closed"
+                  % (rounds * 13, ", ".join(sorted(keys)), len(got)))
 
 
 def tools_present(args):

@@ -14,8 +14,9 @@ streams_listed   while a join streams (slowed by the test hook), every
                  shows the coordinator's reason; at the end every row is
                  done, nothing dropped, no key left, and the keys sent to
                  the joiner cover what the coordinator says moved; after
-                 the joiner leaves, only rows of the leave's epoch are
-                 listed (none of the join before it)
+                 the joiner leaves, its streams are listed while it
+                 sends what it held; once it is gone, only rows of the
+                 leave's epoch are listed (none of the join before it)
 """
 import json
 import os
@@ -132,11 +133,29 @@ def streams_listed(bindir):
         assert sent >= moved > 0, (sent, moved, m["streams"])
         assert all(r["epoch"] == m["epoch"] for r in m["streams"]), m
 
-        # node5 leaves: its rows leave with it, and the members' rows of
+        # node5 leaves: while it streams what it held (no longer a
+        # member), its rows are listed, asked of it as a departed node.
+        brimctl(bindir, cl.cport, "leave", "node5")
+
+        def leaver_streams():
+            m = migrations(bindir, cl.cport)
+            rows = [r for r in m["streams"] if r["source"] == "node5"
+                    and r["state"] == "streaming" and r["keys_sent"] > 0]
+            return (m, rows) if rows and m["epoch"] > m5 else None
+        m, rows = poll("a stream from the leaver node5", leaver_streams, 30)
+        for r in rows:
+            assert r["source_addr"] == "127.0.0.1:%d" % \
+                cl.nodes["node5"].port, r
+            assert r["destination"] in old + ("node4",), r
+            assert r["epoch"] == m["epoch"], (r, m["epoch"])
+        print("during the leave: %d streams from node5 listed (%s)"
+              % (len(rows), ", ".join(r["destination"] for r in rows)))
+        assert "node5" in brimctl(bindir, cl.cport, "migrations")
+        cl.wait_members(4, timeout=90)
+        # Once it is gone its rows leave with it, and the members' rows of
         # node5's join (an earlier epoch) are not shown as this change's.
-        out = brimctl(bindir, cl.cport, "leave", "node5", "--wait",
-                      "--timeout", "60")
-        assert "left the cluster" in out, out
+        poll("node5 gone", lambda: cl.nodes["node5"].proc.poll() is not None,
+             60)
         m = poll("idle migration after the leave",
                  lambda: (lambda m: m if not m["active"] and
                           m["epoch"] > m5 else None)(

@@ -280,6 +280,16 @@ struct brim_cluster_stats {
                                                 * the coordinator knows; in
                                                 * the same allocation */
     size_t                        nnodes;      /* rows */
+    struct brim_cluster_node     *departed;    /* NDEPARTED rows, the
+                                                * members the last change
+                                                * removed (left or dead):
+                                                * only name and addr are
+                                                * set (a leaver streams
+                                                * what it held from
+                                                * there); in the same
+                                                * allocation */
+    size_t                        ndeparted;   /* rows; 0 from an older
+                                                * coordinator */
     struct brim_cluster_migration migration;   /* the last change's */
     struct brim_cluster_auth      auth;        /* the coordinator's */
     struct brim_cluster_coord     coordinator; /* the one that answered;
