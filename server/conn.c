@@ -21,6 +21,7 @@
 
 #define CONN_READ_CHUNK (64u << 10) /* bytes per read */
 #define CONN_BACKLOG 511
+#define CONN_OUT_KEEP (4u << 10) /* output buffer kept after a write */
 
 #define conn_of(h) BRIM_CONTAINER_OF((h), struct brim_conn, tcp)
 
@@ -149,6 +150,30 @@ brim_conn_flush(struct brim_conn *c)
 
     if (c->out.len == 0 || c->state == BRIM_CONN_CLOSING) {
         return;
+    }
+    if (c->out_inflight == 0 && c->state == BRIM_CONN_READING) {
+        /* Nothing queued in libuv: write now. A reply the kernel takes
+         * whole needs no request, no callback, and no epoll_ctl() (libuv
+         * re-arms a stream's watcher after each queued write). Not when
+         * paused or draining: their write callback resumes or closes. */
+        b = uv_buf_init(c->out.data, (unsigned int) c->out.len);
+        rc = uv_try_write((uv_stream_t *) &c->tcp, &b, 1);
+        if (rc < 0 && rc != UV_EAGAIN) {
+            conn_close(c); /* the peer is gone; the read side says why */
+            return;
+        }
+        if (rc > 0) {
+            c->srv->stats.bytes_out += (uint64_t) rc;
+            if ((size_t) rc == c->out.len) {
+                if (c->out.cap > CONN_OUT_KEEP) {
+                    brim_buf_destroy(&c->out); /* a big reply's memory */
+                } else {
+                    brim_buf_truncate(&c->out, 0); /* reused */
+                }
+                return;
+            }
+            brim_buf_consume(&c->out, (size_t) rc);
+        }
     }
     w = brim_malloc(sizeof(*w));
     if (w == NULL) {

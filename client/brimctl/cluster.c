@@ -189,7 +189,7 @@ cluster_coord_text(const struct brim_cluster_coord *k, char *buf, size_t len)
 static json_t *
 cluster_stats_json(const struct brim_cluster_stats *st)
 {
-    json_t *o, *nodes;
+    json_t *o, *nodes, *gone;
     size_t  i;
     int     oom = 0;
 
@@ -225,6 +225,18 @@ cluster_stats_json(const struct brim_cluster_stats *st)
         }
     }
     cluster_put(o, "nodes", nodes, &oom);
+    gone = json_array();
+    for (i = 0; gone != NULL && i < st->ndeparted; i++) {
+        if (json_array_append_new(gone,
+                                  json_pack("{s:s, s:s}", "name",
+                                            st->departed[i].name, "addr",
+                                            st->departed[i].addr))
+            != 0)
+        {
+            oom = 1;
+        }
+    }
+    cluster_put(o, "departed", gone, &oom);
     cluster_put(o, "migration", cluster_migration_json(&st->migration, &oom),
                 &oom);
     cluster_put(o, "auth", cluster_auth_json(&st->auth, &oom), &oom);
