@@ -182,14 +182,24 @@ mig_print(const json_t *doc)
     const char   *waiting;
     size_t        i;
 
+    json_int_t unfinished =
+        json_integer_value(json_object_get(doc, "partitions_unfinished"));
+
     printf(
-        "epoch %lld: %s, partitions %lld/%lld arrived\n",
+        "epoch %lld: %s, partitions %lld/%lld done",
         (long long) json_integer_value(json_object_get(doc, "epoch")),
         json_is_true(json_object_get(doc, "active")) ? "migration active"
                                                      : "idle",
         (long long) json_integer_value(json_object_get(doc, "partitions_done")),
         (long long) json_integer_value(
             json_object_get(doc, "partitions_total")));
+    if (unfinished > 0) {
+        /* Ended before their stream did: the source died or left first,
+         * and what it had not sent is lost (a cache's loss, counted). */
+        printf(" (%lld unfinished: their source died or left first)",
+               (long long) unfinished);
+    }
+    printf("\n");
     waiting = json_string_value(json_object_get(doc, "waiting"));
     if (waiting != NULL && waiting[0] != '\0') {
         printf("a change waits (%.1f s): %s\n",
@@ -286,11 +296,13 @@ brim_ctl_migrations(struct brim_ctl *ctl)
     streams = errs != NULL ? brim_ctl_streams_json(ctl, st, errs) : NULL;
     if (streams != NULL) {
         doc = json_pack(
-            "{s:I, s:b, s:I, s:I, s:s, s:I, s:o, s:O}", "epoch",
+            "{s:I, s:b, s:I, s:I, s:I, s:s, s:I, s:o, s:O}", "epoch",
             (json_int_t) st->migration.epoch, "active", st->migration.active,
             "partitions_done", (json_int_t) st->migration.partitions_done,
             "partitions_total", (json_int_t) st->migration.partitions_total,
-            "waiting", st->migration.waiting, "waiting_ms",
+            "partitions_unfinished",
+            (json_int_t) st->migration.partitions_unfinished, "waiting",
+            st->migration.waiting, "waiting_ms",
             (json_int_t) st->migration.waiting_ms, "streams", streams, "errors",
             errs);
     }
