@@ -104,7 +104,10 @@ case "$only" in ""|brim|redis) ;; *) usage_err "--only: brim or redis" ;; esac
 for b in brim-bench brim-coord brim-node brimctl; do
     [ -x "$bin/$b" ] || die "$bin/$b not found (build first)"
 done
-command -v python3 >/dev/null || die "python3 not found"
+# Debian's python3, not a shim earlier on PATH (pyenv's runs a dozen
+# shell processes per call, inside the measured windows).
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3) || die "python3 not found"
 if [ "$only" != brim ]; then
     if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server and redis-cli not found (apt-get install redis-server redis-tools)"
@@ -118,7 +121,7 @@ fi
 # any time: the check is repeated before each start, and a start that
 # fails on its port is tried again on the next free base.
 pick_base() {   # FROM TO COUNT [BUS]
-    python3 - "$@" <<'EOF'
+    "$py" - "$@" <<'EOF'
 import socket, sys
 lo, hi, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 bus = len(sys.argv) > 4
@@ -227,7 +230,7 @@ load_stop() {
 # Append the change's row: SYS CHANGE T0 T1 KEYS_MOVED NOTE.
 row() {
     local sys=$1 change=$2 t0=$3 t1=$4 moved=$5 note=$6 tag=$1-$2
-    python3 - "$dir/$tag.lat" "$dir/$tag.bench" "$t0" "$t1" "$window" \
+    "$py" - "$dir/$tag.lat" "$dir/$tag.bench" "$t0" "$t1" "$window" \
         "$moved" "$ncmd" "$sys" "$change" "$note" >>"$rows" <<'EOF'
 import json, sys
 lat, bench, t0, t1, w, moved, ncmd, sysname, change, note = sys.argv[1:]
@@ -276,7 +279,7 @@ change_end() {   # SYS CHANGE T0 T1 KEYS_MOVED NOTE
 
 # ---- brim ----
 bstat() {   # the field PATH (dotted) of `brimctl stats --json`
-    ctl stats --json | python3 -c '
+    ctl stats --json | "$py" -c '
 import json, sys
 v = json.load(sys.stdin)
 for k in sys.argv[1].split("."):
@@ -284,17 +287,34 @@ for k in sys.argv[1].split("."):
 print(v)' "$1"
 }
 
-# Wait (at most 600 s) until the migration of an epoch above AFTER is over.
-# One `brimctl stats` per look (both fields from the same answer).
+# Wait (at most 600 s) until the migration of an epoch above AFTER is over:
+# one process that asks the coordinator's /api/cluster (the CLUSTER_STATS
+# brimctl stats reads; both fields from one answer) every 0.1 s on one
+# kept-alive connection. Not a brimctl and a python3 per look: those
+# processes, and the STATS brimctl asks of every node while a migration
+# runs, took a share of the two CPUs inside brim's short window (seen
+# with perf sched: shells and python3 starting during the commit's first
+# 20 ms, when every reply of the load waited).
 brim_wait_balanced() {   # AFTER
-    local t0=$SECONDS
-    until ctl stats --json | python3 -c '
-import json, sys
-m = json.load(sys.stdin)["migration"]
-sys.exit(0 if m["epoch"] > int(sys.argv[1]) and not m["active"] else 1)' "$1"; do
-        [ $((SECONDS - t0)) -lt 600 ] || die "brim: the migration did not end in 600 s"
-        sleep 0.1
-    done
+    local url
+    url=$(awk '$1 == "coord" {print $2}' "$dir/brim/http")
+    [ -n "$url" ] || die "brim: no coordinator URL in $dir/brim/http"
+    "$py" - "$url" "$1" <<'EOF' || die "brim: the migration did not end in 600 s"
+import http.client, json, sys, time, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+after, deadline = int(sys.argv[2]), time.monotonic() + 600
+conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+while time.monotonic() < deadline:
+    try:
+        conn.request("GET", u.path)
+        m = json.loads(conn.getresponse().read())["migration"]
+        if m["epoch"] > after and not m["active"]:
+            sys.exit(0)
+    except (OSError, http.client.HTTPException, ValueError, KeyError):
+        conn.close()   # asked again on a new connection
+    time.sleep(0.1)
+sys.exit(1)
+EOF
 }
 
 run_brim() {
@@ -327,7 +347,7 @@ run_brim() {
     echo "-- brim leave: the original node holding the most bytes"
     load_start brim-leave --coordinator "$coord"
     sleep "$window"
-    leaver=$(ctl stats --json | python3 -c '
+    leaver=$(ctl stats --json | "$py" -c '
 import json, sys
 d = json.load(sys.stdin)
 n = [x for x in d["nodes"] if x["name"] in ("node1", "node2", "node3")]
@@ -386,7 +406,7 @@ redis_id() { rcli "$1" CLUSTER MYID | tr -d '\r'; }
 
 # Slot owners as "slot host:port" lines, from CLUSTER NODES of PORT.
 redis_owners() {   # PORT
-    rcli "$1" CLUSTER NODES | python3 -c '
+    rcli "$1" CLUSTER NODES | "$py" -c '
 import sys
 for ln in sys.stdin:
     f = ln.split()
@@ -404,7 +424,7 @@ for ln in sys.stdin:
 # Keys in the slots whose owner differs between files BEFORE and AFTER,
 # counted at their new owner.
 redis_moved_keys() {   # BEFORE AFTER
-    python3 - "$1" "$2" <<'EOF'
+    "$py" - "$1" "$2" <<'EOF'
 import subprocess, sys
 def load(p):
     return dict(ln.split() for ln in open(p))
