@@ -9,8 +9,10 @@
  */
 #include "server/conn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -62,14 +64,18 @@ brim_err_from_uv(int uv_err)
 }
 
 /* The legal moves: READING <-> PAUSED, either -> DRAINING or CLOSING,
- * DRAINING -> CLOSING. Nothing leaves CLOSING. */
+ * DRAINING -> LINGER or CLOSING, LINGER -> CLOSING. Nothing leaves
+ * CLOSING. */
 static void
 conn_set_state(struct brim_conn *c, enum brim_conn_state to)
 {
     enum brim_conn_state from = c->state;
 
     BRIM_ASSERT(from != BRIM_CONN_CLOSING);
-    BRIM_ASSERT(!(from == BRIM_CONN_DRAINING && to != BRIM_CONN_CLOSING));
+    BRIM_ASSERT(!(from == BRIM_CONN_DRAINING && to != BRIM_CONN_CLOSING
+                  && to != BRIM_CONN_LINGER));
+    BRIM_ASSERT(!(from == BRIM_CONN_LINGER && to != BRIM_CONN_CLOSING));
+    BRIM_ASSERT(!(to == BRIM_CONN_LINGER && from != BRIM_CONN_DRAINING));
     if (to == BRIM_CONN_PAUSED || to == BRIM_CONN_DRAINING
         || to == BRIM_CONN_CLOSING)
     {
@@ -148,7 +154,9 @@ brim_conn_flush(struct brim_conn *c)
     uv_buf_t           b;
     int                rc;
 
-    if (c->out.len == 0 || c->state == BRIM_CONN_CLOSING) {
+    if (c->out.len == 0 || c->state == BRIM_CONN_CLOSING
+        || c->state == BRIM_CONN_LINGER)
+    {
         return;
     }
     if (c->out_inflight == 0 && c->state == BRIM_CONN_READING) {
@@ -202,23 +210,82 @@ brim_conn_flush(struct brim_conn *c)
     }
 }
 
+static void conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* Our side is shut: close now unless the peer sent bytes we have not
+ * read (closing over them would reset the connection); those are read
+ * and dropped until the peer closes. */
+static void
+conn_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    struct brim_conn *c = BRIM_CONTAINER_OF(req, struct brim_conn, shut);
+    uv_os_fd_t        fd;
+    char              b;
+    ssize_t           n;
+
+    c->refs--; /* the request's */
+    if (c->state != BRIM_CONN_LINGER) {
+        conn_maybe_free(c); /* closed meanwhile */
+        return;
+    }
+    if (status < 0 || uv_fileno((uv_handle_t *) &c->tcp, &fd) != 0) {
+        conn_close(c);
+        return;
+    }
+    n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+        conn_close(c); /* the peer closed, or an error */
+        return;
+    }
+    if (n < 0) {
+        conn_close(c); /* nothing unread: no reset */
+        return;
+    }
+    if (uv_read_start((uv_stream_t *) &c->tcp, conn_alloc_cb, conn_read_cb)
+        != 0) {
+        conn_close(c);
+    }
+}
+
+/* C's last replies are on their way (DRAINING, nothing in flight): close,
+ * or with C->linger shut our side first (brim_server_drain()). */
+static void
+conn_drained(struct brim_conn *c)
+{
+    if (!c->linger) {
+        conn_close(c);
+        return;
+    }
+    conn_set_state(c, BRIM_CONN_LINGER);
+    c->refs++;
+    if (uv_shutdown(&c->shut, (uv_stream_t *) &c->tcp, conn_shutdown_cb) != 0) {
+        c->refs--;
+        conn_close(c);
+    }
+}
+
 void
 brim_conn_drain(struct brim_conn *c)
 {
-    if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING) {
+    if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING
+        || c->state == BRIM_CONN_LINGER)
+    {
         return;
     }
     conn_set_state(c, BRIM_CONN_DRAINING);
     brim_conn_flush(c);
     if (c->state == BRIM_CONN_DRAINING && c->out_inflight == 0) {
-        conn_close(c);
+        conn_drained(c);
     }
 }
 
 void
 brim_conn_fail(struct brim_conn *c, int status, const char *message)
 {
-    if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING) {
+    if (c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING
+        || c->state == BRIM_CONN_LINGER)
+    {
         return;
     }
     if (status != 0
@@ -266,7 +333,8 @@ brim_conn_unref(struct brim_conn *c)
 int
 brim_conn_closing(const struct brim_conn *c)
 {
-    return c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING;
+    return c->state == BRIM_CONN_CLOSING || c->state == BRIM_CONN_DRAINING
+        || c->state == BRIM_CONN_LINGER;
 }
 
 static void conn_process_buffered(struct brim_conn *c);
@@ -468,7 +536,7 @@ conn_write_cb(uv_write_t *req, int status)
         conn_close(c);
     } else if (c->state == BRIM_CONN_DRAINING) {
         if (c->out_inflight == 0 && c->out.len == 0) {
-            conn_close(c);
+            conn_drained(c);
         }
     } else if (c->state == BRIM_CONN_PAUSED && !c->deferred) {
         if (c->paused_total && c->out.len + c->out_inflight == 0) {
@@ -520,6 +588,12 @@ conn_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
     if (shared) {
         srv->read_buf_busy = 0; /* returned, whatever happens below */
+    }
+    if (c->state == BRIM_CONN_LINGER) {
+        if (nread < 0) {
+            conn_close(c); /* the peer closed: done */
+        }
+        return; /* what it sent after our end is dropped */
     }
     if (nread <= 0) { /* 0 is EAGAIN, not an error */
         if (nread == UV_EOF && c->state == BRIM_CONN_READING) {
@@ -800,6 +874,29 @@ brim_server_stop_accepting(struct brim_server *srv)
     }
     srv->listen_closed = 1;
     uv_close((uv_handle_t *) &srv->listen, NULL);
+}
+
+void
+brim_server_drain(struct brim_server *srv)
+{
+    struct brim_conn *c, *next;
+
+    brim_server_stop_accepting(srv);
+    for (c = srv->conns; c != NULL; c = next) {
+        next = c->next;
+        if (c->state != BRIM_CONN_READING && c->state != BRIM_CONN_PAUSED) {
+            continue; /* already ending */
+        }
+        c->linger = 1;
+        if (!c->eof) {
+            c->eof = 1; /* nothing more is read */
+            if (c->state == BRIM_CONN_READING) {
+                uv_read_stop((uv_stream_t *) &c->tcp);
+            }
+        }
+        /* PAUSED: its resume answers the commands held, then ends it. */
+        conn_eof_maybe_end(c);
+    }
 }
 
 void

@@ -56,6 +56,11 @@ enum brim_conn_state {
     BRIM_CONN_READING = 0, /* reading and dispatching */
     BRIM_CONN_PAUSED,      /* output above high water: not reading */
     BRIM_CONN_DRAINING,    /* sending a last error frame, then close */
+    BRIM_CONN_LINGER,      /* brim_server_drain(): replies sent and our
+                              side shut; what the peer still sends is
+                              read and dropped until it closes, so that
+                              closing with unread bytes (a reset) cannot
+                              discard replies it has not read yet */
     BRIM_CONN_CLOSING      /* uv_close() called; waiting for refs */
 };
 
@@ -170,6 +175,9 @@ struct brim_conn {
                                        answered, then C closes */
     uint32_t              holds;          /* brim_conn_ref()s not yet
                                        dropped (work in flight) */
+    int                   linger;         /* brim_server_drain(): end in
+                                       BRIM_CONN_LINGER, not at once */
+    uv_shutdown_t         shut;           /* its shutdown request */
     int                   processing;     /* inside conn_process() */
     uint64_t              last_active_ms; /* loop time of the last read */
     void                 *data;     /* the daemon's per-connection state */
@@ -195,6 +203,17 @@ int brim_server_listen(struct brim_server *srv, uv_loop_t *loop,
  * Idempotent.
  */
 void brim_server_stop_accepting(struct brim_server *srv);
+
+/*
+ * End SRV's connections gracefully (a node that leaves): stop accepting,
+ * stop reading each connection, answer the commands it has already read
+ * (deferred and forwarded replies included), send the replies, shut our
+ * side (FIN), then read and drop what the peer still sends until it
+ * closes. SRV's stats.conns_current falls to 0 as they end; the caller
+ * bounds the wait and then calls brim_server_close(), which closes the
+ * rest at once. Idempotent.
+ */
+void brim_server_drain(struct brim_server *srv);
 
 /* The port SRV listens on (useful after binding port 0), or 0. */
 int brim_server_port(const struct brim_server *srv);

@@ -544,7 +544,8 @@ brim_ctl_plan(struct brim_ctl *ctl)
 /*
  * The migration M as one line into BUF: state, partitions done/total (by
  * arc and by cap), keys moved, and the churn (keys streamed over the
- * ideal: what the change had to move at least).
+ * ideal: what the change had to move at least); then the partitions that
+ * ended unfinished, if any.
  */
 static void
 cluster_migration_text(const struct brim_cluster_migration *m, char *buf,
@@ -557,6 +558,13 @@ cluster_migration_text(const struct brim_cluster_migration *m, char *buf,
              m->active ? "active" : "idle", m->partitions_done,
              m->partitions_total, m->moved_arc, m->moved_cap, m->keys_moved,
              m->keys_moved_arc, m->keys_moved_cap, m->churn);
+    if (m->partitions_unfinished > 0 && strlen(buf) < len) {
+        /* Ended before their stream did: what was not sent is lost. */
+        snprintf(buf + strlen(buf), len - strlen(buf),
+                 "; %" PRIu64 " partitions unfinished (their source died "
+                 "or left first: the keys it had not sent are lost)",
+                 m->partitions_unfinished);
+    }
 }
 
 int
@@ -564,7 +572,7 @@ brim_ctl_cluster_stats(struct brim_ctl *ctl, int compact)
 {
     struct brim_cluster_stats *st;
     json_t                    *rep;
-    char                       line[256], waiting[320], coord[256];
+    char                       line[512], waiting[320], coord[256];
     int                        rc;
 
     rc = brim_cluster_stats(ctl->client, &st);

@@ -423,9 +423,9 @@ node_tick_cb(uv_timer_t *t)
     }
 }
 
-/* Close every handle so that the loop ends (node->stop). */
+/* Close every handle so that the loop ends. */
 static void
-node_stop(struct brim_node *node)
+node_stop_now(struct brim_node *node)
 {
     if (node->stopping) {
         return;
@@ -449,13 +449,28 @@ node_stop(struct brim_node *node)
     uv_close((uv_handle_t *) &node->sig_quit, NULL);
 }
 
+/* node->stop: the memcached port's clients get what they asked for
+ * first (bounded), then every handle closes. */
+static void
+node_stop(struct brim_node *node)
+{
+    if (node->stopping || node->mc_draining) {
+        return;
+    }
+    if (brim_mcport_drain(node, node_stop_now)) {
+        node->mc_draining = 1;
+        return;
+    }
+    node_stop_now(node);
+}
+
 static void
 node_signal_cb(uv_signal_t *s, int signum)
 {
     struct brim_node *node = s->data;
     int               rc;
 
-    if (signum == SIGQUIT || node->stopping) {
+    if (signum == SIGQUIT || node->stopping || node->mc_draining) {
         brim_log_info("signal %d: exiting at once", signum);
         _exit(0);
     }

@@ -974,6 +974,53 @@ brim_mcport_leave(struct brim_node *node)
                   node->mc->srv.stats.conns_current);
 }
 
+/* brim_mcport_drain()'s timer: done once every connection ended. */
+static void
+mc_drain_cb(uv_timer_t *t)
+{
+    struct brim_mcport *port = t->data;
+    void (*done)(struct brim_node * node) = port->drain_done;
+
+    if (port->srv.stats.conns_current > 0
+        && uv_now(port->node->loop) < port->drain_until)
+    {
+        return;
+    }
+    if (port->srv.stats.conns_current > 0) {
+        brim_log_warn("memcached port: %" PRIu64 " connections still open "
+                      "after the drain's bound; closing them",
+                      port->srv.stats.conns_current);
+    }
+    uv_timer_stop(t);
+    uv_close((uv_handle_t *) t, NULL);
+    port->drain_done = NULL;
+    done(port->node);
+}
+
+int
+brim_mcport_drain(struct brim_node *node, void (*done)(struct brim_node *node))
+{
+    struct brim_mcport *port = node->mc;
+
+    if (port == NULL || port->drain_done != NULL
+        || port->srv.stats.conns_current == 0)
+    {
+        return 0;
+    }
+    brim_log_info("memcached port: answering what %" PRIu64
+                  " connections hold, then closing them",
+                  port->srv.stats.conns_current);
+    port->leaving = 1;
+    port->drain_done = done;
+    port->drain_until =
+        uv_now(node->loop) + node->cfg.memcached_timeout_ms + 500;
+    brim_server_drain(&port->srv);
+    uv_timer_init(node->loop, &port->drain_timer);
+    port->drain_timer.data = port;
+    uv_timer_start(&port->drain_timer, mc_drain_cb, 10, 10);
+    return 1;
+}
+
 void
 brim_mcport_stop(struct brim_node *node)
 {

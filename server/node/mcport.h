@@ -49,6 +49,17 @@ int brim_mcport_port(const struct brim_node *node);
 void brim_mcport_leave(struct brim_node *node);
 
 /*
+ * The node stops: end the memcached connections gracefully first (each
+ * stops reading, answers the commands it has read, forwards included,
+ * sends the replies and closes; server/conn.h brim_server_drain()), at
+ * most the forward timeout (--memcached-timeout-ms) and 500 ms more,
+ * then call DONE(NODE). Returns 1 when DONE will be called, 0 (DONE not
+ * called) when there is no memcached port or no connection open.
+ */
+int brim_mcport_drain(struct brim_node *node,
+                      void (*done)(struct brim_node *node));
+
+/*
  * The memcached port's server-side latency histogram of command KIND
  * (enum brim_mctext_kind), from the command parsed to its answer whole
  * (forwards included; before earlier replies on the connection are

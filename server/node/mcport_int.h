@@ -143,10 +143,13 @@ struct brim_mcport {
     struct brim_node_lat      lat[BRIM_MCTEXT_KIND_COUNT]; /* server-side
                                           latency by command: parsed to
                                           answered (mc_end()) */
-    size_t                    get_held; /* bytes of get replies built
+    size_t                    get_held;         /* bytes of get replies built
                                           and not yet on a connection
                                           (mc_hold()) */
-    int                       leaving;  /* no longer accepting */
+    int                       leaving;          /* no longer accepting */
+    uv_timer_t                drain_timer;      /* brim_mcport_drain()'s */
+    uint64_t                  drain_until;      /* loop ms it gives up */
+    void (*drain_done)(struct brim_node *node); /* its DONE, or NULL */
 };
 
 /*

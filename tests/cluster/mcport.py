@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -1210,6 +1211,78 @@ def half_close(args):
             print("half-close after %d commands (keys of %s): %d reply "
                   "bytes, all, then the port closed"
                   % (rounds * 13, ", ".join(sorted(keys)), len(got)))
+
+
+@case
+def leave_answers_pipeline(args):
+    """A client pipelining sets through the port of a node that leaves
+    (SIGTERM) gets a reply to every command the node read, in order, and
+    then the close: the sets it got STORED for are all there afterwards
+    (read through another node), and the ones it got no reply for were
+    never applied. Keys of every node, so most sets are forwarded."""
+    with cluster(args) as cl:
+        lv = cl.nodes["node3"]
+        port = lv.mport
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        st = {"sent": 0, "stored": 0, "why": "closed", "done": False}
+
+        def reader():
+            buf = b""
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    while b"\r\n" in buf:
+                        line, buf = buf.split(b"\r\n", 1)
+                        if line != b"STORED":
+                            st["why"] = "reply %d: %r" % (st["stored"], line)
+                            return
+                        st["stored"] += 1
+            except OSError as e:
+                st["why"] = "recv: %s" % e
+            finally:
+                st["done"] = True
+        th = threading.Thread(target=reader)
+        th.start()
+        t0, asked = time.monotonic(), False
+        # Up to 2,000 sets ahead of the replies: the node stops reading
+        # in the middle of what was sent.
+        while not st["done"] and time.monotonic() - t0 < 60:
+            if not asked and time.monotonic() - t0 > 0.5:
+                lv.proc.send_signal(signal.SIGTERM)
+                asked = True
+            if st["sent"] - st["stored"] > 2000:
+                time.sleep(0.001)
+                continue
+            n = st["sent"]
+            try:
+                s.sendall(b"".join(b"set lp%d 0 0 %d\r\nv%d\r\n"
+                                   % (i, len(b"v%d" % i), i)
+                                   for i in range(n, n + 50)))
+            except OSError:
+                break   # the node shut: the reader has what came back
+            st["sent"] = n + 50
+        th.join(30)
+        sent, stored, why = st["sent"], st["stored"], st["why"]
+        s.close()
+        check(asked, "the leave was not asked within the load")
+        lv.proc.wait(90)
+        print("%d sets sent, %d answered STORED, then %s; %s exited %d"
+              % (sent, stored, why, "node3", lv.proc.returncode))
+        check(0 < stored < sent, "no command left unread (%d of %d): the "
+              "test did not reach the leave mid-pipeline", stored, sent)
+        got = mc_read(cl.nodes["node1"].mport,
+                      [b"lp%d" % i for i in range(sent)])
+        missing = [i for i in range(stored) if got[b"lp%d" % i] is None]
+        applied = [i for i in range(stored, sent)
+                   if got[b"lp%d" % i] is not None]
+        print("after the leave: %d of the %d STORED sets missing, %d of "
+              "the %d unanswered applied" % (len(missing), stored,
+                                             len(applied), sent - stored))
+        check(not missing, "STORED but lost: %r", missing[:10])
+        check(not applied, "applied without a reply: %r", applied[:10])
 
 
 def tools_present(args):
