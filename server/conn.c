@@ -9,7 +9,6 @@
  */
 #include "server/conn.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -234,12 +233,10 @@ conn_shutdown_cb(uv_shutdown_t *req, int status)
         return;
     }
     n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-        conn_close(c); /* the peer closed, or an error */
-        return;
-    }
-    if (n < 0) {
-        conn_close(c); /* nothing unread: no reset */
+    if (n <= 0) {
+        /* 0: the peer closed too; EAGAIN: nothing unread, so closing
+         * sends no reset; another error: the connection is gone. */
+        conn_close(c);
         return;
     }
     if (uv_read_start((uv_stream_t *) &c->tcp, conn_alloc_cb, conn_read_cb)

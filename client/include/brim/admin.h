@@ -280,6 +280,11 @@ struct brim_cluster_stats {
                                                 * the coordinator knows; in
                                                 * the same allocation */
     size_t                        nnodes;      /* rows */
+    struct brim_cluster_migration migration;   /* the last change's */
+    struct brim_cluster_auth      auth;        /* the coordinator's */
+    struct brim_cluster_coord     coordinator; /* the one that answered;
+                                                * all 0 from an older
+                                                * coordinator */
     struct brim_cluster_node     *departed;    /* NDEPARTED rows, the
                                                 * members the last change
                                                 * removed (left or dead):
@@ -287,13 +292,12 @@ struct brim_cluster_stats {
                                                 * set (a leaver streams
                                                 * what it held from
                                                 * there); in the same
-                                                * allocation */
+                                                * allocation; last, so
+                                                * that a caller built
+                                                * before them reads the
+                                                * fields above where
+                                                * they were */
     size_t                        ndeparted;   /* rows; 0 from an older
-                                                * coordinator */
-    struct brim_cluster_migration migration;   /* the last change's */
-    struct brim_cluster_auth      auth;        /* the coordinator's */
-    struct brim_cluster_coord     coordinator; /* the one that answered;
-                                                * all 0 from an older
                                                 * coordinator */
 };
 
