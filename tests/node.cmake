@@ -6,6 +6,8 @@
 
 # Unit tests: the cases are read from the source by brim_unit_test.
 brim_unit_test(store LIBS brim_node_store)
+# --prefault (server/prefault.c): the heap it faults in is kept and reused.
+brim_unit_test(prefault LIBS brim_server_core)
 
 # Process-level tests: one CTest test per case of node_wire.py.
 find_package(Python3 COMPONENTS Interpreter)

@@ -172,6 +172,29 @@ mig_row(const struct brim_cluster_stats *st, const struct brim_cluster_node *n,
                      "source_addr", n->addr, "destination_addr", s->dest);
 }
 
+/* The rows' own sum, under the table: the senders' counts as asked just
+ * now, where the summary line above is the coordinator's, from the
+ * nodes' last heartbeats (up to one heartbeat behind). */
+static void
+mig_print_rows_total(const json_t *streams)
+{
+    const json_t *e;
+    size_t        i;
+    json_int_t    parts = 0, done = 0, left = 0;
+
+    json_array_foreach(streams, i, e)
+    {
+        parts += json_integer_value(json_object_get(e, "partitions"));
+        done += json_integer_value(json_object_get(e, "done"))
+            + json_integer_value(json_object_get(e, "dropped"));
+        left += json_integer_value(json_object_get(e, "keys_left"));
+    }
+    printf("rows: partitions %lld/%lld done, %lld keys left, as the senders "
+           "count them now (the line above is the coordinator's, from the "
+           "nodes' last heartbeats)\n",
+           (long long) done, (long long) parts, (long long) left);
+}
+
 /* Print DOC as text: the change, the wait, the streams, the failures. */
 static void
 mig_print(const json_t *doc)
@@ -218,6 +241,7 @@ mig_print(const json_t *doc)
                (long long) json_integer_value(json_object_get(doc, "epoch")));
     } else {
         brim_ctl_print_table(streams, "");
+        mig_print_rows_total(streams);
     }
     json_array_foreach(errs, i, e)
     {

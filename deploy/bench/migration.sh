@@ -17,6 +17,10 @@
 #   CEILING    every node's --migrate-mb-per-s; 0 none, the default
 #   RUNS       runs, each on a fresh cluster (default 3)
 #   BASE_PORT  the coordinator's port, nodes above it (default 21700)
+# Every node runs with --prefault (its --memory-mb of heap faulted in
+# before it serves or joins: on the VM measured, first-touch page faults
+# took 66% of the joiner's loop, docs/performance.md); PREFAULT=0 in the
+# environment runs without it.
 # From a built tree (build/bin); about 40 s a run at the defaults on 2
 # cores, with 4 GB of RSS in all.
 set -euo pipefail
@@ -30,6 +34,8 @@ rate=${2:-10000}
 ceiling=${3:-0}
 runs=${4:-3}
 port=${5:-21700}
+node_args="--migrate-mb-per-s $ceiling"
+[ "${PREFAULT:-1}" = 0 ] || node_args="$node_args --prefault"
 coord=127.0.0.1:$port
 cluster=$root/deploy/brim-cluster
 before_s=12
@@ -46,11 +52,11 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== $runs runs: $keys keys of 1 KiB on 3 nodes, node4 joins under" \
-    "$rate ops/s; --migrate-mb-per-s $ceiling; in $top"
+    "$rate ops/s; node args: $node_args; in $top"
 for run in $(seq 1 "$runs"); do
     dir=$top/run$run
     mkdir -p "$dir"
-    BRIM_NODE_ARGS="--migrate-mb-per-s $ceiling" "$cluster" up --nodes 3 \
+    BRIM_NODE_ARGS="$node_args" "$cluster" up --nodes 3 \
         --dir "$dir" --base-port "$port" --memory-mb "$memory_mb" >/dev/null
     "$bin/brim-bench" --coordinator "$coord" --keys "$keys" --key-size 24 \
         --value-size 1024 --ops 1 --quiet >/dev/null
@@ -61,8 +67,7 @@ for run in $(seq 1 "$runs"); do
     bpid=$!
     sleep "$before_s"
     date +%s%N >"$dir/join_ns"
-    BRIM_NODE_ARGS="--migrate-mb-per-s $ceiling" \
-        "$cluster" add-node node4 --dir "$dir" >/dev/null
+    BRIM_NODE_ARGS="$node_args" "$cluster" add-node node4 --dir "$dir" >/dev/null
     deadline=$((SECONDS + 600))
     until grep -q "every incoming partition is complete" "$dir/node4.log"; do
         if [ $SECONDS -ge $deadline ]; then
@@ -78,6 +83,8 @@ for run in $(seq 1 "$runs"); do
     "$cluster" down --dir "$dir" >/dev/null 2>&1 || true
     python3 "$root/deploy/bench/migration_window.py" "$dir" "$run" \
         | tee -a "$top/runs.txt"
+    # What the joiner's prefault took, before its join's commit.
+    sed -n 's/.*--prefault: /node4 --prefault: /p' "$dir/node4.log"
     dir=
 done
 python3 "$root/deploy/bench/migration_window.py" --summary "$top/runs.txt"

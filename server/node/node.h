@@ -46,6 +46,9 @@ struct brim_node_config {
                                                 tables), MiB */
     uint32_t                buffer_mb;         /* unsent replies, all
                                                 connections, MiB */
+    int                     prefault;          /* --prefault: fault in
+                                                memory_mb of heap before
+                                                serving (server/prefault.h) */
     uint32_t                max_conns;         /* open connections */
     uint32_t                idle_timeout_s;    /* 0: never */
     uint32_t                partitions;        /* P */

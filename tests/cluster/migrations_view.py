@@ -23,6 +23,7 @@ unfinished_counted
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -99,6 +100,14 @@ def streams_listed(bindir):
                 0.01 + 0.01 * r["eta_s"], r
         text = brimctl(bindir, cl.cport, "migrations")
         assert "source" in text and "node4" in text and "eta_s" in text, text
+        # Under the table, the rows' own sum (the senders' counts now).
+        again = migrations(bindir, cl.cport)
+        got = re.search(r"^rows: partitions (\d+)/(\d+) done, (\d+) keys "
+                        r"left", text, re.M)
+        assert got, text
+        total = sum(r["partitions"] for r in again["streams"])
+        assert int(got.group(2)) == total > 0, (text, again)
+        assert int(got.group(1)) <= total, text
         # The cluster's stats carry the same rows while a migration runs.
         st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
         if st["migration"]["active"]:
