@@ -4,7 +4,10 @@
  */
 #include "server/prefault.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Below glibc's smallest mmap threshold (128 KiB), so every chunk comes
@@ -65,4 +68,58 @@ brim_prefault_heap(size_t bytes, size_t *done_bytes)
         return -1;
     }
     return got == nchunks ? 0 : -1;
+}
+
+/* The first unsigned number in file PATH after PREFIX on a line of its own
+ * (PREFIX "" reads the file's first number) into *V. 0, or -1 when the
+ * file or the number is absent ("max" in memory.max is absent). */
+static int
+read_number(const char *path, const char *prefix, uint64_t *v)
+{
+    FILE  *f = fopen(path, "r");
+    char   line[256];
+    size_t n = strlen(prefix);
+    int    rc = -1;
+
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, prefix, n) == 0
+            && sscanf(line + n, "%" SCNu64, v) == 1) {
+            rc = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int
+brim_prefault_room(size_t *room)
+{
+    uint64_t avail_kb, limit, used;
+    uint64_t best;
+
+    if (read_number("/proc/meminfo", "MemAvailable:", &avail_kb) != 0) {
+        return -1;
+    }
+    best = avail_kb * 1024;
+    if ((read_number("/sys/fs/cgroup/memory.max", "", &limit) == 0
+         && read_number("/sys/fs/cgroup/memory.current", "", &used) == 0)
+        || (read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes", "",
+                        &limit)
+                == 0
+            && read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes", "",
+                           &used)
+                == 0))
+    {
+        uint64_t left = limit > used ? limit - used : 0;
+
+        if (left < best) {
+            best = left;
+        }
+    }
+    *room = best > SIZE_MAX ? SIZE_MAX : (size_t) best;
+    return 0;
 }

@@ -32,4 +32,15 @@
  */
 int brim_prefault_heap(size_t bytes, size_t *done_bytes);
 
+/*
+ * The memory this process may still fault in, in bytes: the least of
+ * /proc/meminfo's MemAvailable and, when a memory cgroup limit is
+ * readable at /sys/fs/cgroup (v2 memory.max less memory.current, or v1
+ * memory.limit_in_bytes less memory.usage_in_bytes), that limit's room.
+ * A best effort, to refuse a --prefault that would wake the OOM killer.
+ * Returns 0 and sets *ROOM, or -1 when MemAvailable cannot be read
+ * (*ROOM untouched).
+ */
+int brim_prefault_room(size_t *room);
+
 #endif

@@ -499,26 +499,46 @@ node_signal_cb(uv_signal_t *s, int signum)
     node_stop(node);
 }
 
+/* What --prefault leaves to the rest of the machine, at least. */
+#define NODE_PREFAULT_SPARE ((size_t) 256 << 20)
+
 /* --prefault: the heap faulted in before the node listens or joins, so
- * its first gigabytes do not fault on the loop (server/prefault.h). */
-static void
+ * its first gigabytes do not fault on the loop (server/prefault.h).
+ * Returns 0, or -1 when the machine has not the memory (said why): a
+ * prefault past it would wake the OOM killer, for this or another
+ * process. */
+static int
 node_prefault(const struct brim_node *node)
 {
     size_t   bytes = (size_t) node->cfg.memory_mb << 20;
-    size_t   done = 0;
-    uint64_t t0 = uv_hrtime();
-    int      rc = brim_prefault_heap(bytes, &done);
-    double   s = (double) (uv_hrtime() - t0) / 1e9;
+    size_t   done = 0, room = 0;
+    uint64_t t0;
+    double   s;
+    int      rc;
 
+    if (brim_prefault_room(&room) == 0 && bytes + NODE_PREFAULT_SPARE > room) {
+        fprintf(stderr,
+                "brim-node: --prefault: --memory-mb %u needs %zu MiB and "
+                "this machine has %zu MiB available (MemAvailable, or the "
+                "memory cgroup's room), with %zu MiB to spare; give a "
+                "smaller --memory-mb or start without --prefault\n",
+                node->cfg.memory_mb, bytes >> 20, room >> 20,
+                NODE_PREFAULT_SPARE >> 20);
+        return -1;
+    }
+    t0 = uv_hrtime();
+    rc = brim_prefault_heap(bytes, &done);
+    s = (double) (uv_hrtime() - t0) / 1e9;
     if (rc != 0) {
         brim_log_warn("--prefault: malloc refused after %zu of %zu MiB "
                       "(%.2f s); serving with the rest of the heap cold",
                       done >> 20, bytes >> 20, s);
-        return;
+        return 0;
     }
     brim_log_info("--prefault: %zu MiB of heap faulted in in %.2f s "
                   "(%.0f MB/s)",
                   done >> 20, s, s > 0 ? (double) done / 1e6 / s : 0.0);
+    return 0;
 }
 
 static int
@@ -645,8 +665,8 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-node: %s\n", errbuf);
         return 2;
     }
-    if (node.cfg.prefault) {
-        node_prefault(&node);
+    if (node.cfg.prefault && node_prefault(&node) != 0) {
+        return 2;
     }
     if (node_start(&node) != 0) {
         return 1;

@@ -1019,6 +1019,10 @@ def bad_settings(args):
           "0.0001"] + listen, "--weight: 0.0001 is below"),
         (["--standalone", "--secret-file", "/nonexistent/secret"] + listen,
          "--secret-file: secret file /nonexistent/secret"),
+        # A prefault past the machine's memory would wake the OOM killer:
+        # refused before any of it is touched.
+        (["--standalone", "--memory-mb", "1048576", "--prefault"] + listen,
+         "--prefault: --memory-mb 1048576 needs 1048576 MiB"),
     ]
     for argv, word in cases:
         rc, out, err = run_node(args, argv)

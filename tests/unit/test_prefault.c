@@ -3,7 +3,7 @@
  * is resident, stays in the process after it returns, and later small
  * allocations land on it (they raise the resident size by almost
  * nothing, where the same allocations on a cold heap raise it by their
- * size).
+ * size); the room it checks against is a real, bounded figure.
  */
 #include "tests/support/check_main.h"
 
@@ -86,6 +86,27 @@ START_TEST(prefault_heap_stays_and_is_reused)
 }
 END_TEST
 
+START_TEST(prefault_room_is_below_total)
+{
+    FILE         *f = fopen("/proc/meminfo", "r");
+    unsigned long total_kb = 0;
+    size_t        room = 0;
+    char          line[256];
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "MemTotal: %lu kB", &total_kb) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    ck_assert_uint_gt(total_kb, 0);
+    ck_assert_int_eq(brim_prefault_room(&room), 0);
+    ck_assert_uint_gt(room, 0);
+    ck_assert_uint_le(room, (size_t) total_kb * 1024);
+}
+END_TEST
+
 Suite *
 brim_test_suite(void)
 {
@@ -98,6 +119,10 @@ brim_test_suite(void)
 
     tc = tcase_create("heap_stays_and_is_reused");
     tcase_add_test(tc, prefault_heap_stays_and_is_reused);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("room_is_below_total");
+    tcase_add_test(tc, prefault_room_is_below_total);
     suite_add_tcase(s, tc);
 
     return s;
