@@ -234,7 +234,8 @@ static const struct brim_option node_options[] = {
      "fault in --memory-mb of heap before serving or joining (as "
      "memcached's -L preallocates -m): a node that joins then receives "
      "its share without first-touch page faults on its loop; takes "
-     "about a second per GB, and the RSS is the limit from the start"},
+     "0.5 to 2 s per GB where measured, and the RSS is the limit from "
+     "the start; refused past the memory available"},
     {"buffer-mb", "M", brim_option_u32, NODE_OFF(buffer_mb), 1, 1u << 20, "64",
      "unsent replies of all connections together, in MiB: above it "
      "a connection that has replies waiting stops reading until half of "
