@@ -515,7 +515,13 @@ brim_bench_opts_parse(struct brim_bench_opts *o, int argc, char **argv,
     for (k = 1; k < argc; k++) {
         arg = argv[k];
         if (strncmp(arg, "--", 2) != 0) {
-            brim_errfmt(errbuf, "unexpected argument \"%s\"", arg);
+            /* Every option is long: "-x" is an unknown option, "x" an
+             * argument brim-bench does not take. */
+            brim_errfmt(errbuf,
+                        arg[0] == '-' && arg[1] != '\0'
+                            ? "unknown option \"%s\" (options are long: --NAME)"
+                            : "unexpected argument \"%s\"",
+                        arg);
             return BRIM_EINVAL;
         }
         arg += 2;
