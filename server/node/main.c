@@ -461,11 +461,10 @@ node_stop_now(struct brim_node *node)
 static void
 node_stop(struct brim_node *node)
 {
-    if (node->stopping || node->mc_draining) {
+    if (node->stopping || brim_mcport_draining(node)) {
         return;
     }
     if (brim_mcport_drain(node, node_stop_now)) {
-        node->mc_draining = 1;
         return;
     }
     node_stop_now(node);
@@ -477,7 +476,7 @@ node_signal_cb(uv_signal_t *s, int signum)
     struct brim_node *node = s->data;
     int               rc;
 
-    if (signum == SIGQUIT || node->stopping || node->mc_draining) {
+    if (signum == SIGQUIT || node->stopping || brim_mcport_draining(node)) {
         brim_log_info("signal %d: exiting at once", signum);
         _exit(0);
     }

@@ -1021,6 +1021,12 @@ brim_mcport_drain(struct brim_node *node, void (*done)(struct brim_node *node))
     return 1;
 }
 
+int
+brim_mcport_draining(const struct brim_node *node)
+{
+    return node->mc != NULL && node->mc->drain_done != NULL;
+}
+
 void
 brim_mcport_stop(struct brim_node *node)
 {

@@ -59,6 +59,9 @@ void brim_mcport_leave(struct brim_node *node);
 int brim_mcport_drain(struct brim_node *node,
                       void (*done)(struct brim_node *node));
 
+/* 1 while a brim_mcport_drain() runs (its DONE not yet called), else 0. */
+int brim_mcport_draining(const struct brim_node *node);
+
 /*
  * The memcached port's server-side latency histogram of command KIND
  * (enum brim_mctext_kind), from the command parsed to its answer whole

@@ -294,10 +294,6 @@ struct brim_node {
                                             (migrate*.c), to tell the
                                             coordinator now */
     int               stopping;                     /* a signal asked to stop */
-    int               mc_draining;                  /* stopping, once the
-                                                       memcached port's
-                                                       clients are answered
-                                                       (brim_mcport_drain) */
     int               exit_code;                    /* main()'s return value */
     struct brim_guard guard;                        /* AUTH on our listener, and
                                             the secrets */
