@@ -254,6 +254,35 @@ options_config_first(const struct brim_option *table, void *cfg, int argc,
     return 0;
 }
 
+/* What getopt_long refused (it returned '?'), said as "PROG: ...": an
+ * option given a value it does not take, one missing its value, or one
+ * not in TABLE (N entries). ARG is the word refused. */
+static void
+options_getopt_error(const struct brim_option *table, size_t n, const char *arg,
+                     const char *prog)
+{
+    if (optopt >= 256 && optopt < 256 + (int) n) {
+        const struct brim_option *o = &table[optopt - 256];
+
+        if (o->arg == NULL) {
+            fprintf(stderr, "%s: --%s takes no value (given \"%s\")\n", prog,
+                    o->name, arg);
+        } else {
+            fprintf(stderr, "%s: --%s needs a value (%s)\n", prog, o->name,
+                    o->arg);
+        }
+    } else if (optopt == 'h') {
+        fprintf(stderr, "%s: --help takes no value\n", prog);
+    } else if (optopt != 0 && arg[0] == '-' && arg[1] != '-') {
+        fprintf(stderr,
+                "%s: unknown option \"-%c\" (options are long: "
+                "--NAME)\n",
+                prog, optopt);
+    } else {
+        fprintf(stderr, "%s: unknown option \"%s\"\n", prog, arg);
+    }
+}
+
 int
 brim_options_parse(const struct brim_option *table, void *cfg, int argc,
                    char **argv, const char *prog, const char *synopsis,
@@ -286,7 +315,7 @@ brim_options_parse(const struct brim_option *table, void *cfg, int argc,
     longopts[n].name = "help";
     longopts[n].val = 'h';
     optind = 1;
-    opterr = 1;
+    opterr = 0; /* said below, as PROG, not as argv[0]'s path */
     while (rc == 0 && (ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1)
     {
         if (ch == 'h') {
@@ -295,7 +324,8 @@ brim_options_parse(const struct brim_option *table, void *cfg, int argc,
             break;
         }
         if (ch < 256 || ch >= 256 + (int) n) {
-            rc = -1; /* getopt_long said what is wrong */
+            options_getopt_error(table, n, argv[optind - 1], prog);
+            rc = -1;
             break;
         }
         o = &table[ch - 256];

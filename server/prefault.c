@@ -14,16 +14,18 @@
  * from the heap (brk), where freed memory stays. */
 #define PREFAULT_CHUNK (64u << 10)
 
-/* The block that keeps the freed chunks off the heap's top; reachable
+/* The chunks kept, one per call: each is the highest chunk that call
+ * took, so it sits between the freed ones and the heap's top. Each
+ * holds a pointer to the one kept before it; the list stays reachable
  * for the process's life (not a leak to LeakSanitizer). */
-static void *prefault_guard;
+static void *prefault_kept;
 
 int
 brim_prefault_heap(size_t bytes, size_t *done_bytes)
 {
     size_t nchunks = (bytes + PREFAULT_CHUNK - 1) / PREFAULT_CHUNK;
     size_t page = (size_t) sysconf(_SC_PAGESIZE);
-    size_t got = 0;
+    size_t got = 0, top = 0;
     char **chunk;
 
     if (done_bytes != NULL) {
@@ -35,8 +37,6 @@ brim_prefault_heap(size_t bytes, size_t *done_bytes)
     if (page == 0 || page == (size_t) -1) {
         page = 4096;
     }
-    /* The list of chunks is itself allocated before them, so it sits
-     * below them and its free does not touch the heap's top. */
     chunk = malloc(nchunks * sizeof(*chunk));
     if (chunk == NULL) {
         return -1;
@@ -49,23 +49,26 @@ brim_prefault_heap(size_t bytes, size_t *done_bytes)
         for (size_t off = 0; off < PREFAULT_CHUNK; off += page) {
             ((volatile char *) chunk[got])[off] = 0;
         }
+        if ((uintptr_t) chunk[got] > (uintptr_t) chunk[top]) {
+            top = got;
+        }
     }
-    /* The guard sits between the chunks and the heap's top: freed, the
-     * chunks merge into one free block that glibc keeps, instead of into
-     * the top, which free() gives back to the kernel past
-     * M_TRIM_THRESHOLD. Never freed; one guard serves every call. */
-    if (prefault_guard == NULL) {
-        prefault_guard = malloc(64);
-    }
+    /* The highest chunk stays allocated: freed, the others merge into
+     * one free block below it that glibc keeps and later allocations
+     * split, instead of into the heap's top, which free() gives back to
+     * the kernel past M_TRIM_THRESHOLD. A small block kept instead would
+     * not do: malloc may serve it from a free block lower in the heap. */
     for (size_t i = 0; i < got; i++) {
+        if (i == top) {
+            *(void **) chunk[i] = prefault_kept;
+            prefault_kept = chunk[i];
+            continue;
+        }
         free(chunk[i]);
     }
     free(chunk);
     if (done_bytes != NULL) {
         *done_bytes = got * (size_t) PREFAULT_CHUNK;
-    }
-    if (prefault_guard == NULL) {
-        return -1;
     }
     return got == nchunks ? 0 : -1;
 }

@@ -9,9 +9,9 @@
  * clear_page_erms (perf), and the clients' requests queued behind it.
  * brim_prefault_heap() pays that cost once, before the node joins: it
  * takes the bytes from malloc in chunks served from the heap, writes one
- * byte of every page, and frees them behind a small block it keeps, so
- * that they stay in the process (glibc trims only the top of its heap)
- * and later allocations reuse pages already backed. The same idea as
+ * byte of every page, and frees all but the highest one, which it keeps,
+ * so that they stay in the process (glibc trims only the top of its
+ * heap) and later allocations reuse pages already backed. The same idea as
  * memcached's -L (preallocate the whole -m at start).
  */
 #ifndef BRIM_SERVER_PREFAULT_H
@@ -26,9 +26,10 @@
  * NULL) receives how many bytes were faulted in; fewer than BYTES when
  * malloc refused (then the chunks taken are freed the same way and the
  * call returns -1, not fatal: the heap just starts colder). Returns 0
- * when all of BYTES was faulted in. Keeps one 64-byte block for the
- * process's life (the guard that keeps the freed chunks off the heap's
- * top). A call with BYTES 0 does nothing and returns 0.
+ * when all of BYTES was faulted in. Keeps one 64 KiB chunk of it
+ * allocated for the process's life (the guard that keeps the freed
+ * chunks off the heap's top). A call with BYTES 0 does nothing and
+ * returns 0.
  */
 int brim_prefault_heap(size_t bytes, size_t *done_bytes);
 

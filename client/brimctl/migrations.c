@@ -172,11 +172,11 @@ mig_row(const struct brim_cluster_stats *st, const struct brim_cluster_node *n,
                      "source_addr", n->addr, "destination_addr", s->dest);
 }
 
-/* The rows' own sum, under the table: the senders' counts as asked just
- * now, where the summary line above is the coordinator's, from the
- * nodes' last heartbeats (up to one heartbeat behind). */
-static void
-mig_print_rows_total(const json_t *streams)
+/* The rows' own sum (doc "rows"): the senders' counts as asked just now,
+ * where the summary is the coordinator's, from the nodes' last heartbeats
+ * (up to one heartbeat behind). NULL when out of memory. */
+static json_t *
+mig_rows_total(const json_t *streams)
 {
     const json_t *e;
     size_t        i;
@@ -189,10 +189,8 @@ mig_print_rows_total(const json_t *streams)
             + json_integer_value(json_object_get(e, "dropped"));
         left += json_integer_value(json_object_get(e, "keys_left"));
     }
-    printf("rows: partitions %lld/%lld done, %lld keys left, as the senders "
-           "count them now (the line above is the coordinator's, from the "
-           "nodes' last heartbeats)\n",
-           (long long) done, (long long) parts, (long long) left);
+    return json_pack("{s:I, s:I, s:I}", "partitions", parts, "done", done,
+                     "keys_left", left);
 }
 
 /* Print DOC as text: the change, the wait, the streams, the failures. */
@@ -236,12 +234,21 @@ mig_print(const json_t *doc)
         json_object_del((json_t *) e, "destination_addr");
     }
     if (json_array_size(streams) == 0) {
-        printf("no stream: no member has streamed partitions of epoch %lld "
-               "out (a node that left took its rows with it)\n",
+        printf("no stream: no node has streamed partitions of epoch %lld "
+               "out (after a leave, the leaver's rows go when it exits)\n",
                (long long) json_integer_value(json_object_get(doc, "epoch")));
     } else {
+        const json_t *rows = json_object_get(doc, "rows");
+
         brim_ctl_print_table(streams, "");
-        mig_print_rows_total(streams);
+        printf(
+            "rows: partitions %lld/%lld done, %lld keys left, as the "
+            "senders count them now (the summary above the table is the "
+            "coordinator's, from the nodes' last heartbeats, and can "
+            "trail them)\n",
+            (long long) json_integer_value(json_object_get(rows, "done")),
+            (long long) json_integer_value(json_object_get(rows, "partitions")),
+            (long long) json_integer_value(json_object_get(rows, "keys_left")));
     }
     json_array_foreach(errs, i, e)
     {
@@ -338,15 +345,15 @@ brim_ctl_migrations(struct brim_ctl *ctl)
     streams = errs != NULL ? brim_ctl_streams_json(ctl, st, errs) : NULL;
     if (streams != NULL) {
         doc = json_pack(
-            "{s:I, s:b, s:I, s:I, s:I, s:s, s:I, s:o, s:O}", "epoch",
+            "{s:I, s:b, s:I, s:I, s:I, s:s, s:I, s:o, s:o, s:O}", "epoch",
             (json_int_t) st->migration.epoch, "active", st->migration.active,
             "partitions_done", (json_int_t) st->migration.partitions_done,
             "partitions_total", (json_int_t) st->migration.partitions_total,
             "partitions_unfinished",
             (json_int_t) st->migration.partitions_unfinished, "waiting",
             st->migration.waiting, "waiting_ms",
-            (json_int_t) st->migration.waiting_ms, "streams", streams, "errors",
-            errs);
+            (json_int_t) st->migration.waiting_ms, "rows",
+            mig_rows_total(streams), "streams", streams, "errors", errs);
     }
     brim_cluster_stats_free(st);
     if (doc == NULL) {

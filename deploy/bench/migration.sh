@@ -20,7 +20,8 @@
 # Every node runs with --prefault (its --memory-mb of heap faulted in
 # before it serves or joins: on the VM measured, first-touch page faults
 # took 66% of the joiner's loop, docs/performance.md); PREFAULT=0 in the
-# environment runs without it.
+# environment runs without it (PREFAULT=1, the default, with it; any
+# other value is refused).
 # From a built tree (build/bin); about 40 s a run at the defaults on 2
 # cores, with 4 GB of RSS in all.
 set -euo pipefail
@@ -35,7 +36,11 @@ ceiling=${3:-0}
 runs=${4:-3}
 port=${5:-21700}
 node_args="--migrate-mb-per-s $ceiling"
-[ "${PREFAULT:-1}" = 0 ] || node_args="$node_args --prefault"
+case "${PREFAULT:-1}" in
+    0) ;;
+    1) node_args="$node_args --prefault" ;;
+    *) echo "${0##*/}: PREFAULT must be 0 or 1 (is \"$PREFAULT\")" >&2; exit 2 ;;
+esac
 coord=127.0.0.1:$port
 cluster=$root/deploy/brim-cluster
 before_s=12
@@ -84,7 +89,7 @@ for run in $(seq 1 "$runs"); do
     python3 "$root/deploy/bench/migration_window.py" "$dir" "$run" \
         | tee -a "$top/runs.txt"
     # What the joiner's prefault took, before its join's commit.
-    sed -n 's/.*--prefault: /node4 --prefault: /p' "$dir/node4.log"
+    sed -n 's/.*--prefault: \(.*heap faulted in.*\)/node4 --prefault: \1/p' "$dir/node4.log"
     dir=
 done
 python3 "$root/deploy/bench/migration_window.py" --summary "$top/runs.txt"

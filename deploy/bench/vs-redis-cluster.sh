@@ -54,8 +54,9 @@ the same data and the same load; prints a markdown table.
 
 Binaries come from build/bin of this tree; redis-server and redis-cli
 (Debian's redis 7.0) from PATH. Every brim-node runs with --prefault
-(its 512 MB of heap faulted in before it serves or joins; node4's is
-inside brim's join time); PREFAULT=0 runs without. BRIM_NODE_ARGS is
+(its 512 MiB of heap faulted in before it serves or joins; node4's is
+inside brim's join time); PREFAULT=0 runs without (1, the default,
+with; any other value is refused). BRIM_NODE_ARGS is
 added to every brim-node (deploy/brim-cluster). Every wait is bounded; every process
 started is stopped by its PID on exit. Exit 1 when a step fails or a
 load reports errors, lost or stale reads; 2 on bad usage.
@@ -77,9 +78,11 @@ rport=35100
 dir=""
 only=""
 # --prefault on every brim node unless PREFAULT=0 (see --help).
-if [ "${PREFAULT:-1}" != 0 ]; then
-    export BRIM_NODE_ARGS="--prefault${BRIM_NODE_ARGS:+ $BRIM_NODE_ARGS}"
-fi
+case "${PREFAULT:-1}" in
+    0) ;;
+    1) export BRIM_NODE_ARGS="--prefault${BRIM_NODE_ARGS:+ $BRIM_NODE_ARGS}" ;;
+    *) echo "${0##*/}: PREFAULT must be 0 or 1 (is \"$PREFAULT\")" >&2; exit 2 ;;
+esac
 while [ $# -gt 0 ]; do
     case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -337,7 +340,7 @@ run_brim() {
         echo "  brim: a port of $bport-$((bport + 3)) was taken meanwhile; again from $((bport + 5))"
         bport=$((bport + 5))
     done
-    echo "== brim: 3 nodes (deploy/brim-cluster, eps 0.05, 512 MB each; brim-node args: ${BRIM_NODE_ARGS:-none}), coordinator $coord; logs $dir/brim"
+    echo "== brim: 3 nodes (deploy/brim-cluster, eps 0.05, 512 MiB each; brim-node args: ${BRIM_NODE_ARGS:-none}), coordinator $coord; logs $dir/brim"
 
     echo "-- brim join: node4"
     load_start brim-join --coordinator "$coord"

@@ -234,7 +234,7 @@ static const struct brim_option node_options[] = {
      "fault in --memory-mb of heap before serving or joining (as "
      "memcached's -L preallocates -m): a node that joins then receives "
      "its share without first-touch page faults on its loop; takes "
-     "0.5 to 2 s per GB where measured, and the RSS is the limit from "
+     "0.4 to 2.5 s per GB where measured, and the RSS is the limit from "
      "the start; refused past the memory available"},
     {"buffer-mb", "M", brim_option_u32, NODE_OFF(buffer_mb), 1, 1u << 20, "64",
      "unsent replies of all connections together, in MiB: above it "
@@ -518,14 +518,17 @@ node_prefault(const struct brim_node *node)
 
     if (brim_prefault_room(&room) == 0 && bytes + NODE_PREFAULT_SPARE > room) {
         fprintf(stderr,
-                "brim-node: --prefault: --memory-mb %u needs %zu MiB and "
-                "this machine has %zu MiB available (MemAvailable, or the "
-                "memory cgroup's room), with %zu MiB to spare; give a "
-                "smaller --memory-mb or start without --prefault\n",
-                node->cfg.memory_mb, bytes >> 20, room >> 20,
-                NODE_PREFAULT_SPARE >> 20);
+                "brim-node: --prefault: --memory-mb %u needs %zu MiB plus "
+                "%zu MiB left to the rest of the machine, and %zu MiB are "
+                "available (MemAvailable, or the memory cgroup's room); "
+                "give a smaller --memory-mb or start without --prefault\n",
+                node->cfg.memory_mb, bytes >> 20, NODE_PREFAULT_SPARE >> 20,
+                room >> 20);
         return -1;
     }
+    brim_log_info("--prefault: faulting in %zu MiB of heap before serving "
+                  "(a signal now ends the node at once)",
+                  bytes >> 20);
     t0 = uv_hrtime();
     rc = brim_prefault_heap(bytes, &done);
     s = (double) (uv_hrtime() - t0) / 1e9;
@@ -535,8 +538,8 @@ node_prefault(const struct brim_node *node)
                       done >> 20, bytes >> 20, s);
         return 0;
     }
-    brim_log_info("--prefault: %zu MiB of heap faulted in in %.2f s "
-                  "(%.0f MB/s)",
+    brim_log_info("--prefault: %zu MiB of heap faulted in (%.2f s, "
+                  "%.0f MB/s)",
                   done >> 20, s, s > 0 ? (double) done / 1e6 / s : 0.0);
     return 0;
 }

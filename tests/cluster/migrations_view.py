@@ -108,6 +108,12 @@ def streams_listed(bindir):
         total = sum(r["partitions"] for r in again["streams"])
         assert int(got.group(2)) == total > 0, (text, again)
         assert int(got.group(1)) <= total, text
+        # --json carries the same sum as "rows".
+        assert again["rows"]["partitions"] == total, again
+        assert again["rows"]["done"] == sum(
+            r["done"] + r["dropped"] for r in again["streams"]), again
+        assert again["rows"]["keys_left"] == sum(
+            r["keys_left"] for r in again["streams"]), again
         # The cluster's stats carry the same rows while a migration runs.
         st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
         if st["migration"]["active"]:
