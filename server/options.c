@@ -273,7 +273,9 @@ options_getopt_error(const struct brim_option *table, size_t n, const char *arg,
         }
     } else if (optopt == 'h') {
         fprintf(stderr, "%s: --help takes no value\n", prog);
-    } else if (optopt != 0 && arg[0] == '-' && arg[1] != '-') {
+    } else if (optopt > 0 && optopt < 256) {
+        /* A short option: ARG may be the word before it ("-xy" is
+         * refused at its 'x' before getopt moves past it). */
         fprintf(stderr,
                 "%s: unknown option \"-%c\" (options are long: "
                 "--NAME)\n",

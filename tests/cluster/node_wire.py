@@ -899,6 +899,18 @@ def no_standalone(args):
     check("--standalone" in err, "no mention of --standalone: %r", err)
     rc, out, err = run_node(args, ["--standalone", "--bogus"])
     check(rc == 2, "unknown option: exit %d", rc)
+    # getopt's refusals are said as brim-node's, with the option's rule.
+    for argv, want in (
+            (["--standalone", "--bogus"], 'unknown option "--bogus"'),
+            (["--standalone", "--prefault=yes"],
+             '--prefault takes no value (given "--prefault=yes")'),
+            (["--standalone", "--memory-mb"], "--memory-mb needs a value (M)"),
+            (["--standalone", "-xy"],
+             'unknown option "-x" (options are long: --NAME)')):
+        rc, out, err = run_node(args, argv)
+        check(rc == 2, "%r: exit %d", argv, rc)
+        check(err.startswith("brim-node: " + want), "%r: stderr %r", argv,
+              err)
     rc, out, err = run_node(args, ["--standalone", "--memory-mb", "0"])
     check(rc == 2 and "memory-mb" in err, "--memory-mb 0: %d %r", rc, err)
 
