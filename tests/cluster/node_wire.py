@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "support"))
 import brimtest as bt                                    # noqa: E402
 import brimwire as bw                                    # noqa: E402
-from brimwire import OP, ST                              # noqa: E402
+from brimwire import ST                                  # noqa: E402
 
 MIB = 1 << 20
 KIB = 1 << 10
