@@ -77,6 +77,8 @@ static const struct brim_prom_metric node_table[] = {
      "Items evicted to stay within the memory limit."},
     {"expirations", "brim_expirations_total", NULL, C, 0,
      "Items removed because their TTL ran out."},
+    {"keys_dropped_pending", "brim_keys_dropped_pending", NULL, G, 0,
+     "Items of dropped partitions whose memory is not yet freed."},
     {"connections", "brim_connections", NULL, G, 0,
      "Open connections on the brim port."},
     {"connections_total", "brim_connections_accepted_total", NULL, C, 0,

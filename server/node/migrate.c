@@ -286,6 +286,16 @@ brim_migrate_get_stats(struct brim_node *node, struct brim_migrate_stats *out)
     out->links_lost = node->links.lost;
 }
 
+int
+brim_migrate_streaming(const struct brim_node *node)
+{
+    const struct brim_migrate *m = node->mig;
+
+    return m != NULL
+        && (m->stats.partitions_in_flight > 0
+            || m->stats.partitions_out_pending > 0);
+}
+
 void
 brim_migrate_prepare(struct brim_node *node)
 {

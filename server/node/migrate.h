@@ -173,6 +173,10 @@ void brim_migrate_release_links(struct brim_node *node);
 /* Free the migration state (after the loop has stopped). */
 void brim_migrate_free(struct brim_node *node);
 
+/* 1 while a partition streams into this node (BEGIN .. END) or one out of
+ * it is queued or streaming, else 0. */
+int brim_migrate_streaming(const struct brim_node *node);
+
 /* Copy the counters. */
 void brim_migrate_get_stats(struct brim_node          *node,
                             struct brim_migrate_stats *out);

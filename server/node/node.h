@@ -247,37 +247,37 @@ struct brim_node_flush {
 
 /* One node process. */
 struct brim_node {
-    struct brim_node_config    cfg;          /* settings */
-    uv_loop_t                 *loop;         /* the one loop */
-    struct brim_server         srv;          /* client listener */
-    struct brim_store         *store;        /* the data */
-    struct brim_store_config   store_cfg;    /* what it was made with */
-    msgpack_zone               zone;         /* reused to unpack requests */
-    struct brim_wire_limits    coord_limits; /* on coord connections: a
+    struct brim_node_config    cfg;            /* settings */
+    uv_loop_t                 *loop;           /* the one loop */
+    struct brim_server         srv;            /* client listener */
+    struct brim_store         *store;          /* the data */
+    struct brim_store_config   store_cfg;      /* what it was made with */
+    msgpack_zone               zone;           /* reused to unpack requests */
+    struct brim_wire_limits    coord_limits;   /* on coord connections: a
                                              topology's frame and members */
-    struct brim_wire_limits    peer_limits;  /* on node connections: a stream
+    struct brim_wire_limits    peer_limits;    /* on node connections: a stream
                                              batch's entries */
-    uint64_t                   incarnation;  /* random, per process start */
-    uint64_t                   cluster_id;   /* standalone: random */
-    uint64_t                   start_unix;   /* Unix seconds at start */
-    uv_timer_t                 tick_timer;   /* reclaim + rate, every 100 ms */
-    struct brim_node_flush     flush;        /* flush marks (flush.c) */
-    uv_signal_t                sig_term;     /* SIGTERM: leave and exit */
-    uv_signal_t                sig_int;      /* SIGINT: same */
-    uv_signal_t                sig_quit;     /* SIGQUIT: exit at once */
-    struct brim_node_stats     stats;        /* request counters */
-    struct brim_node_topo      topo;         /* cluster mode: the epochs */
-    struct brim_node_lease     lease;        /* cluster mode: the lease */
-    struct brim_node_coordlink coordlink;    /* cluster mode: coordinator */
-    struct brim_node_links     links;        /* connections to other nodes */
-    struct brim_node_links     mc_links;     /* the memcached port's own
+    uint64_t                   incarnation;    /* random, per process start */
+    uint64_t                   cluster_id;     /* standalone: random */
+    uint64_t                   start_unix;     /* Unix seconds at start */
+    uv_timer_t                 tick_timer;     /* reclaim + rate, every 10 ms */
+    struct brim_node_flush     flush;          /* flush marks (flush.c) */
+    uv_signal_t                sig_term;       /* SIGTERM: leave and exit */
+    uv_signal_t                sig_int;        /* SIGINT: same */
+    uv_signal_t                sig_quit;       /* SIGQUIT: exit at once */
+    struct brim_node_stats     stats;          /* request counters */
+    struct brim_node_topo      topo;           /* cluster mode: the epochs */
+    struct brim_node_lease     lease;          /* cluster mode: the lease */
+    struct brim_node_coordlink coordlink;      /* cluster mode: coordinator */
+    struct brim_node_links     links;          /* connections to other nodes */
+    struct brim_node_links     mc_links;       /* the memcached port's own
                                             links, for its forwards */
-    struct brim_mcfwd_stats    mcfwd_stats;  /* its forwards (mcfwd.c) */
-    struct brim_mcport        *mc;           /* the memcached port, or NULL
+    struct brim_mcfwd_stats    mcfwd_stats;    /* its forwards (mcfwd.c) */
+    struct brim_mcport        *mc;             /* the memcached port, or NULL
                                             (mcport.c) */
-    struct brim_http          *http;         /* the HTTP port, or NULL
+    struct brim_http          *http;           /* the HTTP port, or NULL
                                             (metrics.c) */
-    uint64_t                   ring_epoch;   /* the committed epoch of the
+    uint64_t                   ring_epoch;     /* the committed epoch of the
                                             two counts below (stats.c) */
     uint32_t                   ring_displaced; /* owned partitions whose ring
                                               owner is another node */

@@ -223,6 +223,7 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_STORE, "partitions", node->cfg.partitions);
     emit_u64(e, SEC_STORE, "partitions_used", ss.partitions_used);
     emit_u64(e, SEC_STORE, "keys", ss.items);
+    emit_u64(e, SEC_STORE, "keys_dropped_pending", ss.dropped_pending);
     emit_u64(e, SEC_STORE, "bytes", ss.item_bytes);
     emit_u64(e, SEC_STORE, "table_bytes", ss.table_bytes);
     emit_u64(e, SEC_STORE, "memory_used", brim_store_data_bytes(node->store));

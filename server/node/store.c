@@ -35,10 +35,15 @@ _Static_assert(sizeof(void *) != 8 || BRIM_ITEM_HDR == 36,
 
 /* One partition: its table, allocated when the first item arrives. */
 struct store_part {
-    struct brim_item **buckets;  /* nbuckets chains, or NULL */
-    uint32_t           nbuckets; /* power of two, 0 when unused */
-    uint32_t           nitems;   /* items in this partition */
+    struct brim_item **buckets;   /* nbuckets chains, or NULL */
+    uint32_t           nbuckets;  /* power of two, 0 when unused */
+    uint32_t           nitems;    /* items in this partition */
+    uint32_t           drop_next; /* next in the drop list, or STORE_NO_PART */
+    uint32_t           drop_at;   /* dropping: buckets below it are empty */
+    uint32_t           dropping;  /* 1: dropped, its items not yet freed */
 };
+
+#define STORE_NO_PART UINT32_MAX
 
 struct brim_store {
     struct brim_store_config  cfg;         /* copied settings */
@@ -49,6 +54,9 @@ struct brim_store {
     uint64_t                  cas_next;    /* counter under the prefix */
     uint32_t                  reap_part;   /* reclaim cursor: partition */
     uint32_t                  reap_bucket; /* reclaim cursor: bucket */
+    uint32_t                  drop_head;   /* dropped partitions to free,
+                                              oldest first (STORE_NO_PART) */
+    uint32_t                  drop_tail;   /* newest of them */
     struct brim_store_cursor *cursors;     /* scans stopped inside a bucket */
     struct brim_store_stats   stats;       /* counters */
 };
@@ -115,6 +123,7 @@ brim_store_new(const struct brim_store_config *config)
         return NULL;
     }
     s->stats.table_bytes = malloc_usable_size(s->parts);
+    s->drop_head = s->drop_tail = STORE_NO_PART;
     return s;
 }
 
@@ -172,8 +181,8 @@ table_slot(struct brim_store *s, uint64_t hash, const void *key, size_t key_len)
     struct brim_item **slot;
     unsigned           tag = BRIM_ITEM_TAG(hash);
 
-    if (part->nbuckets == 0) {
-        return NULL;
+    if (part->nbuckets == 0 || part->dropping) {
+        return NULL; /* a dropped partition reads as empty */
     }
     slot = &part->buckets[store_bucket_of(hash, part->nbuckets)];
     /* Chains hold 1 to 2 items (load factor at most 2). The 4-bit tag
@@ -244,15 +253,20 @@ item_remove(struct brim_store *s, struct store_part *part,
     *slot = it->hnext;
     part->nitems--;
     queue_unlink(s, it);
-    s->stats.items--;
+    if (part->dropping) {
+        s->stats.dropped_pending--;
+    } else {
+        s->stats.items--;
+    }
     s->stats.item_bytes -= malloc_usable_size(it);
     brim_free(it);
 }
 
 /* Remove IT wherever it is (evictions start from the queue, not a slot):
  * its bucket comes from its recomputed hash, then the chain is searched
- * for IT itself, without comparing keys. */
-static void
+ * for IT itself, without comparing keys. Returns 1 when IT was live, 0
+ * when its partition was dropped (it only waited to be freed). */
+static int
 item_remove_any(struct brim_store *s, struct brim_item *it)
 {
     struct store_part *part;
@@ -267,6 +281,79 @@ item_remove_any(struct brim_store *s, struct brim_item *it)
         slot = &(*slot)->hnext;
     }
     item_remove(s, part, slot);
+    return !part->dropping;
+}
+
+/* ---- dropped partitions, freed in bounded steps ---- */
+
+/* Free up to BUDGET of PART's items, bucket by bucket from drop_at (the
+ * table keeps its size: an eviction finds an item's bucket by it); once
+ * it holds none, free its table and end its drop. Returns the items
+ * freed. */
+static size_t
+part_free(struct brim_store *s, struct store_part *part, size_t budget)
+{
+    size_t freed = 0;
+
+    while (part->nitems > 0 && freed < budget) {
+        BRIM_ASSERT(part->drop_at < part->nbuckets);
+        if (part->buckets[part->drop_at] == NULL) {
+            part->drop_at++;
+            continue;
+        }
+        item_remove(s, part, &part->buckets[part->drop_at]);
+        freed++;
+    }
+    if (part->nitems == 0 && part->buckets != NULL) {
+        s->stats.table_bytes -= malloc_usable_size(part->buckets);
+        if (!part->dropping) {
+            s->stats.partitions_used--;
+        }
+        brim_free(part->buckets);
+        part->buckets = NULL;
+        part->nbuckets = 0;
+    }
+    if (part->buckets == NULL) {
+        part->dropping = 0;
+        part->drop_at = 0;
+    }
+    return freed;
+}
+
+/* Take partition P (dropping) off the drop list. */
+static void
+drop_unlist(struct brim_store *s, uint32_t p)
+{
+    uint32_t *at = &s->drop_head, prev = STORE_NO_PART;
+
+    while (*at != STORE_NO_PART && *at != p) {
+        prev = *at;
+        at = &s->parts[*at].drop_next;
+    }
+    BRIM_ASSERT(*at == p);
+    *at = s->parts[p].drop_next;
+    if (s->drop_tail == p) {
+        s->drop_tail = prev;
+    }
+    s->parts[p].drop_next = STORE_NO_PART;
+}
+
+/* Free up to BUDGET items of dropped partitions, oldest drop first.
+ * Returns the items freed. */
+static size_t
+drop_step(struct brim_store *s, size_t budget)
+{
+    size_t   freed = 0;
+    uint32_t p;
+
+    while (s->drop_head != STORE_NO_PART && freed < budget) {
+        p = s->drop_head;
+        freed += part_free(s, &s->parts[p], budget - freed);
+        if (!s->parts[p].dropping) {
+            drop_unlist(s, p);
+        }
+    }
+    return freed;
 }
 
 /* Choose and evict one item, sparing PROTECT. Returns 0, or -1 when
@@ -291,8 +378,8 @@ store_evict_one(struct brim_store *s, const struct brim_item *protect)
         }
         s->hand = o->prev;
     }
-    item_remove_any(s, o);
-    s->stats.evictions++;
+    /* An item of a dropped partition goes first at no loss: not counted. */
+    s->stats.evictions += (uint64_t) item_remove_any(s, o);
     return 0;
 }
 
@@ -407,6 +494,12 @@ store_link(struct brim_store *s, struct brim_item *it, uint64_t hash)
     uint32_t           b;
 
     BRIM_DASSERT(item_hash(s, it) == hash); /* O(key): debug builds */
+    if (part->dropping) {
+        /* Written again before its old items were freed: free them now,
+         * so the table holds only what was written since the drop. */
+        drop_unlist(s, store_part_of(s, hash));
+        part_free(s, part, SIZE_MAX);
+    }
     if (part->nitems >= STORE_LOAD_MAX * part->nbuckets) {
         table_grow(s, part); /* keeps the load factor at most 2 */
     }
@@ -751,8 +844,13 @@ brim_store_flush(struct brim_store *s)
 {
     uint32_t p;
 
+    while (s->drop_head != STORE_NO_PART) {
+        p = s->drop_head;
+        drop_unlist(s, p);
+        part_free(s, &s->parts[p], SIZE_MAX);
+    }
     for (p = 0; p < s->cfg.npartitions; p++) {
-        brim_store_drop_partition(s, p);
+        part_free(s, &s->parts[p], SIZE_MAX);
     }
 }
 
@@ -760,30 +858,38 @@ size_t
 brim_store_drop_partition(struct brim_store *s, uint32_t partition)
 {
     struct store_part *part = &s->parts[partition];
-    uint32_t           b;
-    size_t             n = 0;
+    size_t             n = part->nitems;
 
-    if (part->nbuckets == 0) {
+    if (part->nbuckets == 0 || part->dropping) {
         return 0;
     }
-    for (b = 0; b < part->nbuckets; b++) {
-        while (part->buckets[b] != NULL) {
-            item_remove(s, part, &part->buckets[b]);
-            n++;
-        }
+    if (n == 0) {
+        part_free(s, part, 0); /* an empty table: freed now */
+        return 0;
     }
-    s->stats.table_bytes -= malloc_usable_size(part->buckets);
+    /* Out of sight now; freed by brim_store_reclaim, a few at a time
+     * (freeing 4,000 items took over a millisecond of the loop). */
+    part->dropping = 1;
+    part->drop_at = 0;
+    part->drop_next = STORE_NO_PART;
+    if (s->drop_tail == STORE_NO_PART) {
+        s->drop_head = partition;
+    } else {
+        s->parts[s->drop_tail].drop_next = partition;
+    }
+    s->drop_tail = partition;
+    s->stats.items -= n;
+    s->stats.dropped_pending += n;
     s->stats.partitions_used--;
-    brim_free(part->buckets);
-    part->buckets = NULL;
-    part->nbuckets = 0;
     return n;
 }
 
 size_t
 brim_store_partition_items(const struct brim_store *s, uint32_t partition)
 {
-    return s->parts[partition].nitems;
+    const struct store_part *part = &s->parts[partition];
+
+    return part->dropping ? 0 : part->nitems;
 }
 
 size_t
@@ -791,13 +897,16 @@ brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
 {
     struct store_part *part;
     struct brim_item **slot;
-    size_t             looked = 0;
+    size_t             looked, freed;
     uint32_t           parts_seen = 0;
 
+    /* Dropped partitions' items first: they hold memory for nothing. */
+    freed = drop_step(s, budget);
+    looked = freed;
     /* Resume at the cursor; stop after BUDGET items or one full cycle. */
     while (looked < budget && parts_seen <= s->cfg.npartitions) {
         part = &s->parts[s->reap_part];
-        if (s->reap_bucket >= part->nbuckets) {
+        if (s->reap_bucket >= part->nbuckets || part->dropping) {
             s->reap_part = (s->reap_part + 1) & (s->cfg.npartitions - 1);
             s->reap_bucket = 0;
             parts_seen++;
@@ -815,7 +924,7 @@ brim_store_reclaim(struct brim_store *s, uint32_t now, size_t budget)
         }
         s->reap_bucket++;
     }
-    s->stats.reclaimed_scans += looked;
+    s->stats.reclaimed_scans += looked - freed;
     return looked;
 }
 
@@ -895,6 +1004,9 @@ brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
 
     BRIM_ASSERT(cur->partition < s->cfg.npartitions);
     brim_store_cursor_release(s, cur);
+    if (part->dropping) {
+        return 1; /* dropped: nothing to visit */
+    }
     while (cur->bucket < part->nbuckets && done < max_buckets) {
         it = cur->mark != NULL ? cur->mark : part->buckets[cur->bucket];
         cur->mark = NULL;

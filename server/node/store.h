@@ -183,6 +183,8 @@ struct brim_store_stats {
     uint64_t evictions;       /* items evicted for memory */
     uint64_t expirations;     /* expired items reclaimed */
     uint64_t reclaimed_scans; /* items looked at by the reaper */
+    uint64_t dropped_pending; /* items of dropped partitions not yet freed
+                                 (not in items; their bytes in item_bytes) */
 };
 
 /*
@@ -309,20 +311,32 @@ int brim_store_incr(struct brim_store *store, uint64_t hash, const void *key,
 void brim_store_flush(struct brim_store *store);
 
 /*
- * Remove every item of PARTITION and free its table. Returns the number of
- * items dropped.
+ * Remove every item of PARTITION (a migration handed it over, or a commit
+ * took it away). At once, the partition reads as empty, a scan of it
+ * visits nothing, and its items leave stats.items for
+ * stats.dropped_pending. Their memory (and the table's) is freed later,
+ * in bounded steps by brim_store_reclaim, or all at once when the
+ * partition is written again or the store is flushed: freeing 4,000
+ * items at once held a node's loop for over a millisecond. Until then an
+ * eviction may take them first (not counted in stats.evictions). Returns
+ * the number of items dropped (0 if PARTITION has none, or was dropped
+ * already and not written since).
  */
 size_t brim_store_drop_partition(struct brim_store *store, uint32_t partition);
 
-/* Live items in PARTITION (expired ones not yet reclaimed included). */
+/* Live items in PARTITION (expired ones not yet reclaimed included; a
+ * dropped partition's items not). */
 size_t brim_store_partition_items(const struct brim_store *store,
                                   uint32_t                 partition);
 
 /*
- * Reclaim expired items in the background: look at no more than BUDGET
- * items, resuming where the last call stopped and cycling over every
- * partition, and free those expired at NOW. Returns the items looked at.
- * Bounded work per call, so a timer can run it without long pauses.
+ * Reclaim memory in the background, with no more than BUDGET items of
+ * work: first free items of dropped partitions (brim_store_drop_partition,
+ * oldest drop first), then look at items, resuming where the last call
+ * stopped and cycling over every partition, and free those expired at
+ * NOW. Returns the items freed or looked at (BUDGET or fewer; fewer when
+ * nothing is left to free and one full cycle is done). Bounded work per
+ * call, so a timer can run it without long pauses.
  */
 size_t brim_store_reclaim(struct brim_store *store, uint32_t now,
                           size_t budget);

@@ -793,6 +793,7 @@ START_TEST(store_drop_partition)
     ck_assert_uint_eq(brim_store_partition_items(s, 7), 50);
     brim_store_get_stats(s, &st);
     ck_assert_uint_eq(st.items, 150);
+    ck_assert_uint_eq(st.dropped_pending, 200); /* freed later */
     ck_assert_uint_eq(st.partitions_used, 2);
     /* Dropping an unused partition (or twice) removes nothing. */
     ck_assert_uint_eq(brim_store_drop_partition(s, 5), 0);
@@ -821,17 +822,106 @@ START_TEST(store_drop_partition)
                 brim_store_peek(s, h, key, strlen(key), T_NOW));
         }
     }
-    /* The partition can be used again; then everything is given back. */
+    /* The partition can be used again: its first write frees what was
+     * dropped, so only the new items are in it. Then everything is given
+     * back, once the reaper has freed it. */
     fill_partition(s, 5, 10);
     ck_assert_uint_eq(brim_store_partition_items(s, 5), 10);
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.dropped_pending, 0);
+    ck_assert_uint_eq(st.items, 160);
     ck_assert_uint_eq(brim_store_drop_partition(s, 3), 100);
     ck_assert_uint_eq(brim_store_drop_partition(s, 5), 10);
     ck_assert_uint_eq(brim_store_drop_partition(s, 7), 50);
     brim_store_get_stats(s, &st);
     ck_assert_uint_eq(st.items, 0);
+    ck_assert_uint_eq(st.dropped_pending, 160);
+    ck_assert_uint_eq(brim_store_reclaim(s, T_NOW, 1000), 160);
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.dropped_pending, 0);
     ck_assert_uint_eq(st.item_bytes, 0);
     ck_assert_uint_eq(st.table_bytes, st0.table_bytes);
     ck_assert_uint_eq(brim_alloc_bytes(), base);
+    brim_store_free(s);
+}
+END_TEST
+
+static int scan_count(const struct brim_item *it, void *arg);
+
+/* Memory for the items and tables of every partition, dropped or not. */
+static size_t
+mem_by_all_items(void)
+{
+    struct brim_store_stats st;
+
+    brim_store_get_stats(g_store, &st);
+    return (size_t) (st.items + st.dropped_pending) * T_UNIT;
+}
+
+/* A dropped partition is gone at once for readers and scans, and its
+ * items are freed in the reaper's bounded steps, by a write to it, by
+ * eviction (not counted as such) or by a flush. */
+START_TEST(store_drop_partition_deferred)
+{
+    struct brim_store       *s = mk_store(T_PARTS, 0, BRIM_EVICT_SIEVE, NULL);
+    struct brim_store_stats  st, st0;
+    struct brim_store_cursor cur;
+    size_t                   base;
+    uint32_t                 i, n = 0;
+    char                     key[32];
+
+    brim_store_get_stats(s, &st0);
+    base = brim_alloc_bytes();
+    fill_partition(s, 5, 200);
+    fill_partition(s, 3, 100);
+    ck_assert_uint_eq(brim_store_drop_partition(s, 5), 200);
+    ck_assert_ptr_null(
+        brim_store_peek(s, test_key_hash("p5-0", 4, NULL), "p5-0", 4, T_NOW));
+    brim_store_cursor_init(&cur, 5);
+    ck_assert_int_eq(brim_store_scan(s, &cur, 64, scan_count, &n), 1);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_uint_eq(brim_store_drop_partition(s, 5), 0); /* already */
+    /* Freed 50 at a time: each call's work is bounded. */
+    for (i = 1; i <= 4; i++) {
+        ck_assert_uint_eq(brim_store_reclaim(s, T_NOW, 50), 50);
+        brim_store_get_stats(s, &st);
+        ck_assert_uint_eq(st.dropped_pending, 200 - 50 * i);
+        ck_assert_uint_eq(st.items, 100);
+    }
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.partitions_used, 1);
+    ck_assert_uint_eq(st.reclaimed_scans, 0); /* frees are not looks */
+    ck_assert_uint_eq(st.evictions, 0);
+    for (i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "p3-%" PRIu32, i);
+        ck_assert_ptr_nonnull(brim_store_peek(
+            s, test_key_hash(key, strlen(key), NULL), key, strlen(key), T_NOW));
+    }
+    /* A flush frees a pending drop too. */
+    fill_partition(s, 7, 30);
+    ck_assert_uint_eq(brim_store_drop_partition(s, 7), 30);
+    brim_store_flush(s);
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.items, 0);
+    ck_assert_uint_eq(st.dropped_pending, 0);
+    ck_assert_uint_eq(st.item_bytes, 0);
+    ck_assert_uint_eq(st.partitions_used, 0);
+    ck_assert_uint_eq(st.table_bytes, st0.table_bytes);
+    ck_assert_uint_eq(brim_alloc_bytes(), base);
+    brim_store_free(s);
+
+    /* Under the memory limit, the dropped items are evicted first. */
+    s = mk_store(T_PARTS, 10 * T_UNIT, BRIM_EVICT_SIEVE, mem_by_all_items);
+    fill_partition(s, 5, 6); /* the oldest */
+    fill_partition(s, 3, 4);
+    ck_assert_uint_eq(brim_store_drop_partition(s, 5), 6);
+    fill_partition(s, 7, 6);
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.dropped_pending, 0);
+    ck_assert_uint_eq(st.items, 10);
+    ck_assert_uint_eq(st.evictions, 0);
+    ck_assert_uint_eq(brim_store_partition_items(s, 3), 4);
+    ck_assert_uint_eq(brim_store_partition_items(s, 7), 6);
     brim_store_free(s);
 }
 END_TEST
@@ -1311,6 +1401,10 @@ brim_test_suite(void)
 
     tc = tcase_create("drop_partition");
     tcase_add_test(tc, store_drop_partition);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("drop_partition_deferred");
+    tcase_add_test(tc, store_drop_partition_deferred);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("flush");
