@@ -368,8 +368,8 @@ mig_tomb_slot(struct brim_migrate *m, uint64_t hash, const char *key,
 {
     struct mig_tomb **slot;
 
-    if (m->ntbuckets == 0) {
-        return NULL;
+    if (m->ntbuckets == 0 || m->stats.tombstones == 0) {
+        return NULL; /* no read of the bucket array for every insert */
     }
     slot = &m->tbuckets[(hash >> 32) & (m->ntbuckets - 1)];
     for (; *slot != NULL; slot = &(*slot)->hnext) {

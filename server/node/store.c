@@ -35,13 +35,14 @@ _Static_assert(sizeof(void *) != 8 || BRIM_ITEM_HDR == 36,
 
 /* One partition: its table, allocated when the first item arrives. */
 struct store_part {
-    struct brim_item **buckets;   /* nbuckets chains, or NULL */
-    uint32_t           nbuckets;  /* power of two, 0 when unused */
-    uint32_t           nitems;    /* items in this partition */
-    uint32_t           drop_next; /* next in the drop list, or STORE_NO_PART */
-    uint32_t           drop_at;   /* dropping: buckets below it are empty */
-    uint32_t           dropping;  /* 1: dropped, its items not yet freed */
+    struct brim_item **buckets;      /* nbuckets chains, or NULL */
+    uint32_t           nbuckets;     /* power of two, 0 when unused */
+    uint32_t           nitems : 31;  /* items in this partition */
+    uint32_t           dropping : 1; /* dropped, its items not yet freed */
 };
+/* 16 bytes: at 65,536 partitions the array is 1 MiB of every node. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct store_part) == 16,
+               "struct store_part grew past 16 bytes on LP64");
 
 #define STORE_NO_PART UINT32_MAX
 
@@ -57,6 +58,10 @@ struct brim_store {
     uint32_t                  drop_head;   /* dropped partitions to free,
                                               oldest first (STORE_NO_PART) */
     uint32_t                  drop_tail;   /* newest of them */
+    uint32_t                  drop_at;     /* drop_head's buckets below it
+                                              are empty */
+    uint32_t                 *drop_next;   /* npartitions links of the drop
+                                              list; NULL while it is empty */
     struct brim_store_cursor *cursors;     /* scans stopped inside a bucket */
     struct brim_store_stats   stats;       /* counters */
 };
@@ -286,22 +291,23 @@ item_remove_any(struct brim_store *s, struct brim_item *it)
 
 /* ---- dropped partitions, freed in bounded steps ---- */
 
-/* Free up to BUDGET of PART's items, bucket by bucket from drop_at (the
- * table keeps its size: an eviction finds an item's bucket by it); once
- * it holds none, free its table and end its drop. Returns the items
- * freed. */
+/* Free up to BUDGET of PART's items, bucket by bucket from *AT (below
+ * it every bucket is empty; the table keeps its size, as an eviction
+ * finds an item's bucket by it); once it holds none, free its table and
+ * end its drop. Returns the items freed. */
 static size_t
-part_free(struct brim_store *s, struct store_part *part, size_t budget)
+part_free(struct brim_store *s, struct store_part *part, uint32_t *at,
+          size_t budget)
 {
     size_t freed = 0;
 
     while (part->nitems > 0 && freed < budget) {
-        BRIM_ASSERT(part->drop_at < part->nbuckets);
-        if (part->buckets[part->drop_at] == NULL) {
-            part->drop_at++;
+        BRIM_ASSERT(*at < part->nbuckets);
+        if (part->buckets[*at] == NULL) {
+            (*at)++;
             continue;
         }
-        item_remove(s, part, &part->buckets[part->drop_at]);
+        item_remove(s, part, &part->buckets[*at]);
         freed++;
     }
     if (part->nitems == 0 && part->buckets != NULL) {
@@ -315,27 +321,48 @@ part_free(struct brim_store *s, struct store_part *part, size_t budget)
     }
     if (part->buckets == NULL) {
         part->dropping = 0;
-        part->drop_at = 0;
     }
     return freed;
 }
 
-/* Take partition P (dropping) off the drop list. */
+/* Take partition P off the drop list (the list's links go with its last
+ * entry). */
 static void
 drop_unlist(struct brim_store *s, uint32_t p)
 {
-    uint32_t *at = &s->drop_head, prev = STORE_NO_PART;
+    uint32_t *link = &s->drop_head, prev = STORE_NO_PART;
 
-    while (*at != STORE_NO_PART && *at != p) {
-        prev = *at;
-        at = &s->parts[*at].drop_next;
+    while (*link != STORE_NO_PART && *link != p) {
+        prev = *link;
+        link = &s->drop_next[*link];
     }
-    BRIM_ASSERT(*at == p);
-    *at = s->parts[p].drop_next;
+    BRIM_ASSERT(*link == p);
+    if (p == s->drop_head) {
+        s->drop_at = 0; /* the next head starts at its first bucket */
+    }
+    *link = s->drop_next[p];
     if (s->drop_tail == p) {
         s->drop_tail = prev;
     }
-    s->parts[p].drop_next = STORE_NO_PART;
+    if (s->drop_head == STORE_NO_PART) {
+        brim_free(s->drop_next);
+        s->drop_next = NULL;
+    }
+}
+
+/* Free every item of partition P now, on the drop list or not. */
+static void
+part_free_all(struct brim_store *s, uint32_t p)
+{
+    uint32_t at = 0;
+
+    if (s->parts[p].dropping) {
+        if (p == s->drop_head) {
+            at = s->drop_at;
+        }
+        drop_unlist(s, p);
+    }
+    (void) part_free(s, &s->parts[p], &at, SIZE_MAX);
 }
 
 /* Free up to BUDGET items of dropped partitions, oldest drop first.
@@ -348,7 +375,7 @@ drop_step(struct brim_store *s, size_t budget)
 
     while (s->drop_head != STORE_NO_PART && freed < budget) {
         p = s->drop_head;
-        freed += part_free(s, &s->parts[p], budget - freed);
+        freed += part_free(s, &s->parts[p], &s->drop_at, budget - freed);
         if (!s->parts[p].dropping) {
             drop_unlist(s, p);
         }
@@ -497,8 +524,7 @@ store_link(struct brim_store *s, struct brim_item *it, uint64_t hash)
     if (part->dropping) {
         /* Written again before its old items were freed: free them now,
          * so the table holds only what was written since the drop. */
-        drop_unlist(s, store_part_of(s, hash));
-        part_free(s, part, SIZE_MAX);
+        part_free_all(s, store_part_of(s, hash));
     }
     if (part->nitems >= STORE_LOAD_MAX * part->nbuckets) {
         table_grow(s, part); /* keeps the load factor at most 2 */
@@ -845,12 +871,10 @@ brim_store_flush(struct brim_store *s)
     uint32_t p;
 
     while (s->drop_head != STORE_NO_PART) {
-        p = s->drop_head;
-        drop_unlist(s, p);
-        part_free(s, &s->parts[p], SIZE_MAX);
+        part_free_all(s, s->drop_head);
     }
     for (p = 0; p < s->cfg.npartitions; p++) {
-        part_free(s, &s->parts[p], SIZE_MAX);
+        part_free_all(s, p);
     }
 }
 
@@ -863,19 +887,22 @@ brim_store_drop_partition(struct brim_store *s, uint32_t partition)
     if (part->nbuckets == 0 || part->dropping) {
         return 0;
     }
-    if (n == 0) {
-        part_free(s, part, 0); /* an empty table: freed now */
-        return 0;
+    if (s->drop_next == NULL && n > 0) {
+        s->drop_next = brim_malloc(s->cfg.npartitions * sizeof(uint32_t));
+    }
+    if (n == 0 || s->drop_next == NULL) {
+        part_free_all(s, partition); /* empty, or no room for the list */
+        return n;
     }
     /* Out of sight now; freed by brim_store_reclaim, a few at a time
      * (freeing 4,000 items took over a millisecond of the loop). */
     part->dropping = 1;
-    part->drop_at = 0;
-    part->drop_next = STORE_NO_PART;
+    s->drop_next[partition] = STORE_NO_PART;
     if (s->drop_tail == STORE_NO_PART) {
         s->drop_head = partition;
+        s->drop_at = 0;
     } else {
-        s->parts[s->drop_tail].drop_next = partition;
+        s->drop_next[s->drop_tail] = partition;
     }
     s->drop_tail = partition;
     s->stats.items -= n;
@@ -1010,6 +1037,12 @@ brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
     while (cur->bucket < part->nbuckets && done < max_buckets) {
         it = cur->mark != NULL ? cur->mark : part->buckets[cur->bucket];
         cur->mark = NULL;
+        /* The next bucket's first item is a cache miss of its own: start
+         * it now, while this bucket's items are visited. */
+        if (cur->bucket + 1 < part->nbuckets
+            && part->buckets[cur->bucket + 1] != NULL) {
+            __builtin_prefetch(part->buckets[cur->bucket + 1]);
+        }
         for (; it != NULL; it = next) {
             next = it->hnext;
             verdict = cb(it, arg);
