@@ -44,7 +44,10 @@
 #define COORD_LINGER_MS 500      /* answer MOVED this long, then exit */
 #define COORD_LEAVE_POLL_MS 20   /* how often the leave is checked */
 #define COORD_LEAVE_LOG_MS 10000 /* progress of a long leave, logged */
-#define COORD_HB_STATS 10        /* stats a HEARTBEAT carries */
+/* How often a node that left, and still streams, fetches the committed
+ * map: the coordinator no longer sends it epochs. */
+#define COORD_LINGER_FETCH_MS 500
+#define COORD_HB_STATS 10 /* stats a HEARTBEAT carries */
 
 static void coord_connect(struct brim_node *node);
 static int  leave_removed(struct brim_node *node);
@@ -794,6 +797,17 @@ leave_timer_cb(uv_timer_t *t)
             brim_log_info("leave: %u partitions still streaming to their "
                           "new owners",
                           ms.partitions_out_pending);
+        }
+        if (ms.partitions_out_pending > 0
+            && now - node->coordlink.linger_fetch_ms >= COORD_LINGER_FETCH_MS)
+        {
+            /* The coordinator forgot this node when the epoch without it
+             * committed, so it sends it no later epoch; yet a later one
+             * may declare one of its receivers dead, and only that epoch
+             * ends the streams to it (their retries would hold the
+             * stream's slots, and this node, forever). Ask for it. */
+            node->coordlink.linger_fetch_ms = now;
+            brim_node_coord_fetch(node);
         }
         return;
     }

@@ -226,6 +226,8 @@ struct brim_node_coordlink {
     uint64_t              leave_since_ms;  /* loop ms it was asked */
     uint64_t              leave_logged_ms; /* loop ms progress was logged */
     uint64_t              linger_until;    /* loop ms: drained, exit */
+    uint64_t              linger_fetch_ms; /* loop ms the map was last
+                                              fetched while lingering */
 };
 
 /*

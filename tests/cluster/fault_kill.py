@@ -14,6 +14,7 @@ Cases (each its own CTest test, tests/fault.cmake):
   coord_restart_mid_change   brim-coord dies with a proposed epoch pending
   conditional_ops_in_flight  ADD, REPLACE, CAS, APPEND... at the new owner
                              on keys not streamed yet (pulls and forwards)
+  receiver_dies_mid_leave    a node the leaver streams to dies mid-leave
 
 The processes and map helpers are migrate_basic.py's. Every process is
 stopped by PID; every wait is bounded. BRIM_KEEP_DIR=DIR keeps a copy of
@@ -672,6 +673,64 @@ def conditional_ops_in_flight(bindir):
               "skipped after the stream %d; every key as the ops left it"
               % (len(ops), s4["mig_pulls"], s4["mig_forwards"],
                  s4["mig_pull_fails"], st["node4"]["mig_entries_skipped"]))
+
+
+@case
+def receiver_dies_mid_leave(bindir):
+    """node4 leaves (SIGTERM) and one of the nodes it streams to dies
+    mid-stream. The coordinator forgets a leaver once the epoch without
+    it commits, so the leaver fetches the map itself until its streams
+    end: the epoch that declares the receiver dead ends the streams to it,
+    the rest are handed over, and the leaver exits (found by a tester:
+    it retried the dead node for good, and its retries held every stream
+    slot, so the live receivers waited too). Keys bound for the dead node
+    may miss; every other key hits, exact."""
+    cl, t1 = start(bindir, n=4, delay_ms=100)
+    with cl:
+        want = load(cl, t1, 4000, value=lambda i: value_of(i, 40 + i % 200))
+        leaver = cl.nodes["node4"]
+        os.kill(leaver.pid, signal.SIGTERM)
+        t2 = cl.wait_epoch_without("node4", t1["epoch"], 10.0)
+        deadline = time.monotonic() + 10
+        while True:
+            st = {n: cl.stats(n) for n in ("node1", "node2", "node3")}
+            receiving = [n for n in st
+                         if st[n]["mig_partitions_in_flight"] > 0]
+            if receiving:
+                break
+            assert time.monotonic() < deadline, "no receiver: %r" % st
+            time.sleep(0.02)
+        victim = max(receiving,
+                     key=lambda n: st[n]["mig_partitions_in_flight"])
+        victim_in = st[victim]["mig_partitions_in_flight"]
+        kill_at = cl.kill(victim)
+        try:
+            rc = leaver.proc.wait(timeout=DEAD_AFTER_MS / 1000 + 12)
+        except Exception:
+            raise AssertionError("the leaver did not exit within %.0f s of "
+                                 "its receiver %s's death"
+                                 % (DEAD_AFTER_MS / 1000 + 12, victim))
+        exit_s = time.monotonic() - kill_at
+        cl.nodes.pop("node4")
+        c = cl.conns.pop("node4", None)
+        if c is not None:
+            c.close()
+        assert rc in (0, 1), "the leaver exited %r" % rc
+        t3, st = cl.wait_converged(15.0)
+        o1, o2, o3 = owners(t1), owners(t2), owners(t3)
+        describe.fn = lambda k: (part(t1, k), o1[part(t1, k)],
+                                 o2[part(t1, k)], o3[part(t1, k)])
+        bound = {k for k in want if victim in (o1[part(t1, k)],
+                                               o2[part(t1, k)])}
+        hits, misses = check_reads(read_at(cl, t3, list(want)), want, bound,
+                                   "after the leave and the death")
+        assert hits >= len(want) - len(bound), (hits, len(want), len(bound))
+        print("receiver_dies_mid_leave: killed %s receiving %d partitions "
+              "from the leaver; the leaver exited %d %.1f s later; "
+              "converged on epoch %d, members %r; %d hits, %d misses (all "
+              "among the %d keys of or bound for %s)"
+              % (victim, victim_in, rc, exit_s, t3["epoch"],
+                 names(t3), hits, misses, len(bound), victim))
 
 
 if __name__ == "__main__":
