@@ -419,6 +419,12 @@ store_make_room(struct brim_store *s, size_t need,
         return 0;
     }
     while (store_mem_used(s) + need > s->cfg.mem_limit_bytes) {
+        if (s->drop_head != STORE_NO_PART) {
+            /* Dropped items first, wherever the hand is: they hold
+             * memory for nothing, and a live item would go instead. */
+            (void) drop_step(s, 1);
+            continue;
+        }
         if (store_evict_one(s, protect) != 0) {
             return BRIM_ETOOBIG;
         }

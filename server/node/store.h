@@ -317,8 +317,9 @@ void brim_store_flush(struct brim_store *store);
  * stats.dropped_pending. Their memory (and the table's) is freed later,
  * in bounded steps by brim_store_reclaim, or all at once when the
  * partition is written again or the store is flushed: freeing 4,000
- * items at once held a node's loop for over a millisecond. Until then an
- * eviction may take them first (not counted in stats.evictions). Returns
+ * items at once held a node's loop for over a millisecond. Until then,
+ * under the memory limit, they are freed before any live item is
+ * evicted (not counted in stats.evictions). Returns
  * the number of items dropped (0 if PARTITION has none, or was dropped
  * already and not written since).
  */

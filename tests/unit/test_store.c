@@ -858,6 +858,30 @@ mem_by_all_items(void)
     return (size_t) (st.items + st.dropped_pending) * T_UNIT;
 }
 
+/* A 10-item store: partition 5's 6 items (the oldest when
+ * DROPPED_OLDEST, else the newest) and partition 3's 4, then 5 dropped
+ * and 6 items written to partition 7: the dropped items make the room,
+ * no live item is evicted. */
+static void
+evict_with_dropped(int dropped_oldest)
+{
+    struct brim_store      *s;
+    struct brim_store_stats st;
+
+    s = mk_store(T_PARTS, 10 * T_UNIT, BRIM_EVICT_SIEVE, mem_by_all_items);
+    fill_partition(s, dropped_oldest ? 5 : 3, dropped_oldest ? 6 : 4);
+    fill_partition(s, dropped_oldest ? 3 : 5, dropped_oldest ? 4 : 6);
+    ck_assert_uint_eq(brim_store_drop_partition(s, 5), 6);
+    fill_partition(s, 7, 6);
+    brim_store_get_stats(s, &st);
+    ck_assert_uint_eq(st.dropped_pending, 0);
+    ck_assert_uint_eq(st.items, 10);
+    ck_assert_uint_eq(st.evictions, 0);
+    ck_assert_uint_eq(brim_store_partition_items(s, 3), 4);
+    ck_assert_uint_eq(brim_store_partition_items(s, 7), 6);
+    brim_store_free(s);
+}
+
 /* A dropped partition is gone at once for readers and scans, and its
  * items are freed in the reaper's bounded steps, by a write to it, by
  * eviction (not counted as such) or by a flush. */
@@ -910,19 +934,11 @@ START_TEST(store_drop_partition_deferred)
     ck_assert_uint_eq(brim_alloc_bytes(), base);
     brim_store_free(s);
 
-    /* Under the memory limit, the dropped items are evicted first. */
-    s = mk_store(T_PARTS, 10 * T_UNIT, BRIM_EVICT_SIEVE, mem_by_all_items);
-    fill_partition(s, 5, 6); /* the oldest */
-    fill_partition(s, 3, 4);
-    ck_assert_uint_eq(brim_store_drop_partition(s, 5), 6);
-    fill_partition(s, 7, 6);
-    brim_store_get_stats(s, &st);
-    ck_assert_uint_eq(st.dropped_pending, 0);
-    ck_assert_uint_eq(st.items, 10);
-    ck_assert_uint_eq(st.evictions, 0);
-    ck_assert_uint_eq(brim_store_partition_items(s, 3), 4);
-    ck_assert_uint_eq(brim_store_partition_items(s, 7), 6);
-    brim_store_free(s);
+    /* Under the memory limit, the dropped items go before any live one,
+     * whether they are the oldest or the newest (the hand would reach
+     * the live ones first). */
+    evict_with_dropped(1);
+    evict_with_dropped(0);
 }
 END_TEST
 
