@@ -45,8 +45,10 @@ options:
   --records N      use only the first N records of the index (default all)
   --dir DIR        working directory: logs, PID files, the data file
                    (default a fresh mktemp -d; kept afterwards)
-  --base-port P    coordinator port; nodes take the ports after it
-                   (default 7400 if 7400..7407 are free, else a free range)
+  --base-port P    coordinator port; nodes take the ports after it, their
+                   memcached ports those 1000 above, their HTTP ports any
+                   the kernel picks (default 7400 if 7400..7407 and
+                   8400..8407 are free, else a free range)
   --keep           leave the cluster running at the end and print how to
                    talk to it and how to stop it
   --load-s S       how long the load of steps 6-7 runs, seconds (default
@@ -90,8 +92,8 @@ if [ -n "$RECORDS" ]; then
         || usage_err "--records: \"$RECORDS\" is not a whole number from 1"
 fi
 if [ -n "$BASE_PORT" ]; then
-    [[ "$BASE_PORT" =~ ^[1-9][0-9]{0,4}$ ]] && [ "$BASE_PORT" -le 65528 ] \
-        || usage_err "--base-port: \"$BASE_PORT\" is not a port 1 .. 65528"
+    [[ "$BASE_PORT" =~ ^[1-9][0-9]{0,4}$ ]] && [ "$BASE_PORT" -le 64528 ] \
+        || usage_err "--base-port: \"$BASE_PORT\" is not a port 1 .. 64528 (the memcached ports are 1000 above)"
 fi
 [[ "$LOAD_S" =~ ^[1-9][0-9]{0,4}$ ]] \
     || usage_err "--load-s: \"$LOAD_S\" is not a whole number of seconds from 1"
@@ -394,13 +396,26 @@ step_done
 # ---- 2. cluster ----------------------------------------------------------
 
 step 2 "start brim-coord and three brim-nodes on loopback"
+# Each node's memcached port is its brim port plus 1000 (brim-cluster's
+# default), so the range 1000 above must be free as well.
+mc_range_free() {   # BASE
+    [ "$(brim_free_ports 8 $(($1 + 1000)))" = "$(($1 + 1000))" ]
+}
 if [ -n "$BASE_PORT" ]; then
     # Asked for: those ports or nothing (the search would move elsewhere).
     got=$(brim_free_ports 8 "$BASE_PORT") || got=""
     [ "$got" = "$BASE_PORT" ] \
         || fail "ports $BASE_PORT..$((BASE_PORT + 7)) are not all free"
+    mc_range_free "$BASE_PORT" \
+        || fail "ports $((BASE_PORT + 1000))..$((BASE_PORT + 1007)) (the nodes' memcached ports) are not all free"
 else
     BASE_PORT=$(brim_free_ports 8 7400) || fail "no free range of 8 ports"
+    tries=0
+    while ! mc_range_free "$BASE_PORT"; do
+        tries=$((tries + 1))
+        [ $tries -lt 20 ] || fail "no free ranges of 8 ports 1000 apart"
+        BASE_PORT=$(brim_free_ports 8) || fail "no free range of 8 ports"
+    done
 fi
 COORD=127.0.0.1:$BASE_PORT
 show "$CLUSTER" up --nodes 3 --dir "$DIR" --base-port "$BASE_PORT"

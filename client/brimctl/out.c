@@ -229,6 +229,8 @@ out_json_text(const char *name, const json_t *v, char *buf, size_t len)
         snprintf(buf, len, "%s", json_is_true(v) ? "true" : "false");
     } else if (json_is_null(v)) {
         snprintf(buf, len, "-");
+    } else if (json_is_array(v) && json_array_size(v) == 0) {
+        snprintf(buf, len, "none"); /* not "[]": the text is for people */
     } else {
         char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 

@@ -756,25 +756,45 @@ subscribers_answer(struct brim_coord *co, int all)
     }
 }
 
+/* Whether any member's last heartbeat reported streams still open. */
+static int
+streams_open(const struct brim_coord *co)
+{
+    const struct brim_coord_member *mb;
+
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        if (!mb->removed
+            && (mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * At the commit of the change from OLD to the committed topology: what the
  * migration that follows starts from (CLUSTER_STATS "migration"). The keys
  * it must move at least are the leavers' plus the joiners' share of the
- * rest, from the members' last heartbeats.
+ * rest, from the members' last heartbeats. CARRY: the last change's
+ * streams still run (a death does not wait for them), so its counts go
+ * on rather than restart at 0, and its ideal adds to this one's.
  */
 static void
-change_baseline(struct brim_coord *co, const struct brim_topo *old)
+change_baseline(struct brim_coord *co, const struct brim_topo *old, int carry)
 {
     const struct brim_topo   *t = &co->state.committed;
     struct brim_coord_member *mb;
     uint64_t                  total = 0, left = 0, wjoined = 0, wall = 0;
     int                       before, after;
+    double                    carried = carry ? co->last_ideal_keys : 0;
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
-        mb->mig_in_base = mb->hb_mig_in;
-        mb->mig_arc_base = mb->hb_mig_in_arc;
-        mb->mig_cap_base = mb->hb_mig_in_cap;
-        mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+        if (!carry) {
+            mb->mig_in_base = mb->hb_mig_in;
+            mb->mig_arc_base = mb->hb_mig_in_arc;
+            mb->mig_cap_base = mb->hb_mig_in_cap;
+            mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+        }
         before = brim_topo_find(old, mb->m.name) >= 0;
         after = brim_topo_find(t, mb->m.name) >= 0;
         if (before) {
@@ -786,7 +806,7 @@ change_baseline(struct brim_coord *co, const struct brim_topo *old)
     }
     co->last_keys_total = total;
     co->last_streams = old->nmembers > 0; /* the first map moves nothing */
-    co->last_ideal_keys = (double) left;
+    co->last_ideal_keys = carried + (double) left;
     if (wall > 0) {
         /* The joiners' weighted share of the keys that stayed. */
         co->last_ideal_keys +=
@@ -800,6 +820,7 @@ change_commit(struct brim_coord *co)
     struct brim_coord_member *mb;
     uint64_t                  epoch = co->state.pending.map.epoch;
     struct brim_topo          old = co->state.committed;
+    int                       carry = co->last_streams && streams_open(co);
 
     co->state.committed = co->state.pending;
     memset(&co->state.pending, 0, sizeof(co->state.pending));
@@ -812,7 +833,7 @@ change_commit(struct brim_coord *co)
         change_abort(co, "the commit could not be persisted");
         return;
     }
-    change_baseline(co, &old);
+    change_baseline(co, &old, carry);
     co->last_commit_ms = uv_now(co->loop);
     brim_topo_destroy(&old);
     co->last_arc = co->pending_arc;

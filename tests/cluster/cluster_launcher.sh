@@ -23,7 +23,24 @@ tr '\0' ' ' <"/proc/$(cat "$D/coord.pid")/cmdline" | grep -q -- "--listen 127.0.
     || fail "coord port"
 "$SCRIPT" up --nodes 3 --dir "$D" --base-port "$BASE" >/dev/null 2>&1 && fail "second up accepted"
 "$SCRIPT" status --dir "$D" | grep -c running | grep -q 4 || fail "status"
-"$SCRIPT" add-node node4 --dir "$D" | grep -q "4 members" || fail "add-node"
+# node4 would take BASE+4; hold its memcached port as a client's local
+# port (a connection to the coordinator), which stops a listener's bind
+# though nothing listens there: add-node must pass over to BASE+5.
+python3 -c '
+import socket, sys, time
+c = socket.socket()
+c.bind(("127.0.0.1", int(sys.argv[1])))
+c.connect(("127.0.0.1", int(sys.argv[2])))
+print("held", flush=True)
+time.sleep(120)' $((BASE + 4 + 1000)) "$BASE" >"$D/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 50); do grep -q held "$D/holder.out" && break; sleep 0.1; done
+grep -q held "$D/holder.out" || fail "could not hold port $((BASE + 1004)): $(cat "$D/holder.out")"
+out=$("$SCRIPT" add-node node4 --dir "$D") || fail "add-node: $out"
+kill "$holder"
+echo "$out" | grep -q "4 members" || fail "add-node: $out"
+echo "$out" | grep -q "added node4 at 127.0.0.1:$((BASE + 5)) " \
+    || fail "add-node did not pass over the port whose memcached port is held: $out"
 PIDS="$(cat "$D"/*.pid)"
 p2=$(cat "$D/node2.pid")
 "$SCRIPT" remove-node node2 --dir "$D" || fail "remove-node"

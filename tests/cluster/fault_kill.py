@@ -38,6 +38,7 @@ import migrate_basic as mb  # noqa: E402
 from migrate_basic import P, call_ok, part  # noqa: E402
 
 DEAD_AFTER_MS = 3000
+HEARTBEAT_S = 0.5     # brim-node's longest heartbeat interval (coordlink.c)
 OWNER_NONE = 65535
 STATE_DEAD = 4
 # Cases register in a registry of their own and run through
@@ -689,6 +690,8 @@ def receiver_dies_mid_leave(bindir):
     with cl:
         want = load(cl, t1, 4000, value=lambda i: value_of(i, 40 + i % 200))
         leaver = cl.nodes["node4"]
+        survivors = ("node1", "node2", "node3")
+        got_in = {n: received(cl.stats(n)) for n in survivors}
         os.kill(leaver.pid, signal.SIGTERM)
         t2 = cl.wait_epoch_without("node4", t1["epoch"], 10.0)
         deadline = time.monotonic() + 10
@@ -725,12 +728,53 @@ def receiver_dies_mid_leave(bindir):
         hits, misses = check_reads(read_at(cl, t3, list(want)), want, bound,
                                    "after the leave and the death")
         assert hits >= len(want) - len(bound), (hits, len(want), len(bound))
+        # The death committed while the leave's streams ran: the cluster's
+        # migration summary goes on counting them (a tester saw "keys
+        # moved 0" there), so it holds every entry the survivors received
+        # since the leave.
+        moved = sum(received(cl.stats(n)) - got_in[n]
+                    for n in survivors if n != victim)
+        deadline = time.monotonic() + 3 * HEARTBEAT_S
+        while True:
+            said = cluster_stats(cl)["migration"]["keys_moved"]
+            if said == moved or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert said == moved, \
+            "the migration summary says %d keys moved; the survivors " \
+            "received %d since the leave" % (said, moved)
         print("receiver_dies_mid_leave: killed %s receiving %d partitions "
               "from the leaver; the leaver exited %d %.1f s later; "
               "converged on epoch %d, members %r; %d hits, %d misses (all "
-              "among the %d keys of or bound for %s)"
+              "among the %d keys of or bound for %s); %d keys moved, as "
+              "the survivors received"
               % (victim, victim_in, rc, exit_s, t3["epoch"],
-                 names(t3), hits, misses, len(bound), victim))
+                 names(t3), hits, misses, len(bound), victim, said))
+
+
+def received(st):
+    """The migration entries a node's STATS say it received: what its
+    heartbeat reports as mig_in (kept or skipped as older)."""
+    return st["mig_keys_in"] + st["mig_entries_skipped"]
+
+
+def cluster_stats(cl):
+    """The coordinator's CLUSTER_STATS reply map, keys as str."""
+    c = bw.Conn(cl.cport)
+    try:
+        rep = c.call(bt.OP["CLUSTER_STATS"], 9)
+    finally:
+        c.close()
+    assert rep[0] == 0, rep
+    return text_keys(rep[2])
+
+
+def text_keys(v):
+    """V with every map key as str, however the decoder gave it."""
+    if isinstance(v, dict):
+        return {k.decode() if isinstance(k, bytes) else k: text_keys(x)
+                for k, x in v.items()}
+    return v
 
 
 if __name__ == "__main__":
