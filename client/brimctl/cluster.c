@@ -227,10 +227,11 @@ cluster_stats_json(const struct brim_cluster_stats *st)
     cluster_put(o, "nodes", nodes, &oom);
     gone = json_array();
     for (i = 0; gone != NULL && i < st->ndeparted; i++) {
-        if (json_array_append_new(gone,
-                                  json_pack("{s:s, s:s}", "name",
-                                            st->departed[i].name, "addr",
-                                            st->departed[i].addr))
+        if (json_array_append_new(
+                gone,
+                json_pack("{s:s, s:s, s:s}", "name", st->departed[i].name,
+                          "addr", st->departed[i].addr, "state",
+                          brim_node_state_name(st->departed[i].state)))
             != 0)
         {
             oom = 1;

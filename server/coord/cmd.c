@@ -731,14 +731,18 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
         err |= kv_u64(&pk, "migration_in", mb->hb_mig_in_flight);
         err |= kv_u64(&pk, "migration_out", mb->hb_mig_out_pending);
     }
-    /* The last change's leavers (and dead): no longer members, they may
-     * still stream what they held; brimctl migrations asks them too. */
+    /* The last change's leavers (and dead): no longer members, a leaver
+     * may still stream what it held (brimctl migrations asks it too); a
+     * dead one streams nothing, and its state says so. */
     err |= kv_key(&pk, "departed");
     err |= msgpack_pack_array(&pk, t->ndeparted);
     for (i = 0; i < t->ndeparted; i++) {
-        err |= msgpack_pack_map(&pk, 2);
+        err |= msgpack_pack_map(&pk, 3);
         err |= kv_str(&pk, "name", t->departed[i].name);
         err |= kv_str(&pk, "addr", t->departed[i].addr);
+        err |= kv_str(&pk, "state",
+                      t->departed[i].state == BRIM_MEMBER_LEAVING ? "leaving"
+                                                                  : "dead");
     }
     mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");

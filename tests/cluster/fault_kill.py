@@ -743,6 +743,10 @@ def receiver_dies_mid_leave(bindir):
         assert said == moved, \
             "the migration summary says %d keys moved; the survivors " \
             "received %d since the leave" % (said, moved)
+        gone = {d["name"]: d["state"]
+                for d in cluster_stats(cl)["departed"]}
+        assert gone.get(victim) == "dead", \
+            "CLUSTER_STATS departed %r: %s not listed as dead" % (gone, victim)
         print("receiver_dies_mid_leave: killed %s receiving %d partitions "
               "from the leaver; the leaver exited %d %.1f s later; "
               "converged on epoch %d, members %r; %d hits, %d misses (all "

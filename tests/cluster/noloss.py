@@ -312,6 +312,14 @@ def join_during_pending(a):
             os.kill(pid2, signal.SIGCONT)
         out, _ = join.communicate(timeout=240)
         assert join.returncode == 0, out.decode(errors="replace")
+        # Between epoch 2's commit and node3's change being proposed the
+        # cluster is briefly quiet (CI caught a check made then): wait
+        # for node3 to own partitions in the committed map first.
+        deadline = time.monotonic() + 120
+        while not any(n["name"] == "node3" and n["partitions"] > 0
+                      for n in c.cluster_stats()["nodes"]):
+            assert time.monotonic() < deadline, "node3 never owned a partition"
+            time.sleep(0.2)
         wait_quiet(c, 120)
         coord = c.log("coord")
         assert "member node3: told epoch 2" in coord, \
