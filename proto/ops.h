@@ -80,7 +80,8 @@ enum brim_rep_shape {
  *   T a topology, one msgpack array, borrowed (brim_topo_decode() it)
  *   M a msgpack map, borrowed (HEARTBEAT's stats)
  *   p partition u32 (below the receiver's partition count)
- *   u count u64 (STREAM_END's entries sent)
+ *   u count u64 (STREAM_END's entries sent; LEASE_CONFIRM's pending
+ *     epoch, the one the asker acknowledged)
  *   m flush mark u64, Unix ms (FLUSH's time; a stream's applied flush)
  *   B an array of 0..max_batch_entries stream entries (PROTOCOL.md 11),
  *     each checked (brim_wire_entry_decode()), borrowed
@@ -131,7 +132,7 @@ enum brim_rep_shape {
     XX(MEMBERS, 42, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)        \
     XX(PLAN, 43, 2, 3, "FNW", -1, BRIM_REP_OBJECT,                             \
        BRIM_OPF_ADMIN | BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                 \
-    XX(LEASE_CONFIRM, 44, 1, 1, "E", -1, BRIM_REP_EPOCH,                       \
+    XX(LEASE_CONFIRM, 44, 1, 2, "Eu", -1, BRIM_REP_EPOCH,                      \
        BRIM_OPF_IDEMPOTENT | BRIM_OPF_SECRET)                                  \
     XX(AUTH, 45, 2, 2, "Fx", -1, BRIM_REP_AUTH, 0)                             \
     XX(CLUSTER_STATS, 46, 0, 0, "", -1, BRIM_REP_OBJECT, BRIM_OPF_IDEMPOTENT)  \

@@ -4,7 +4,8 @@
  * HEARTBEAT the coordinator acknowledges renews it for lease_ms (half of
  * the coordinator's dead-after) from when the heartbeat was sent. While
  * heartbeats go unanswered, a LEASE_CONFIRM round asks the other members
- * of the committed epoch whether any holds a newer epoch; a majority of
+ * of the committed epoch whether any holds a newer epoch (a pending one
+ * the asker acknowledged too does not count); a majority of
  * the epoch's members (this node included) saying no renews the lease from
  * when the round was sent. A member confirms only while the coordinator
  * does not answer it either (the coordinator down), so a node cut off
@@ -115,6 +116,9 @@ lease_confirm_round(struct brim_node *node, uint64_t now)
     req.request_id = node->lease.round;
     req.epoch = t->map.epoch;
     req.arg_epoch = t->map.epoch;
+    /* The pending epoch it acknowledged: a member holding the same one
+     * may confirm (brim_node_lease_confirm_serve()). */
+    req.count = node->topo.has_pending ? node->topo.pending.map.epoch : 0;
     for (i = 0; i < t->nmembers; i++) {
         if ((int32_t) i == node->topo.self
             || t->members[i].state == BRIM_MEMBER_DEAD
@@ -218,9 +222,15 @@ brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
     }
     if (mine > req->arg_epoch
         || (node->topo.has_pending
-            && node->topo.pending.map.epoch > req->arg_epoch))
+            && node->topo.pending.map.epoch > req->arg_epoch
+            && node->topo.pending.map.epoch > req->count))
     {
-        /* A newer epoch exists: the asker may have been replaced. */
+        /* A newer epoch exists: the asker may have been replaced. A
+         * pending one the asker holds too does not count: it acknowledged
+         * it, so it serves only the partitions it keeps in it (DESIGN.md
+         * 7.1), and wherever that epoch commits no other node serves
+         * those; a member that did commit it refuses above. Else a coordinator that died with a change pending left every
+         * member's lease to run out (a fresh tester found it). */
         snprintf(msg, sizeof(msg),
                  "lease_confirm: epoch %" PRIu64 " is not "
                  "the newest (%" PRIu64 " is known here)",

@@ -29,8 +29,11 @@ void brim_node_lease_stop(struct brim_node *node);
 
 /*
  * LEASE_CONFIRM REQ from another node on C: OK with our committed epoch
- * and lease length when no epoch newer than REQ's is known here, EXISTS
- * otherwise; DENIED unless C said role node. Returns 0 or BRIM_ENOMEM.
+ * and lease length when no epoch newer than REQ's committed one
+ * (arg_epoch) is known here, a pending epoch at most the one REQ says the
+ * asker acknowledged (count) aside; EXISTS otherwise; DENIED unless C
+ * said role node, or while the coordinator answers this node. Returns 0
+ * or BRIM_ENOMEM.
  */
 int brim_node_lease_confirm_serve(struct brim_node *node, struct brim_conn *c,
                                   const struct brim_req *req);

@@ -615,6 +615,72 @@ def numeric(i):
 
 
 @case
+def coord_down_mid_change(bindir):
+    """brim-coord SIGKILLed while node4's join is pending at every member
+    (node1 paused until then, so it could not acknowledge in time): the
+    members, all holding the same pending epoch, renew their leases among
+    themselves, and keep serving the partitions the pending map leaves
+    them; none is refused for holding a pending epoch the asker holds
+    too (a fresh tester found every lease ran out here). Then the
+    coordinator restarts and the join is done again."""
+    cl, t1 = start(bindir)
+    with cl:
+        want = load(cl, t1, 3000)
+        paused = cl.nodes["node1"]
+        os.kill(paused.pid, signal.SIGSTOP)
+        try:
+            cl.add("node4")
+            e = t1["epoch"] + 1
+            deadline = time.monotonic() + 10
+            for name in ("node2", "node3", "node4"):
+                mark = "epoch %d pending" % e
+                while mark not in cl.nodes[name].output():
+                    assert time.monotonic() < deadline, \
+                        "no '%s' in %s's log" % (mark, name)
+                    time.sleep(0.005)
+            os.kill(cl.coord.pid, signal.SIGKILL)
+            cl.coord.proc.wait(timeout=10)
+        finally:
+            os.kill(paused.pid, signal.SIGCONT)
+        assert "epoch %d committed" % e not in cl.coord.output()
+        before = {n: cl.stats(n)["lease_expiries"] for n in ("node2", "node3")}
+        # Three leases (dead-after / 2 each) with no coordinator.
+        time.sleep(3 * DEAD_AFTER_MS / 2000.0)
+        after = {n: cl.stats(n) for n in ("node2", "node3")}
+        served = {}
+        for name, ks in by_owner(t1, list(want)).items():
+            if name not in ("node2", "node3"):
+                continue
+            reps = pipeline(cl.conn(name), [("GET", k) for k in ks])
+            hits = [k for k, r in zip(ks, reps) if r[0] == 0]
+            for k in hits:
+                got = dict(zip(ks, reps))[k]
+                assert got[2] == want[k], (name, k, got)
+            served[name] = (len(hits), len(ks))
+        print("coord_down_mid_change: coordinator killed with epoch %d "
+              "pending at node2-4; %.1f s later: leases expired %r, "
+              "renewed by the members %r; keys served (of owned in epoch "
+              "%d) %r" % (e, 3 * DEAD_AFTER_MS / 2000.0,
+                          {n: s["lease_expiries"] - before[n]
+                           for n, s in after.items()},
+                          {n: s["lease_member_renewals"]
+                           for n, s in after.items()}, t1["epoch"], served),
+              flush=True)
+        for n, s in after.items():
+            assert s["lease_expiries"] == before[n], \
+                "%s's lease ran out with the coordinator down" % n
+            assert s["lease_member_renewals"] > 0, n
+        # node4 takes about a quarter: each keeps most of what it held.
+        for n, (hits, owned) in served.items():
+            assert 2 * hits > owned, (n, hits, owned)
+        cl.restart_coord()
+        t2, _ = cl.wait_converged(30.0)
+        assert len(names(t2)) == 4, names(t2)
+        check_reads(read_at(cl, t2, list(want)), want, set(),
+                    "keys loaded before the join")
+
+
+@case
 def conditional_ops_in_flight(bindir):
     """Ops that depend on the current value, at the new owner on keys not
     streamed yet: each pulls the key from the old owner first; a GET is
