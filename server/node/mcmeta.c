@@ -229,6 +229,14 @@ ma_run(struct mc_cmd *mc, uint32_t slot)
     mc_run(mc, req, slot);
 }
 
+/* The exptime of the item ma N creates: T's when given (memcached 1.6.18
+ * does so: "ma k N30 T50 t" answers t50), else N's. */
+static int32_t
+ma_vivify_ttl(const struct mc_cmd *mc)
+{
+    return HAS(mc, 'T') ? mc->cmd.meta.ttl : mc->cmd.meta.vivify_ttl;
+}
+
 /* The ADD of ma N on a miss (the initial value J) was answered. */
 static void
 ma_vivified(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
@@ -248,7 +256,27 @@ ma_vivified(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
     item.code = BRIM_MCTEXT_META_HD;
     item.number = mc->number;
     item.cas = rep->cas;
-    item.ttl_s = meta_new_ttl(mc->cmd.meta.vivify_ttl);
+    item.ttl_s = meta_new_ttl(ma_vivify_ttl(mc));
+    meta_put(mc, &item);
+}
+
+/* ma T's TOUCH after the counter changed was answered. */
+static void
+ma_touched(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
+{
+    struct brim_mctext_meta_item item;
+
+    (void) slot;
+    if (rep->status != 0 && rep->status != BRIM_ENOTFOUND) {
+        mc_put_error(mc, rep);
+        return;
+    }
+    /* NOTFOUND: deleted (or expired) since; the op itself was applied. */
+    memset(&item, 0, sizeof(item));
+    item.code = BRIM_MCTEXT_META_HD;
+    item.number = mc->number;
+    item.cas = mc->cas;
+    item.ttl_s = meta_new_ttl(mc->cmd.meta.ttl);
     meta_put(mc, &item);
 }
 
@@ -262,6 +290,19 @@ ma_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
     int                          n;
 
     memset(&item, 0, sizeof(item));
+    if (rep->status == 0 && HAS(mc, 'T')) {
+        /* The new TTL, as memcached's ma T sets it on success: a TOUCH
+         * right after the op (not atomic with it: a write between the
+         * two keeps this TTL). TOUCH leaves the CAS value. */
+        *(mc->cmd.meta.incr ? &st->incr_hits : &st->decr_hits) += 1;
+        mc->number = rep->number;
+        mc->cas = rep->cas;
+        req = meta_req(mc, BRIM_OP_TOUCH);
+        req->ttl_s = mc_ttl(mc->cmd.meta.ttl);
+        mc->done = ma_touched;
+        mc_run(mc, req, slot);
+        return;
+    }
     if (rep->status == 0) {
         *(mc->cmd.meta.incr ? &st->incr_hits : &st->decr_hits) += 1;
         item.code = BRIM_MCTEXT_META_HD;
@@ -284,7 +325,7 @@ ma_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
         req = meta_req(mc, BRIM_OP_ADD);
         req->value = num; /* copied by a forward, used at once here */
         req->value_len = (size_t) n;
-        req->ttl_s = mc_ttl(mc->cmd.meta.vivify_ttl);
+        req->ttl_s = mc_ttl(ma_vivify_ttl(mc));
         mc->done = ma_vivified;
         mc_run(mc, req, slot);
         return;

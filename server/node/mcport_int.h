@@ -86,6 +86,7 @@ struct mc_cmd {
     struct brim_req        req;        /* the op of a one-key command */
     uint64_t               h;          /* its key's hash */
     uint64_t               number;     /* a meta command's counter */
+    uint64_t               cas;        /* ma T: the counter's CAS value */
     uint32_t               failed;     /* a get's keys that failed */
     uint64_t               start_ns;   /* uv_hrtime() when parsed */
     size_t                 held;       /* its bytes in port->get_held */

@@ -814,25 +814,40 @@ brim_store_touch(struct brim_store *s, uint64_t hash, const void *key,
     return store_add_exptime(s, hash, key, key_len, exptime);
 }
 
-/* Parse a memcached counter: 1..20 decimal digits fitting 64 bits. */
+static int
+counter_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f'
+        || c == '\r';
+}
+
+/* Parse a counter as memcached reads one (strtoull(3) base 10 and its
+ * safe_strtoull() check): optional leading white space, an optional '+',
+ * decimal digits fitting 64 bits, then the value's end, or white space or
+ * a NUL and anything after it. So " 12", "12 " (memcached pads its own
+ * results with spaces), "+5" and "12\0" count as 12 or 5; "-5", "12abc"
+ * and 2^64 do not. */
 static int
 parse_counter(const char *p, size_t len, uint64_t *out)
 {
     uint64_t v = 0, d;
-    size_t   i;
+    size_t   i = 0, digits;
 
-    if (len == 0 || len > 20) {
-        return BRIM_ENONUMERIC;
+    while (i < len && counter_space(p[i])) {
+        i++;
     }
-    for (i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return BRIM_ENONUMERIC;
-        }
+    if (i < len && p[i] == '+') {
+        i++;
+    }
+    for (digits = i; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
         d = (uint64_t) (p[i] - '0');
         if (v > (UINT64_MAX - d) / 10) {
             return BRIM_ENONUMERIC;
         }
         v = v * 10 + d;
+    }
+    if (i == digits || (i < len && !counter_space(p[i]) && p[i] != '\0')) {
+        return BRIM_ENONUMERIC;
     }
     *out = v;
     return 0;

@@ -465,6 +465,27 @@ def meta_raw(args):
                   == b"VA 1 t-1 Oz\r\n0\r\n", "ma decr %s", what)
             check(r.ask(b"ma %s q\r\nmn\r\n" % c) == b"MN\r\n",
                   "quiet ma %s", what)
+            # ma T sets the TTL on success, as memcached 1.6.18 does (a
+            # fresh tester found it ignored); T0 clears it, T-1 expires.
+            check(r.ask_va(b"ma %s T100 t v\r\n" % c)
+                  == b"VA 1 t100\r\n2\r\n", "ma T100 %s", what)
+            got = r.ask(b"mg %s t\r\n" % c)
+            check(got in (b"HD t100\r\n", b"HD t99\r\n"),
+                  "TTL after ma T100 %s: %r", what, got)
+            check(r.ask_va(b"ma %s T0 v\r\n" % c) == b"VA 1\r\n3\r\n",
+                  "ma T0 %s", what)
+            check(r.ask(b"mg %s t\r\n" % c) == b"HD t-1\r\n",
+                  "TTL after ma T0 %s", what)
+            check(r.ask(b"ma %s T-1\r\n" % c) == b"HD\r\n",
+                  "ma T-1 %s", what)
+            check(r.ask(b"mg %s v\r\n" % c) == b"EN\r\n",
+                  "after ma T-1 %s", what)
+            check(r.ask_va(b"ma %sv N30 T50 t v\r\n" % c)
+                  == b"VA 1 t50\r\n0\r\n", "ma N30 T50 %s", what)
+            # incr reads the value as memcached does: " 12" is 12.
+            check(r.ask(b"set %si 0 0 3\r\n 12\r\nincr %si 1\r\n" % (c, c),
+                        b"13\r\n") == b"STORED\r\n13\r\n",
+                  "incr of ' 12' %s", what)
             # mg N: a miss creates the item and says W.
             got = r.ask_va(b"mg %sv N30 v c t s\r\n" % k)
             check(got.startswith(b"VA 0 c") and got.endswith(

@@ -394,14 +394,41 @@ START_TEST(store_incr_decr)
     expect_val(s, "a", "abc", T_NOW);
     CK_RC(set(s, "a", ""), 0);
     CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
-    CK_RC(set(s, "a", "12 "), 0);
-    CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
     CK_RC(set(s, "a", "-5"), 0);
     CK_RC(incr(s, "a", 1, 1, &r), BRIM_ENONUMERIC);
-    /* 21 digits, even with leading zeros, and 2^64 itself: refused. */
-    CK_RC(set(s, "a", "000000000000000000001"), 0);
+    CK_RC(set(s, "a", "12abc"), 0);
     CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
-    expect_val(s, "a", "000000000000000000001", T_NOW);
+    CK_RC(set(s, "a", " "), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
+    CK_RC(set(s, "a", "+"), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
+    CK_RC(set(s, "a", "+ 5"), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
+    /* As memcached reads a counter (strtoull): white space around it, a
+     * '+', and a NUL or white space ending the number. */
+    CK_RC(set(s, "a", "12 "), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), 0);
+    ck_assert_uint_eq(r, 13);
+    expect_val(s, "a", "13", T_NOW);
+    CK_RC(set(s, "a", " \t12"), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), 0);
+    ck_assert_uint_eq(r, 13);
+    CK_RC(set(s, "a", "+5"), 0);
+    CK_RC(incr(s, "a", 1, 1, &r), 0);
+    ck_assert_uint_eq(r, 4);
+    CK_RC(set(s, "a", "12 abc"), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), 0);
+    ck_assert_uint_eq(r, 13);
+    CK_RC(brim_store_set(s, BRIM_STORE_SET, kh("a"), "a", 1, "12\0", 3, 0, 0, 0,
+                         T_NOW, NULL),
+          0);
+    CK_RC(incr(s, "a", 1, 0, &r), 0);
+    ck_assert_uint_eq(r, 13);
+    /* Leading zeros past 20 characters are still digits. */
+    CK_RC(set(s, "a", "000000000000000000001"), 0);
+    CK_RC(incr(s, "a", 1, 0, &r), 0);
+    ck_assert_uint_eq(r, 2);
+    /* 2^64 itself: refused. */
     CK_RC(set(s, "a", "18446744073709551616"), 0);
     CK_RC(incr(s, "a", 1, 0, &r), BRIM_ENONUMERIC);
     CK_RC(set(s, "a", "99999999999999999999"), 0);
