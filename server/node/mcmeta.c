@@ -237,12 +237,25 @@ ma_vivify_ttl(const struct mc_cmd *mc)
     return HAS(mc, 'T') ? mc->cmd.meta.ttl : mc->cmd.meta.vivify_ttl;
 }
 
+/* ma's HD (or VA) for the counter MC->number with CAS and the TTL an
+ * item of exptime EXPTIME has. */
+static void
+ma_put_hd(struct mc_cmd *mc, uint64_t cas, int32_t exptime)
+{
+    struct brim_mctext_meta_item item;
+
+    memset(&item, 0, sizeof(item));
+    item.code = BRIM_MCTEXT_META_HD;
+    item.number = mc->number;
+    item.cas = cas;
+    item.ttl_s = meta_new_ttl(exptime);
+    meta_put(mc, &item);
+}
+
 /* The ADD of ma N on a miss (the initial value J) was answered. */
 static void
 ma_vivified(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
-    struct brim_mctext_meta_item item;
-
     if (rep->status == BRIM_ENOTSTORED) {
         mc->stage = 2; /* created meanwhile: apply the delta to it */
         ma_run(mc, slot);
@@ -252,32 +265,20 @@ ma_vivified(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
         mc_put_error(mc, rep);
         return;
     }
-    memset(&item, 0, sizeof(item));
-    item.code = BRIM_MCTEXT_META_HD;
-    item.number = mc->number;
-    item.cas = rep->cas;
-    item.ttl_s = meta_new_ttl(ma_vivify_ttl(mc));
-    meta_put(mc, &item);
+    ma_put_hd(mc, rep->cas, ma_vivify_ttl(mc));
 }
 
 /* ma T's TOUCH after the counter changed was answered. */
 static void
 ma_touched(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
 {
-    struct brim_mctext_meta_item item;
-
     (void) slot;
     if (rep->status != 0 && rep->status != BRIM_ENOTFOUND) {
         mc_put_error(mc, rep);
         return;
     }
     /* NOTFOUND: deleted (or expired) since; the op itself was applied. */
-    memset(&item, 0, sizeof(item));
-    item.code = BRIM_MCTEXT_META_HD;
-    item.number = mc->number;
-    item.cas = mc->cas;
-    item.ttl_s = meta_new_ttl(mc->cmd.meta.ttl);
-    meta_put(mc, &item);
+    ma_put_hd(mc, mc->cas, mc->cmd.meta.ttl);
 }
 
 static void
