@@ -77,6 +77,14 @@ http_on_req(h2o_handler_t *self, h2o_req_t *req)
     struct brim_http_reply rep;
     int                    rc;
 
+    /* RFC 9112 3.2.1: a GET's target here is origin-form ("/metrics");
+     * h2o normalizes "metrics" to "/metrics" all the same, and that is
+     * refused, not served (h2o answers absolute-form with 404 itself). */
+    if (req->path.len == 0 || req->path.base[0] != '/') {
+        h2o_send_error_generic(req, 400, "Bad Request",
+                               "the request target must start with '/'\n", 0);
+        return 0;
+    }
     /* h2o matches a path's prefix; only the path itself is served. */
     if (!h2o_memis(req->path_normalized.base, req->path_normalized.len,
                    hh->route->path, strlen(hh->route->path)))

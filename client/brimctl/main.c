@@ -228,6 +228,18 @@ ctl_find_cmd(const char *name)
     return NULL;
 }
 
+/* True when ARG reads as a number: an optional sign, then digits and
+ * dots, at least one digit ("1", "0.5", "-1"; not "-", "abc", "--json"). */
+static int
+ctl_looks_numeric(const char *arg)
+{
+    size_t n;
+
+    arg += arg[0] == '-' || arg[0] == '+';
+    n = strspn(arg, "0123456789.");
+    return n > 0 && arg[n] == '\0' && strpbrk(arg, "0123456789") != NULL;
+}
+
 /* The option named by ARG ("--ttl" or "--ttl=5"), or NULL. */
 static const struct ctl_opt *
 ctl_find_opt(const char *arg)
@@ -385,11 +397,9 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
                 }
             } else if (o->arg != NULL && o->arg[0] == '[') {
                 /* An optional value ("--watch [S]"): the next argument
-                 * when it is a number. */
-                if (i + 1 < argc && argv[i + 1][0] != '\0'
-                    && strspn(argv[i + 1], "0123456789.")
-                        == strlen(argv[i + 1]))
-                {
+                 * when it is a number, signed too, so that "-1" gets the
+                 * option's range error rather than "unknown option". */
+                if (i + 1 < argc && ctl_looks_numeric(argv[i + 1])) {
                     val = argv[++i];
                 }
             } else if (o->arg != NULL) {

@@ -283,8 +283,8 @@ brim_ctl_streams_json(struct brim_ctl *ctl, const struct brim_cluster_stats *st,
     for (i = 0; !oom && i < st->nnodes + st->ndeparted; i++) {
         gone = i >= st->nnodes;
         n = gone ? &st->departed[i - st->nnodes] : &st->nodes[i];
-        if (n->state == BRIM_NODE_DEAD) {
-            continue; /* a dead node, member or departed, sends nothing */
+        if (n->state == BRIM_NODE_DEAD || n->state == BRIM_NODE_LEFT) {
+            continue; /* dead, or a leaver done: it sends nothing */
         }
         mn->n = 0;
         err[0] = '\0';

@@ -57,8 +57,8 @@ struct admin_field {
 
 /* enum brim_node_state's names, as CLUSTER_STATS spells them. */
 static const char *const admin_states[] = {"unknown", "joining", "up",
-                                           "leaving", "dead"};
-_Static_assert(BRIM_ARRAY_LEN(admin_states) == BRIM_NODE_DEAD + 1,
+                                           "leaving", "dead",    "left"};
+_Static_assert(BRIM_ARRAY_LEN(admin_states) == BRIM_NODE_LEFT + 1,
                "a name per node state");
 
 /* enum brim_plan_kind's names, as PLAN spells them. */
@@ -169,7 +169,7 @@ static const struct admin_field admin_plan_fields[] = {
 const char *
 brim_node_state_name(int state)
 {
-    if (state <= BRIM_NODE_UNKNOWN || state > BRIM_NODE_DEAD) {
+    if (state <= BRIM_NODE_UNKNOWN || state > BRIM_NODE_LEFT) {
         return admin_states[BRIM_NODE_UNKNOWN];
     }
     return admin_states[state];

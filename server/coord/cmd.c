@@ -732,8 +732,10 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
         err |= kv_u64(&pk, "migration_out", mb->hb_mig_out_pending);
     }
     /* The last change's leavers (and dead): no longer members, a leaver
-     * may still stream what it held (brimctl migrations asks it too); a
-     * dead one streams nothing, and its state says so. */
+     * may still stream what it held (brimctl migrations asks it too)
+     * until the migration is idle, then it has left; a dead one streams
+     * nothing, and its state says so. */
+    mig_progress(co, &mp);
     err |= kv_key(&pk, "departed");
     err |= msgpack_pack_array(&pk, t->ndeparted);
     for (i = 0; i < t->ndeparted; i++) {
@@ -741,10 +743,10 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
         err |= kv_str(&pk, "name", t->departed[i].name);
         err |= kv_str(&pk, "addr", t->departed[i].addr);
         err |= kv_str(&pk, "state",
-                      t->departed[i].state == BRIM_MEMBER_LEAVING ? "leaving"
-                                                                  : "dead");
+                      t->departed[i].state != BRIM_MEMBER_LEAVING ? "dead"
+                          : mp.active                             ? "leaving"
+                                                                  : "left");
     }
-    mig_progress(co, &mp);
     err |= kv_key(&pk, "migration");
     err |= msgpack_pack_map(&pk, 15);
     err |= kv_bool(&pk, "active", mp.active);

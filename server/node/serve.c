@@ -45,6 +45,18 @@ serve_exptime(uint32_t ttl_s, uint32_t now)
     return now + ttl_s;
 }
 
+/*
+ * The time a GAT reads its hit at once it set EXPTIME: NOW, or for an
+ * EXPTIME already past (a negative or past absolute TTL) the second before
+ * it, so the hit is answered and expires on the next access, as memcached's
+ * gat does (its item_touch() returns the item it sets the time of).
+ */
+static uint32_t
+serve_read_time(uint32_t exptime, uint32_t now)
+{
+    return exptime != 0 && exptime <= now ? exptime - 1 : now;
+}
+
 /* The seconds IT has left at NOW, at least 1; 0 when it never expires
  * (PROTOCOL.md 4.2, ttl_left_s). */
 static uint32_t
@@ -99,7 +111,7 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
     const char             *key;
     struct brim_rep         rrep;
     size_t                  key_len, mark;
-    uint32_t                i;
+    uint32_t                i, at;
     uint64_t                h;
     int                     rc, route, newer;
 
@@ -112,8 +124,10 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
         if (newer) {
             brim_node_coord_fetch(node);
         }
+        at = now;
         if (route == 0 && req->op == BRIM_OP_MGAT) {
             route = serve_mgat_touch(node, h, key, key_len, req->ttl_s, now);
+            at = serve_read_time(serve_exptime(req->ttl_s, now), now);
         }
         if (route == 0 && node->mig != NULL) {
             brim_migrate_hit(node, brim_partition_of(h, node->cfg.partitions),
@@ -121,8 +135,7 @@ serve_mget(struct brim_node *node, struct brim_conn *c,
         }
         if (route != 0) {
             rc = brim_wire_mget_miss(out, route); /* MOVED or RETRY */
-        } else if (brim_store_get(node->store, h, key, key_len, now, &it) != 0)
-        {
+        } else if (brim_store_get(node->store, h, key, key_len, at, &it) != 0) {
             /* A key in flight may be at the old owner: the client GETs
              * it alone, and that GET is forwarded. */
             rc = brim_wire_mget_miss(
@@ -179,11 +192,14 @@ serve_data_op(struct brim_node *node, const struct brim_req *req,
     case BRIM_OP_GET:
     case BRIM_OP_GAT:
         if (req->op == BRIM_OP_GAT) {
+            uint32_t exptime = serve_exptime(req->ttl_s, now);
+
             rc = brim_store_touch(node->store, h, req->key, req->key_len,
-                                  serve_exptime(req->ttl_s, now), now);
+                                  exptime, now);
             if (rc != 0) {
                 return rc;
             }
+            now = serve_read_time(exptime, now);
         }
         rc = brim_store_get(node->store, h, req->key, req->key_len, now, &it);
         if (rc == 0) {

@@ -207,6 +207,10 @@ def check_help(ctl):
         for opt in opts:
             expect(rc == 0 and opt in out,
                    "brimctl %s --help lacks %s" % (cmd, opt))
+    # A signed --watch value gets the range error, not "unknown option".
+    rc, _, err, _ = ctl.run("stats", "--watch", "-1", show=0)
+    expect(rc == 64 and '--watch: "-1" is not a number' in err,
+           "stats --watch -1: exit %d, %r" % (rc, err))
 
 
 @case

@@ -224,6 +224,20 @@ class EtcdCluster(fk.FaultCluster):
                 "no %r in %s" % (text, proc.log)
             time.sleep(0.01)
 
+    def fetch(self):
+        """As the base class, retried for up to 5 s while the coordinator
+        closes or refuses the connection: a leader that steps down (etcd
+        electing a new raft leader can outlast a 2 s lease) drops its
+        clients, and a client reconnects, as brim's do."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                return super().fetch()
+            except (bw.Closed, OSError) as e:
+                assert time.monotonic() < deadline, \
+                    "MAP_FETCH on %d kept failing: %r" % (self.cport, e)
+                time.sleep(0.2)
+
     def wait_members(self, n, timeout=20.0):
         """As the base class, then until no stream runs: under a slow
         build (ASan) the first nodes can join in two epochs, and a join
@@ -262,6 +276,14 @@ class EtcdCluster(fk.FaultCluster):
         for name, p in self.coords.items():
             sys.stderr.write("---- %s (last 40 lines) ----\n%s\n" %
                              (name, "\n".join(p.output().splitlines()[-40:])))
+        for m in self.etcd.names:
+            try:
+                with open(os.path.join(self.etcd.dir, m + ".log")) as f:
+                    tail = f.read().splitlines()[-25:]
+            except OSError:
+                continue
+            sys.stderr.write("---- etcd %s (last 25 lines) ----\n%s\n" %
+                             (m, "\n".join(tail)))
 
 
 class OneCoordCluster(EtcdCluster):

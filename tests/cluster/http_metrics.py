@@ -298,6 +298,15 @@ def promtool(bindir):
         assert http_get(cl.nodes["node1"].hport, "/api/cluster")[0] == 404
         rep = http_get(cl.chttp, "/metrics", method="POST", header="Allow")
         assert rep[0] == 405 and rep[2] == "GET, HEAD", rep
+        # A target without its leading '/' is refused (h2o alone would
+        # normalize it to the route; a fresh tester found it served).
+        for port in (cl.chttp, cl.nodes["node1"].hport):
+            s = socket.create_connection(("127.0.0.1", port), 5)
+            s.sendall(b"GET metrics HTTP/1.1\r\nHost: x\r\n"
+                      b"Connection: close\r\n\r\n")
+            got = s.recv(64)
+            s.close()
+            assert got.startswith(b"HTTP/1.1 400 "), (port, got)
         # A scraper's keep-alive connection does not hold the exit.
         idle = socket.create_connection(("127.0.0.1", cl.chttp), 5)
         idle.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -477,7 +486,7 @@ def prometheus(bindir):
             counts
         # At rest: the nodes' items sum to the coordinator's keys.
         wait_rest(cl, nkeys)
-        r = prom.wait(
+        prom.wait(
             'sum(brim_items{job="brim-node"}) - on() '
             'brim_cluster_keys{job="brim-coord"}',
             lambda r: len(r) == 1 and list(r.values())[0] == 0,

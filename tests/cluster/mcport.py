@@ -486,6 +486,29 @@ def meta_raw(args):
             check(r.ask(b"set %si 0 0 3\r\n 12\r\nincr %si 1\r\n" % (c, c),
                         b"13\r\n") == b"STORED\r\n13\r\n",
                   "incr of ' 12' %s", what)
+            # gat and mg T with a TTL already past answer the hit, then
+            # the item is gone (memcached 1.6.18's item_touch() order).
+            g = b"%sg" % k
+            check(r.ask(b"set %s 0 0 1\r\nx\r\ngat -1 %s\r\n" % (g, g),
+                        b"END\r\n")
+                  == b"STORED\r\nVALUE %s 0 1\r\nx\r\nEND\r\n" % g,
+                  "gat -1 on a hit %s", what)
+            check(r.ask(b"get %s\r\n" % g, b"END\r\n") == b"END\r\n",
+                  "get after gat -1 %s", what)
+            check(r.ask(b"set %s 0 0 1\r\ny\r\n" % g) == b"STORED\r\n",
+                  "set %s", what)
+            check(r.ask_va(b"mg %s v T-1\r\n" % g) == b"VA 1\r\ny\r\n",
+                  "mg T-1 on a hit %s", what)
+            check(r.ask(b"mg %s v\r\n" % g) == b"EN\r\n",
+                  "mg after mg T-1 %s", what)
+            g2 = b"%sh" % k
+            check(r.ask(b"set %s 0 0 1\r\nz\r\nset %s 0 0 1\r\nw\r\n"
+                        b"gat -1 %s %s\r\n" % (g, g2, g, g2), b"END\r\n")
+                  == b"STORED\r\nSTORED\r\nVALUE %s 0 1\r\nz\r\n"
+                  b"VALUE %s 0 1\r\nw\r\nEND\r\n" % (g, g2),
+                  "multi-key gat -1 %s", what)
+            check(r.ask(b"get %s %s\r\n" % (g, g2), b"END\r\n")
+                  == b"END\r\n", "get after multi-key gat -1 %s", what)
             # mg N: a miss creates the item and says W.
             got = r.ask_va(b"mg %sv N30 v c t s\r\n" % k)
             check(got.startswith(b"VA 0 c") and got.endswith(

@@ -176,6 +176,11 @@ def streams_listed(bindir):
         print("during the leave: %d streams from node5 listed (%s)"
               % (len(rows), ", ".join(r["destination"] for r in rows)))
         assert "node5" in brimctl(bindir, cl.cport, "migrations")
+        st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
+        gone = {d["name"]: d["state"] for d in st["departed"]}
+        assert gone.get("node5") == "leaving" or (
+            gone.get("node5") == "left" and not st["migration"]["active"]), \
+            st
         cl.wait_members(4, timeout=90)
         # Once it is gone its rows leave with it, and the members' rows of
         # node5's join (an earlier epoch) are not shown as this change's.
@@ -188,6 +193,10 @@ def streams_listed(bindir):
         for r in m["streams"]:
             assert r["epoch"] == m["epoch"], (r, m["epoch"])
             assert "node5" not in (r["source"], r["destination"]), r
+        # Its change over, the leaver is named as left, not leaving.
+        st = json.loads(brimctl(bindir, cl.cport, "stats", "--json"))
+        gone = {d["name"]: d["state"] for d in st["departed"]}
+        assert gone == {"node5": "left"}, (gone, st["migration"])
         text = brimctl(bindir, cl.cport, "migrations")
         if not m["streams"]:
             assert "no stream" in text and "epoch %d" % m["epoch"] in text, \

@@ -57,14 +57,16 @@ enum brim_node_state {
     BRIM_NODE_JOINING = 1, /* accepted, not yet in a committed map */
     BRIM_NODE_UP = 2,      /* in the committed map, heartbeating */
     BRIM_NODE_LEAVING = 3, /* asked to leave: streams what it held */
-    BRIM_NODE_DEAD = 4     /* missed its heartbeats; removed by
+    BRIM_NODE_DEAD = 4,    /* missed its heartbeats; removed by
                                      * the next epoch */
+    BRIM_NODE_LEFT = 5     /* a departed leaver whose migration is
+                                     * over (CLUSTER_STATS' departed[]) */
 };
 
 /*
  * The lower-case name of STATE (an enum brim_node_state): "joining",
- * "up", "leaving", "dead"; "unknown" for any other value. Static; never
- * free it.
+ * "up", "leaving", "dead", "left"; "unknown" for any other value.
+ * Static; never free it.
  */
 BRIM_EXTERN const char *brim_node_state_name(int state);
 
