@@ -424,9 +424,11 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
         brim_ctl_progress_draw(
             &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1, 0,
             "leave %s: %s, migration %" PRIu64 "/%" PRIu64 " partitions, "
-            "%" PRIu64 " keys moved, %.0f s",
+            "%" PRIu64 " keys moved, %.0f s%s%s",
             name, ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
-            brim_ctl_progress_elapsed(&prog));
+            brim_ctl_progress_elapsed(&prog),
+            rc != 0 ? "; this poll failed: " : "",
+            rc != 0 ? brim_strerror(rc) : "");
         left = limit - brim_ctl_progress_elapsed(&prog);
         if (left <= 0) {
             brim_ctl_progress_clear(&prog);

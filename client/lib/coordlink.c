@@ -559,6 +559,7 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
     struct coord_cb_arg    a;
     struct brim_call       call;
     char                   addr[BRIM_SOCK_ADDR_MAX];
+    int64_t                deadline_ms;
     uint32_t               i;
     int                    rc = BRIM_EINVAL;
 
@@ -593,6 +594,28 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
         if (n == NULL || coord_tried_has(&tried, n)) {
             continue;
         }
+        rc = coord_ask(c, n, &call, &tried, &at);
+    }
+    /* Then the seeds that are coordinators: the list above is what the
+     * maps said, and a seed given by the user (a standby elected since)
+     * may be missing from it. */
+    for (i = 0; at == NULL && c->seeds != NULL
+         && coord_list_item(c->seeds, i, addr, sizeof(addr)) == 0;
+         i++)
+    {
+        n = brim_pool_get(c, addr);
+        if (n == NULL || coord_tried_has(&tried, n)) {
+            continue;
+        }
+        deadline_ms = coord_try_deadline(c, brim_route_deadline(c));
+        if (brim_pool_ready(c, n, deadline_ms) != 0) {
+            coord_tried_add(&tried, n, 0);
+            continue;
+        }
+        if (n->link.peer.role != BRIM_ROLE_COORD) {
+            continue; /* a node seed: it serves no admin call */
+        }
+        coord_note_coord(c, addr);
         rc = coord_ask(c, n, &call, &tried, &at);
     }
     if (at != NULL) {

@@ -53,7 +53,9 @@ brim_coord_resume(struct brim_coord *co)
 {
     struct brim_coord_settings *s = &co->state.settings, *g = &co->cfg.set;
     struct brim_coord_member   *mb;
+    struct brim_member         *requeue = NULL;
     uint64_t                    dropped = 0;
+    uint32_t                    i, nrequeue = 0;
     int                         rc;
 
     /* Timings may change across restarts and leaders. */
@@ -63,6 +65,12 @@ brim_coord_resume(struct brim_coord *co)
     if (co->state.has_pending) {
         dropped = co->state.pending.map.epoch;
         brim_log_info("aborting epoch %" PRIu64 " left pending", dropped);
+        /* Its leavers asked to go, and were told "leaving": held by name
+         * (the pending topo goes) and asked again below. */
+        requeue = co->state.pending.departed;
+        nrequeue = co->state.pending.ndeparted;
+        co->state.pending.departed = NULL;
+        co->state.pending.ndeparted = 0;
         brim_topo_destroy(&co->state.pending);
         co->state.has_pending = 0;
     }
@@ -92,6 +100,23 @@ brim_coord_resume(struct brim_coord *co)
     for (mb = co->members; rc == 0 && mb != NULL; mb = mb->next) {
         mb->owe_abort = dropped;
     }
+    for (i = 0; rc == 0 && i < nrequeue; i++) {
+        /* A leave the aborted epoch carried is not dropped with it: the
+         * operator (or the node) was told it is leaving. */
+        mb = brim_coord_member_find(co, requeue[i].name,
+                                    strlen(requeue[i].name));
+        if (requeue[i].state == BRIM_MEMBER_LEAVING && mb != NULL
+            && !mb->leaving
+            && brim_topo_find(&co->state.committed, mb->m.name) >= 0)
+        {
+            brim_log_info("member %s leaving (asked before epoch %" PRIu64
+                          " was aborted)",
+                          mb->m.name, dropped);
+            mb->leaving = 1;
+            co->dirty = 1;
+        }
+    }
+    brim_free(requeue);
     return rc;
 }
 

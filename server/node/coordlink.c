@@ -51,6 +51,8 @@
 
 static void coord_connect(struct brim_node *node);
 static int  leave_removed(struct brim_node *node);
+static int  leave_proposed(const struct brim_node *node);
+static void leave_begin(struct brim_node *node);
 static void leave_send(struct brim_node *node);
 static void leave_linger(struct brim_node *node, const char *why);
 
@@ -544,6 +546,25 @@ coord_connect_cb(struct brim_peer *p, int status)
     brim_log_info("connected to coordinator %s%s", node->coordlink.addr,
                   node->guard.secret != NULL ? " (secret proven both ways)"
                                              : "");
+    if (node->coordlink.leave == BRIM_LEAVE_NONE && leave_removed(node)) {
+        /* An admin's leave committed and this node has not lingered yet
+         * (the coordinator went between the commit and the heartbeat
+         * that tells it): a JOIN would add it back, and the partitions
+         * streamed to it would go when it exits. The connection serves
+         * the linger's map fetches. */
+        node->coordlink.joined = 1;
+        return;
+    }
+    if (node->coordlink.leave == BRIM_LEAVE_NONE && leave_proposed(node)) {
+        /* An admin's leave is pending: this connection may be a new
+         * coordinator's, which committed it (the heartbeat below is
+         * DENIED, and the node lingers) or aborted it (then LEAVE asks
+         * it again, as the operator did). Never a JOIN. */
+        brim_log_info("reconnected while the pending epoch %" PRIu64
+                      " removes this node: leaving, not joining",
+                      node->topo.pending.map.epoch);
+        leave_begin(node);
+    }
     if (node->coordlink.leave == BRIM_LEAVE_WANTED
         || node->coordlink.leave == BRIM_LEAVE_ASKED
         || node->coordlink.leave == BRIM_LEAVE_WAITING)
@@ -781,6 +802,21 @@ leave_timer_cb(uv_timer_t *t)
          * last partition has been handed over. A receiver that dies ends
          * its streams (the next epoch says so), so this always ends. */
         brim_migrate_get_stats(node, &ms);
+        if (node->topo.self >= 0) {
+            /* Told it is gone (a DENIED heartbeat) before it committed
+             * the epoch without it: what it must stream is in that epoch,
+             * so it is fetched, and no exit comes before it. */
+            if (now - node->coordlink.linger_fetch_ms >= COORD_LINGER_FETCH_MS)
+            {
+                node->coordlink.linger_fetch_ms = now;
+                brim_node_coord_fetch(node);
+            }
+            if (log_now) {
+                brim_log_info("leave: waiting for the committed map "
+                              "without this node");
+            }
+            return;
+        }
         if (now >= node->coordlink.linger_until
             && ms.partitions_out_pending == 0) {
             /* Exit 1 when a partition could not be handed over (its new
@@ -915,6 +951,27 @@ leave_removed(struct brim_node *node)
     return 1;
 }
 
+/* True when this node is a committed member and its pending epoch leaves
+ * it out: an admin's LEAVE (brimctl leave) was proposed. */
+static int
+leave_proposed(const struct brim_node *node)
+{
+    return node->topo.has_pending && node->topo.self_pending < 0
+        && node->topo.self >= 0 && !node->topo.fenced;
+}
+
+/* The leave state a SIGTERM starts: WANTED, the drain's timer running. */
+static void
+leave_begin(struct brim_node *node)
+{
+    leave_timer_need(node);
+    node->coordlink.leave_since_ms = uv_now(node->loop);
+    node->coordlink.leave_logged_ms = node->coordlink.leave_since_ms;
+    node->coordlink.leave = BRIM_LEAVE_WANTED;
+    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb,
+                   COORD_LEAVE_POLL_MS, COORD_LEAVE_POLL_MS);
+}
+
 /* SIGTERM: leave and drain. Returns 1 when a leave was started (or one is
  * in progress and this signal should be ignored), 0 when the caller should
  * simply stop, -1 when it should exit at once (a second SIGTERM). */
@@ -931,10 +988,7 @@ brim_node_coord_leave(struct brim_node *node)
         brim_log_info("leave: this node never joined a cluster: stopping");
         return 0;
     }
-    leave_timer_need(node);
-    node->coordlink.leave_since_ms = uv_now(node->loop);
-    node->coordlink.leave_logged_ms = node->coordlink.leave_since_ms;
-    node->coordlink.leave = BRIM_LEAVE_WANTED;
+    leave_begin(node);
     if (node->coordlink.peer.state == BRIM_PEER_OPEN && node->coordlink.joined)
     {
         leave_send(node);
@@ -946,7 +1000,5 @@ brim_node_coord_leave(struct brim_node *node)
                       "again to exit at once, losing this node's keys)",
                       node->coordlink.addr);
     }
-    uv_timer_start(&node->coordlink.leave_timer, leave_timer_cb,
-                   COORD_LEAVE_POLL_MS, COORD_LEAVE_POLL_MS);
     return 1;
 }

@@ -42,6 +42,10 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
                              brimctl given the killed leader and the
                              standby: a clear error during the election,
                              then the new leader, named with its term
+  leave_wait_after_leader_killed
+                             brimctl leave --wait given the leader and
+                             the standby, the leader killed: the wait
+                             follows the new leader to the end
 
 Skipped (77) without an etcd binary.
 """
@@ -1034,6 +1038,40 @@ def brimctl_after_leader_killed(bindir):
         assert lines[0] == "coordinator: c2 %s (etcd leader, term %d)" \
             % (standby, term2), lines
         assert listed_nodes(lines) == ["node1", "node2", "node3"], lines
+
+
+@case
+def leave_wait_after_leader_killed(bindir):
+    """brimctl --coordinator LEADER,STANDBY leave node3 --wait, and the
+    leader SIGKILLed 50 ms later: the wait follows the standby once it is
+    elected and reports the leave done (a tester saw it poll the dead
+    leader until its 120 s timeout, while node3 had left in 3 s)."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        old, standby, _ = three_nodes(cl)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("BRIM_")}
+        waiter = subprocess.Popen(
+            [os.path.join(cl.bindir, "brimctl"), "--coordinator",
+             old + "," + standby, "leave", "node3", "--wait", "--timeout",
+             "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=env)
+        time.sleep(0.05)
+        os.kill(cl.coord.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        cl.coord.proc.wait(timeout=10)
+        try:
+            out, err = waiter.communicate(timeout=45)
+        except subprocess.TimeoutExpired:
+            waiter.kill()
+            raise AssertionError("brimctl leave --wait did not end")
+        took = time.monotonic() - killed_at
+        print("leave --wait after the leader's kill: exit %d in %.1f s\n%s%s"
+              % (waiter.returncode, took, out, err[-400:]), flush=True)
+        assert waiter.returncode == 0, (waiter.returncode, out, err)
+        assert "node3: left the cluster in" in out, out
+        assert took < 20, took
+        cl.nodes["node3"].proc.wait(timeout=10)
 
 
 if __name__ == "__main__":

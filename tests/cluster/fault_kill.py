@@ -23,6 +23,7 @@ each case's logs and coordinator state under DIR.
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -820,6 +821,82 @@ def receiver_dies_mid_leave(bindir):
               "the survivors received"
               % (victim, victim_in, rc, exit_s, t3["epoch"],
                  names(t3), hits, misses, len(bound), victim, said))
+
+
+def admin_leave(cl, name):
+    """brimctl leave NAME (an operator's leave) on the coordinator."""
+    r = subprocess.run([os.path.join(cl.bindir, "brimctl"), "--coordinator",
+                        "127.0.0.1:%d" % cl.cport, "leave", name],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+
+
+def leave_then_coord_killed(bindir, committed):
+    """An operator's leave of node4, and brim-coord SIGKILLed as soon as
+    its log says the epoch without node4 is COMMITTED (or, with node1
+    paused so that it cannot acknowledge, proposed), then restarted. The
+    leaver must not be taken back in as a new member (a tester's find:
+    it reconnected before it heard of its leave, its JOIN was accepted,
+    the others streamed a quarter of the keys to it, and it exited), and
+    a leave the restart aborts is asked again: node4 leaves, every key
+    loaded before reads back, exact."""
+    cl, t1 = start(bindir, n=4)
+    with cl:
+        want = load(cl, t1, 3000)
+        paused = None
+        if not committed:
+            paused = cl.nodes["node1"]
+            os.kill(paused.pid, signal.SIGSTOP)
+        leaver = cl.nodes["node4"]
+        admin_leave(cl, "node4")
+        mark = "epoch %d %s" % (t1["epoch"] + 1,
+                                "committed" if committed else "proposed")
+        deadline = time.monotonic() + 10
+        while mark not in cl.coord.output():
+            assert time.monotonic() < deadline, "no '%s' in the log" % mark
+            time.sleep(0.002)
+        cl.restart_coord()
+        if paused is not None:
+            os.kill(paused.pid, signal.SIGCONT)
+        try:
+            rc = leaver.proc.wait(timeout=20)
+        except Exception:
+            raise AssertionError("node4 did not leave within 20 s of the "
+                                 "restart")
+        cl.nodes.pop("node4")
+        c = cl.conns.pop("node4", None)
+        if c is not None:
+            c.close()
+        assert rc == 0, "the leaver exited %r" % rc
+        out = cl.coord.output()
+        rejoined = [ln for ln in out.splitlines()
+                    if "member node4 (" in ln and "joining" in ln]
+        assert not rejoined, \
+            "the restarted coordinator took the leaver back in: %r" % rejoined
+        t2, _ = cl.wait_converged(20.0)
+        assert sorted(names(t2)) == ["node1", "node2", "node3"], names(t2)
+        if not committed:
+            assert "aborting epoch %d left pending" % (t1["epoch"] + 1) \
+                in out, "the leave's epoch was not aborted"
+            assert "member node4 leaving (asked before epoch" in out, out
+        hits, _ = check_reads(read_at(cl, t2, list(want)), want, set(),
+                              "keys loaded before the leave")
+        print("leave_then_coord_killed(%s): node4 left (exit %d), epoch %d "
+              "of %r, %d of %d keys read back"
+              % ("committed" if committed else "proposed", rc, t2["epoch"],
+                 names(t2), hits, len(want)), flush=True)
+
+
+@case
+def leave_committed_coord_killed(bindir):
+    """leave_then_coord_killed() with the leave's epoch committed."""
+    leave_then_coord_killed(bindir, True)
+
+
+@case
+def leave_proposed_coord_killed(bindir):
+    """leave_then_coord_killed() with the leave's epoch only proposed."""
+    leave_then_coord_killed(bindir, False)
 
 
 def received(st):
