@@ -26,7 +26,8 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
                              EPOCH_* of an older term (STALETERM) and an
                              epoch number it has seen; a leader a node
                              fences steps down and the standby carries on
-  fault_coord_restart_mid_change, fault_coord_down_serving
+  fault_coord_restart_mid_change, fault_coord_down_serving,
+  fault_leave_committed_coord_killed, fault_leave_proposed_coord_killed
                              fault_kill.py's coordinator cases with the
                              state in etcd (acceptance 5: one behaviour)
   http_follower              issue 16 item 3: two coordinators with
@@ -753,6 +754,8 @@ def file_mode_case(fn):
 
 case(file_mode_case(fk.coord_restart_mid_change))
 case(file_mode_case(fk.coord_down_serving))
+case(file_mode_case(fk.leave_committed_coord_killed))
+case(file_mode_case(fk.leave_proposed_coord_killed))
 
 
 class HttpEtcdCluster(EtcdCluster):
