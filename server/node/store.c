@@ -859,8 +859,10 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
                 uint64_t *result, uint64_t *cas_out)
 {
     struct brim_item **slot;
-    char               text[24];
+    char               text[24], *padded = NULL;
+    const char        *value;
     uint64_t           v;
+    size_t             old_len, len;
     int                rc, n;
 
     slot = store_find_live(s, hash, key, key_len, now);
@@ -877,9 +879,26 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
         v += delta; /* and INCR wraps at 2^64 */
     }
     n = snprintf(text, sizeof(text), "%llu", (unsigned long long) v);
-    rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, text, (size_t) n,
+    old_len = brim_item_val_len(*slot);
+    len = (size_t) n;
+    value = text;
+    if (len < old_len) {
+        /* memcached writes a result no longer than the old value over it
+         * in place, padded with spaces to the old length ("100", decr 1:
+         * "99 "); GET then answers the same bytes as memcached's. */
+        padded = brim_malloc(old_len);
+        if (padded == NULL) {
+            return BRIM_ENOMEM;
+        }
+        memcpy(padded, text, len);
+        memset(padded + len, ' ', old_len - len);
+        value = padded;
+        len = old_len;
+    }
+    rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, value, len,
                         brim_item_flags(*slot), brim_item_exptime(*slot), 0,
                         now, cas_out);
+    brim_free(padded);
     if (rc == 0 && result != NULL) {
         *result = v;
     }

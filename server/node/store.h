@@ -297,9 +297,11 @@ int brim_store_touch(struct brim_store *store, uint64_t hash, const void *key,
 
 /*
  * Add DELTA to (or with DECR, subtract it from) the decimal value of KEY,
- * memcached's rules: the value must be a decimal number of at most 20
- * digits fitting 64 bits; INCR wraps at 2^64, DECR stops at 0. The value
- * is rewritten as decimal text, flags and expiry kept. Writes the result
+ * memcached's rules: the value must read as memcached's strtoull() reads
+ * a counter (PROTOCOL.md, INCR) and fit 64 bits; INCR wraps at 2^64, DECR
+ * stops at 0. The value is rewritten as decimal text, padded with spaces
+ * to the old value's length when it is no longer (memcached's in-place
+ * rewrite), flags and expiry kept. Writes the result
  * to *RESULT and the new CAS value to *CAS_OUT (either may be NULL).
  * Returns 0, BRIM_ENOTFOUND, BRIM_ENONUMERIC or BRIM_ENOMEM.
  */
