@@ -105,8 +105,17 @@ mg_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
     struct brim_req             *req;
 
     memset(&item, 0, sizeof(item));
+    if (mc->stage == 0) {
+        /* memcached counts an mg T hit as a touch, a miss as a get. */
+        if (rep->status == 0 && HAS(mc, 'T')) {
+            mc->port->st.cmd_touch++;
+            mc->port->st.touch_hits++;
+        } else {
+            mc->port->st.cmd_get++;
+            mc->port->st.get_hits += rep->status == 0;
+        }
+    }
     if (rep->status == 0) {
-        mc->port->st.get_hits++;
         item.code = BRIM_MCTEXT_META_HD;
         item.value = rep->value;
         item.value_len = rep->value_len;
@@ -120,7 +129,7 @@ mg_done(struct mc_cmd *mc, uint32_t slot, const struct brim_rep *rep)
         mc_put_error(mc, rep);
         return;
     }
-    mc->port->st.get_misses++;
+    mc->port->st.get_misses += mc->stage == 0;
     if (HAS(mc, 'N') && mc->stage == 0) {
         mc->stage = 1;
         req = meta_req(mc, BRIM_OP_ADD);
@@ -139,10 +148,8 @@ meta_mg(struct mc_cmd *mc)
 {
     struct brim_req *req;
 
-    mc->port->st.cmd_get++;
     req = meta_req(mc, HAS(mc, 'T') ? BRIM_OP_GAT : BRIM_OP_GET);
     if (HAS(mc, 'T')) {
-        mc->port->st.cmd_touch++;
         req->ttl_s = mc_ttl(mc->cmd.meta.ttl);
     }
     mc->done = mg_done;

@@ -63,10 +63,14 @@ get_done(struct mc_cmd *mc, uint32_t i, const struct brim_rep *rep)
 {
     struct mc_slot *s;
 
+    int gat =
+        mc->cmd.kind == BRIM_MCTEXT_GAT || mc->cmd.kind == BRIM_MCTEXT_GATS;
+
+    /* memcached counts a gat's keys as touches, not gets. */
     if (rep->status == 0) {
-        mc->port->st.get_hits++;
+        *(gat ? &mc->port->st.touch_hits : &mc->port->st.get_hits) += 1;
     } else if (rep->status == BRIM_ENOTFOUND) {
-        mc->port->st.get_misses++;
+        *(gat ? &mc->port->st.touch_misses : &mc->port->st.get_misses) += 1;
     } else if (mc->failed++ == 0 && rep->message_len > 0) {
         snprintf(mc->why, sizeof(mc->why), "%.*s",
                  (int) BRIM_MIN(rep->message_len, sizeof(mc->why) - 1),
@@ -209,10 +213,7 @@ cmd_get(struct mc_cmd *mc)
         }
     }
     while (brim_mctext_next_key(cmd, &pos, &key, &key_len)) {
-        mc->port->st.cmd_get++;
-        if (gat) {
-            mc->port->st.cmd_touch++;
-        }
+        *(gat ? &mc->port->st.cmd_touch : &mc->port->st.cmd_get) += 1;
         if (mc->pending > 0 && mc->slots == NULL) {
             /* A key went to another node: the rest wait their turn. */
             mc->slots = brim_calloc(cmd->nkeys, sizeof(*mc->slots));
@@ -270,11 +271,13 @@ text_count(struct mc_cmd *mc, int status)
     case BRIM_MCTEXT_DELETE:
         *(hit ? &st->delete_hits : &st->delete_misses) += 1;
         break;
-    case BRIM_MCTEXT_INCR:
-        *(hit ? &st->incr_hits : &st->incr_misses) += 1;
+    case BRIM_MCTEXT_INCR: /* a non-numeric value is neither (memcached) */
+        st->incr_hits += hit;
+        st->incr_misses += status == BRIM_ENOTFOUND;
         break;
     case BRIM_MCTEXT_DECR:
-        *(hit ? &st->decr_hits : &st->decr_misses) += 1;
+        st->decr_hits += hit;
+        st->decr_misses += status == BRIM_ENOTFOUND;
         break;
     case BRIM_MCTEXT_TOUCH:
         *(hit ? &st->touch_hits : &st->touch_misses) += 1;

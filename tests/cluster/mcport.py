@@ -377,6 +377,71 @@ class Raw:
         self.s.close()
 
 
+COUNTERS = ("cmd_get", "cmd_touch", "get_hits", "get_misses", "touch_hits",
+            "touch_misses", "incr_hits", "incr_misses", "decr_hits",
+            "decr_misses", "cmd_set", "delete_hits", "delete_misses")
+
+
+def counters_after(port, cmds):
+    """COUNTERS of the server on PORT after `stats reset` and CMDS (each
+    answered before the next is sent; a meta command ends with mn)."""
+    r = Raw(port)
+    try:
+        check(r.ask(b"set a 0 0 1\r\nx\r\nset s 0 0 3\r\nabc\r\n"
+                    b"stats reset\r\n", b"RESET\r\n").endswith(b"RESET\r\n"),
+              "stats reset on %d", port)
+        for c in cmds:
+            r.ask(c + b"mn\r\n", b"MN\r\n")
+        text = r.ask(b"stats\r\n", b"END\r\n").decode()
+    finally:
+        r.close()
+    got = {}
+    for ln in text.split("\r\n"):
+        f = ln.split()
+        if len(f) == 3 and f[0] == "STAT" and f[1] in COUNTERS:
+            got[f[1]] = int(f[2])
+    return got
+
+
+@case
+def counters_vs_memcached(args):
+    """The port's stats counters beside a real memcached's (Debian's
+    1.6.18, -t 1) for the same commands on a fresh pair: a gat or an mg
+    T hit counts as a touch, not a get; incr on a non-numeric value is
+    neither a hit nor a miss (a fresh tester saw each differ)."""
+    exe = shutil.which("memcached")
+    if exe is None:
+        raise bt.Skip("no memcached binary (Debian package memcached)")
+    cases = [[b"gat 10 a zz\r\n"], [b"gats 10 a\r\n"], [b"mg a T30 v\r\n"],
+             [b"mg zz T30 v\r\n"], [b"mg a v\r\n", b"mg zz v\r\n"],
+             [b"get a zz\r\n"], [b"incr s 1\r\n", b"decr s 1\r\n"],
+             [b"incr zz 1\r\n", b"decr zz 1\r\n"],
+             [b"touch a 10\r\n", b"touch zz 10\r\n"],
+             [b"ma s\r\n", b"ma zz\r\n"],
+             [b"delete a\r\n", b"delete zz\r\n"]]
+    mport = bw.free_port()
+    mc = subprocess.Popen([exe, "-u", "nobody", "-p", str(mport), "-l",
+                           "127.0.0.1", "-U", "0", "-t", "1"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    n = None
+    try:
+        wait_listen(mport, mc)
+        n = Standalone(args)
+        for cmds in cases:
+            want = counters_after(mport, cmds)
+            got = counters_after(n.mport, cmds)
+            check(got == want, "counters after %r: brim %r, memcached %r",
+                  cmds, {k: got.get(k) for k in got if got[k] != want.get(k)},
+                  {k: want.get(k) for k in got if got[k] != want.get(k)})
+        print("counters_vs_memcached: %d command sets, every counter of %d "
+              "equal" % (len(cases), len(COUNTERS)), flush=True)
+    finally:
+        mc.kill()
+        mc.wait(10)
+        if n is not None:
+            n.stop()
+
+
 def key_per_owner(t, prefix, n=3):
     """{owner name: the first key PREFIX<i> it owns in topology T}, one for
     each of the N nodes."""
