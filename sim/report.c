@@ -56,7 +56,8 @@ struct report_row {
 static const char report_usage[] =
     "usage: brim-sim grid [FLAGS]\n"
     "\n"
-    "Model A of shared/cases/seed-figures.md: N nodes of P random tokens,\n"
+    "Model A (docs/simulation.md; the project's input case seed-figures.md\n"
+    "is kept outside this repository): N nodes of P random tokens,\n"
     "K = N x kpn random keys placed in draw order with the replace rule\n"
     "(cap = ceil((1+eps)K/N)); then one node added and, separately, one\n"
     "removed, and the keys that change node counted. Prints per cell the\n"

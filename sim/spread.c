@@ -55,7 +55,8 @@ struct spread_result {
 static const char spread_usage[] =
     "usage: brim-sim spread [FLAGS]\n"
     "\n"
-    "Model B of shared/cases/seed-figures.md: N nodes of V tokens at\n"
+    "Model B (docs/simulation.md; the project's input case seed-figures.md\n"
+    "is kept outside this repository): N nodes of V tokens at\n"
     "uniform random positions; per seed the max/mean and max/min of the\n"
     "nodes' ring shares and the relative spread (RMS deviation of the N\n"
     "shares from their mean, dividing by N, over the mean). Prints the\n"

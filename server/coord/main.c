@@ -466,9 +466,14 @@ main(int argc, char **argv)
                 "saved\n");
         return 1;
     }
-    if (co.cfg.etcd[0] != '\0' && brim_coord_etcd_start(&co, err) != 0) {
-        fprintf(stderr, "brim-coord: %s\n", err);
-        return 1;
+    if (co.cfg.etcd[0] != '\0') {
+        int erc = brim_coord_etcd_start(&co, err);
+
+        if (erc != 0) {
+            /* A --etcd that does not parse is bad usage (exit 2). */
+            fprintf(stderr, "brim-coord: %s\n", err);
+            return erc == BRIM_EINVAL ? 2 : 1;
+        }
     }
     if (brim_coord_http_start(&co, err) != 0) {
         fprintf(stderr, "brim-coord: %s\n", err);

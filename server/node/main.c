@@ -221,7 +221,7 @@ static const struct brim_option node_options[] = {
     {"coordinator", "HOST:PORT[,...]", node_set_addr, NODE_OFF(coordinator), 0,
      sizeof(((struct brim_node_config *) 0)->coordinator), NULL,
      "join the cluster of this coordinator (needs --name; excludes "
-     "--standalone); --partitions must match the cluster's. A comma-"
+     "--standalone); a --partitions given must match the cluster's. A comma-"
      "separated list names the coordinators of one cluster on etcd: the "
      "node follows NOTLEADER to the leader and tries the next on a lost "
      "connection"},
@@ -645,6 +645,35 @@ node_start(struct brim_node *node)
     return 0;
 }
 
+/* True (and said on stderr) when two of CFG's listening addresses are the
+ * same HOST:PORT, a port other than 0: the second bind would fail with a
+ * bare "address already in use". */
+static int
+node_addrs_clash(const struct brim_node_config *cfg)
+{
+    const char *opt[3] = {"--listen", "--memcached-listen", "--http-listen"};
+    const char *val[3] = {cfg->listen, cfg->memcached_listen, cfg->http_listen};
+    const char *port;
+    int         i, j;
+
+    for (i = 0; i < 3; i++) {
+        port = strrchr(val[i], ':');
+        if (val[i][0] == '\0' || (port != NULL && strcmp(port, ":0") == 0)) {
+            continue;
+        }
+        for (j = i + 1; j < 3; j++) {
+            if (strcmp(val[i], val[j]) == 0) {
+                fprintf(stderr,
+                        "brim-node: %s and %s are both %s: each needs a "
+                        "port of its own\n",
+                        opt[i], opt[j], val[i]);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -658,6 +687,9 @@ main(int argc, char **argv)
         return 0; /* --help */
     default:
         return 2; /* a usage error, said why */
+    }
+    if (node_addrs_clash(&node.cfg)) {
+        return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     brim_log_init("node", node.cfg.name,

@@ -398,6 +398,13 @@ def case_bad_settings(binary):
         internal = (b"brim-coord: coord:", b"placement:")   # old names
         assert not any(w in p.stderr for w in internal), (args, p.stderr)
         assert left == [], (args, left)
+    # An --etcd value that does not parse is bad usage too (a tester saw
+    # exit 1, against operations.md's 2).
+    for url in ("127.0.0.1:22379", "ftp://x"):
+        p = subprocess.run([binary, "--listen", "127.0.0.1:1", "--etcd", url,
+                            "--name", "z"], capture_output=True, timeout=10)
+        assert p.returncode == 2 and b"is not http://HOST:PORT" in p.stderr, \
+            (url, p.returncode, p.stderr)
 
 
 def _text(v):

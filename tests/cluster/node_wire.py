@@ -1035,6 +1035,11 @@ def bad_settings(args):
         # refused before any of it is touched.
         (["--standalone", "--memory-mb", "1048576", "--prefault"] + listen,
          "--prefault: --memory-mb 1048576 needs 1048576 MiB"),
+        # Two ports of one node on one address: said, not a bare bind
+        # error (a fresh tester's find).
+        (["--standalone", "--memcached-listen", "127.0.0.1:%d" % port]
+         + listen, "--listen and --memcached-listen are both 127.0.0.1:%d"
+         % port),
     ]
     for argv, word in cases:
         rc, out, err = run_node(args, argv)
