@@ -48,6 +48,21 @@ alive "$p2" && fail "node2 still runs"
 [ -e "$D/node2.pid" ] && fail "node2.pid left"
 grep -q "left the cluster" "$D/node2.log" || fail "node2 did not leave gracefully"
 "$SCRIPT" status --dir "$D" | grep -q "3 members" || fail "status after remove"
+# A node stopped by hand (Ctrl-C: it leaves), then added again under its
+# name: one row for it, at its new address (a tester saw two, and status
+# gave the new PID beside the old address).
+p3=$(cat "$D/node3.pid")
+kill -INT "$p3"
+for _ in $(seq 200); do alive "$p3" || break; sleep 0.1; done
+alive "$p3" && fail "node3 still runs 20 s after SIGINT"
+out=$("$SCRIPT" add-node node3 --dir "$D") || fail "add-node node3 again: $out"
+addr=$(echo "$out" | sed -n 's/^added node3 at \([^ ]*\) .*/\1/p')
+[ -n "$addr" ] || fail "add-node node3 again: $out"
+[ "$(grep -c '^node3 ' "$D/nodes")" = 1 ] || fail "node3 rows in nodes: $(cat "$D/nodes")"
+grep -q "^node3 $addr\$" "$D/nodes" || fail "node3's row is not $addr: $(cat "$D/nodes")"
+[ "$(grep -c '^node3 ' "$D/memcached")" = 1 ] || fail "node3 rows in memcached: $(cat "$D/memcached")"
+"$SCRIPT" status --dir "$D" | grep "node3" | grep -q "$addr" || fail "status: node3 not at $addr"
+PIDS="$PIDS $(cat "$D/node3.pid")"
 "$SCRIPT" down --dir "$D" >/dev/null || fail "down"
 for p in $PIDS; do
     alive "$p" && fail "pid $p still runs after down"
