@@ -412,8 +412,10 @@ coord_obj_reply(struct brim_call *call, const struct brim_rep *rep)
  * said NOTLEADER or could not be asked. */
 struct coord_tried {
     struct brim_pool_node *n[COORD_TRIED_MAX];         /* in the order asked */
-    int                    notleader[COORD_TRIED_MAX]; /* it said NOTLEADER
-                                                        * (else unreachable) */
+    int                    notleader[COORD_TRIED_MAX]; /* 1: it said
+                                                        * NOTLEADER; 0: refused
+                                                        * or closed; -1: no
+                                                        * answer in time */
     uint32_t               count;                      /* entries of N */
     uint32_t               nnotleader; /* NOTLEADER answers, also past N */
     uint32_t               hops;       /* leaders followed */
@@ -434,7 +436,7 @@ coord_tried_has(const struct coord_tried *t, const struct brim_pool_node *n)
 static void
 coord_tried_add(struct coord_tried *t, struct brim_pool_node *n, int notleader)
 {
-    t->nnotleader += notleader != 0;
+    t->nnotleader += notleader == 1;
     if (t->count < COORD_TRIED_MAX && !coord_tried_has(t, n)) {
         t->notleader[t->count] = notleader;
         t->n[t->count++] = n;
@@ -454,7 +456,10 @@ coord_tried_errmsg(struct brim_client *c, const struct coord_tried *t)
     for (i = 0; i < t->count && len < sizeof(list); i++) {
         len += (size_t) snprintf(list + len, sizeof(list) - len, "%s%s%s",
                                  i > 0 ? ", " : "", t->n[i]->link.addr,
-                                 t->notleader[i] ? "" : " (unreachable)");
+                                 t->notleader[i] == 1 ? ""
+                                     : t->notleader[i] == -1
+                                     ? " (no answer in time)"
+                                     : " (unreachable)");
     }
     brim_lib_errmsg(c,
                     "no coordinator leads (an election is in progress?): "
@@ -527,7 +532,7 @@ coord_ask(struct brim_client *c, struct brim_pool_node *n,
         rc = coord_call_at(c, n, call, &leader);
         if (rc != BRIM_ENOTLEADER) {
             if (coord_unreachable(rc)) {
-                coord_tried_add(t, n, 0);
+                coord_tried_add(t, n, rc == BRIM_ETIMEDOUT ? -1 : 0);
             } else {
                 *at = n;
             }
@@ -561,7 +566,7 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
     char                   addr[BRIM_SOCK_ADDR_MAX];
     int64_t                deadline_ms;
     uint32_t               i;
-    int                    rc = BRIM_EINVAL;
+    int                    rc = BRIM_EINVAL, ready;
 
     if (c == NULL || !c->cluster) {
         if (c != NULL) {
@@ -608,8 +613,10 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
             continue;
         }
         deadline_ms = coord_try_deadline(c, brim_route_deadline(c));
-        if (brim_pool_ready(c, n, deadline_ms) != 0) {
-            coord_tried_add(&tried, n, 0);
+        ready = brim_pool_ready(c, n, deadline_ms);
+        if (ready != 0) {
+            rc = ready;
+            coord_tried_add(&tried, n, ready == BRIM_ETIMEDOUT ? -1 : 0);
             continue;
         }
         if (n->link.peer.role != BRIM_ROLE_COORD) {

@@ -43,6 +43,8 @@ Cases (each its own CTest test, label etcd, tests/coord.cmake):
                              brimctl given the killed leader and the
                              standby: a clear error during the election,
                              then the new leader, named with its term
+  brimctl_leader_paused      brimctl given a SIGSTOPped leader says it
+                             gave no answer in time
   leave_wait_after_leader_killed
                              brimctl leave --wait given the leader and
                              the standby, the leader killed: the wait
@@ -1041,6 +1043,27 @@ def brimctl_after_leader_killed(bindir):
         assert lines[0] == "coordinator: c2 %s (etcd leader, term %d)" \
             % (standby, term2), lines
         assert listed_nodes(lines) == ["node1", "node2", "node3"], lines
+
+
+@case
+def brimctl_leader_paused(bindir):
+    """The leader SIGSTOPped: brimctl --coordinator PAUSED,STANDBY nodes,
+    asked at once, says that the paused one gave no answer in time, not
+    that it is unreachable (it accepts connections; a tester found the
+    word misleading)."""
+    cl = EtcdCluster(bindir)
+    with cl:
+        old, standby, _ = three_nodes(cl)
+        os.kill(cl.coord.pid, signal.SIGSTOP)
+        try:
+            p = brimctl(cl, "--coordinator", old + "," + standby,
+                        "--timeout-ms", "500", "nodes")
+        finally:
+            os.kill(cl.coord.pid, signal.SIGCONT)
+        print("brimctl with the leader paused: exit %d\n%s%s"
+              % (p.returncode, p.stdout, p.stderr), flush=True)
+        assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+        assert "%s (no answer in time)" % old in p.stderr, p.stderr
 
 
 @case
