@@ -978,8 +978,15 @@ leave_begin(struct brim_node *node)
 int
 brim_node_coord_leave(struct brim_node *node)
 {
-    if (node->coordlink.leave != BRIM_LEAVE_NONE) {
+    if (node->coordlink.leave != BRIM_LEAVE_NONE
+        && node->coordlink.leave_signalled) {
         return -1;
+    }
+    if (node->coordlink.leave != BRIM_LEAVE_NONE) {
+        /* An operator's leave this node began itself on a reconnect: the
+         * first signal joins it; only a second exits at once. */
+        node->coordlink.leave_signalled = 1;
+        return 1;
     }
     if (node->topo.fenced) {
         return 0;
@@ -989,6 +996,7 @@ brim_node_coord_leave(struct brim_node *node)
         return 0;
     }
     leave_begin(node);
+    node->coordlink.leave_signalled = 1;
     if (node->coordlink.peer.state == BRIM_PEER_OPEN && node->coordlink.joined)
     {
         leave_send(node);

@@ -224,6 +224,8 @@ struct brim_node_coordlink {
     uv_timer_t            leave_timer; /* looks at the leave */
     int                   leave_timer_init;
     uint64_t              leave_since_ms;  /* loop ms it was asked */
+    int                   leave_signalled; /* a SIGTERM/SIGINT asked it (a
+                                            * second one exits at once) */
     uint64_t              leave_logged_ms; /* loop ms progress was logged */
     uint64_t              linger_until;    /* loop ms: drained, exit */
     uint64_t              linger_fetch_ms; /* loop ms the map was last
