@@ -368,6 +368,7 @@ struct cluster_leave_state {
     uint64_t total;      /* migration.partitions_total */
     uint64_t keys;       /* migration.keys_moved */
     uint64_t unfinished; /* migration.partitions_unfinished */
+    char     coord[BRIM_ADMIN_ADDR_MAX + 24]; /* who answered, and term */
 };
 
 /* Read the leave of NAME out of ST into *LS. */
@@ -390,6 +391,8 @@ cluster_leave_state(const struct brim_cluster_stats *st, const char *name,
     ls->total = st->migration.partitions_total;
     ls->keys = st->migration.keys_moved;
     ls->unfinished = st->migration.partitions_unfinished;
+    snprintf(ls->coord, sizeof(ls->coord), "%s %" PRIu64, st->coordinator.addr,
+             st->coordinator.term);
 }
 
 /*
@@ -405,7 +408,9 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
     struct cluster_leave_state ls;
     struct brim_cluster_stats *st;
     double                     limit, left;
-    int                        rc;
+    uint64_t                   epoch;
+    char                       was[sizeof(ls.coord)];
+    int                        rc, took_over = 0;
 
     limit = ctl->timeout_s > 0 ? ctl->timeout_s : BRIM_CTL_DEFAULT_TIMEOUT_S;
     brim_ctl_progress_init(&prog, ctl->progress, 1);
@@ -415,11 +420,33 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
     for (;;) {
         rc = brim_cluster_stats(ctl->client, &st);
         if (rc == 0) {
+            snprintf(was, sizeof(was), "%s", ls.coord);
             cluster_leave_state(st, name, &ls);
             brim_cluster_stats_free(st);
+            if (was[0] != '\0' && strcmp(was, ls.coord) != 0) {
+                took_over = 1; /* another coordinator, or a new term */
+            }
         }
         if (rc == 0 && !ls.listed && !ls.active) {
             break;
+        }
+        if (rc != 0) {
+            took_over = 1; /* perhaps: the next answer tells */
+        } else if (took_over && ls.listed && strcmp(ls.state, "up") == 0) {
+            /* A coordinator took over and knows NAME as an ordinary
+             * member: the leave was accepted but not yet proposed when
+             * the old one went, so it was not kept. The operator asked
+             * for it: ask again. */
+            took_over = 0;
+            rc = brim_leave(ctl->client, name, ctl->force, &epoch);
+            brim_ctl_progress_clear(&prog);
+            if (rc != 0) {
+                return brim_ctl_fail(ctl, "leave (asked again)", rc);
+            }
+            fprintf(stderr,
+                    "brimctl: leave %s: the coordinator that took over did "
+                    "not have this leave; asked again (epoch %" PRIu64 ")\n",
+                    name, epoch);
         }
         brim_ctl_progress_draw(
             &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1, 0,

@@ -272,10 +272,20 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
                          "fresh; not acknowledged");
     }
     mb->last_hb_ms = uv_now(co->loop);
-    mb->hb_heard = 1;
     mb->hb_epoch = req->epoch;
     epoch_seen(co, req->epoch);
     hb_stats(mb, req->obj);
+    if (!mb->hb_heard && co->restarted) {
+        /* A restarted or newly elected coordinator counts the keys moved
+         * from its first word with each node: the nodes' counters hold
+         * every key they ever received (a tester saw "5505 keys moved"
+         * for one leave of a 4,000-key cluster). */
+        mb->mig_in_base = mb->hb_mig_in;
+        mb->mig_arc_base = mb->hb_mig_in_arc;
+        mb->mig_cap_base = mb->hb_mig_in_cap;
+        mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+    }
+    mb->hb_heard = 1;
     if (mb->conn == NULL) {
         mb->conn = c;
         cc->member = mb;
