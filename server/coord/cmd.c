@@ -345,13 +345,22 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c,
                  mb->m.name, mb->m.name);
         return reply_err(c, req->request_id, BRIM_EDENIED, msg);
     }
+    mb->leaving = 1;
+    /* Written before the answer: a leave we said yes to is asked again
+     * after a restart or an election (brim_coord_resume()), even when no
+     * epoch had taken it yet. */
+    if (brim_coord_save(co) != 0) {
+        mb->leaving = 0;
+        return reply_err(c, req->request_id, BRIM_ESYS,
+                         "leave: the coordinator could not write its state; "
+                         "nothing changed, ask again");
+    }
     brim_log_info("member %s leaving%s%s%s", mb->m.name,
                   force != 0 ? " (forced)" : "",
                   cc->role == BRIM_ROLE_NODE ? " (asked by itself)" : "",
                   others == 0 && together > 0
                       ? ": every member is leaving, the cluster stops"
                       : "");
-    mb->leaving = 1;
     if (cc->role != BRIM_ROLE_NODE) {
         /* An operator's leave (brimctl leave) is one deliberate change:
          * it starts at the next tick, not a join window later. */

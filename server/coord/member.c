@@ -31,11 +31,47 @@ static void change_commit(struct brim_coord *co);
 static void change_abort(struct brim_coord *co, const char *why);
 static void member_sync(struct brim_coord_member *mb);
 
+/* The state's leave list anew from the members: every one whose leave
+ * was accepted and that is still a member. Returns 0 or BRIM_ENOMEM (the
+ * list is then as it was). */
+static int
+leaves_refresh(struct brim_coord *co)
+{
+    struct brim_coord_member *mb;
+    char(*names)[BRIM_NAME_MAX + 1] = NULL;
+    uint32_t n = 0;
+
+    for (mb = co->members; mb != NULL; mb = mb->next) {
+        n += mb->leaving && !mb->removed;
+    }
+    if (n > 0) {
+        names = brim_calloc(n, sizeof(*names));
+        if (names == NULL) {
+            return BRIM_ENOMEM;
+        }
+        n = 0;
+        for (mb = co->members; mb != NULL; mb = mb->next) {
+            if (mb->leaving && !mb->removed) {
+                memcpy(names[n++], mb->m.name, sizeof(names[0]));
+            }
+        }
+    }
+    brim_free(co->state.leaves);
+    co->state.leaves = names;
+    co->state.nleaves = n;
+    return 0;
+}
+
 int
 brim_coord_save(struct brim_coord *co)
 {
     char err[BRIM_ERRBUF_LEN];
     int  rc;
+
+    if (leaves_refresh(co) != 0) {
+        brim_log_error("persist: out of memory listing the leaves");
+        return BRIM_ENOMEM;
+    }
 
     /* The state file is written and fsynced on the loop thread: 2.5 ms
      * median, 3.5 ms worst for a 140 KiB file on this machine's disk
@@ -46,6 +82,26 @@ brim_coord_save(struct brim_coord *co)
         brim_log_error("persist: %s", err);
     }
     return rc;
+}
+
+/* Mark the committed member NAME leaving again after a restart or an
+ * election (once: a name both lists hold is taken the first time); WHY
+ * and EPOCH go in the log line. */
+static void
+leave_again(struct brim_coord *co, const char *name, const char *why,
+            uint64_t epoch)
+{
+    struct brim_coord_member *mb;
+
+    mb = brim_coord_member_find(co, name, strlen(name));
+    if (mb != NULL && !mb->leaving
+        && brim_topo_find(&co->state.committed, mb->m.name) >= 0)
+    {
+        brim_log_info("member %s leaving (asked %s %" PRIu64 ")", mb->m.name,
+                      why, epoch);
+        mb->leaving = 1;
+        co->dirty = 1;
+    }
 }
 
 int
@@ -74,9 +130,6 @@ brim_coord_resume(struct brim_coord *co)
         brim_topo_destroy(&co->state.pending);
         co->state.has_pending = 0;
     }
-    if (brim_coord_save(co) != 0) {
-        return BRIM_ESYS;
-    }
     /* A committed map: streams may be running, and which ones is heard
      * from the nodes before any change. */
     co->last_streams = co->state.committed.map.epoch > 0;
@@ -103,20 +156,22 @@ brim_coord_resume(struct brim_coord *co)
     for (i = 0; rc == 0 && i < nrequeue; i++) {
         /* A leave the aborted epoch carried is not dropped with it: the
          * operator (or the node) was told it is leaving. */
-        mb = brim_coord_member_find(co, requeue[i].name,
-                                    strlen(requeue[i].name));
-        if (requeue[i].state == BRIM_MEMBER_LEAVING && mb != NULL
-            && !mb->leaving
-            && brim_topo_find(&co->state.committed, mb->m.name) >= 0)
-        {
-            brim_log_info("member %s leaving (asked before epoch %" PRIu64
-                          " was aborted)",
-                          mb->m.name, dropped);
-            mb->leaving = 1;
-            co->dirty = 1;
+        if (requeue[i].state == BRIM_MEMBER_LEAVING) {
+            leave_again(co, requeue[i].name, "before epoch", dropped);
         }
     }
     brim_free(requeue);
+    for (i = 0; rc == 0 && i < co->state.nleaves; i++) {
+        /* Accepted, and no epoch had taken it yet (brimctl leave without
+         * --wait returned at once): asked again, not lost. */
+        leave_again(co, co->state.leaves[i], "and accepted before epoch",
+                    co->state.next_epoch);
+    }
+    /* The abort and the leaves asked again, written once (a failure here
+     * exits or, in etcd mode, steps down: nothing is half done). */
+    if (rc == 0 && brim_coord_save(co) != 0) {
+        rc = BRIM_ESYS;
+    }
     return rc;
 }
 

@@ -103,6 +103,7 @@ brim_coord_state_destroy(struct brim_coord_state *state)
 {
     brim_topo_destroy(&state->committed);
     brim_topo_destroy(&state->pending);
+    brim_free(state->leaves);
     memset(state, 0, sizeof(*state));
 }
 
@@ -177,13 +178,17 @@ persist_encode_body(struct brim_buf *out, const struct brim_coord_state *state)
 {
     const struct brim_coord_settings *s = &state->settings;
     msgpack_packer                    pk;
+    uint32_t                          i, extra;
+    size_t                            n;
     int                               err;
 
     msgpack_packer_init(&pk, out, persist_pack_write);
-    /* The flush mark is a fifth element only once there is one, so a file
-     * of a cluster never flushed stays what older coordinators read. */
-    err = msgpack_pack_array(
-        &pk, PERSIST_BODY_FIELDS + (state->flush_ms != 0 ? 1u : 0u));
+    /* The flush mark is a fifth element only once there is one or a leave
+     * list follows it, and the leave list a sixth only when not empty, so
+     * the file of a cluster never flushed, with no leave waiting, stays
+     * what older coordinators read. */
+    extra = state->nleaves > 0 ? 2u : state->flush_ms != 0 ? 1u : 0u;
+    err = msgpack_pack_array(&pk, PERSIST_BODY_FIELDS + extra);
     err |= msgpack_pack_array(&pk, PERSIST_SETTINGS_FIELDS);
     err |= msgpack_pack_uint64(&pk, s->cluster_id);
     err |= msgpack_pack_uint64(&pk, s->seed);
@@ -202,8 +207,16 @@ persist_encode_body(struct brim_buf *out, const struct brim_coord_state *state)
     } else {
         err = msgpack_pack_nil(&pk);
     }
-    if (err == 0 && state->flush_ms != 0) {
+    if (err == 0 && extra > 0) {
         err = msgpack_pack_uint64(&pk, state->flush_ms);
+    }
+    if (err == 0 && extra > 1) {
+        err = msgpack_pack_array(&pk, state->nleaves);
+        for (i = 0; err == 0 && i < state->nleaves; i++) {
+            n = strlen(state->leaves[i]);
+            err = msgpack_pack_str(&pk, n);
+            err |= msgpack_pack_str_body(&pk, state->leaves[i], n);
+        }
     }
     return err == 0 ? 0 : BRIM_ENOMEM;
 }
@@ -262,6 +275,45 @@ persist_decode_settings(const msgpack_object       *o,
     return 0;
 }
 
+/* The leave list O (an array of member names) into ST's leaves. Returns
+ * 0, BRIM_EINVAL (ERRBUF says why) or BRIM_ENOMEM. */
+static int
+persist_decode_leaves(const msgpack_object *o, struct brim_coord_state *state,
+                      char *errbuf)
+{
+    const msgpack_object *e;
+    uint32_t              i;
+
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size == 0
+        || o->via.array.size > BRIM_PERSIST_LEAVES_MAX)
+    {
+        brim_errfmt(errbuf, "the leave list must be an array of 1 to %d names",
+                    BRIM_PERSIST_LEAVES_MAX);
+        return BRIM_EINVAL;
+    }
+    state->leaves = brim_calloc(o->via.array.size, sizeof(*state->leaves));
+    if (state->leaves == NULL) {
+        brim_errfmt(errbuf, "out of memory reading the leave list");
+        return BRIM_ENOMEM;
+    }
+    for (i = 0; i < o->via.array.size; i++) {
+        e = &o->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_STR || e->via.str.size == 0
+            || e->via.str.size > BRIM_NAME_MAX
+            || memchr(e->via.str.ptr, '\0', e->via.str.size) != NULL)
+        {
+            brim_errfmt(errbuf,
+                        "leave list entry %" PRIu32 " is not a name of 1 to "
+                        "%d bytes",
+                        i, BRIM_NAME_MAX);
+            return BRIM_EINVAL;
+        }
+        memcpy(state->leaves[i], e->via.str.ptr, e->via.str.size);
+    }
+    state->nleaves = o->via.array.size;
+    return 0;
+}
+
 /* The unpacked body ROOT into ST (zeroed by the caller; on error it may
  * hold topologies the caller destroys). */
 static int
@@ -270,24 +322,34 @@ persist_decode_root(const msgpack_object *root, struct brim_coord_state *state,
 {
     const msgpack_object *a;
     char                  why[BRIM_ERRBUF_LEN];
+    uint32_t              n;
     int                   rc;
 
-    /* Four elements, or five with the last flush mark (Unix ms). */
-    a = persist_array(root,
-                      root->type == MSGPACK_OBJECT_ARRAY
-                              && root->via.array.size == PERSIST_BODY_FIELDS + 1
-                          ? PERSIST_BODY_FIELDS + 1
-                          : PERSIST_BODY_FIELDS,
-                      "the body", errbuf);
+    /* Four elements, five with the last flush mark (Unix ms), six with
+     * the leave list too. */
+    n = PERSIST_BODY_FIELDS;
+    if (root->type == MSGPACK_OBJECT_ARRAY
+        && root->via.array.size > PERSIST_BODY_FIELDS
+        && root->via.array.size <= PERSIST_BODY_FIELDS + 2)
+    {
+        n = root->via.array.size;
+    }
+    a = persist_array(root, n, "the body", errbuf);
     if (a == NULL) {
         return BRIM_EINVAL;
     }
-    if (root->via.array.size > PERSIST_BODY_FIELDS) {
+    if (n > PERSIST_BODY_FIELDS) {
         if (a[PERSIST_BODY_FIELDS].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
             brim_errfmt(errbuf, "flush_ms is not a non-negative integer");
             return BRIM_EINVAL;
         }
         state->flush_ms = a[PERSIST_BODY_FIELDS].via.u64;
+    }
+    if (n > PERSIST_BODY_FIELDS + 1) {
+        rc = persist_decode_leaves(&a[PERSIST_BODY_FIELDS + 1], state, errbuf);
+        if (rc != 0) {
+            return rc;
+        }
     }
     rc = persist_decode_settings(&a[0], &state->settings, errbuf);
     if (rc != 0) {

@@ -15,9 +15,13 @@
  * The body is one msgpack array:
  *   [[cluster_id, seed, partitions, tokens_per_node, eps_ppm, heartbeat_ms,
  *     dead_after_ms, pending_timeout_ms], next_epoch, committed topology,
- *    pending topology or nil(, flush_ms)]
+ *    pending topology or nil(, flush_ms(, [leaver name, ...]))]
  * where flush_ms, the last flush mark (Unix ms, memcached port's
- * flush_all, docs/memcached.md), is there only when not 0.
+ * flush_all, docs/memcached.md), is there only when not 0 or when the
+ * leave list follows (then 0 means none); the leave list, the names of
+ * members whose leave was accepted and that no epoch has taken out yet,
+ * is there only when not empty. A file without either stays what older
+ * coordinators read.
  * with each topology in the encoding of proto/topo.h.
  */
 #ifndef BRIM_SERVER_COORD_PERSIST_H
@@ -40,6 +44,9 @@
 #define BRIM_PERSIST_MOVED "moved-to-etcd"
 /* Bytes of the fixed header before the body. */
 #define BRIM_PERSIST_HDR 28
+/* Most names in the persisted leave list: a list longer than any
+ * cluster (BRIM_NODES_MAX members) is refused as corrupt. */
+#define BRIM_PERSIST_LEAVES_MAX BRIM_NODES_MAX
 /* Largest state file loaded. Two maps at P = 2^20 and two full member
  * lists take about 5 MiB. */
 #define BRIM_PERSIST_MAX_BYTES (64u << 20)
@@ -73,6 +80,15 @@ struct brim_coord_state {
                                                or aborted; zeroed if none */
     uint64_t                   flush_ms;    /* the cluster's last flush
                                                mark, Unix ms; 0: none */
+    uint32_t                   nleaves;     /* names in leaves */
+    char (*leaves)[BRIM_NAME_MAX + 1];      /* owned (brim_calloc), NUL-
+                                            terminated names of members
+                                            whose leave was accepted and
+                                            not yet taken out by an epoch:
+                                            asked again after a restart or
+                                            an election (a leave the
+                                            operator was told of is not
+                                            lost); NULL when none */
 };
 
 /*

@@ -781,10 +781,7 @@ def receiver_dies_mid_leave(bindir):
                                  "its receiver %s's death"
                                  % (DEAD_AFTER_MS / 1000 + 12, victim))
         exit_s = time.monotonic() - kill_at
-        cl.nodes.pop("node4")
-        c = cl.conns.pop("node4", None)
-        if c is not None:
-            c.close()
+        forget(cl, "node4")
         assert rc in (0, 1), "the leaver exited %r" % rc
         t3, st = cl.wait_converged(15.0)
         o1, o2, o3 = owners(t1), owners(t2), owners(t3)
@@ -823,6 +820,15 @@ def receiver_dies_mid_leave(bindir):
                  names(t3), hits, misses, len(bound), victim, said))
 
 
+def forget(cl, name):
+    """Take node NAME, which has exited, out of CL's nodes and close its
+    connection."""
+    cl.nodes.pop(name)
+    c = cl.conns.pop(name, None)
+    if c is not None:
+        c.close()
+
+
 def admin_leave(cl, name):
     """brimctl leave NAME (an operator's leave) on the coordinator."""
     r = subprocess.run([os.path.join(cl.bindir, "brimctl"), "--coordinator",
@@ -848,10 +854,7 @@ def leave_then_coord_killed(bindir, committed):
         gone = cl.nodes["node3"]
         admin_leave(cl, "node3")
         gone.proc.wait(timeout=20)
-        cl.nodes.pop("node3")
-        c = cl.conns.pop("node3", None)
-        if c is not None:
-            c.close()
+        forget(cl, "node3")
         t1, _ = cl.wait_converged(20.0)
         assert sorted(names(t1)) == ["node1", "node2", "node4"], names(t1)
         held = cl.stats("node4")["keys"]
@@ -875,10 +878,7 @@ def leave_then_coord_killed(bindir, committed):
         except Exception:
             raise AssertionError("node4 did not leave within 20 s of the "
                                  "restart")
-        cl.nodes.pop("node4")
-        c = cl.conns.pop("node4", None)
-        if c is not None:
-            c.close()
+        forget(cl, "node4")
         assert rc == 0, "the leaver exited %r" % rc
         out = cl.coord.output()
         rejoined = [ln for ln in out.splitlines()
@@ -926,6 +926,68 @@ def leave_committed_coord_killed(bindir):
 def leave_proposed_coord_killed(bindir):
     """leave_then_coord_killed() with the leave's epoch only proposed."""
     leave_then_coord_killed(bindir, False)
+
+
+@case
+def leave_accepted_coord_killed(bindir):
+    """An operator's leave (brimctl leave, no --wait) that the coordinator
+    accepted and no epoch has taken yet, then brim-coord SIGKILLed and
+    restarted: the leave must still happen (a leave the operator was told
+    of was lost before: only epochs were persisted). To hold the leave
+    unproposed, node1 is paused across a first restart, so the change
+    waits to hear from it; the leave is asked then, and brim-coord killed
+    again. node3 must leave, every key loaded before must read back."""
+    cl, t0 = start(bindir, n=3)
+    with cl:
+        want = load(cl, t0, 2000)
+        paused = cl.nodes["node1"]
+        os.kill(paused.pid, signal.SIGSTOP)
+        try:
+            cl.restart_coord()
+            deadline = time.monotonic() + 10
+            while True:
+                r = subprocess.run(
+                    [os.path.join(cl.bindir, "brimctl"), "--coordinator",
+                     "127.0.0.1:%d" % cl.cport, "leave", "node3"],
+                    capture_output=True, text=True, timeout=30)
+                if r.returncode == 0:
+                    break
+                # On etcd the restarted coordinator answers NOTLEADER
+                # until the old leader key's lease runs out.
+                assert time.monotonic() < deadline, (r.returncode, r.stderr)
+                time.sleep(0.1)
+            deadline = time.monotonic() + 5
+            while "change waits: waiting to hear from node" \
+                    not in cl.coord.output():
+                assert time.monotonic() < deadline, cl.coord.output()[-2000:]
+                time.sleep(0.01)
+            out = cl.coord.output()
+            assert "member node3 leaving" in out, out[-2000:]
+            assert "epoch %d proposed" % (t0["epoch"] + 1) not in out, \
+                "the leave was proposed while node1 was paused"
+            cl.restart_coord()
+        finally:
+            os.kill(paused.pid, signal.SIGCONT)
+        leaver = cl.nodes["node3"]
+        try:
+            rc = leaver.proc.wait(timeout=30)
+        except Exception:
+            raise AssertionError("node3 did not leave within 30 s of the "
+                                 "second restart: the accepted leave was "
+                                 "lost; coordinator log: %s"
+                                 % cl.coord.output()[-2000:])
+        forget(cl, "node3")
+        assert rc == 0, "the leaver exited %r" % rc
+        out = cl.coord.output()
+        assert "member node3 leaving (asked and accepted before epoch" \
+            in out, out[-2000:]
+        t1, _ = cl.wait_converged(20.0)
+        assert sorted(names(t1)) == ["node1", "node2"], names(t1)
+        hits, _ = check_reads(read_at(cl, t1, list(want)), want, set(),
+                              "keys loaded before the leave")
+        print("leave_accepted_coord_killed: node3 left (exit %d) after two "
+              "restarts, epoch %d of %r, %d of %d keys read back"
+              % (rc, t1["epoch"], names(t1), hits, len(want)), flush=True)
 
 
 def received(st):

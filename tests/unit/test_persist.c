@@ -186,6 +186,10 @@ assert_state_eq(const struct brim_coord_state *a,
     ck_assert_uint_eq(x->pending_timeout_ms, y->pending_timeout_ms);
     ck_assert_uint_eq(a->next_epoch, b->next_epoch);
     ck_assert_uint_eq(a->flush_ms, b->flush_ms);
+    ck_assert_uint_eq(a->nleaves, b->nleaves);
+    for (uint32_t i = 0; i < a->nleaves; i++) {
+        ck_assert_str_eq(a->leaves[i], b->leaves[i]);
+    }
     assert_topo_eq(&a->committed, &b->committed);
     ck_assert_int_eq(a->has_pending, b->has_pending);
     if (a->has_pending) {
@@ -278,6 +282,23 @@ saved_file(uint64_t committed, uint64_t next, uint64_t pending, size_t *len)
     return read_file(state_path, len);
 }
 
+/* Save a state (epoch 3 committed, next 4) with the leave list
+ * ["node3"] and return the file's bytes (free with free()) and *LEN. */
+static unsigned char *
+saved_leaves_file(size_t *len)
+{
+    struct brim_coord_state st;
+
+    make_state(&st, 3, 4, 0);
+    st.leaves = brim_calloc(1, sizeof(*st.leaves));
+    ck_assert_ptr_nonnull(st.leaves);
+    st.nleaves = 1;
+    strcpy(st.leaves[0], "node3");
+    save_ok(&st);
+    brim_coord_state_destroy(&st);
+    return read_file(state_path, len);
+}
+
 /* Assert that loading is refused with RC, ERRBUF naming the file and
  * holding WANT, nothing kept and ST zeroed. */
 static void
@@ -344,6 +365,26 @@ START_TEST(persist_round_trip)
     load_ok(&back);
     assert_state_eq(&st, &back);
     ck_assert_uint_eq(back.flush_ms, 1796142702821ull);
+    brim_coord_state_destroy(&back);
+    brim_coord_state_destroy(&st);
+
+    /* Accepted leaves no epoch has taken yet survive a restart too, with
+     * no flush mark (then written as 0) or with one. */
+    make_state(&st, 3, 4, 0);
+    st.leaves = brim_calloc(2, sizeof(*st.leaves));
+    ck_assert_ptr_nonnull(st.leaves);
+    st.nleaves = 2;
+    strcpy(st.leaves[0], "node3");
+    memset(st.leaves[1], 'n', BRIM_NAME_MAX);
+    save_ok(&st);
+    load_ok(&back);
+    assert_state_eq(&st, &back);
+    ck_assert_uint_eq(back.flush_ms, 0);
+    brim_coord_state_destroy(&back);
+    st.flush_ms = 1796142702821ull;
+    save_ok(&st);
+    load_ok(&back);
+    assert_state_eq(&st, &back);
     brim_coord_state_destroy(&back);
     brim_coord_state_destroy(&st);
 
@@ -596,6 +637,24 @@ START_TEST(persist_malformed_body)
     file[len - 1 - 2 * P + 1] = 9;
     write_body(file + BRIM_PERSIST_HDR, len - BRIM_PERSIST_HDR);
     assert_load_fails(BRIM_EINVAL, "owned by member", "owner out of range");
+    free(file);
+
+    /* A leave list that is not a list of names. The saved body ends with
+     * flush_ms 0, then [ "node3" ]: 0x00 0x91 0xa5 n o d e 3. */
+    file = saved_leaves_file(&len);
+    ck_assert_uint_eq(file[len - 7], 0x91);
+    file[len - 6] = 0x05; /* [5] */
+    write_body(file + BRIM_PERSIST_HDR, len - 5 - BRIM_PERSIST_HDR);
+    assert_load_fails(BRIM_EINVAL, "leave list entry 0 is not a name",
+                      "a number for a name");
+    file[len - 7] = 0x90; /* [] */
+    write_body(file + BRIM_PERSIST_HDR, len - 6 - BRIM_PERSIST_HDR);
+    assert_load_fails(BRIM_EINVAL, "leave list must be an array of 1",
+                      "an empty leave list");
+    file[len - 7] = 0xc0; /* nil */
+    write_body(file + BRIM_PERSIST_HDR, len - 6 - BRIM_PERSIST_HDR);
+    assert_load_fails(BRIM_EINVAL, "leave list must be an array of 1",
+                      "nil for the leave list");
     free(file);
 }
 END_TEST
