@@ -859,7 +859,7 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
                 uint64_t *result, uint64_t *cas_out)
 {
     struct brim_item **slot;
-    char               text[24], *padded = NULL;
+    char               text[24], small[64], *buf, *padded = NULL;
     const char        *value;
     uint64_t           v;
     size_t             old_len, len;
@@ -885,14 +885,19 @@ brim_store_incr(struct brim_store *s, uint64_t hash, const void *key,
     if (len < old_len) {
         /* memcached writes a result no longer than the old value over it
          * in place, padded with spaces to the old length ("100", decr 1:
-         * "99 "); GET then answers the same bytes as memcached's. */
-        padded = brim_malloc(old_len);
-        if (padded == NULL) {
-            return BRIM_ENOMEM;
+         * "99 "); GET then answers the same bytes as memcached's. A
+         * counter's value is short: the heap only for a long one ("7"
+         * and a NUL and anything after it). */
+        buf = small;
+        if (old_len > sizeof(small)) {
+            buf = padded = brim_malloc(old_len);
+            if (padded == NULL) {
+                return BRIM_ENOMEM;
+            }
         }
-        memcpy(padded, text, len);
-        memset(padded + len, ' ', old_len - len);
-        value = padded;
+        memcpy(buf, text, len);
+        memset(buf + len, ' ', old_len - len);
+        value = buf;
         len = old_len;
     }
     rc = brim_store_set(s, BRIM_STORE_SET, hash, key, key_len, value, len,

@@ -375,6 +375,23 @@ START_TEST(store_incr_decr)
     CK_RC(incr(s, "d", UINT64_MAX, 1, &r), 0);
     ck_assert_uint_eq(r, 0);
 
+    /* A long value (past the 64 bytes padded on the stack): the same
+     * rule, "100" and 97 spaces decr 1 is "99" and 98. */
+    {
+        char before[101], after[101];
+
+        memset(before, ' ', 100);
+        memcpy(before, "100", 3);
+        before[100] = '\0';
+        memset(after, ' ', 100);
+        memcpy(after, "99", 2);
+        after[100] = '\0';
+        CK_RC(set(s, "long", before), 0);
+        CK_RC(incr(s, "long", 1, 1, &r), 0);
+        ck_assert_uint_eq(r, 99);
+        expect_val(s, "long", after, T_NOW);
+    }
+
     /* INCR wraps at 2^64. */
     CK_RC(set(s, "w", "18446744073709551615"), 0);
     CK_RC(incr(s, "w", 1, 0, &r), 0);
