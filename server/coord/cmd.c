@@ -280,10 +280,7 @@ cmd_heartbeat(struct brim_coord *co, struct brim_conn *c,
          * from its first word with each node: the nodes' counters hold
          * every key they ever received (a tester saw "5505 keys moved"
          * for one leave of a 4,000-key cluster). */
-        mb->mig_in_base = mb->hb_mig_in;
-        mb->mig_arc_base = mb->hb_mig_in_arc;
-        mb->mig_cap_base = mb->hb_mig_in_cap;
-        mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+        brim_coord_member_rebase(mb);
     }
     mb->hb_heard = 1;
     if (mb->conn == NULL) {

@@ -265,6 +265,12 @@ struct brim_coord_member *brim_coord_member_new(struct brim_coord *co,
                                                 const char *name, size_t len);
 void brim_coord_member_remove(struct brim_coord_member *mb);
 
+/* Count MB's keys moved from now on: its heartbeat's migration counters
+ * (keys received in all, by arc, by cap, left unfinished) become the base
+ * that CLUSTER_STATS subtracts. At a commit (a new change) and at a
+ * restarted or elected coordinator's first heartbeat from MB. */
+void brim_coord_member_rebase(struct brim_coord_member *mb);
+
 /* MB's own connection closed: a member not yet in the committed map (a
  * joiner that gave up, e.g. on a map of another P) is dropped, and a
  * change waiting for its acknowledgement is aborted at once. */

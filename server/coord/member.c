@@ -215,6 +215,15 @@ brim_coord_member_new(struct brim_coord *co, const char *name, size_t len)
     return mb;
 }
 
+void
+brim_coord_member_rebase(struct brim_coord_member *mb)
+{
+    mb->mig_in_base = mb->hb_mig_in;
+    mb->mig_arc_base = mb->hb_mig_in_arc;
+    mb->mig_cap_base = mb->hb_mig_in_cap;
+    mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+}
+
 /* Mark MB gone; tick frees it once its peer connection is idle. */
 void
 brim_coord_member_remove(struct brim_coord_member *mb)
@@ -870,10 +879,7 @@ change_baseline(struct brim_coord *co, const struct brim_topo *old, int carry)
 
     for (mb = co->members; mb != NULL; mb = mb->next) {
         if (!carry) {
-            mb->mig_in_base = mb->hb_mig_in;
-            mb->mig_arc_base = mb->hb_mig_in_arc;
-            mb->mig_cap_base = mb->hb_mig_in_cap;
-            mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+            brim_coord_member_rebase(mb);
         }
         before = brim_topo_find(old, mb->m.name) >= 0;
         after = brim_topo_find(t, mb->m.name) >= 0;
