@@ -395,6 +395,28 @@ cluster_leave_state(const struct brim_cluster_stats *st, const char *name,
              st->coordinator.term);
 }
 
+/* LS's migration in words, into BUF (LEN bytes): "migration 12/256
+ * partitions", or, when the coordinator that answers did not commit the
+ * change (it restarted or took over during it, so it has no count of
+ * partitions), what it knows. */
+static const char *
+cluster_leave_migration(const struct cluster_leave_state *ls, char *buf,
+                        size_t len)
+{
+    if (ls->coord[0] == '\0') {
+        snprintf(buf, len, "migration not known yet");
+    } else if (ls->total > 0) {
+        snprintf(buf, len, "migration %" PRIu64 "/%" PRIu64 " partitions",
+                 ls->done, ls->total);
+    } else {
+        snprintf(buf, len,
+                 "migration %s (its partitions are not known to a "
+                 "coordinator that took over)",
+                 ls->active ? "active" : "idle");
+    }
+    return buf;
+}
+
 /*
  * leave --wait: poll the cluster's stats every 200 ms, drawing the
  * migration's progress, until NAME is no longer listed and no migration
@@ -409,7 +431,7 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
     struct brim_cluster_stats *st;
     double                     limit, left;
     uint64_t                   epoch;
-    char                       was[sizeof(ls.coord)];
+    char                       was[sizeof(ls.coord)], mig[128];
     int                        rc, took_over = 0;
 
     limit = ctl->timeout_s > 0 ? ctl->timeout_s : BRIM_CTL_DEFAULT_TIMEOUT_S;
@@ -450,9 +472,9 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
         }
         brim_ctl_progress_draw(
             &prog, ls.total > 0 ? (double) ls.done / (double) ls.total : -1, 0,
-            "leave %s: %s, migration %" PRIu64 "/%" PRIu64 " partitions, "
-            "%" PRIu64 " keys moved, %.0f s%s%s",
-            name, ls.listed ? ls.state : "gone", ls.done, ls.total, ls.keys,
+            "leave %s: %s, %s, %" PRIu64 " keys moved, %.0f s%s%s", name,
+            ls.listed ? ls.state : "gone",
+            cluster_leave_migration(&ls, mig, sizeof(mig)), ls.keys,
             brim_ctl_progress_elapsed(&prog),
             rc != 0 ? "; this poll failed: " : "",
             rc != 0 ? brim_strerror(rc) : "");
@@ -461,11 +483,13 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
             brim_ctl_progress_clear(&prog);
             fprintf(stderr,
                     "brimctl: leave %s: not done after %g s: %s%s, "
-                    "migration %s %" PRIu64 "/%" PRIu64 " partitions%s%s\n",
+                    "%s %s%s%s\n",
                     name, limit,
                     ls.listed ? "still listed, state " : "not listed",
-                    ls.listed ? ls.state : "", ls.active ? "active" : "idle",
-                    ls.done, ls.total, rc != 0 ? "; last poll: " : "",
+                    ls.listed ? ls.state : "",
+                    ls.total > 0 ? (ls.active ? "active" : "idle") : "",
+                    cluster_leave_migration(&ls, mig, sizeof(mig)),
+                    rc != 0 ? "; last poll: " : "",
                     rc != 0 ? brim_strerror(rc) : "");
             return BRIM_CTL_EXIT_CONN;
         }
@@ -483,9 +507,9 @@ cluster_leave_wait(struct brim_ctl *ctl, const char *name)
         return BRIM_CTL_EXIT_NO;
     }
     brim_ctl_progress_draw(&prog, 1, 1, "leave %s: done", name);
-    printf("%s: left the cluster in %.1f s (migration %" PRIu64 "/%" PRIu64
-           " partitions, %" PRIu64 " keys moved)\n",
-           name, brim_ctl_progress_elapsed(&prog), ls.done, ls.total, ls.keys);
+    printf("%s: left the cluster in %.1f s (%s, %" PRIu64 " keys moved)\n",
+           name, brim_ctl_progress_elapsed(&prog),
+           cluster_leave_migration(&ls, mig, sizeof(mig)), ls.keys);
     return BRIM_CTL_EXIT_OK;
 }
 
