@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/defs.h"
@@ -561,6 +562,8 @@ int
 brim_flush(struct brim_client *c, uint32_t delay_s)
 {
     struct brim_call call;
+    struct timespec  now;
+    uint64_t         mark;
     uint32_t         i, sent = 0;
     int              rc, first = 0;
 
@@ -568,7 +571,14 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
         return client_keyless(c, BRIM_OP_FLUSH, delay_s);
     }
     /* Cluster mode: every member of the map, each on its own; the first
-     * failure is returned once all were asked. */
+     * failure is returned once all were asked. One flush mark for all
+     * (Unix ms: now plus the delay), as the memcached port's flush_all
+     * gives: left to each node's clock the marks differed by a
+     * millisecond, and a later migration read the other's mark as a
+     * newer flush and dropped the keys it streamed (a tester's find). */
+    clock_gettime(CLOCK_REALTIME, &now);
+    mark = (uint64_t) now.tv_sec * 1000u + (uint64_t) now.tv_nsec / 1000000u
+        + (uint64_t) delay_s * 1000u;
     for (i = 0; i < c->topo.nmembers; i++) {
         if (c->members == NULL || c->members[i] == NULL) {
             continue;
@@ -577,6 +587,7 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
         memset(&call, 0, sizeof(call));
         call.req.op = BRIM_OP_FLUSH;
         call.req.delay_s = delay_s;
+        call.req.flush_ms = mark;
         call.target = c->members[i];
         rc = brim_route_one(c, &call);
         sent++;

@@ -328,8 +328,14 @@ cmd_leave(struct brim_coord *co, struct brim_conn *c,
             continue;
         }
         others += !o->leaving;
-        /* Asked to leave, and not proposed yet: leaving with this one. */
-        together += o->leaving && !co->state.has_pending
+        /* Asked to leave, and not proposed yet: leaving with this one.
+         * Only for a node's own leave (systemd stopping every node at
+         * once): an operator's leave of the last member not leaving is
+         * refused without --force, however close the others' leaves came
+         * (a tester's three quick brimctl leaves stopped the cluster and
+         * dropped every key). */
+        together += cc->role == BRIM_ROLE_NODE && o->leaving
+            && !co->state.has_pending
             && brim_topo_find(&co->state.committed, o->m.name) >= 0;
     }
     if (others == 0 && together == 0 && force == 0
