@@ -476,9 +476,10 @@ opts_finish(struct brim_bench_opts *o, const int *set, char *errbuf)
     need = brim_bench_key_min_size(o->keys);
     if (o->key_size < need + brim_bench_key_prefix_len()) {
         brim_errfmt(errbuf,
-                    "--key-size %u: %llu keys need %u bytes after "
-                    "the %zu of --key-prefix",
-                    o->key_size, (unsigned long long) o->keys, need,
+                    "--key-size %u: %llu keys need keys of at least %zu "
+                    "bytes (%u for the number, %zu for --key-prefix)",
+                    o->key_size, (unsigned long long) o->keys,
+                    (size_t) need + brim_bench_key_prefix_len(), need,
                     brim_bench_key_prefix_len());
         return BRIM_EINVAL;
     }

@@ -41,7 +41,8 @@ static const struct ctl_opt ctl_opts[] = {
     {"--timeout-ms", "MS", 0,
      "connect and request timeout in milliseconds (default 1000 / 5000)"},
     {"--secret-file", "FILE", 0,
-     "the cluster secret, proven as admin: any command (default "
+     "the cluster secret, proven as admin: needed for leave, plan and "
+     "flush on a cluster that has one, and serves any command (default "
      "$BRIM_SECRET_FILE)"},
     {"--client-secret-file", "FILE", 0,
      "the clients' secret (brim-node --client-secret-file), proven as a "

@@ -157,8 +157,10 @@ brim_ctl_auth_hint(const struct brim_ctl *ctl)
                "--client-secret-file; admin commands need the cluster's, "
                "--secret-file)\n";
     }
-    return "(the server requires a secret: --client-secret-file FILE for "
-           "data commands, --secret-file FILE, the cluster's, for any)\n";
+    return "(the server requires a secret: --secret-file FILE, the "
+           "cluster's, for admin commands and any other; "
+           "--client-secret-file FILE for data commands on nodes that "
+           "have one)\n";
 }
 
 /* Print J as indented JSON, or on one line when COMPACT. A NULL J (out
