@@ -127,6 +127,7 @@ cluster_migration_json(const struct brim_cluster_migration *m, int *oom)
     cluster_put(o, "keys_moved", cluster_u64(m->keys_moved), oom);
     cluster_put(o, "keys_moved_arc", cluster_u64(m->keys_moved_arc), oom);
     cluster_put(o, "keys_moved_cap", cluster_u64(m->keys_moved_cap), oom);
+    cluster_put(o, "keys_skipped", cluster_u64(m->keys_skipped), oom);
     cluster_put(o, "partitions_unfinished",
                 cluster_u64(m->partitions_unfinished), oom);
     cluster_put(o, "keys_at_commit", cluster_u64(m->keys_at_commit), oom);
@@ -612,6 +613,12 @@ cluster_migration_text(const struct brim_cluster_migration *m, char *buf,
              m->active ? "active" : "idle", m->partitions_done,
              m->partitions_total, m->moved_arc, m->moved_cap, m->keys_moved,
              m->keys_moved_arc, m->keys_moved_cap, m->churn);
+    if (m->keys_skipped > 0 && strlen(buf) < len) {
+        /* Streamed, but the receiver held a newer write: not counted. */
+        snprintf(buf + strlen(buf), len - strlen(buf),
+                 "; %" PRIu64 " streamed keys skipped (newer here)",
+                 m->keys_skipped);
+    }
     if (m->partitions_unfinished > 0 && strlen(buf) < len) {
         /* Ended before their stream did: what was not sent is lost. */
         snprintf(buf + strlen(buf), len - strlen(buf),

@@ -98,6 +98,7 @@ static const struct admin_field admin_migration_fields[] = {
             ADMIN_U64),
     ADMIN_F(brim_cluster_migration, "keys_moved_cap", keys_moved_cap,
             ADMIN_U64),
+    ADMIN_F(brim_cluster_migration, "keys_skipped", keys_skipped, ADMIN_U64),
     ADMIN_F(brim_cluster_migration, "keys_at_commit", keys_at_commit,
             ADMIN_U64),
     ADMIN_F(brim_cluster_migration, "ideal_keys", ideal_keys, ADMIN_F64),

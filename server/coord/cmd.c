@@ -215,6 +215,7 @@ hb_stats(struct brim_coord_member *mb, const msgpack_object *map)
         {"mig_in_cap", offsetof(struct brim_coord_member, hb_mig_in_cap)},
         {"mig_in_unfinished",
          offsetof(struct brim_coord_member, hb_mig_in_unfinished)},
+        {"mig_in_skipped", offsetof(struct brim_coord_member, hb_mig_skipped)},
     };
     const msgpack_object_kv *kv;
     uint32_t                 i, f;
@@ -583,9 +584,10 @@ struct mig_progress {
     int      active;     /* a change pending, a member not yet heard
                                at the committed epoch, or streams open */
     uint64_t in_flight;  /* partitions still coming in, all members */
-    uint64_t keys_moved; /* entries received since the last commit */
+    uint64_t keys_moved; /* keys kept from migration since the commit */
     uint64_t keys_arc;   /* of them, of partitions moved by a new arc */
     uint64_t keys_cap;   /* of them, of partitions moved by the cap */
+    uint64_t skipped;    /* entries received but not kept (older) */
     uint64_t unfinished; /* partitions completed before their stream
                             ended (a source died or left early) */
 };
@@ -619,6 +621,9 @@ mig_progress(const struct brim_coord *co, struct mig_progress *mp)
         }
         if (mb->hb_mig_in_cap > mb->mig_cap_base) {
             mp->keys_cap += mb->hb_mig_in_cap - mb->mig_cap_base;
+        }
+        if (mb->hb_mig_skipped > mb->mig_skipped_base) {
+            mp->skipped += mb->hb_mig_skipped - mb->mig_skipped_base;
         }
         if (mb->hb_mig_in_unfinished > mb->mig_unfinished_base) {
             mp->unfinished +=
@@ -770,7 +775,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
                                                                   : "left");
     }
     err |= kv_key(&pk, "migration");
-    err |= msgpack_pack_map(&pk, 15);
+    err |= msgpack_pack_map(&pk, 16);
     err |= kv_bool(&pk, "active", mp.active);
     /* Why a join or leave waits ("" when none does), and how long. */
     err |= kv_str(&pk, "waiting", co->wait_why);
@@ -787,6 +792,7 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
     err |= kv_u64(&pk, "partitions_unfinished", mp.unfinished);
     err |= kv_u64(&pk, "keys_moved_arc", mp.keys_arc);
     err |= kv_u64(&pk, "keys_moved_cap", mp.keys_cap);
+    err |= kv_u64(&pk, "keys_skipped", mp.skipped);
     err |= kv_u64(&pk, "keys_at_commit", co->last_keys_total);
     err |= kv_f64(&pk, "ideal_keys", co->last_ideal_keys);
     err |= kv_f64(&pk, "churn",

@@ -82,7 +82,7 @@ struct brim_coord_member {
                                            coordinator started */
     int      hb_mig_reported;              /* its heartbeats carry the
                                            mig_* fields (brim-node's do) */
-    uint64_t hb_mig_in;                    /* stream entries received, ever */
+    uint64_t hb_mig_in;                    /* keys kept from migration, ever */
     uint64_t hb_mig_in_flight;             /* partitions coming in */
     uint64_t hb_mig_out_pending;           /* partitions going out */
     uint64_t hb_mig_in_arc, hb_mig_in_cap; /* hb_mig_in by
@@ -93,6 +93,9 @@ struct brim_coord_member {
     uint64_t hb_mig_in_unfinished;         /* partitions it completed
                                            before their stream ended */
     uint64_t mig_unfinished_base;          /* that at the last commit */
+    uint64_t hb_mig_skipped;               /* entries received, not kept:
+                                           it held a newer write */
+    uint64_t mig_skipped_base;             /* that at the last commit */
 };
 
 /* Per-connection state (brim_conn data). */

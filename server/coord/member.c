@@ -222,6 +222,7 @@ brim_coord_member_rebase(struct brim_coord_member *mb)
     mb->mig_arc_base = mb->hb_mig_in_arc;
     mb->mig_cap_base = mb->hb_mig_in_cap;
     mb->mig_unfinished_base = mb->hb_mig_in_unfinished;
+    mb->mig_skipped_base = mb->hb_mig_skipped;
 }
 
 /* Mark MB gone; tick frees it once its peer connection is idle. */
@@ -1008,7 +1009,7 @@ brim_coord_change_must_wait(struct brim_coord *co, char *why, size_t len)
         }
         in += mb->hb_mig_in_flight;
         out += mb->hb_mig_out_pending;
-        sig += mb->hb_mig_in_flight + mb->hb_mig_in;
+        sig += mb->hb_mig_in_flight + mb->hb_mig_in + mb->hb_mig_skipped;
         if (mb->hb_mig_in_flight > 0 || mb->hb_mig_out_pending > 0) {
             n = strlen(why);
             if (busy++ < 4 && n + 80 < len) {

@@ -47,7 +47,7 @@
 /* How often a node that left, and still streams, fetches the committed
  * map: the coordinator no longer sends it epochs. */
 #define COORD_LINGER_FETCH_MS 500
-#define COORD_HB_STATS 10 /* stats a HEARTBEAT carries */
+#define COORD_HB_STATS 11 /* stats a HEARTBEAT carries */
 
 static void coord_connect(struct brim_node *node);
 static int  leave_removed(struct brim_node *node);
@@ -294,7 +294,7 @@ coord_heartbeat_rep(struct brim_peer *p, int status, const char *body,
     }
 }
 
-/* Build HEARTBEAT's stats map in KV (4 pairs) and *MAP. */
+/* Build HEARTBEAT's stats map in KV (COORD_HB_STATS pairs) and *MAP. */
 static void
 coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
 {
@@ -307,7 +307,8 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
                                                        "mig_out_pending",
                                                        "mig_in_arc",
                                                        "mig_in_cap",
-                                                       "mig_in_unfinished"};
+                                                       "mig_in_unfinished",
+                                                       "mig_in_skipped"};
     struct brim_store_stats   ss;
     struct brim_migrate_stats ms;
     uint64_t                  v[COORD_HB_STATS];
@@ -319,12 +320,13 @@ coord_stats(struct brim_node *node, msgpack_object_kv *kv, msgpack_object *map)
     v[1] = ss.item_bytes;
     v[2] = brim_node_owned(node);
     v[3] = (uint64_t) (node->stats.requests_per_sec + 0.5);
-    v[4] = ms.keys_in + ms.entries_skipped;
+    v[4] = ms.keys_in; /* kept: mig_in_arc + mig_in_cap */
     v[5] = ms.partitions_in_flight;
     v[6] = ms.partitions_out_pending;
     v[7] = ms.keys_in_arc;
     v[8] = ms.keys_in_cap;
     v[9] = ms.partitions_in_unfinished;
+    v[10] = ms.entries_skipped;
     for (i = 0; i < COORD_HB_STATS; i++) {
         kv[i].key.type = MSGPACK_OBJECT_STR;
         kv[i].key.via.str.ptr = names[i];

@@ -796,17 +796,22 @@ def receiver_dies_mid_leave(bindir):
         # migration summary goes on counting them (a tester saw "keys
         # moved 0" there), so it holds every entry the survivors received
         # since the leave.
-        moved = sum(received(cl.stats(n)) - got_in[n]
-                    for n in survivors if n != victim)
+        now_in = {n: received(cl.stats(n))
+                  for n in survivors if n != victim}
+        moved = sum(now_in[n][0] - got_in[n][0] for n in now_in)
+        skipped = sum(now_in[n][1] - got_in[n][1] for n in now_in)
         deadline = time.monotonic() + 3 * HEARTBEAT_S
         while True:
-            said = cluster_stats(cl)["migration"]["keys_moved"]
-            if said == moved or time.monotonic() > deadline:
+            mig = cluster_stats(cl)["migration"]
+            said = (mig["keys_moved"], mig["keys_skipped"])
+            if said == (moved, skipped) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        assert said == moved, \
-            "the migration summary says %d keys moved; the survivors " \
-            "received %d since the leave" % (said, moved)
+        assert said == (moved, skipped), \
+            "the migration summary says %d keys moved and %d skipped; " \
+            "the survivors stored %d and skipped %d since the leave" \
+            % (said + (moved, skipped))
+        assert mig["keys_moved_arc"] + mig["keys_moved_cap"] == moved, mig
         gone = {d["name"]: d["state"]
                 for d in cluster_stats(cl)["departed"]}
         assert gone.get(victim) == "dead", \
@@ -814,10 +819,10 @@ def receiver_dies_mid_leave(bindir):
         print("receiver_dies_mid_leave: killed %s receiving %d partitions "
               "from the leaver; the leaver exited %d %.1f s later; "
               "converged on epoch %d, members %r; %d hits, %d misses (all "
-              "among the %d keys of or bound for %s); %d keys moved, as "
-              "the survivors received"
-              % (victim, victim_in, rc, exit_s, t3["epoch"],
-                 names(t3), hits, misses, len(bound), victim, said))
+              "among the %d keys of or bound for %s); %d keys moved and "
+              "%d skipped, as the survivors received"
+              % ((victim, victim_in, rc, exit_s, t3["epoch"],
+                  names(t3), hits, misses, len(bound), victim) + said))
 
 
 def forget(cl, name):
@@ -991,9 +996,9 @@ def leave_accepted_coord_killed(bindir):
 
 
 def received(st):
-    """The migration entries a node's STATS say it received: what its
-    heartbeat reports as mig_in (kept or skipped as older)."""
-    return st["mig_keys_in"] + st["mig_entries_skipped"]
+    """The migration entries a node's STATS say it received, as its
+    heartbeat reports them: (stored, skipped as older than its own)."""
+    return st["mig_keys_in"], st["mig_entries_skipped"]
 
 
 def cluster_stats(cl):

@@ -191,9 +191,14 @@ struct brim_cluster_migration {
     uint64_t partitions_done;                  /* of them, arrived */
     uint64_t moved_arc;             /* of the total, moved for an arc */
     uint64_t moved_cap;             /* of the total, moved for the cap */
-    uint64_t keys_moved;            /* keys streamed since the commit */
+    uint64_t keys_moved;            /* keys migration stored since the
+                                     * commit (keys_moved_arc plus
+                                     * keys_moved_cap) */
     uint64_t keys_moved_arc;        /* of them, of partitions moved by arc */
     uint64_t keys_moved_cap;        /* of them, of partitions moved by cap */
+    uint64_t keys_skipped;          /* entries streamed but not stored:
+                                     * the receiver held a newer write or
+                                     * delete (not in keys_moved) */
     uint64_t keys_at_commit;        /* keys in the cluster at the commit */
     double   ideal_keys;            /* keys any change must move: the
                                      * leavers' plus the joiners' share of
