@@ -236,7 +236,13 @@ BRIM_EXTERN int brim_decr(struct brim_client *c, const void *key,
 /*
  * Drop every item of the node (every node, in cluster mode) after DELAY_S
  * seconds (0: now). Needs a client connected with opts.admin set: else
- * BRIM_EDENIED. Not sent again after a lost connection.
+ * BRIM_EDENIED. Not sent again after a lost connection. In cluster mode
+ * one flush mark (this host's clock, Unix ms, plus the delay) goes first
+ * to the coordinator, which records it for later joiners, then to every
+ * member; when the coordinator does not record it, its error is returned
+ * and nothing is flushed (a client that knows no coordinator skips that
+ * step). Otherwise the first member's failure is returned once all were
+ * asked, or BRIM_ENONODES when the map has no member.
  */
 BRIM_EXTERN int brim_flush(struct brim_client *c, uint32_t delay_s);
 

@@ -565,7 +565,8 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
     struct timespec  now;
     uint64_t         mark;
     uint32_t         i, sent = 0;
-    int              rc, first = 0;
+    int              rc, first = 0, none_known;
+    char             why[BRIM_ERRBUF_LEN];
 
     if (c == NULL || !c->cluster) {
         return client_keyless(c, BRIM_OP_FLUSH, delay_s);
@@ -579,6 +580,20 @@ brim_flush(struct brim_client *c, uint32_t delay_s)
     clock_gettime(CLOCK_REALTIME, &now);
     mark = (uint64_t) now.tv_sec * 1000u + (uint64_t) now.tv_nsec / 1000000u
         + (uint64_t) delay_s * 1000u;
+    /* The coordinator records the mark first, as for flush_all: a node
+     * that joins later learns it from its JOIN reply, and a member this
+     * call misses from its next heartbeat's. Not recorded, nothing is
+     * flushed (a later join would bring the old keys back). */
+    rc = brim_coordlink_flush(c, mark, &none_known);
+    if (rc != 0 && !none_known) {
+        snprintf(why, sizeof(why), "%s",
+                 c->errmsg[0] != '\0' ? c->errmsg : brim_strerror(rc));
+        brim_lib_errmsg(c,
+                        "the coordinator did not record the flush (%s); "
+                        "nothing flushed",
+                        why);
+        return rc;
+    }
     for (i = 0; i < c->topo.nmembers; i++) {
         if (c->members == NULL || c->members[i] == NULL) {
             continue;

@@ -306,6 +306,18 @@ int brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
                         uint32_t arg_u32, uint32_t weight_ppm,
                         brim_coordlink_cb cb, void *arg);
 
+/*
+ * Ask the leading coordinator, as brim_coordlink_call() finds it, to
+ * record the cluster's flush mark FLUSH_MS (Unix ms, the delay included;
+ * not 0): it keeps the latest mark, persisted before it answers, and gives
+ * it to nodes that join later and to members that missed it (JOIN and
+ * HEARTBEAT replies). Returns as brim_coordlink_call(); *NONE_KNOWN is 1
+ * when C knew no coordinator to ask (a client seeded with nodes only,
+ * whose map names none), else 0.
+ */
+int brim_coordlink_flush(struct brim_client *c, uint64_t flush_ms,
+                         int *none_known);
+
 /* ---- errmsg.c ---- */
 
 /*

@@ -554,15 +554,14 @@ coord_ask(struct brim_client *c, struct brim_pool_node *n,
     }
 }
 
-int
-brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
-                    uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
-                    void *arg)
+/* brim_coordlink_call()'s search for the leader, with CALL's request
+ * made (its op and arguments) and its reply handler set. *NONE_KNOWN
+ * (when not NULL) is set to 1 when no coordinator was known to ask. */
+static int
+coord_call(struct brim_client *c, struct brim_call *call, int *none_known)
 {
     struct brim_pool_node *n, *at = NULL;
     struct coord_tried     tried;
-    struct coord_cb_arg    a;
-    struct brim_call       call;
     char                   addr[BRIM_SOCK_ADDR_MAX];
     int64_t                deadline_ms;
     uint32_t               i;
@@ -575,19 +574,9 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
         return BRIM_EINVAL;
     }
     c->errmsg[0] = '\0';
-    a.cb = cb;
-    a.arg = arg;
-    memset(&call, 0, sizeof(call));
-    call.req.op = op;
-    call.req.name = name;
-    call.req.name_len = name != NULL ? strlen(name) : 0;
-    call.req.arg_u32 = arg_u32;
-    call.req.weight_ppm = weight_ppm;
-    call.on_reply = coord_obj_reply;
-    call.arg = &a;
     memset(&tried, 0, sizeof(tried));
     if (c->coord != NULL) {
-        rc = coord_ask(c, c->coord, &call, &tried, &at);
+        rc = coord_ask(c, c->coord, call, &tried, &at);
     }
     /* The coordinators the seeds said and the nodes report, in turn; a
      * NOTLEADER answer with no leader named (an election) leads here. */
@@ -599,7 +588,7 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
         if (n == NULL || coord_tried_has(&tried, n)) {
             continue;
         }
-        rc = coord_ask(c, n, &call, &tried, &at);
+        rc = coord_ask(c, n, call, &tried, &at);
     }
     /* Then the seeds that are coordinators: the list above is what the
      * maps said, and a seed given by the user (a standby elected since)
@@ -623,7 +612,7 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
             continue; /* a node seed: it serves no admin call */
         }
         coord_note_coord(c, addr);
-        rc = coord_ask(c, n, &call, &tried, &at);
+        rc = coord_ask(c, n, call, &tried, &at);
     }
     if (at != NULL) {
         c->coord = at; /* the leader: later calls go to it first */
@@ -637,8 +626,53 @@ brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
         brim_lib_errmsg(c,
                         "no coordinator known: give its address "
                         "among the seeds, or seed with a node");
+        if (none_known != NULL) {
+            *none_known = 1;
+        }
     }
     return rc;
+}
+
+/* Fills *call with an admin request for op whose object reply goes to cb
+ * through *a (both the caller's, alive until the call returns). */
+static void
+coord_call_init(struct brim_call *call, struct coord_cb_arg *a, uint32_t op,
+                brim_coordlink_cb cb, void *arg)
+{
+    a->cb = cb;
+    a->arg = arg;
+    memset(call, 0, sizeof(*call));
+    call->req.op = op;
+    call->on_reply = coord_obj_reply;
+    call->arg = a;
+}
+
+int
+brim_coordlink_call(struct brim_client *c, uint32_t op, const char *name,
+                    uint32_t arg_u32, uint32_t weight_ppm, brim_coordlink_cb cb,
+                    void *arg)
+{
+    struct coord_cb_arg a;
+    struct brim_call    call;
+
+    coord_call_init(&call, &a, op, cb, arg);
+    call.req.name = name;
+    call.req.name_len = name != NULL ? strlen(name) : 0;
+    call.req.arg_u32 = arg_u32;
+    call.req.weight_ppm = weight_ppm;
+    return coord_call(c, &call, NULL);
+}
+
+int
+brim_coordlink_flush(struct brim_client *c, uint64_t flush_ms, int *none_known)
+{
+    struct coord_cb_arg a;
+    struct brim_call    call;
+
+    coord_call_init(&call, &a, BRIM_OP_FLUSH, NULL, NULL);
+    call.req.flush_ms = flush_ms;
+    *none_known = 0;
+    return coord_call(c, &call, none_known);
 }
 
 const struct brim_topo *

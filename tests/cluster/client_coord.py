@@ -466,6 +466,21 @@ def case_flush(cl, a):
              for n, (_, port) in cl.nodes.items()}
     print("flush marks %r" % (marks,))
     assert len(set(marks.values())) == 1 and min(marks.values()) > 0, marks
+    # The coordinator recorded the same mark (as for flush_all), so a
+    # node that joins later learns it from its JOIN reply: before, only
+    # the streams it received told it.
+    mark = min(marks.values())
+    assert ("flush mark %d (Unix ms) recorded" % mark) in cl.coord.output(), \
+        cl.coord.output()[-2000:]
+    port = cl.add("node%d" % (len(cl.nodes) + 1))
+    deadline = time.monotonic() + 10
+    while node_stat(port, "flush_mark_ms") != mark:
+        assert time.monotonic() < deadline, \
+            "the joiner's flush_mark_ms is %d, not %d" % (
+                node_stat(port, "flush_mark_ms"), mark)
+        time.sleep(0.05)
+    print("the coordinator recorded mark %d; a node joined after it "
+          "learned it" % mark)
 
 
 def coord_call(cl, op):
