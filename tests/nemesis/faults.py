@@ -129,6 +129,7 @@ def _node_kill(run, f, victim, rec):
     victim.proc.send(signal.SIGKILL)
     victim.proc.wait(5.0)
     run.killed.add(victim.name)
+    run.kill_times.append(time.monotonic())
     # The partitions it owned or was streaming: owned in the committed
     # map, or moving to or from it between the map before and this one.
     prev = run.prev_map(topo["epoch"]) if topo else None

@@ -133,8 +133,14 @@ class Bench:
     segment that could not start because the coordinator was down is
     started again."""
 
-    def __init__(self, cl, plan, args, log):
+    # A killed node stays in the map until the coordinator declares it
+    # dead (dead-after, more if the coordinator is down too); until then
+    # a segment cannot preload its keys. Retry that long, bounded.
+    KILL_GRACE_S = 45.0
+
+    def __init__(self, cl, plan, args, log, last_kill=lambda: None):
         self.cl = cl
+        self.last_kill = last_kill  # time.monotonic() of the last kill
         self.plan = plan
         self.a = args
         self.log = log
@@ -209,7 +215,10 @@ class Bench:
             if res is None:
                 # No JSON: it could not start (the coordinator down or
                 # paused right then is the one excuse, a few times).
-                if time.monotonic() - t0 < 5 and tries < 5:
+                k = self.last_kill()
+                after_kill = (k is not None and
+                              time.monotonic() - k < self.KILL_GRACE_S)
+                if time.monotonic() - t0 < 5 and (tries < 5 or after_kill):
                     tries += 1
                     self.log("bench segment %d did not start (exit %d: %s);"
                              " again" % (seg, rc, " | ".join(lines[-2:])))
@@ -221,6 +230,8 @@ class Bench:
             else:
                 res["segment"] = seg
                 res["exit"] = rc
+                res["t_start"] = t0
+                res["t_end"] = time.monotonic()
                 res["findings"] = [x for x in lines if not
                                    x.startswith("{")][-12:]
                 self.results.append(res)

@@ -62,6 +62,7 @@ class Run:
         self.violations = []
         self.faults = []            # fault records (faults.strike)
         self.killed = set()
+        self.kill_times = []        # time.monotonic() of each node kill
         self.kill_partitions = set()
         self.datasets = []
         self.maps = {}              # epoch -> topology, as first seen
@@ -321,6 +322,18 @@ class Run:
                 n.judged = True
                 rc = n.proc.proc.returncode
                 self.log("%s exited with status %s" % (n.name, rc))
+                tail = n.proc.tail(40)
+                if rc == 1 and self.killed and any(
+                        "their new owners died" in x for x in tail):
+                    # reliability.md section 4: the partitions streaming
+                    # to a receiver that dies are lost whole, and a leaver
+                    # says so with status 1. Their keys are judged by the
+                    # records check (kill_partitions).
+                    self.log("%s exited 1 as a leave whose receiver was "
+                             "killed must: %s" % (n.name, " | ".join(
+                                 x[24:] for x in tail
+                                 if "their new owners died" in x)))
+                    continue
                 if rc != 0:
                     self.violation("%s left with exit status %s: %s" % (
                         n.name, rc, " | ".join(
@@ -369,7 +382,9 @@ class Run:
         if rc != 0:
             raise RuntimeError("brimctl import failed before any fault: %s"
                                % line)
-        self.bench = Bench(self.cl, p, a, self.log)
+        self.bench = Bench(self.cl, p, a, self.log,
+                           last_kill=lambda: (self.kill_times[-1]
+                                              if self.kill_times else None))
         self.bench.start()
         time.sleep(2.0)
         prev = None
