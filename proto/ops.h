@@ -76,7 +76,9 @@ enum brim_rep_shape {
  *   n node name bytes 0..BRIM_NAME_MAX
  *   N member name bytes 0..BRIM_NAME_MAX (the receiver checks it further)
  *   a address text 0..BRIM_ADDR_MAX      W weight_ppm u32
- *   E epoch argument u64                 F small u32 (force, kind)
+ *   E epoch argument u64 (JOIN's optional one: the last committed epoch
+ *     that held the joiner, sent only when there is one)
+ *                                        F small u32 (force, kind)
  *   T a topology, one msgpack array, borrowed (brim_topo_decode() it)
  *   M a msgpack map, borrowed (HEARTBEAT's stats)
  *   p partition u32 (below the receiver's partition count)
@@ -116,7 +118,7 @@ enum brim_rep_shape {
        BRIM_OPF_WRITE | BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                      \
     XX(MGAT, 24, 2, 2, "Kt", -1, BRIM_REP_ENTRIES,                             \
        BRIM_OPF_DATA | BRIM_OPF_WRITE | BRIM_OPF_IDEMPOTENT)                   \
-    XX(JOIN, 32, 4, 4, "NaWI", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)             \
+    XX(JOIN, 32, 4, 5, "NaWIE", -1, BRIM_REP_TOPO, BRIM_OPF_SECRET)            \
     XX(LEAVE, 33, 2, 2, "NF", -1, BRIM_REP_EPOCH,                              \
        BRIM_OPF_ADMIN | BRIM_OPF_SECRET)                                       \
     XX(HEARTBEAT, 34, 2, 3, "NIM", -1, BRIM_REP_EPOCH,                         \

@@ -158,7 +158,8 @@ struct brim_req {
     uint32_t                weight_ppm;  /* W: weight in millionths */
     uint32_t                arg_u32;     /* F: LEAVE's force, PLAN's kind */
     uint64_t                arg_epoch;   /* E: COMMIT/ABORT epoch, SUBSCRIBE's
-                                          known epoch */
+                                          known epoch, JOIN's member epoch
+                                          (0: not sent) */
     const msgpack_object   *obj;         /* T or M: decoded object (an array
                                           for T, a map for M); encoded when
                                           TOPO is NULL */

@@ -475,6 +475,8 @@ req_arg_present(const struct brim_req *req, char t)
         return req->term > 0;
     case 'W':
         return req->weight_ppm > 0;
+    case 'E':
+        return req->arg_epoch > 0; /* optional only in JOIN */
     case 'M':
         return req->obj != NULL;
     default:

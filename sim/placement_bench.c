@@ -114,7 +114,7 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
                              .keys = 1000000,
                              .rounds = 5,
                              .seed = 1};
-    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
             rc = parse_u32("--nodes", optarg, &o->nodes);

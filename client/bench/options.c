@@ -515,6 +515,10 @@ brim_bench_opts_parse(struct brim_bench_opts *o, int argc, char **argv,
 
     for (k = 1; k < argc; k++) {
         arg = argv[k];
+        if (strcmp(arg, "-h") == 0) { /* as every other binary */
+            brim_bench_usage(stdout);
+            return 1;
+        }
         if (strncmp(arg, "--", 2) != 0) {
             /* Every option is long: "-x" is an unknown option, "x" an
              * argument brim-bench does not take. */

@@ -128,6 +128,24 @@ cmd_join(struct brim_coord *co, struct brim_conn *c, struct brim_coord_conn *cc,
         brim_peer_close(&mb->peer);
         co->dirty = 1;
     }
+    if (mb == NULL && req->arg_epoch > 0
+        && req->arg_epoch < co->state.committed.map.epoch)
+    {
+        /* It was a member of its epoch, and a committed one since has
+         * removed it: its leave (which it did not hear of before this
+         * coordinator restarted) or its death. Taking it back in would
+         * stream it partitions it drops on learning of its leave. */
+        snprintf(msg, sizeof(msg),
+                 "join: %.*s was a member of epoch %" PRIu64
+                 "; committed epoch %" PRIu64 " removed it",
+                 (int) req->name_len, req->name, req->arg_epoch,
+                 co->state.committed.map.epoch);
+        brim_log_info("member %.*s (%s): JOIN refused: a member of epoch "
+                      "%" PRIu64 " that epoch %" PRIu64 " removed",
+                      (int) req->name_len, req->name, addr, req->arg_epoch,
+                      co->state.committed.map.epoch);
+        return reply_err(c, req->request_id, BRIM_EDENIED, msg);
+    }
     if (mb == NULL) {
         mb = brim_coord_member_new(co, req->name, req->name_len);
         if (mb == NULL) {

@@ -436,6 +436,21 @@ coord_join_rep(struct brim_peer *p, int status, const char *body, size_t len,
         coord_give_up(node, BRIM_NODE_EXIT_SECRET);
         return;
     }
+    if (rep.status == BRIM_EDENIED && node->topo.self >= 0
+        && !node->topo.fenced) {
+        /* A member of its own committed map, refused because a later
+         * committed epoch removed it (PROTOCOL.md 10.3): what it must
+         * hand over is in that epoch, so it lingers, fetching the map,
+         * and exits once that is done, as a leaver does. */
+        brim_log_warn("coordinator %s refused the join of %s: %s; a later "
+                      "epoch removed this node: lingering",
+                      node->coordlink.addr, node->cfg.name,
+                      coord_why(&rep, why, sizeof(why)));
+        node->coordlink.joined = 1;
+        leave_linger(node, "the coordinator committed an epoch without it");
+        brim_node_coord_fetch(node);
+        return;
+    }
     if (rep.status == BRIM_EEXISTS || rep.status == BRIM_EINVAL
         || rep.status == BRIM_EDENIED)
     {
@@ -500,6 +515,10 @@ coord_join(struct brim_node *node)
     req.addr_len = strlen(addr);
     req.weight_ppm = node->cfg.weight_ppm;
     req.hello.incarnation = node->incarnation;
+    /* A member of its committed map says so: a coordinator that has
+     * committed an epoch without it since (it restarted before this node
+     * heard of its leave) refuses it, rather than take it back in. */
+    req.arg_epoch = node->topo.self >= 0 ? node->topo.committed.map.epoch : 0;
     coord_send(node, &req, coord_join_rep);
 }
 

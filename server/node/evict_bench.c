@@ -139,7 +139,7 @@ main(int argc, char **argv)
     size_t            item, limit;
     int               ch, rc;
 
-    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         rc = 0;
         switch (ch) {
         case 'k':

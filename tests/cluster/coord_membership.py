@@ -595,6 +595,60 @@ def case_node_leave_self(binary):
         teardown(co, nodes, d)
 
 
+def case_join_after_leave(binary):
+    """A node whose leave committed while it did not hear of it (the
+    coordinator restarted first) reconnects and sends JOIN with the epoch
+    it holds, which has it as a member (a tester's flake of
+    fault.leave_committed_coord_killed: the restarted coordinator took
+    such a JOIN as a new member's). It must be refused DENIED and not
+    come back in; the same name without a member epoch (a new process)
+    still joins."""
+    # No heartbeats in this case: nobody must be declared dead.
+    slow = ("--dead-after-ms", "60000")
+    co, nodes, d, t = cluster_of(binary, ["a", "b", "c"], *slow)
+    try:
+        held = t["epoch"]                   # c's last epoch as a member
+        adm = co.conn(ROLE_ADMIN)
+        rep = adm.call(OPS["LEAVE"], 7, "c", 0)
+        adm.close()
+        assert rep[0] == 0, rep
+        t2 = wait_epoch(co, lambda x: x["members"] == ["a", "b"])
+        assert t2["epoch"] > held, (t2["epoch"], held)
+        co.kill()
+        co = Coord(binary, d, *slow)
+        back = FakeNode("c", co.port)
+        nodes.append(back)
+        back.conn = bw.Conn(co.port, role=ROLE_NODE)
+        rep = back.conn.call(OPS["JOIN"], 2, "c", "127.0.0.1:%d" % back.port,
+                             1000000, back.inc, held)
+        assert rep[0] == bt.ST["DENIED"], rep
+        assert "removed it" in str(rep[2:]), rep
+        for n in nodes[:2]:
+            n.conn.close()
+            n.coord_port = co.port
+            assert n.join()[0] == 0
+        time.sleep(0.5)                     # room for a change to start
+        c = co.conn()
+        t3 = fetch(c)
+        c.close()
+        out = co.output()
+        assert t3["members"] == ["a", "b"], t3["members"]
+        assert not [ln for ln in out.splitlines()
+                    if "member c (" in ln and "joining" in ln], out
+        # A new incarnation (no member epoch) is taken as a new member:
+        # its JOIN is accepted and the coordinator logs it joining.
+        fresh = FakeNode("c", co.port)
+        nodes.append(fresh)
+        assert fresh.join()[0] == 0
+        deadline = time.monotonic() + 5
+        while not [ln for ln in co.output().splitlines()
+                   if "member c (" in ln and "joining" in ln]:
+            assert time.monotonic() < deadline, co.output()
+            time.sleep(0.05)
+    finally:
+        teardown(co, nodes, d)
+
+
 CASES = bt.Cases((k[5:], v) for k, v in globals().items()
                   if k.startswith("case_"))
 

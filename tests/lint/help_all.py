@@ -3,8 +3,10 @@
 report: test binaries ran their suite, fuzz replays said "--help: not
 found", bench scripts started servers and clusters).
 
---bin BIN: every executable of BIN (the build's bin/) run with --help
-must exit 0 within 10 s and print a usage ("usage:" on its first line).
+--bin BIN: every executable of BIN (the build's bin/) run with --help,
+and again with -h (a tester's report: brim-bench and the two C bench
+programs refused -h), must exit 0 within 10 s and print a usage
+("usage:" on its first line).
 --scripts ROOT: every deploy/*.sh and deploy/bench/*.sh that starts with
 #! is copied with deploy/ into a scratch tree whose build/bin holds stub
 daemons, and run with --help under a PATH where every command but bash,
@@ -52,12 +54,13 @@ def check_bin(bindir):
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 continue
             n += 1
-            rc, out, err, _ = run([path, "--help"], env=env, cwd=scratch)
-            first = out.lstrip().splitlines()[0] if out.strip() else ""
-            if rc != 0 or "usage:" not in first.lower():
-                bad += 1
-                print("%s --help: exit %s, first line %r, stderr %r" %
-                      (prog, rc, first[:80], err[:200]))
+            for flag in ("--help", "-h"):
+                rc, out, err, _ = run([path, flag], env=env, cwd=scratch)
+                first = out.lstrip().splitlines()[0] if out.strip() else ""
+                if rc != 0 or "usage:" not in first.lower():
+                    bad += 1
+                    print("%s %s: exit %s, first line %r, stderr %r" %
+                          (prog, flag, rc, first[:80], err[:200]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print("help_all: %d programs in %s, %d without a --help" % (n, bindir,
