@@ -133,6 +133,7 @@ cluster_migration_json(const struct brim_cluster_migration *m, int *oom)
     cluster_put(o, "keys_at_commit", cluster_u64(m->keys_at_commit), oom);
     cluster_put(o, "ideal_keys", json_real(m->ideal_keys), oom);
     cluster_put(o, "churn", json_real(m->churn), oom);
+    cluster_put(o, "totals_lost", json_boolean(m->totals_lost), oom);
     return o;
 }
 
@@ -606,6 +607,16 @@ static void
 cluster_migration_text(const struct brim_cluster_migration *m, char *buf,
                        size_t len)
 {
+    if (m->totals_lost) {
+        /* The coordinator started after the commit: its totals were the
+         * old process's; the keys it heard from the nodes are counted. */
+        snprintf(buf, len,
+                 "%s, partitions moved unknown (this coordinator started "
+                 "after epoch %" PRIu64 "'s commit; brimctl migrations "
+                 "asks the senders), keys moved %" PRIu64,
+                 m->active ? "active" : "idle", m->epoch, m->keys_moved);
+        return;
+    }
     snprintf(buf, len,
              "%s, partitions %" PRIu64 "/%" PRIu64 " (arc %" PRIu64
              ", cap %" PRIu64 "), keys moved %" PRIu64 " (arc %" PRIu64

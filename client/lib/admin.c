@@ -105,6 +105,7 @@ static const struct admin_field admin_migration_fields[] = {
     ADMIN_F(brim_cluster_migration, "churn", churn, ADMIN_F64),
     ADMIN_F(brim_cluster_migration, "partitions_unfinished",
             partitions_unfinished, ADMIN_U64),
+    ADMIN_F(brim_cluster_migration, "totals_lost", totals_lost, ADMIN_FLAG),
 };
 
 static const struct admin_field admin_auth_fields[] = {

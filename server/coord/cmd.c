@@ -793,8 +793,12 @@ brim_coord_stats_frame(struct brim_coord *co, struct brim_buf *out,
                                                                   : "left");
     }
     err |= kv_key(&pk, "migration");
-    err |= msgpack_pack_map(&pk, 16);
+    err |= msgpack_pack_map(&pk, 17);
     err |= kv_bool(&pk, "active", mp.active);
+    /* Restarted or elected after this epoch's commit: its totals were
+     * this process's memory, so partitions_total/done say nothing (a
+     * tester read "0/0 done" as done while streams ran). */
+    err |= kv_bool(&pk, "totals_lost", co->totals_lost);
     /* Why a join or leave waits ("" when none does), and how long. */
     err |= kv_str(&pk, "waiting", co->wait_why);
     err |= kv_u64(&pk, "waiting_ms",

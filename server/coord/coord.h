@@ -170,6 +170,10 @@ struct brim_coord {
     uint32_t                  pending_cap;
     uint32_t                  last_arc; /* the last commit's moves */
     uint32_t                  last_cap;
+    int                       totals_lost;      /* loaded a committed map, none
+                                            committed since: last_arc,
+                                            last_cap and the key counts
+                                            of that change are unknown */
     uint64_t                  last_commit_ms;   /* loop ms of the last commit */
     int                       last_streams;     /* that change may have moved
                                                 partitions between members

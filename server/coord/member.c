@@ -134,6 +134,7 @@ brim_coord_resume(struct brim_coord *co)
      * from the nodes before any change. */
     co->last_streams = co->state.committed.map.epoch > 0;
     co->restarted = co->last_streams;
+    co->totals_lost = co->last_streams;
     /* Nodes back off up to COORD_NODE_BACKOFF_MAX_MS between attempts to
      * reach us: give them that, on top of dead-after, before any is
      * declared dead. */
@@ -925,6 +926,7 @@ change_commit(struct brim_coord *co)
     brim_topo_destroy(&old);
     co->last_arc = co->pending_arc;
     co->last_cap = co->pending_cap;
+    co->totals_lost = 0;
     brim_log_info("epoch %" PRIu64 " committed: %" PRIu32 " members", epoch,
                   co->state.committed.nmembers);
     for (mb = co->members; mb != NULL; mb = mb->next) {

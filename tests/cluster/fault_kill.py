@@ -905,7 +905,8 @@ def leave_then_coord_killed(bindir, committed):
         deadline = time.monotonic() + 10
         while True:
             try:
-                moved = cluster_stats(cl)["migration"]["keys_moved"]
+                mig = cluster_stats(cl)["migration"]
+                moved = mig["keys_moved"]
                 break
             except AssertionError:
                 # On etcd the restarted coordinator answers NOTLEADER
@@ -914,6 +915,19 @@ def leave_then_coord_killed(bindir, committed):
                 time.sleep(0.1)
         assert moved <= held, \
             "keys_moved %d after the restart; node4 held %d" % (moved, held)
+        # Committed before the restart: the new coordinator does not know
+        # that change's partition counts and says so (a tester read its
+        # "partitions 0/0 done" as done); aborted: it committed the leave
+        # itself, and knows them.
+        assert bool(mig["totals_lost"]) == committed, mig
+        r = subprocess.run([os.path.join(cl.bindir, "brimctl"),
+                            "--coordinator", "127.0.0.1:%d" % cl.cport,
+                            "migrations"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        first = r.stdout.splitlines()[0]
+        assert ("partitions moved unknown" in first) == committed, first
+        assert ("0/0 done" in first) is False, first
         print("leave_then_coord_killed(%s): node4 left (exit %d), epoch %d "
               "of %r, %d of %d keys read back; keys moved %d (node4 held "
               "%d)" % ("committed" if committed else "proposed", rc,

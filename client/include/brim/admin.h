@@ -209,6 +209,16 @@ struct brim_cluster_migration {
                                      * before their stream ended: the
                                      * source died or left first, and
                                      * what it had not sent is lost */
+    int      totals_lost;           /* non-zero: the coordinator started
+                                     * (or was elected) after this
+                                     * epoch's commit, so partitions_total,
+                                     * partitions_done, moved_arc,
+                                     * moved_cap, keys_at_commit,
+                                     * ideal_keys and churn are 0, not
+                                     * counts; the senders' own rows
+                                     * (brimctl migrations) still are.
+                                     * 0 from a coordinator that does not
+                                     * send it */
 };
 
 /* The coordinator's own AUTH counters (PROTOCOL.md 12.4). */
