@@ -150,7 +150,9 @@ parse_opts(int argc, char **argv, struct bench_opts *o)
             usage(stdout);
             exit(0);
         default:
-            usage(stderr);
+            /* getopt_long has said which option; one line more, as the
+             * other binaries (not the whole usage). */
+            fprintf(stderr, "(brim-placement-bench --help for usage)\n");
             return -1;
         }
         if (rc != 0) {

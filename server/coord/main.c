@@ -46,7 +46,14 @@ coord_set_eps(void *cfg, const struct brim_option *o, const char *arg,
 
     (void) o;
     c->given |= GIVEN_EPS;
-    return brim_eps_parse(arg, &c->set.eps_ppm, errbuf) != 0 ? errbuf : NULL;
+    if (brim_eps_parse(arg, &c->set.eps_ppm, errbuf) == 0) {
+        return NULL;
+    }
+    /* The caller prints "--eps: " before it; not "--eps: eps: ". */
+    if (strncmp(errbuf, "eps: ", 5) == 0) {
+        memmove(errbuf, errbuf + 5, strlen(errbuf + 5) + 1);
+    }
+    return errbuf;
 }
 
 static const char *
@@ -348,8 +355,11 @@ load_state(struct brim_coord *co)
     }
     rc = brim_persist_load(co->cfg.data_dir, &co->state, err);
     if (rc == BRIM_ENOTFOUND) {
-        if (brim_coord_state_init(&co->state, g, err) != 0
-            || brim_coord_save(co) != 0) {
+        /* Not written here: brim_coord_resume() writes it once both
+         * listeners are open, so a start that fails (a port in use) leaves
+         * no cluster whose P, V and eps a corrected start would have to
+         * keep (a tester's find). */
+        if (brim_coord_state_init(&co->state, g, err) != 0) {
             fprintf(stderr, "brim-coord: %s\n", err);
             return -1;
         }
@@ -460,6 +470,11 @@ main(int argc, char **argv)
         fprintf(stderr, "brim-coord: %s\n", err);
         return 1;
     }
+    /* Both listeners before anything is written (brim_coord_resume). */
+    if (brim_coord_http_start(&co, err) != 0) {
+        fprintf(stderr, "brim-coord: %s\n", err);
+        return 1;
+    }
     if (co.leading && brim_coord_resume(&co) != 0) {
         fprintf(stderr,
                 "brim-coord: cannot start: the state could not be "
@@ -474,10 +489,6 @@ main(int argc, char **argv)
             fprintf(stderr, "brim-coord: %s\n", err);
             return erc == BRIM_EINVAL ? 2 : 1;
         }
-    }
-    if (brim_coord_http_start(&co, err) != 0) {
-        fprintf(stderr, "brim-coord: %s\n", err);
-        return 1;
     }
     uv_timer_init(co.loop, &co.tick);
     co.tick.data = &co;

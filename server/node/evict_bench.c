@@ -167,7 +167,9 @@ main(int argc, char **argv)
             usage(stdout);
             return 0;
         default:
-            usage(stderr);
+            /* getopt_long has said which option; one line more, as the
+             * other binaries (not the whole usage). */
+            fprintf(stderr, "(brim-evict-bench --help for usage)\n");
             return 2;
         }
         if (rc != 0) {

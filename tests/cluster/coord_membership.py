@@ -341,6 +341,41 @@ def case_restart(binary):
         teardown(co, nodes, d)
 
 
+def case_failed_start_writes_nothing(binary):
+    """A brim-coord whose --listen (or --http-listen) port is taken exits 1
+    and writes no state: a tester's corrected start with --partitions 1024
+    was told "keeping the stored ones" and ran at the failed start's
+    default P (65536), from a state no node had ever seen."""
+    d = tempfile.mkdtemp(prefix="brim-coord-failed-")
+    busy = socket.socket()
+    try:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        taken = "127.0.0.1:%d" % busy.getsockname()[1]
+        for args in (["--listen", taken],
+                     ["--listen", "127.0.0.1:%d" % bw.free_port(),
+                      "--http-listen", taken]):
+            p = subprocess.run([binary] + args + ["--data-dir", d],
+                               capture_output=True, timeout=10)
+            assert p.returncode == 1, p
+            assert b"in use" in p.stderr, p.stderr
+            assert not os.path.exists(os.path.join(d, "state")), \
+                (args, os.listdir(d))
+        co = Coord(binary, d)               # --partitions 256
+        try:
+            c = co.conn()
+            t = fetch(c)
+            c.close()
+            assert t["P"] == 256, t["P"]
+            assert "keeping the stored ones" not in co.output(), co.output()
+            assert os.path.exists(os.path.join(d, "state")), os.listdir(d)
+        finally:
+            co.kill(signal.SIGTERM)
+    finally:
+        busy.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def case_epoch_reported(binary):
     """Issue 15: a node that reports an epoch at or above next_epoch (a
     state restored from an older copy) makes the next proposal go above
@@ -373,6 +408,8 @@ def case_bad_settings(binary):
          [b"--partitions: 1000 is not a power of two from 256 to 1048576"]),
         (["--partitions", "7"], [b"--partitions: 7 is not a power of two"]),
         (["--eps", "-1"], [b"--eps"]),
+        # The option's name once, not "--eps: eps:" (a tester's report).
+        (["--eps", "abc"], [b'--eps: "abc" is not a plain']),
         (["--heartbeat-ms", "5000", "--dead-after-ms", "100"],
          [b"--dead-after-ms 100 must be above --heartbeat-ms 5000"]),
         (["--heartbeat-ms", "5000"],

@@ -28,7 +28,8 @@ import brimtest as bt  # noqa: E402
 import coord_membership as cm  # noqa: E402
 import etcd_coord as ec  # noqa: E402
 
-FILE_ONLY = ("join_order", "bad_settings", "restart")
+FILE_ONLY = ("join_order", "bad_settings", "restart",
+             "failed_start_writes_nothing")
 ETCD = None                     # the case's etcd, while it runs
 
 
