@@ -148,3 +148,56 @@ brim_bench_args() {
         exit 2
     fi
 }
+
+# brim_bench_damon SCRIPT     say whether the kernel's DAMON monitor runs
+#                             (kdamond: /sys/kernel/mm/damon/admin), which on
+#                             the VMs measured stalls every process for 20 to
+#                             90 ms every half second once a few GB are
+#                             resident (docs/performance.md, "The machine's
+#                             own stalls"). With BRIM_BENCH_DAMON=off in the
+#                             environment, as root, it is turned off for the
+#                             script's run and turned on again at its exit
+#                             (the caller's EXIT trap must call
+#                             brim_bench_damon_restore); =on (the default)
+#                             leaves it as it is. Prints one line either way.
+BRIM_DAMON_STOPPED=()
+brim_bench_damon() {
+    local script=${1##*/} f running=()
+    for f in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
+        [ -r "$f" ] || continue
+        [ "$(< "$f")" = on ] && running+=("$f")
+    done
+    case ${BRIM_BENCH_DAMON:-on} in
+    on|off) ;;
+    *) echo "$script: BRIM_BENCH_DAMON must be on or off (is \"$BRIM_BENCH_DAMON\")" >&2
+       exit 2 ;;
+    esac
+    if [ "${#running[@]}" -eq 0 ]; then
+        echo "$script: no DAMON monitor runs"
+        return 0
+    fi
+    if [ "${BRIM_BENCH_DAMON:-on}" = on ]; then
+        echo "$script: WARNING: a DAMON monitor runs (${running[*]}): expect" \
+             "stalls of tens of ms every 0.5 s with GBs resident;" \
+             "BRIM_BENCH_DAMON=off (root) pauses it for this run"
+        return 0
+    fi
+    for f in "${running[@]}"; do
+        if echo off > "$f" 2>/dev/null; then
+            BRIM_DAMON_STOPPED+=("$f")
+        else
+            echo "$script: cannot turn off $f (not root?)" >&2
+            exit 2
+        fi
+    done
+    echo "$script: DAMON monitor turned off for this run (${BRIM_DAMON_STOPPED[*]}); on again at exit"
+}
+
+# brim_bench_damon_restore    turn on again what brim_bench_damon turned off.
+brim_bench_damon_restore() {
+    local f
+    for f in "${BRIM_DAMON_STOPPED[@]}"; do
+        echo on > "$f" 2>/dev/null || echo "could not turn $f on again" >&2
+    done
+    BRIM_DAMON_STOPPED=()
+}

@@ -22,6 +22,12 @@
 # took 66% of the joiner's loop, docs/performance.md); PREFAULT=0 in the
 # environment runs without it (PREFAULT=1, the default, with it; any
 # other value is refused).
+# Nothing starts a process inside either window: one logwait.py, started
+# before the "before" window, watches node4's log, and node4 is added with
+# `brim-cluster add-node --no-wait` (on the VMs measured, a `grep; sleep
+# 0.2` poll in the window alone raised client p99 from 0.25 to 2.4 ms).
+# BRIM_BENCH_DAMON=off (as root) pauses the kernel's DAMON monitor for the
+# run (deploy/lib.sh brim_bench_damon; docs/performance.md).
 # From a built tree (build/bin); about 40 s a run at the defaults on 2
 # cores, with 4 GB of RSS in all.
 set -euo pipefail
@@ -50,11 +56,17 @@ memory_mb=$((keys * 1200 / 3 / 1000000 * 5 / 4 + 256))
 top=$(mktemp -d /tmp/brim-migration.XXXXXX)
 dir=
 bpid=
+wpid=
+py=/usr/bin/python3   # Debian's: not a pyenv shim that starts a dozen processes
+[ -x "$py" ] || py=$(command -v python3)
 cleanup() {
     [ -z "$bpid" ] || kill "$bpid" 2>/dev/null || true
+    [ -z "$wpid" ] || kill "$wpid" 2>/dev/null || true
     [ -z "$dir" ] || "$cluster" down --dir "$dir" >/dev/null 2>&1 || true
+    brim_bench_damon_restore
 }
 trap cleanup EXIT
+brim_bench_damon "${BASH_SOURCE[0]}"
 
 echo "== $runs runs: $keys keys of 1 KiB on 3 nodes, node4 joins under" \
     "$rate ops/s; node args: $node_args; in $top"
@@ -70,27 +82,30 @@ for run in $(seq 1 "$runs"); do
         --no-preload --duration 600 --json --quiet \
         --latency-log "$dir/latency.log" >"$dir/bench.json" 2>"$dir/bench.err" &
     bpid=$!
+    "$py" "$root/deploy/bench/logwait.py" --timeout 900 "$dir/node4.log" \
+        "every incoming partition is complete" >"$dir/logwait.out" &
+    wpid=$!
     sleep "$before_s"
-    date +%s%N >"$dir/join_ns"
-    BRIM_NODE_ARGS="$node_args" "$cluster" add-node node4 --dir "$dir" >/dev/null
-    deadline=$((SECONDS + 600))
-    until grep -q "every incoming partition is complete" "$dir/node4.log"; do
-        if [ $SECONDS -ge $deadline ]; then
-            echo "run $run: node4's migration did not end in 600 s" >&2
-            exit 1
-        fi
-        sleep 0.2
-    done
+    # The join's time without a process (bash 5's microsecond clock).
+    printf '%s000\n' "${EPOCHREALTIME/./}" >"$dir/join_ns"
+    BRIM_NODE_ARGS="$node_args" "$cluster" add-node node4 --dir "$dir" \
+        --no-wait >/dev/null
+    if ! wait "$wpid"; then
+        wpid=
+        echo "run $run: node4's migration did not end in 900 s" >&2
+        exit 1
+    fi
+    wpid=
     sleep 1
     kill -INT "$bpid"
     wait "$bpid" || { echo "run $run: brim-bench failed:" >&2; cat "$dir/bench.err" >&2; exit 1; }
     bpid=
     "$cluster" down --dir "$dir" >/dev/null 2>&1 || true
-    python3 "$root/deploy/bench/migration_window.py" "$dir" "$run" \
+    "$py" "$root/deploy/bench/migration_window.py" "$dir" "$run" \
         | tee -a "$top/runs.txt"
     # What the joiner's prefault took, before its join's commit.
     sed -n 's/.*--prefault: \(.*heap faulted in.*\)/node4 --prefault: \1/p' "$dir/node4.log"
     dir=
 done
-python3 "$root/deploy/bench/migration_window.py" --summary "$top/runs.txt"
+"$py" "$root/deploy/bench/migration_window.py" --summary "$top/runs.txt"
 echo "logs: $top"
