@@ -257,6 +257,8 @@ brim_migrate_stop(struct brim_node *node)
         uv_close((uv_handle_t *) &m->pump, NULL);
         uv_close((uv_handle_t *) &m->probe, NULL);
         uv_close((uv_handle_t *) &m->in_resume, NULL);
+        uv_close((uv_handle_t *) &m->turn_idle, NULL);
+        uv_close((uv_handle_t *) &m->turn_check, NULL);
     }
 }
 

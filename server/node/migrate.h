@@ -58,6 +58,8 @@ struct brim_migrate_stats {
     uint64_t send_slices;        /* pump turns cut short by their slice */
     uint64_t link_waits;         /* batches held: the link had unsent bytes */
     uint64_t insert_pauses;      /* links paused: the inserts' slice spent */
+    uint64_t turns_deferred;     /* work left to the next turn of the loop:
+                                    the turn's MIG_TURN_NS spent */
     uint64_t pace_backoffs;      /* slice halvings: the loop waited for a CPU */
     uint64_t pace_slice_us;      /* the slice now, us per 2 ms window */
     uint64_t probes_source_gone; /* partitions completed because

@@ -77,6 +77,33 @@
 #define MIG_PACE_WAIT_HIGH 0.05 /* of a tick spent waiting for a CPU */
 #define MIG_LAG_NS 3000000ull
 #define MIG_YIELD_MS 2
+/*
+ * The turn (DESIGN.md 13: "bound the work one loop turn may spend on
+ * migration"). Within a window's slice, migration work goes in quanta of
+ * MIG_TURN_NS: once a turn of the loop has spent that on building,
+ * sending and inserting batches, what is left waits for the next turn,
+ * after the loop has polled its sockets and served the clients' requests
+ * that came meanwhile. A batch is never cut, and one of 256 KiB takes
+ * longer than the quantum (about 0.3 ms to insert 1 KiB values on the
+ * 2-core VM measured), so in practice each end does one batch per turn:
+ * a request waits for migration work about one batch, not a whole
+ * slice (before, a pump or a link's reads ran on for up to the 1 ms
+ * slice). The slice still bounds migration's share of the loop, and the
+ * run-queue feedback its share of the CPU. A turn ends in a uv_check
+ * callback (after the poll); what waits for the next turn runs from a
+ * uv_idle callback, active only while something waits (an active idle
+ * handle makes the poll not block).
+ */
+#define MIG_TURN_NS 100000ull
+
+/* Who waits for the next turn (mig_turn_defer()). */
+enum mig_turn_who {
+    MIG_TURN_IN = 0, /* links the receiver paused (migrate_recv.c) */
+    MIG_TURN_OUT,    /* the sender's pump (migrate_send.c) */
+    MIG_TURN_WHO
+};
+struct brim_migrate;
+typedef void (*mig_turn_fn)(struct brim_migrate *m);
 
 /* The time migration work at one end spent in the current window. */
 struct mig_budget {
@@ -244,6 +271,15 @@ struct brim_migrate {
     uint32_t           nin_paused, cap_in_paused;
     uv_timer_t         in_resume; /* resumes them */
     int                in_resume_armed;
+    struct brim_conn **in_turn; /* links deferred until the next turn
+                                   (MIG_TURN_NS), oldest first */
+    uint32_t           nin_turn, cap_in_turn;
+    /* The turn (MIG_TURN_NS; migrate_state.c). */
+    uv_check_t  turn_check; /* ends a turn: turn_spent_ns = 0 */
+    uv_idle_t   turn_idle;  /* runs turn_fn[] at the next turn */
+    int         turn_idle_on;
+    uint64_t    turn_spent_ns;         /* migration work in this turn */
+    mig_turn_fn turn_fn[MIG_TURN_WHO]; /* waiting, or NULL */
     /* Sending side (migrate_send.c). */
     struct mig_job  **jobs;
     uint32_t          njobs, cap_jobs;
@@ -293,6 +329,19 @@ struct brim_migrate {
  * Without schedstat (not Linux, or not readable) the slice stays the most.
  */
 void mig_pace_tick(struct brim_migrate *m, uint64_t now_ns);
+
+/* True while the current turn of the loop has migration time left
+ * (MIG_TURN_NS). */
+int mig_turn_open(const struct brim_migrate *m);
+
+/* Count NS of migration work against the current turn. */
+void mig_turn_spend(struct brim_migrate *m, uint64_t ns);
+
+/* Run FN(M) once at the next turn of the loop, after it has polled its
+ * sockets, as WHO's continuation (one per WHO: a later call replaces an
+ * earlier one not yet run). Not while the node stops. */
+void mig_turn_defer(struct brim_migrate *m, enum mig_turn_who who,
+                    mig_turn_fn fn);
 
 /* The node's migration state, made on first use; NULL when out of
  * memory. */

@@ -140,24 +140,65 @@ mig_batch(struct brim_migrate *m, uint32_t p, const struct brim_req *req)
     return 0;
 }
 
+/*
+ * Resume every link of the list *LIST (*N of them, room for *CAP), which
+ * is emptied first: resuming dispatches what each link holds, which may
+ * pause it (and others) again, into a fresh list.
+ */
+static void
+links_resume_all(struct brim_conn ***list, uint32_t *n, uint32_t *cap)
+{
+    struct brim_conn **paused = *list;
+    uint32_t           i, count = *n;
+
+    *list = NULL;
+    *n = 0;
+    *cap = 0;
+    for (i = 0; i < count; i++) {
+        brim_conn_resume(paused[i]);
+    }
+    brim_free(paused);
+}
+
 /* The pace's window began again: the links paused for it read again. */
 static void
 in_resume_cb(uv_timer_t *t)
 {
     struct brim_migrate *m = t->data;
-    struct brim_conn   **paused = m->in_paused;
-    uint32_t             i, n = m->nin_paused;
 
     m->in_resume_armed = 0;
-    /* Resuming dispatches what each link holds, which may pause it (and
-     * others) again: into a fresh list. */
-    m->in_paused = NULL;
-    m->nin_paused = 0;
-    m->cap_in_paused = 0;
-    for (i = 0; i < n; i++) {
-        brim_conn_resume(paused[i]);
+    links_resume_all(&m->in_paused, &m->nin_paused, &m->cap_in_paused);
+}
+
+/*
+ * Defer C (it reads nothing more until resumed) and append it to the
+ * list *LIST of *N links (room for *CAP). Returns 0, or BRIM_ENOMEM when
+ * the list cannot grow: C is then left reading (a pause bounds latency,
+ * not correctness).
+ */
+static int
+links_defer(struct brim_conn ***list, uint32_t *n, uint32_t *cap,
+            struct brim_conn *c)
+{
+    struct brim_conn **np;
+    uint32_t           ncap;
+
+    if (*n == *cap) {
+        ncap = *cap == 0 ? 8 : 2 * *cap;
+        np = brim_calloc(ncap, sizeof(*np));
+        if (np == NULL) {
+            return BRIM_ENOMEM;
+        }
+        if (*n > 0) {
+            memcpy(np, *list, *n * sizeof(*np));
+        }
+        brim_free(*list);
+        *list = np;
+        *cap = ncap;
     }
-    brim_free(paused);
+    brim_conn_defer(c);
+    (*list)[(*n)++] = c;
+    return 0;
 }
 
 /*
@@ -170,30 +211,56 @@ in_resume_cb(uv_timer_t *t)
 static void
 in_pause(struct brim_migrate *m, struct brim_conn *c, uint64_t now_ns)
 {
-    struct brim_conn **np;
-    uint32_t           cap;
-
-    if (m->nin_paused == m->cap_in_paused) {
-        cap = m->cap_in_paused == 0 ? 8 : 2 * m->cap_in_paused;
-        np = brim_calloc(cap, sizeof(*np));
-        if (np == NULL) {
-            return;
-        }
-        if (m->nin_paused > 0) {
-            memcpy(np, m->in_paused, m->nin_paused * sizeof(*np));
-        }
-        brim_free(m->in_paused);
-        m->in_paused = np;
-        m->cap_in_paused = cap;
+    if (links_defer(&m->in_paused, &m->nin_paused, &m->cap_in_paused, c) != 0) {
+        return;
     }
-    brim_conn_defer(c);
-    m->in_paused[m->nin_paused++] = c;
     m->stats.insert_pauses++;
     if (!m->in_resume_armed) {
         uv_timer_start(&m->in_resume, in_resume_cb,
                        mig_budget_wait_ms(&m->in_budget, now_ns), 0);
         m->in_resume_armed = 1;
     }
+}
+
+/*
+ * The next turn of the loop (MIG_TURN_NS): the links paused at the end of
+ * the last one read again, in the order they were paused, while this
+ * turn has time (the first always: a stream always progresses). Those
+ * left wait for the next turn, ahead of any a resumed link pauses again.
+ */
+static void
+in_turn_resume(struct brim_migrate *m)
+{
+    struct brim_conn *c;
+    uint32_t          i, n = m->nin_turn;
+
+    for (i = 0; i < n && m->nin_turn > 0; i++) {
+        if (i > 0 && !mig_turn_open(m)) {
+            break;
+        }
+        c = m->in_turn[0];
+        m->nin_turn--;
+        memmove(m->in_turn, m->in_turn + 1, m->nin_turn * sizeof(*m->in_turn));
+        brim_conn_resume(c); /* may pause it again, at the end */
+    }
+    if (m->nin_turn > 0) {
+        mig_turn_defer(m, MIG_TURN_IN, in_turn_resume);
+    }
+}
+
+/*
+ * The inserts spent this turn's MIG_TURN_NS: C, the sender's link, reads
+ * nothing more until the next turn of the loop, after the loop has
+ * polled and served the clients. Without memory for the list C is not
+ * paused (the turn is a bound on latency, not on correctness).
+ */
+static void
+in_turn_pause(struct brim_migrate *m, struct brim_conn *c)
+{
+    if (links_defer(&m->in_turn, &m->nin_turn, &m->cap_in_turn, c) != 0) {
+        return;
+    }
+    mig_turn_defer(m, MIG_TURN_IN, in_turn_resume);
 }
 
 void
@@ -203,6 +270,7 @@ mig_in_unpause(struct brim_migrate *m)
         uv_timer_stop(&m->in_resume);
     }
     in_resume_cb(&m->in_resume);
+    links_resume_all(&m->in_turn, &m->nin_turn, &m->cap_in_turn);
 }
 
 int
@@ -289,6 +357,7 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
         rc = mig_batch(m, p, req);
         t1 = uv_hrtime();
         m->in_budget.spent_ns += t1 - t0;
+        mig_turn_spend(m, t1 - t0);
         if (rc != 0) {
             return mig_reply(c, id, rc,
                              rc == BRIM_EBADREQ
@@ -297,10 +366,12 @@ brim_migrate_serve(struct brim_node *node, struct brim_conn *c,
                                    "send it again");
         }
         rc = mig_reply(c, id, 0, NULL);
-        if (rc == 0 && !node->stopping && !brim_conn_closing(c)
-            && !mig_budget_open(&m->in_budget, t1))
-        {
-            in_pause(m, c, t1);
+        if (rc == 0 && !node->stopping && !brim_conn_closing(c)) {
+            if (!mig_budget_open(&m->in_budget, t1)) {
+                in_pause(m, c, t1);
+            } else if (!mig_turn_open(m)) {
+                in_turn_pause(m, c);
+            }
         }
         return rc;
     }

@@ -683,6 +683,8 @@ mig_out_progress(struct brim_migrate *m, uint64_t now_ms)
     }
 }
 
+static void pump_turn(struct brim_migrate *m);
+
 /*
  * The pump: steps the jobs, within the pace of DESIGN.md 13 (see
  * MIG_SLICE_NS): while the window's slice lasts, or for one batch when
@@ -690,21 +692,20 @@ mig_out_progress(struct brim_migrate *m, uint64_t now_ms)
  * next window begins, or MIG_YIELD_MS later.
  */
 static void
-mig_pump_cb(uv_timer_t *t)
+pump_run(struct brim_migrate *m, int timed)
 {
-    struct brim_migrate *m = t->data;
-    uint64_t             now_ms = uv_now(m->node->loop), next = UINT64_MAX;
-    uint64_t             t0 = uv_hrtime(), t1, sent0;
-    uint32_t             i, active = 0;
-    struct mig_job      *j;
-    int                  lagging, cut = 0;
+    uint64_t        now_ms = uv_now(m->node->loop), next = UINT64_MAX;
+    uint64_t        t0 = uv_hrtime(), t1, spent, sent0;
+    uint32_t        i, active = 0;
+    struct mig_job *j;
+    int             lagging, cut = 0, turn_cut = 0;
 
-    m->pump_armed = 0;
     if (m->node->stopping) {
         return;
     }
     mig_pace_tick(m, t0);
-    lagging = t0 > m->pump_due_ns + m->lag_ns;
+    /* Only a timer can be late; a turn's continuation is due now. */
+    lagging = timed && t0 > m->pump_due_ns + m->lag_ns;
     m->stats.send_yields += (uint64_t) lagging;
     mig_out_progress(m, now_ms);
     sent0 = m->stats.batches_out;
@@ -732,8 +733,14 @@ mig_pump_cb(uv_timer_t *t)
                 cut = 1;
                 break;
             }
+            if (!mig_turn_open(m)) {
+                turn_cut = 1; /* the rest after the loop polls */
+                break;
+            }
             job_step(m, j, now_ms);
-            m->out_budget.spent_ns += uv_hrtime() - t1;
+            spent = uv_hrtime() - t1;
+            m->out_budget.spent_ns += spent;
+            mig_turn_spend(m, spent);
         } else if (j->state != OUT_DONE) {
             job_step(m, j, now_ms);
         }
@@ -750,6 +757,8 @@ mig_pump_cb(uv_timer_t *t)
             m->stats.send_slices++;
             mig_pump_soon(m, mig_budget_wait_ms(&m->out_budget, uv_hrtime()));
         }
+    } else if (turn_cut) {
+        mig_turn_defer(m, MIG_TURN_OUT, pump_turn);
     }
     if (next != UINT64_MAX) {
         mig_pump_soon(m, next - now_ms);
@@ -757,6 +766,23 @@ mig_pump_cb(uv_timer_t *t)
     if (m->out_running) {
         mig_pump_soon(m, MIG_LOG_MS); /* the progress line, and the end */
     }
+}
+
+/* The pump's timer. */
+static void
+mig_pump_cb(uv_timer_t *t)
+{
+    struct brim_migrate *m = t->data;
+
+    m->pump_armed = 0;
+    pump_run(m, 1);
+}
+
+/* The pump's continuation at the next turn of the loop (MIG_TURN_NS). */
+static void
+pump_turn(struct brim_migrate *m)
+{
+    pump_run(m, 0);
 }
 
 void

@@ -80,6 +80,66 @@ mig_fail_disarm(struct brim_migrate *m, enum mig_fail_site site)
     }
 }
 
+/* ---- the turn (MIG_TURN_NS) ---- */
+
+/* After the loop's poll: the turn ends. */
+static void
+turn_check_cb(uv_check_t *h)
+{
+    struct brim_migrate *m = h->data;
+
+    m->turn_spent_ns = 0;
+}
+
+/* At the next turn: run what waits for it, each once. What runs may
+ * wait again (a later turn). */
+static void
+turn_idle_cb(uv_idle_t *h)
+{
+    struct brim_migrate *m = h->data;
+    mig_turn_fn          fn;
+    uint32_t             who;
+
+    uv_idle_stop(h);
+    m->turn_idle_on = 0;
+    if (m->node->stopping) {
+        return;
+    }
+    for (who = 0; who < MIG_TURN_WHO; who++) {
+        fn = m->turn_fn[who];
+        m->turn_fn[who] = NULL;
+        if (fn != NULL) {
+            fn(m);
+        }
+    }
+}
+
+int
+mig_turn_open(const struct brim_migrate *m)
+{
+    return m->turn_spent_ns < MIG_TURN_NS;
+}
+
+void
+mig_turn_spend(struct brim_migrate *m, uint64_t ns)
+{
+    m->turn_spent_ns += ns;
+}
+
+void
+mig_turn_defer(struct brim_migrate *m, enum mig_turn_who who, mig_turn_fn fn)
+{
+    if (m->node->stopping) {
+        return;
+    }
+    m->turn_fn[who] = fn;
+    m->stats.turns_deferred++;
+    if (!m->turn_idle_on) {
+        uv_idle_start(&m->turn_idle, turn_idle_cb);
+        m->turn_idle_on = 1;
+    }
+}
+
 struct brim_migrate *
 mig_get(struct brim_node *node)
 {
@@ -123,6 +183,13 @@ mig_get(struct brim_node *node)
     uv_timer_init(node->loop, &m->in_resume);
     uv_unref((uv_handle_t *) &m->in_resume);
     m->in_resume.data = m;
+    uv_idle_init(node->loop, &m->turn_idle);
+    uv_unref((uv_handle_t *) &m->turn_idle);
+    m->turn_idle.data = m;
+    uv_check_init(node->loop, &m->turn_check);
+    uv_unref((uv_handle_t *) &m->turn_check);
+    m->turn_check.data = m;
+    uv_check_start(&m->turn_check, turn_check_cb);
     env = getenv("BRIM_TEST_STREAM_DELAY_MS");
     if (env != NULL && *env != '\0'
         && brim_parse_u32(env, 0, 3600000, &m->stats.delay_ms) == 0)
@@ -237,6 +304,7 @@ mig_free(struct brim_migrate *m)
     }
     brim_free(m->jobs);
     brim_free(m->in_paused);
+    brim_free(m->in_turn);
     brim_free(m->cpend);
     brim_free(m->tbuckets);
     brim_free(m->spare_tomb);

@@ -298,6 +298,7 @@ stats_emit_all(struct stats_emit *e, struct brim_node *node)
     emit_u64(e, SEC_MIG, "mig_send_slices", ms.send_slices);
     emit_u64(e, SEC_MIG, "mig_link_waits", ms.link_waits);
     emit_u64(e, SEC_MIG, "mig_insert_pauses", ms.insert_pauses);
+    emit_u64(e, SEC_MIG, "mig_turns_deferred", ms.turns_deferred);
     emit_u64(e, SEC_MIG, "mig_pace_backoffs", ms.pace_backoffs);
     emit_u64(e, SEC_MIG, "mig_pace_slice_us", ms.pace_slice_us);
     emit_u64(e, SEC_MIG, "mig_links_lost", ms.links_lost);

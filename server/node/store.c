@@ -1065,13 +1065,16 @@ brim_store_cursor_release(struct brim_store *s, struct brim_store_cursor *cur)
     cur->next = NULL;
 }
 
+/* How many buckets ahead brim_store_scan() prefetches. */
+#define SCAN_PREFETCH 4
+
 int
 brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
                 uint32_t max_buckets, brim_store_scan_cb cb, void *arg)
 {
     struct store_part      *part = &s->parts[cur->partition];
     const struct brim_item *it, *next;
-    uint32_t                done = 0;
+    uint32_t                done = 0, b;
     int                     verdict = BRIM_SCAN_NEXT;
 
     BRIM_ASSERT(cur->partition < s->cfg.npartitions);
@@ -1079,17 +1082,30 @@ brim_store_scan(struct brim_store *s, struct brim_store_cursor *cur,
     if (part->dropping) {
         return 1; /* dropped: nothing to visit */
     }
+    for (b = cur->bucket + 1;
+         b < cur->bucket + SCAN_PREFETCH && b < part->nbuckets; b++)
+    {
+        if (part->buckets[b] != NULL) {
+            __builtin_prefetch(part->buckets[b]); /* the loop's first ones */
+        }
+    }
     while (cur->bucket < part->nbuckets && done < max_buckets) {
         it = cur->mark != NULL ? cur->mark : part->buckets[cur->bucket];
         cur->mark = NULL;
-        /* The next bucket's first item is a cache miss of its own: start
-         * it now, while this bucket's items are visited. */
-        if (cur->bucket + 1 < part->nbuckets
-            && part->buckets[cur->bucket + 1] != NULL) {
-            __builtin_prefetch(part->buckets[cur->bucket + 1]);
+        /* A later bucket's first item is a cache miss (and on a large
+         * store a TLB miss) of its own: start it now, SCAN_PREFETCH
+         * buckets ahead, while this bucket's items are visited; each
+         * item's successor in the chain likewise. */
+        if (cur->bucket + SCAN_PREFETCH < part->nbuckets
+            && part->buckets[cur->bucket + SCAN_PREFETCH] != NULL)
+        {
+            __builtin_prefetch(part->buckets[cur->bucket + SCAN_PREFETCH]);
         }
         for (; it != NULL; it = next) {
             next = it->hnext;
+            if (next != NULL) {
+                __builtin_prefetch(next);
+            }
             verdict = cb(it, arg);
             if (verdict == BRIM_SCAN_STOP_BEFORE) {
                 cur->mark = it;
