@@ -359,6 +359,44 @@ ctl_bad_usage(const char *msg, const char *what)
 }
 
 /*
+ * An unknown command NAME: the usage error, with the command meant when
+ * NAME is another tool's word for one of ours (a tester typed `brimctl
+ * cluster`, and nothing said that stats and nodes are the cluster's
+ * views).
+ */
+static int
+ctl_unknown_cmd(const char *name)
+{
+    static const struct {
+        const char *word, *hint;
+    } hints[] = {
+        {"cluster",
+         "the cluster's views are 'stats' and 'nodes' "
+         "(with --coordinator), and 'migrations'"},
+        {"status",
+         "the cluster's views are 'stats' and 'nodes' "
+         "(with --coordinator), and 'migrations'"},
+        {"info", "a node's statistics are 'stats'"},
+        {"delete", "a key is deleted with 'del'"},
+        {"remove", "a node leaves with 'leave NAME'; a key goes with 'del'"},
+        {"join",
+         "a node joins by starting it with --coordinator; "
+         "'plan join NAME' shows what would move"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+        if (strcmp(name, hints[i].word) == 0) {
+            fprintf(stderr,
+                    "brimctl: unknown command: %s: %s\n(see brimctl --help)\n",
+                    name, hints[i].hint);
+            return BRIM_CTL_EXIT_USAGE;
+        }
+    }
+    return ctl_bad_usage("unknown command", name);
+}
+
+/*
  * Parse ARGV into CTL and *CMD. Returns -1 to go on, or the exit status
  * (0 after --help).
  */
@@ -418,7 +456,7 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
         if (*cmd == NULL) {
             *cmd = ctl_find_cmd(argv[i]);
             if (*cmd == NULL) {
-                return ctl_bad_usage("unknown command", argv[i]);
+                return ctl_unknown_cmd(argv[i]);
             }
             continue;
         }

@@ -63,8 +63,8 @@
  * quiet spell it starts at the least and doubles until a wait): a
  * machine with CPU to spare streams at full speed, one whose processes
  * queue for the CPU (the clients' among them) gets its CPU back within a
- * few ticks; a node no longer in the committed map (a leaver) serves no
- * client and does not back off. A pump that fires more than MIG_LAG_NS after it was due
+ * few ticks; a leaver paces as every node does (docs/design.md). A pump
+ * that fires more than MIG_LAG_NS after it was due
  * found its loop behind (clients, or no CPU): it sends one batch at most
  * and runs again MIG_YIELD_MS later. A batch goes only to a link whose
  * earlier writes have left for the kernel.

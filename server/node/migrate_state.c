@@ -251,14 +251,6 @@ mig_pace_tick(struct brim_migrate *m, uint64_t now_ns)
          * tick until the first wait (TCP's slow start). */
         slice = MIG_SLICE_MIN_NS;
         m->pace_slow_start = 1;
-    } else if (brim_topo_find(&m->node->topo.committed, m->node->cfg.name) < 0)
-    {
-        /* A node the committed map no longer has (a leaver sending what
-         * it held) serves no client, and each receiver paces its own
-         * inserts: it streams at the most, for the leave's window is
-         * its stream (a back-off here held a lone leaver near 80 MB/s
-         * against 300 with none, on 2 shared CPUs). */
-        slice = BRIM_MIN(slice * 2, m->slice_max_ns);
     } else if ((double) ((uint64_t) wait - m->pace_wait_ns)
                > MIG_PACE_WAIT_HIGH * (double) tick)
     {

@@ -293,6 +293,10 @@ case_usage() {
         || fail "set --help: no --ttl"
     ctl; expect_rc 64 "no command"
     ctl frobnicate; expect_rc 64 "unknown command"
+    # Another tool's word for one of ours names ours (a tester's find).
+    ctl cluster; expect_rc 64 "cluster"
+    expect_err "unknown command: cluster: the cluster's views are 'stats' and 'nodes'" "cluster"
+    ctl frobnicate; expect_err "unknown command: frobnicate" "frobnicate"
     ctl get; expect_rc 64 "get without key"
     ctl get a b; expect_rc 64 "get with two keys"
     ctl get a --ttl 5; expect_rc 64 "--ttl on get"
