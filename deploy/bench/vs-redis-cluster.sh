@@ -57,7 +57,10 @@ Binaries come from build/bin of this tree; redis-server and redis-cli
 (its 512 MiB of heap faulted in before it serves or joins; node4's is
 inside brim's join time); PREFAULT=0 runs without (1, the default,
 with; any other value is refused). BRIM_NODE_ARGS is
-added to every brim-node (deploy/brim-cluster). Every wait is bounded; every process
+added to every brim-node (deploy/brim-cluster). BRIM_BENCH_DAMON=off (as
+root) pauses the kernel's DAMON monitor for the run (deploy/lib.sh:
+on the VMs measured it stalls every process for tens of ms every 0.5 s
+once GBs are resident). Every wait is bounded; every process
 started is stopped by its PID on exit. Exit 1 when a step fails or a
 load reports errors, lost or stale reads; 2 on bad usage.
 EOF
@@ -67,6 +70,8 @@ die() { echo "vs-redis-cluster: $*" >&2; exit 1; }
 usage_err() { echo "vs-redis-cluster: $* (see --help)" >&2; exit 2; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$root/deploy/lib.sh"   # brim_bench_damon (BRIM_BENCH_DAMON=off, see --help)
 bin=$root/build/bin
 cluster=$root/deploy/brim-cluster
 keys=300000
@@ -179,6 +184,8 @@ stop_pid() {   # PID: TERM, at most 10 s, then KILL
 cleanup() {
     local p
     [ -z "$bench_pid" ] || stop_pid "$bench_pid"
+    [ -z "$watch_pid" ] || kill "$watch_pid" 2>/dev/null || true
+    brim_bench_damon_restore
     # brim-cluster down stops the coordinator and nodes by their PID files.
     [ ! -f "$dir/brim/cluster.conf" ] \
         || "$cluster" down --dir "$dir/brim" >/dev/null 2>&1 || true
@@ -186,8 +193,10 @@ cleanup() {
         stop_pid "$p"
     done
 }
+watch_pid=
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+brim_bench_damon "$0"
 
 exec 3>&1                         # op's lines, whatever its output goes to
 now() { echo "$EPOCHREALTIME"; }
@@ -296,22 +305,25 @@ for k in sys.argv[1].split("."):
 print(v)' "$1"
 }
 
-# Wait (at most 600 s) until the migration of an epoch above AFTER is over:
-# one process that asks the coordinator's /api/cluster (the CLUSTER_STATS
-# brimctl stats reads; both fields from one answer) every 0.1 s on one
-# kept-alive connection. Not a brimctl and a python3 per look: those
-# processes, and the STATS brimctl asks of every node while a migration
-# runs, took a share of the two CPUs inside brim's short window (seen
-# with perf sched: shells and python3 starting during the commit's first
-# 20 ms, when every reply of the load waited).
-brim_wait_balanced() {   # AFTER
+# Watch (at most 900 s) until the migration of an epoch above AFTER is
+# over: one process, started before the "before" window (brim_watch_start)
+# and waited for after the change (brim_watch_wait), that asks the
+# coordinator's /api/cluster (the CLUSTER_STATS brimctl stats reads; both
+# fields from one answer) every 0.1 s on one kept-alive connection, in
+# both windows alike. Not a brimctl and a python3 per look, nor one
+# python3 started at the commit: new processes inside brim's short window
+# took a share of the two CPUs (seen with perf sched: shells and python3
+# starting during the commit's first 20 ms, when every reply of the load
+# waited; and a `grep; sleep 0.2` poll alone raised a steady cluster's
+# p99 from 0.25 to 2.4 ms, docs/performance.md).
+brim_watch_start() {   # AFTER
     local url
     url=$(awk '$1 == "coord" {print $2}' "$dir/brim/http")
     [ -n "$url" ] || die "brim: no coordinator URL in $dir/brim/http"
-    "$py" - "$url" "$1" <<'EOF' || die "brim: the migration did not end in 600 s"
+    "$py" - "$url" "$1" <<'EOF' &
 import http.client, json, sys, time, urllib.parse
 u = urllib.parse.urlsplit(sys.argv[1])
-after, deadline = int(sys.argv[2]), time.monotonic() + 600
+after, deadline = int(sys.argv[2]), time.monotonic() + 900
 conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
 while time.monotonic() < deadline:
     try:
@@ -324,6 +336,13 @@ while time.monotonic() < deadline:
     time.sleep(0.1)
 sys.exit(1)
 EOF
+    watch_pid=$!
+}
+
+brim_watch_wait() {
+    local pid=$watch_pid
+    watch_pid=
+    wait "$pid" || die "brim: the migration did not end in 900 s"
 }
 
 run_brim() {
@@ -344,18 +363,22 @@ run_brim() {
 
     echo "-- brim join: node4"
     load_start brim-join --coordinator "$coord"
-    sleep "$window"
     e=$(bstat migration.epoch)
+    brim_watch_start "$e"
+    sleep 1   # its start, before the window
+    sleep "$window"
     ncmd=0
     t0=$(now)
-    op "$cluster" add-node node4 --dir "$dir/brim" || die "brim: add-node failed"
-    brim_wait_balanced "$e"
+    # The node is started and the command returns: the watcher sees the
+    # join end (add-node's own wait polls with an awk every 0.1 s).
+    op "$cluster" add-node node4 --dir "$dir/brim" --no-wait \
+        || die "brim: add-node failed"
+    brim_watch_wait
     t1=$(now)
     change_end brim join "$t0" "$t1" "$(bstat migration.keys_moved)" ""
 
     echo "-- brim leave: the original node holding the most bytes"
     load_start brim-leave --coordinator "$coord"
-    sleep "$window"
     leaver=$(ctl stats --json | "$py" -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -363,11 +386,14 @@ n = [x for x in d["nodes"] if x["name"] in ("node1", "node2", "node3")]
 print(max(n, key=lambda x: x["bytes"])["name"])')
     echo "  leaver: $leaver"
     e=$(bstat migration.epoch)
+    brim_watch_start "$e"
+    sleep 1   # its start, before the window
+    sleep "$window"
     ncmd=0
     t0=$(now)
     op ctl leave "$leaver" --wait --timeout 600 2>"$dir/brim-leave.ctl.err" \
         || die "brim: brimctl leave $leaver failed: $(tail -n 2 "$dir/brim-leave.ctl.err")"
-    brim_wait_balanced "$e"
+    brim_watch_wait
     t1=$(now)
     change_end brim leave "$t0" "$t1" "$(bstat migration.keys_moved)" \
         "leaver $leaver"
