@@ -82,7 +82,8 @@ for run in $(seq 1 "$runs"); do
         --no-preload --duration 600 --json --quiet \
         --latency-log "$dir/latency.log" >"$dir/bench.json" 2>"$dir/bench.err" &
     bpid=$!
-    "$py" "$root/deploy/bench/logwait.py" --timeout 900 "$dir/node4.log" \
+    "$py" "$root/deploy/bench/logwait.py" --timeout 900 \
+        --pid-file "$dir/node4.pid" "$dir/node4.log" \
         "every incoming partition is complete" >"$dir/logwait.out" &
     wpid=$!
     sleep "$before_s"
@@ -92,7 +93,8 @@ for run in $(seq 1 "$runs"); do
         --no-wait >/dev/null
     if ! wait "$wpid"; then
         wpid=
-        echo "run $run: node4's migration did not end in 900 s" >&2
+        echo "run $run: node4 exited, or its migration did not end in" \
+            "900 s (its log: $dir/node4.log)" >&2
         exit 1
     fi
     wpid=

@@ -316,16 +316,31 @@ print(v)' "$1"
 # starting during the commit's first 20 ms, when every reply of the load
 # waited; and a `grep; sleep 0.2` poll alone raised a steady cluster's
 # p99 from 0.25 to 2.4 ms, docs/performance.md).
-brim_watch_start() {   # AFTER
+brim_watch_start() {   # AFTER [PID_FILE: that process must not exit first]
     local url
     url=$(awk '$1 == "coord" {print $2}' "$dir/brim/http")
     [ -n "$url" ] || die "brim: no coordinator URL in $dir/brim/http"
-    "$py" - "$url" "$1" <<'EOF' &
+    "$py" - "$url" "$1" "${2:-}" <<'EOF' &
 import http.client, json, sys, time, urllib.parse
 u = urllib.parse.urlsplit(sys.argv[1])
 after, deadline = int(sys.argv[2]), time.monotonic() + 900
+pid_file = sys.argv[3]
+def gone():
+    # The new node exited before the change was balanced (a port taken
+    # while it faulted its heap in): no use waiting 900 s.
+    try:
+        pid = int(open(pid_file).read())
+    except (OSError, ValueError):
+        return False   # not started yet
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
 while time.monotonic() < deadline:
+    if pid_file and gone():
+        sys.exit(3)
     try:
         conn.request("GET", u.path)
         m = json.loads(conn.getresponse().read())["migration"]
@@ -339,10 +354,12 @@ EOF
     watch_pid=$!
 }
 
-brim_watch_wait() {
-    local pid=$watch_pid
+brim_watch_wait() {   # [NODE: its name, for the message when it exited]
+    local pid=$watch_pid rc=0
     watch_pid=
-    wait "$pid" || die "brim: the migration did not end in 900 s"
+    wait "$pid" || rc=$?
+    [ "$rc" -ne 3 ] || die "brim: $1 exited before the join ended: $(tail -n 1 "$dir/brim/$1.log")"
+    [ "$rc" -eq 0 ] || die "brim: the migration did not end in 900 s"
 }
 
 run_brim() {
@@ -364,7 +381,8 @@ run_brim() {
     echo "-- brim join: node4"
     load_start brim-join --coordinator "$coord"
     e=$(bstat migration.epoch)
-    brim_watch_start "$e"
+    rm -f "$dir/brim/node4.pid"
+    brim_watch_start "$e" "$dir/brim/node4.pid"
     sleep 1   # its start, before the window
     sleep "$window"
     ncmd=0
@@ -373,7 +391,7 @@ run_brim() {
     # join end (add-node's own wait polls with an awk every 0.1 s).
     op "$cluster" add-node node4 --dir "$dir/brim" --no-wait \
         || die "brim: add-node failed"
-    brim_watch_wait
+    brim_watch_wait node4
     t1=$(now)
     change_end brim join "$t0" "$t1" "$(bstat migration.keys_moved)" ""
 
