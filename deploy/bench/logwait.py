@@ -1,27 +1,37 @@
 #!/usr/bin/env python3
 """deploy/bench/logwait.py - wait, without starting any process, until a
-log file holds a line containing each of PATTERN..., in order; print each
-matching line as it is found.
+log file has held each of PATTERN..., in order; print each line that
+completes a pattern as it is found.
 
   logwait.py [--timeout S] [--every MS] [--pid-file F] FILE PATTERN...
 
 The benchmark scripts start it before their measured windows and let it
 watch: on the 2-core VMs measured, a poll loop of `grep; sleep 0.2` in the
 window (ten new processes a second) raised a 4-node cluster's client p99
-from 0.25 ms to 2.4 ms (docs/performance.md, "What the scripts cost"),
-while reading the file from one process costs nothing measurable.
+from 0.25 ms to 2.4 ms (docs/performance.md, "The machine's own stalls,
+and what the scripts cost"), while reading the file from one process
+costs nothing measurable.
 
-Patterns are plain substrings. FILE may not exist yet (a node not yet
-started). With --pid-file F, the process whose PID F holds (once F
-exists) must stay alive until every pattern is seen: a node that exits
-first (a port taken while it faulted its heap in) ends the wait at once,
-with FILE's last line, instead of at the timeout. Exits 0 once every
-pattern was seen, 1 at the timeout (default 900 s), 3 when the process
-exited first, 2 on bad usage.
+Patterns are plain substrings, found in order: the first in some line,
+the next in that same line after it or in a later line, and so on. A last
+line not yet ended by a newline counts too. FILE may not exist yet (a
+node not yet started). With --pid-file F, the process whose PID F holds
+(once F exists) must stay alive until every pattern is seen: a node that
+exits first (a port taken while it faulted its heap in) ends the wait at
+once, with FILE's last line, instead of at the timeout. --timeout S is
+the longest wait in seconds (default 900), --every MS how often FILE is
+read (default 50 ms).
+
+Exits 0 once every pattern was seen, 1 at the timeout, 3 when the
+process exited first, 2 on bad usage or when FILE cannot be read (a
+directory, no permission).
 """
-import os
+import math
 import sys
 import time
+
+USAGE = ('usage: logwait.py [--timeout S] [--every MS] [--pid-file F] '
+         'FILE PATTERN...')
 
 
 def alive(pid_file):
@@ -38,35 +48,53 @@ def alive(pid_file):
         return False
 
 
+def bad(msg):
+    print('logwait.py: %s (try --help)' % msg, file=sys.stderr)
+    return 2
+
+
+def find(line, patterns):
+    """Pop from PATTERNS each one found in LINE, in order (the next after
+    where the last ended); True when any was."""
+    at, found = 0, False
+    while patterns:
+        i = line.find(patterns[0], at)
+        if i < 0:
+            break
+        at = i + len(patterns[0])
+        patterns.pop(0)
+        found = True
+    return found
+
+
 def main(argv):
     timeout_s, every_ms, pid_file, args = 900.0, 50.0, None, argv[1:]
-    while args and args[0].startswith('--'):
+    while args and args[0].startswith('-') and args[0] != '-':
         opt = args.pop(0)
         if opt in ('-h', '--help'):
             print(__doc__.strip())
             return 0
-        if opt == '--pid-file' and args:
-            pid_file = args.pop(0)
+        if opt not in ('--timeout', '--every', '--pid-file'):
+            return bad('unknown option %s' % opt)
+        if not args:
+            return bad('%s needs a value' % opt)
+        value = args.pop(0)
+        if opt == '--pid-file':
+            pid_file = value
             continue
-        if opt not in ('--timeout', '--every') or not args:
-            print('logwait.py: bad option %s (try --help)' % opt,
-                  file=sys.stderr)
-            return 2
         try:
-            value = float(args.pop(0))
+            number = float(value)
         except ValueError:
-            print('logwait.py: %s needs a number' % opt, file=sys.stderr)
-            return 2
-        if value <= 0:
-            print('logwait.py: %s must be above 0' % opt, file=sys.stderr)
-            return 2
+            return bad('%s needs a number, not "%s"' % (opt, value))
+        if not math.isfinite(number) or number <= 0:
+            return bad('%s must be a finite number above 0, not "%s"'
+                       % (opt, value))
         if opt == '--timeout':
-            timeout_s = value
+            timeout_s = number
         else:
-            every_ms = value
+            every_ms = number
     if len(args) < 2:
-        print('usage: logwait.py [--timeout S] [--every MS] FILE PATTERN...',
-              file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     path, patterns = args[0], args[1:]
     deadline = time.monotonic() + timeout_s
@@ -80,13 +108,20 @@ def main(argv):
                 pos = f.tell()
         except FileNotFoundError:
             chunk = ''
+        except OSError as e:
+            print('logwait.py: %s: %s' % (path, e.strerror), file=sys.stderr)
+            return 2
         lines = (partial + chunk).split('\n')
         partial = lines.pop()  # an unfinished line, kept for the next read
         for line in lines:
             last = line or last
-            if patterns and patterns[0] in line:
+            if find(line, patterns):
                 print(line, flush=True)
-                patterns.pop(0)
+        if patterns and partial and find(partial, patterns):
+            # An unfinished last line held a pattern: what follows on it
+            # is read as a line of its own.
+            print(partial, flush=True)
+            partial = ''
         if not patterns:
             return 0
         if gone:

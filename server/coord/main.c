@@ -427,6 +427,11 @@ main(int argc, char **argv)
     default:
         return 2; /* a usage error, said why */
     }
+    /* A peer that closes while we write (an HTTP client that sent two
+     * requests and left, a node that answered BUSY and closed) is an
+     * EPIPE to handle, not a signal that ends the process without a
+     * line in its log (a fresh tester's find; brim-node ignores it too). */
+    signal(SIGPIPE, SIG_IGN);
     brim_log_init("coord", "coord", (enum brim_log_level) co.cfg.log_level);
     co.loop = uv_default_loop();
     /* The secret files are read once; their bytes are never logged. */

@@ -785,12 +785,32 @@ leave_timer_need(struct brim_node *node)
 
 static void leave_timer_cb(uv_timer_t *t);
 
+/*
+ * Take the partitions dropped so far as the leave's base, once: a leave
+ * says it lost keys (and exits 1) only for streams dropped since it
+ * began, not for one an earlier change dropped when its receiver died
+ * (a fresh tester saw a clean leave exit 1 for six partitions dropped by
+ * an earlier join).
+ */
+static void
+leave_dropped_base(struct brim_node *node)
+{
+    struct brim_migrate_stats ms;
+
+    if (!node->coordlink.leave_dropped_set) {
+        brim_migrate_get_stats(node, &ms);
+        node->coordlink.leave_dropped0 = ms.partitions_out_dropped;
+        node->coordlink.leave_dropped_set = 1;
+    }
+}
+
 static void
 leave_linger(struct brim_node *node, const char *why)
 {
     if (node->coordlink.leave == BRIM_LEAVE_LINGER) {
         return;
     }
+    leave_dropped_base(node);
     brim_log_info("left the cluster (%s); answering MOVED for %u ms, then "
                   "exiting once every partition is handed over",
                   why, COORD_LINGER_MS);
@@ -840,16 +860,19 @@ leave_timer_cb(uv_timer_t *t)
         }
         if (now >= node->coordlink.linger_until
             && ms.partitions_out_pending == 0) {
-            /* Exit 1 when a partition could not be handed over (its new
-             * owner was declared dead): a supervisor can tell a leave
-             * that lost keys from one that did not. */
-            if (ms.partitions_out_dropped > 0) {
+            /* Exit 1 when a partition of this leave could not be handed
+             * over (its new owner was declared dead): a supervisor can
+             * tell a leave that lost keys from one that did not. */
+            uint64_t dropped =
+                ms.partitions_out_dropped - node->coordlink.leave_dropped0;
+
+            if (dropped > 0) {
                 brim_log_warn("leave: %" PRIu64 " partitions could not be "
                               "handed over (their new owners died); their "
                               "keys are lost",
-                              ms.partitions_out_dropped);
+                              dropped);
             }
-            leave_stop(node, ms.partitions_out_dropped > 0 ? 1 : 0);
+            leave_stop(node, dropped > 0 ? 1 : 0);
         } else if (log_now) {
             brim_log_info("leave: %u partitions still streaming to their "
                           "new owners",
@@ -986,6 +1009,7 @@ static void
 leave_begin(struct brim_node *node)
 {
     leave_timer_need(node);
+    leave_dropped_base(node);
     node->coordlink.leave_since_ms = uv_now(node->loop);
     node->coordlink.leave_logged_ms = node->coordlink.leave_since_ms;
     node->coordlink.leave = BRIM_LEAVE_WANTED;

@@ -223,12 +223,16 @@ struct brim_node_coordlink {
     enum brim_leave_state leave; /* the graceful leave */
     uv_timer_t            leave_timer; /* looks at the leave */
     int                   leave_timer_init;
-    uint64_t              leave_since_ms;  /* loop ms it was asked */
-    int                   leave_signalled; /* a SIGTERM/SIGINT asked it (a
+    uint64_t              leave_since_ms;    /* loop ms it was asked */
+    int                   leave_signalled;   /* a SIGTERM/SIGINT asked it (a
                                             * second one exits at once) */
-    uint64_t              leave_logged_ms; /* loop ms progress was logged */
-    uint64_t              linger_until;    /* loop ms: drained, exit */
-    uint64_t              linger_fetch_ms; /* loop ms the map was last
+    uint64_t              leave_logged_ms;   /* loop ms progress was logged */
+    uint64_t              linger_until;      /* loop ms: drained, exit */
+    uint64_t              leave_dropped0;    /* mig_partitions_out_dropped
+                                              when the leave began: only
+                                              drops since say it lost keys */
+    int                   leave_dropped_set; /* leave_dropped0 is taken */
+    uint64_t              linger_fetch_ms;   /* loop ms the map was last
                                               fetched while lingering */
 };
 

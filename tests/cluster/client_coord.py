@@ -372,6 +372,14 @@ def case_leave_last(cl, a):
     assert "last member" in r.stderr and "--force" in r.stderr, r.stderr
     assert "access denied" not in r.stderr and "secret" not in r.stderr, \
         r.stderr
+    # The plan of that leave is refused for the same reason, said the
+    # same way (a tester's `plan leave` of the last node was blamed on
+    # the secret).
+    r = ctl(cl, a, "plan", "leave", "node3", want=1)
+    print("plan of the last node's leave:", r.stderr.strip())
+    assert "last member" in r.stderr, r.stderr
+    assert "access denied" not in r.stderr and "secret" not in r.stderr, \
+        r.stderr
     t0 = topo(cl.port)["epoch"]
     ctl(cl, a, "leave", "node3", "--force")
     cl.wait(lambda t: t["epoch"] > t0 and all(o >= len(t["members"])

@@ -688,6 +688,33 @@ def hostile(bindir):
         node.cleanup()
 
 
+@case
+def coord_survives_closed_pipeline(bindir):
+    """Two pipelined requests on one connection, then a close before the
+    replies are read, twenty times for each of the coordinator's pages:
+    brim-coord keeps running and serving. It used to die of SIGPIPE
+    writing the second reply (exit 141, nothing in its log: a fresh
+    tester's find)."""
+    cl = HttpCluster(bindir, n=1)
+    try:
+        cl.wait_members(1)
+        for path in ("/", "/metrics", "/api/cluster"):
+            req = ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode()
+            for _ in range(20):
+                s = socket.create_connection(("127.0.0.1", cl.chttp),
+                                             timeout=5)
+                s.sendall(req + req)
+                s.close()
+        time.sleep(0.5)
+        assert cl.coord.proc.poll() is None, \
+            "brim-coord exited %r:\n%s" % (cl.coord.proc.returncode,
+                                           cl.coord.output()[-2000:])
+        assert http_get(cl.chttp, "/api/cluster")[0] == 200
+        print("brim-coord alive after 60 closed pipelines")
+    finally:
+        cl.close(check_coord=True)
+
+
 def by_reason(m, family):
     """{reason: value} of FAMILY's samples in the parsed exposition M."""
     return {dict(labels)["reason"].strip('"'): v
