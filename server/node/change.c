@@ -42,6 +42,7 @@ brim_node_commit(struct brim_node *node, uint64_t epoch)
         return rc == 1 ? 0 : rc;
     }
     brim_migrate_commit(node, &old, old_self, keep);
+    brim_links_forget_gone(&node->links, &t->committed);
     brim_topo_destroy(&old);
     self = t->self >= 0 ? (uint16_t) t->self : BRIM_NODE_NONE;
     for (p = 0; p < t->committed.map.npartitions; p++) {

@@ -7,6 +7,7 @@
  */
 #include "server/node/links.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -209,6 +210,47 @@ brim_link_ensure(struct brim_node_link *l)
         }
     }
     return 0;
+}
+
+/* True when ADDR is a member of T, or a departed one still leaving. */
+static int
+links_addr_in(const struct brim_topo *t, const char *addr)
+{
+    uint32_t i;
+
+    for (i = 0; i < t->nmembers; i++) {
+        if (strcmp(t->members[i].addr, addr) == 0) {
+            return 1;
+        }
+    }
+    for (i = 0; i < t->ndeparted; i++) {
+        if (t->departed[i].state != BRIM_MEMBER_DEAD
+            && strcmp(t->departed[i].addr, addr) == 0)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void
+brim_links_forget_gone(struct brim_node_links *links,
+                       const struct brim_topo *committed)
+{
+    struct brim_node_link *l;
+
+    for (l = links->list; l != NULL; l = l->next) {
+        if (!l->wanted || l->peer.state == BRIM_PEER_OPEN
+            || links_addr_in(committed, l->addr))
+        {
+            continue;
+        }
+        brim_log_info("link to %s: no longer a member (epoch %" PRIu64
+                      "); not reconnecting unless asked again",
+                      l->addr, committed->map.epoch);
+        l->wanted = 0;
+    }
+    links_arm(links);
 }
 
 size_t

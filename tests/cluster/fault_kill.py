@@ -463,6 +463,7 @@ def mid_stream(bindir, kill_receiver, check):
         for i, k in enumerate(to4):
             want[k] = b"written-at-node4-%d" % i
             call_ok(cl.conn("node4"), "SET", 50 + i, k, want[k], 0, 0)
+        victim_port = cl.nodes[victim].port
         kill_at = cl.kill(victim)
         print("killed %s with node4 receiving %d partitions (senders' "
               "pending: %r); %d keys rewritten at node4 first"
@@ -481,7 +482,8 @@ def mid_stream(bindir, kill_receiver, check):
         describe.fn = lambda k: (part(t1, k), o1[part(t1, k)],
                                  o2[part(t1, k)], o3[part(t1, k)])
         check(types.SimpleNamespace(
-            victim=victim, want=want, rewritten=set(to4),
+            victim=victim, victim_port=victim_port, cl=cl,
+            want=want, rewritten=set(to4),
             got=read_at(cl, t3, list(want)), o1=o1, o2=o2, o3=o3,
             part=lambda k: part(t1, k)))
 
@@ -532,6 +534,16 @@ def receiver_dies_mid_stream(bindir):
               "all exact"
               % (len(gained), sum(1 for p in gained if r.o3[p] == r.o1[p]),
                  len(moving), hits, misses, len(r.rewritten), len(rest)))
+        # Its senders stop making their links to the dead node once an
+        # epoch without it commits (they retried it every 2 s for good:
+        # a fresh tester's find).
+        addr = "127.0.0.1:%d" % r.victim_port
+        for name, n in r.cl.nodes.items():
+            out = n.output()
+            if ("link to %s: closed" % addr) in out:
+                assert ("link to %s: no longer a member" % addr) in out, \
+                    "%s still makes its link to the dead %s:\n%s" \
+                    % (name, addr, out[-2000:])
     mid_stream(bindir, True, check)
 
 
