@@ -453,6 +453,10 @@ ctl_parse(int argc, char **argv, struct brim_ctl *ctl,
             seen |= o->bit;
             continue;
         }
+        if (*cmd == NULL && !help && strcmp(argv[i], "help") == 0) {
+            help = 1; /* "brimctl help [COMMAND]", as --help */
+            continue;
+        }
         if (*cmd == NULL) {
             *cmd = ctl_find_cmd(argv[i]);
             if (*cmd == NULL) {

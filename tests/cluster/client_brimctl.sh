@@ -292,6 +292,10 @@ case_usage() {
     ctl set --help; expect_rc 0 "set --help"; grep -q -- "--ttl" "$tmp/out" \
         || fail "set --help: no --ttl"
     ctl; expect_rc 64 "no command"
+    ctl help; expect_rc 0 "help"; grep -q "usage: brimctl" "$tmp/out" \
+        || fail "help: no usage"
+    ctl help set; expect_rc 0 "help set"; grep -q -- "--ttl" "$tmp/out" \
+        || fail "help set: no --ttl"
     ctl frobnicate; expect_rc 64 "unknown command"
     # Another tool's word for one of ours names ours (a tester's find).
     ctl cluster; expect_rc 64 "cluster"
